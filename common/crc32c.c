@@ -1,0 +1,153 @@
+#include "common/crc32c.h"
+
+#include <isa-l/crc.h>
+#include <limits.h>
+#include <stdbool.h>
+
+#include "common/km_assert.h"
+#include "common/km_limits.h"
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
+/* CRC-32C generator 0x1EDC6F41, bit-reversed: the reflected form in which
+ * bit 31 is the coefficient of x^0 and bit 0 that of x^31. */
+#define POLY_REFLECTED 0x82F63B78u
+#define X0 0x80000000u /* the polynomial 1 */
+
+/* pow_tab[k][v] = x^(8 * v * 256^k) mod P: the shift by tail bytes is the
+ * product of one entry per non-zero byte of tail. clmul_tab holds the same
+ * powers times x^-32, because the clmul product reduced by the crc32
+ * instruction comes out multiplied by x^32 (see mul_clmul). 8 KiB in all. */
+static uint32_t pow_tab[4][256];
+static uint32_t clmul_tab[4][256];
+static bool use_clmul;
+
+uint32_t km_crc32c_update(uint32_t crc, const void *buf, size_t len)
+{
+	unsigned char *p = (unsigned char *)buf;
+
+	/* ISA-L neither pre- nor post-inverts; the standard CRC does both. */
+	crc = ~crc;
+	while (len > 0) {
+		int n = len > INT_MAX ? INT_MAX : (int)len;
+
+		crc = crc32_iscsi(p, n, crc);
+		p += n;
+		len -= (size_t)n;
+	}
+	return ~crc;
+}
+
+uint32_t km_crc32c_mulmod(uint32_t a, uint32_t b)
+{
+	uint32_t prod = 0;
+
+	/* Walk a's coefficients from x^0 up, multiplying b by x each step. */
+	for (uint32_t m = X0; m != 0; m >>= 1) {
+		if (a & m)
+			prod ^= b;
+		b = (b & 1) ? (b >> 1) ^ POLY_REFLECTED : b >> 1;
+	}
+	return prod;
+}
+
+#if defined(__x86_64__)
+/* a * b * x^32 mod P. The 63-bit carry-less product, shifted left once, is a
+ * 64-bit reflected polynomial; the crc32 instruction reduces it as a message,
+ * which multiplies by x^32 on the way. */
+__attribute__((target("pclmul,sse4.2"))) static uint32_t
+mul_clmul(uint32_t a, uint32_t b)
+{
+	__m128i va = _mm_cvtsi32_si128((int)a);
+	__m128i vb = _mm_cvtsi32_si128((int)b);
+	uint64_t prod = (uint64_t)_mm_cvtsi128_si64(_mm_clmulepi64_si128(va, vb, 0));
+
+	return (uint32_t)_mm_crc32_u64(0, prod << 1);
+}
+#endif
+
+static uint32_t xpow8n_portable(uint64_t n)
+{
+	uint32_t r = X0;
+
+	for (int k = 0; k < 4 && n != 0; k++, n >>= 8)
+		if (n & 0xff)
+			r = km_crc32c_mulmod(r, pow_tab[k][n & 0xff]);
+	return r;
+}
+
+uint32_t km_crc32c_xpow8n(uint64_t n)
+{
+	KM_ASSERT(n <= UINT32_MAX);
+	return xpow8n_portable(n);
+}
+
+/* raw * x^(8 * tail) mod P. */
+static uint32_t shift_bytes(uint32_t raw, uint32_t tail)
+{
+#if defined(__x86_64__)
+	if (use_clmul) {
+		for (int k = 0; k < 4 && tail != 0; k++, tail >>= 8)
+			if (tail & 0xff)
+				raw = mul_clmul(raw, clmul_tab[k][tail & 0xff]);
+		return raw;
+	}
+#endif
+	return km_crc32c_mulmod(raw, xpow8n_portable(tail));
+}
+
+uint32_t km_crc32c_patch(uint32_t crc, size_t tail_bytes, const void *old_bytes,
+			 const void *new_bytes, size_t len)
+{
+	const unsigned char *o = old_bytes;
+	const unsigned char *n = new_bytes;
+	unsigned char delta[KM_CRC_PATCH_BYTES_MAX];
+
+	KM_ASSERT(len <= KM_CRC_PATCH_BYTES_MAX);
+	KM_ASSERT(tail_bytes <= UINT32_MAX);
+	for (size_t i = 0; i < len; i++)
+		delta[i] = o[i] ^ n[i];
+	/* Zero init, no inversion: the raw CRC of the delta alone. */
+	return crc ^ shift_bytes(crc32_iscsi(delta, (int)len, 0),
+				 (uint32_t)tail_bytes);
+}
+
+static uint32_t x_inverse_pow32(void)
+{
+	/* x^-1 = (P + 1) / x: P's coefficients shifted down one degree. */
+	uint32_t xinv = (POLY_REFLECTED << 1) | 1u;
+	uint32_t r = X0;
+
+	for (int i = 0; i < 32; i++)
+		r = km_crc32c_mulmod(r, xinv);
+	return r;
+}
+
+static void fill_tables(void)
+{
+	uint32_t base = X0 >> 8; /* x^8 */
+	uint32_t xinv32 = x_inverse_pow32();
+
+	for (int k = 0; k < 4; k++) {
+		pow_tab[k][0] = X0;
+		for (int v = 1; v < 256; v++)
+			pow_tab[k][v] = km_crc32c_mulmod(pow_tab[k][v - 1], base);
+		for (int v = 0; v < 256; v++)
+			clmul_tab[k][v] = km_crc32c_mulmod(pow_tab[k][v], xinv32);
+		/* Next table's step is x^(8 * 256^(k+1)) = base^256. */
+		base = km_crc32c_mulmod(pow_tab[k][255], base);
+	}
+}
+
+/* Tables are filled before main() so the patch path never checks for them. */
+__attribute__((constructor)) static void crc32c_init(void)
+{
+	fill_tables();
+#if defined(__x86_64__)
+	__builtin_cpu_init();
+	use_clmul = __builtin_cpu_supports("pclmul") &&
+		    __builtin_cpu_supports("sse4.2");
+#endif
+}
