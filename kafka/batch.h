@@ -167,7 +167,9 @@ static inline int32_t km_batch_last_offset_delta(const struct km_batch *b)
 
 static inline int64_t km_batch_last_offset(const struct km_batch *b)
 {
-	return km_batch_base_offset(b) + km_batch_last_offset_delta(b);
+	/* Wraps rather than overflow on a hostile baseOffset. */
+	return (int64_t)((uint64_t)km_batch_base_offset(b) +
+			 (uint64_t)km_batch_last_offset_delta(b));
 }
 
 static inline int64_t km_batch_base_timestamp(const struct km_batch *b)

@@ -120,7 +120,9 @@ static int read_body(struct reader *rd, const struct km_batch *b,
 		return KM_ERECORD;
 	r->timestamp = (int64_t)((uint64_t)km_batch_base_timestamp(b) +
 				 (uint64_t)ts_delta);
-	r->offset = km_batch_base_offset(b) + r->offset_delta;
+	/* Wrapping arithmetic: a hostile baseOffset must not be UB here. */
+	r->offset = (int64_t)((uint64_t)km_batch_base_offset(b) +
+			      (uint64_t)(int64_t)r->offset_delta);
 	r->sequence = km_batch_base_sequence(b) == -1
 			      ? -1
 			      : (int32_t)((uint32_t)km_batch_base_sequence(b) +

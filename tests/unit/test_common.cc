@@ -1,0 +1,123 @@
+// Goal: common/ building blocks behave at their edges: varint limits, chain
+// cursors over empty and odd segments, and km_strerror naming every code.
+// Method: table-driven checks with hand-encoded bytes.
+#include <gtest/gtest.h>
+
+#include <cerrno>
+#include <climits>
+#include <cstring>
+#include <string>
+
+#include "common/chain.h"
+#include "common/errors.h"
+#include "common/varint.h"
+
+namespace {
+
+TEST(Varint, RoundTripSigned)
+{
+	int32_t v32[] = {0, 1, -1, 63, -64, 64, INT32_MAX, INT32_MIN};
+	for (int32_t v : v32) {
+		uint8_t buf[KM_VARINT_BYTES_MAX];
+		int n = km_varint_encode_s32(buf, v);
+		int32_t out;
+		ASSERT_EQ(n, km_varint_decode_s32(buf, n, &out)) << v;
+		EXPECT_EQ(v, out);
+		EXPECT_EQ(n, km_varint_size_s32(v));
+		EXPECT_EQ(0, km_varint_decode_s32(buf, n - 1, &out)) << "cut";
+	}
+	int64_t v64[] = {0, -1, INT64_MAX, INT64_MIN, 1700000000000};
+	for (int64_t v : v64) {
+		uint8_t buf[KM_VARLONG_BYTES_MAX];
+		int n = km_varint_encode_s64(buf, v);
+		int64_t out;
+		ASSERT_EQ(n, km_varint_decode_s64(buf, n, &out)) << v;
+		EXPECT_EQ(v, out);
+	}
+}
+
+TEST(Varint, KnownEncodings)
+{
+	uint8_t buf[KM_VARLONG_BYTES_MAX];
+	EXPECT_EQ(1, km_varint_encode_s32(buf, 36));
+	EXPECT_EQ(0x48, buf[0]); // the barrier record's length
+	EXPECT_EQ(1, km_varint_encode_s32(buf, -1));
+	EXPECT_EQ(0x01, buf[0]);
+	EXPECT_EQ(2, km_varint_encode_s32(buf, 64));
+	EXPECT_EQ(0x80, buf[0]);
+	EXPECT_EQ(0x01, buf[1]);
+}
+
+TEST(Varint, TooLongOrOverflowing)
+{
+	const uint8_t six[] = {0xff, 0xff, 0xff, 0xff, 0xff, 0x01};
+	int32_t v;
+	EXPECT_EQ(KM_EVARINT, km_varint_decode_s32(six, sizeof(six), &v));
+	const uint8_t big5[] = {0xff, 0xff, 0xff, 0xff, 0x7f}; // > 32 bits
+	EXPECT_EQ(KM_EVARINT, km_varint_decode_s32(big5, sizeof(big5), &v));
+	const uint8_t ok5[] = {0xfe, 0xff, 0xff, 0xff, 0x0f}; // INT32_MAX
+	ASSERT_EQ(5, km_varint_decode_s32(ok5, sizeof(ok5), &v));
+	EXPECT_EQ(INT32_MAX, v);
+	uint8_t eleven[11];
+	memset(eleven, 0xff, sizeof(eleven));
+	int64_t w;
+	EXPECT_EQ(KM_EVARINT, km_varint_decode_s64(eleven, sizeof(eleven), &w));
+	eleven[9] = 0x02; // tenth byte carrying more than bit 63
+	EXPECT_EQ(KM_EVARINT, km_varint_decode_s64(eleven, 10, &w));
+}
+
+TEST(Chain, EmptySegmentsAndCursor)
+{
+	char a[] = "abc", c[] = "defg";
+	iovec iov[] = {{nullptr, 0}, {a, 3}, {nullptr, 0}, {c, 4}, {nullptr, 0}};
+	km_chain ch = {iov, 5};
+	km_chain_cur cur = km_chain_start(&ch);
+	EXPECT_EQ(1u, cur.seg);
+	EXPECT_TRUE(km_chain_has(&ch, cur, 7));
+	EXPECT_FALSE(km_chain_has(&ch, cur, 8));
+	char out[8] = {};
+	EXPECT_EQ(7u, km_chain_copy(&ch, cur, out, 8));
+	EXPECT_STREQ("abcdefg", out);
+	ASSERT_EQ(0, km_chain_advance(&ch, &cur, 3));
+	EXPECT_EQ(3u, cur.seg); // normalised past the empty segment
+	EXPECT_EQ(c, (char *)km_chain_contig(&ch, cur, 4));
+	EXPECT_EQ(nullptr, km_chain_contig(&ch, cur, 5));
+	EXPECT_EQ(-ERANGE, km_chain_advance(&ch, &cur, 5));
+	EXPECT_EQ(5u, cur.seg); // at the end
+	EXPECT_EQ(0u, km_chain_copy(&ch, cur, out, 1));
+	uint32_t crc;
+	EXPECT_EQ(-ERANGE, km_chain_crc32c(&ch, km_chain_start(&ch), 8, &crc));
+	ASSERT_EQ(0, km_chain_crc32c(&ch, km_chain_start(&ch), 7, &crc));
+}
+
+TEST(Chain, StoreAcrossSegments)
+{
+	char a[4] = {}, b[4] = {};
+	iovec iov[] = {{a, 4}, {b, 4}};
+	km_chain ch = {iov, 2};
+	km_chain_cur cur = km_chain_start(&ch);
+	ASSERT_EQ(0, km_chain_advance(&ch, &cur, 2));
+	EXPECT_EQ(4u, km_chain_store(&ch, cur, "WXYZ", 4));
+	EXPECT_EQ(0, memcmp(a + 2, "WX", 2));
+	EXPECT_EQ(0, memcmp(b, "YZ", 2));
+}
+
+TEST(Errors, EveryCodeIsNamed)
+{
+	for (int code = KM_EBASE - 1; code > KM_ELAST; code--) {
+		std::string s = km_strerror(code);
+		bool used = code == KM_EBATCHLEN || code == KM_EBATCHMAX ||
+			    code == KM_EBADMAGIC || code == KM_EBADCRC ||
+			    code == KM_EBATCHHDR || code == KM_EPIDMAX ||
+			    (code <= KM_EVARINT && code >= KM_ECOMPRESSED) ||
+			    (code <= KM_ENOTCONTROL && code >= KM_ENOSPACE);
+		if (used)
+			EXPECT_NE("unknown kmirror error", s) << code;
+		else
+			EXPECT_EQ("unknown kmirror error", s) << code;
+	}
+	EXPECT_EQ(std::string(strerror(ENOSPC)), km_strerror(-ENOSPC));
+	EXPECT_STREQ("success", km_strerror(0));
+}
+
+} // namespace
