@@ -35,6 +35,28 @@ static const char *km_message(int code)
 		return "cluster id empty or too long";
 	case KM_ENOSPACE:
 		return "output buffer too small";
+	case KM_EDUPLICATE:
+		return "duplicate batch: already appended (DUPLICATE_SEQUENCE_NUMBER)";
+	case KM_EPRODUCERFENCED:
+		return "producer epoch is older than the current one (INVALID_PRODUCER_EPOCH)";
+	case KM_EOUTOFORDERSEQ:
+		return "sequence number does not continue the producer's last (OUT_OF_ORDER_SEQUENCE_NUMBER)";
+	case KM_EINVALIDTXNSTATE:
+		return "non-transactional batch while the producer's transaction is open (INVALID_TXN_STATE)";
+	case KM_ECOORDFENCED:
+		return "transaction marker from an older coordinator epoch (TRANSACTION_COORDINATOR_FENCED)";
+	case KM_ETXNOPEN:
+		return "barrier refused: a mirrored producer's transaction is still open";
+	case KM_EPSTATEFULL:
+		return "producer state table is full";
+	case KM_EOFFSET:
+		return "batch offsets overlap the log end or go backwards";
+	case KM_ESEGMENTS:
+		return "partition has reached its maximum number of segments";
+	case KM_ECORRUPT:
+		return "corrupt record batch in the log on disk";
+	case KM_ESNAPSHOT:
+		return "producer state snapshot is corrupt (bad version, CRC or length)";
 	default:
 		return NULL;
 	}

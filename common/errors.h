@@ -34,7 +34,20 @@ enum km_error {
 	KM_ECTRLVALUE = -10032,	/* control value malformed for its type */
 	KM_ECLUSTERID = -10033,	/* cluster id empty or longer than the limit */
 	KM_ENOSPACE = -10034,	/* caller's output buffer too small */
-	KM_ELAST = -10035,
+	/* Producer state (iouring_log/pstate.c), Kafka's error names. */
+	KM_EDUPLICATE = -10040,	 /* batch already appended (DUPLICATE_SEQUENCE) */
+	KM_EPRODUCERFENCED = -10041, /* producer epoch older than known */
+	KM_EOUTOFORDERSEQ = -10042, /* sequence does not continue the last */
+	KM_EINVALIDTXNSTATE = -10043, /* non-transactional write in a txn */
+	KM_ECOORDFENCED = -10044, /* marker's coordinator epoch is older */
+	KM_ETXNOPEN = -10045,	 /* barrier refused: a mirrored txn is open */
+	KM_EPSTATEFULL = -10046, /* producer or transaction table full */
+	KM_ESNAPSHOT = -10047,	 /* producer snapshot corrupt */
+	/* Partition log (iouring_log/log*.c). */
+	KM_EOFFSET = -10050,	 /* mirrored offsets overlap or go backwards */
+	KM_ESEGMENTS = -10051,	 /* segments_max reached */
+	KM_ECORRUPT = -10052,	 /* corrupt batch found in the log on disk */
+	KM_ELAST = -10053,
 };
 
 /**

@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <climits>
 #include <cstring>
+#include <set>
 #include <string>
 
 #include "common/chain.h"
@@ -102,20 +103,26 @@ TEST(Chain, StoreAcrossSegments)
 	EXPECT_EQ(0, memcmp(b, "YZ", 2));
 }
 
-TEST(Errors, EveryCodeIsNamed)
+TEST(Errors, EveryCodeIsNamedAndDistinct)
 {
-	for (int code = KM_EBASE - 1; code > KM_ELAST; code--) {
+	const int codes[] = {
+		KM_EBATCHLEN, KM_EBATCHMAX, KM_EBADMAGIC, KM_EBADCRC,
+		KM_EBATCHHDR, KM_EPIDMAX, KM_EVARINT, KM_ERECORD,
+		KM_ERECCOUNT, KM_ECOMPRESSED, KM_ENOTCONTROL, KM_ECTRLKEY,
+		KM_ECTRLVALUE, KM_ECLUSTERID, KM_ENOSPACE, KM_EDUPLICATE,
+		KM_EPRODUCERFENCED, KM_EOUTOFORDERSEQ, KM_EINVALIDTXNSTATE,
+		KM_ECOORDFENCED, KM_ETXNOPEN, KM_EPSTATEFULL, KM_ESNAPSHOT,
+		KM_EOFFSET, KM_ESEGMENTS, KM_ECORRUPT,
+	};
+	std::set<std::string> seen;
+	for (int code : codes) {
+		EXPECT_LT(code, -4095) << "clear of the errno range";
+		EXPECT_GT(code, KM_ELAST);
 		std::string s = km_strerror(code);
-		bool used = code == KM_EBATCHLEN || code == KM_EBATCHMAX ||
-			    code == KM_EBADMAGIC || code == KM_EBADCRC ||
-			    code == KM_EBATCHHDR || code == KM_EPIDMAX ||
-			    (code <= KM_EVARINT && code >= KM_ECOMPRESSED) ||
-			    (code <= KM_ENOTCONTROL && code >= KM_ENOSPACE);
-		if (used)
-			EXPECT_NE("unknown kmirror error", s) << code;
-		else
-			EXPECT_EQ("unknown kmirror error", s) << code;
+		EXPECT_NE("unknown kmirror error", s) << code;
+		EXPECT_TRUE(seen.insert(s).second) << "duplicate text for " << code;
 	}
+	EXPECT_EQ(std::string("unknown kmirror error"), km_strerror(KM_ELAST));
 	EXPECT_EQ(std::string(strerror(ENOSPC)), km_strerror(-ENOSPC));
 	EXPECT_STREQ("success", km_strerror(0));
 }

@@ -1,0 +1,185 @@
+/* Opening, closing and configuring a partition log; producer snapshots. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/errors.h"
+#include "common/km_assert.h"
+#include "common/km_limits.h"
+#include "common/log.h"
+#include "iouring_log/log_pvt.h"
+
+#define CLEAN_MARKER ".kafka_cleanshutdown"
+
+void km_log_config_defaults(struct km_log_config *cfg, const char *data_dir,
+			    const char *topic, int32_t partition)
+{
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->data_dir = data_dir;
+	cfg->topic = topic;
+	cfg->partition = partition;
+	cfg->segment_bytes = 1ull << 30;	   /* segment.bytes */
+	cfg->index_interval_bytes = 4096;	   /* index.interval.bytes */
+	cfg->index_bytes_max = 10 * 1024 * 1024;   /* segment.index.bytes */
+	cfg->flush_interval_ms = 1000;
+	cfg->flush_bytes = 64ull << 20;
+	cfg->prealloc_bytes = 64ull << 20;
+	cfg->batch_bytes_max = KM_BATCH_BYTES_MAX;
+	cfg->segments_max = 1024;
+	cfg->pstate.producers_max = 4096;
+	cfg->pstate.txns_max = 1024;
+}
+
+static int alloc_state(struct km_log *log)
+{
+	size_t ps_bytes = km_pstate_memsize(&log->cfg.pstate);
+
+	log->segs = calloc(log->cfg.segments_max, sizeof(*log->segs));
+	log->ps_mem = aligned_alloc(64, (ps_bytes + 63) & ~(size_t)63);
+	log->snap_cap = 10 + 46 * (size_t)log->cfg.pstate.producers_max;
+	log->snap_buf = malloc(log->snap_cap);
+	if (log->segs == NULL || log->ps_mem == NULL || log->snap_buf == NULL)
+		return -ENOMEM;
+	log->ps = km_pstate_init(log->ps_mem, &log->cfg.pstate);
+	return log->ps == NULL ? -EINVAL : 0;
+}
+
+static void free_log(struct km_log *log)
+{
+	for (uint32_t i = 0; i < log->n_segs; i++)
+		km_segment_close(&log->segs[i]);
+	if (log->dir_fd >= 0)
+		close(log->dir_fd);
+	free(log->segs);
+	free(log->ps_mem);
+	free(log->snap_buf);
+	free(log);
+}
+
+static int open_dir(struct km_log *log)
+{
+	const struct km_log_config *c = &log->cfg;
+	int n = snprintf(log->dir, sizeof(log->dir), "%s/%s-%d", c->data_dir,
+			 c->topic, c->partition);
+
+	if (n < 0 || (size_t)n >= sizeof(log->dir))
+		return -ENAMETOOLONG;
+	if (mkdir(c->data_dir, 0755) < 0 && errno != EEXIST)
+		return -errno;
+	if (mkdir(log->dir, 0755) < 0 && errno != EEXIST)
+		return -errno;
+	log->dir_fd = open(log->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	return log->dir_fd < 0 ? -errno : 0;
+}
+
+static int check_config(const struct km_log_config *c)
+{
+	if (c->segment_bytes < 1024 || c->segment_bytes > (1ull << 31) ||
+	    c->index_bytes_max < 64 || c->segments_max < 1 ||
+	    c->batch_bytes_max > KM_BATCH_BYTES_MAX ||
+	    c->batch_bytes_max < KM_BATCH_HEADER_BYTES)
+		return -EINVAL;
+	return 0;
+}
+
+int km_log_open(struct km_log **out, const struct km_log_config *cfg,
+		struct km_uring *ring, struct km_log_recovery *rec)
+{
+	struct km_log_recovery local;
+	struct km_log *log;
+	int rc = check_config(cfg);
+
+	if (rc < 0)
+		return rc;
+	if ((log = calloc(1, sizeof(*log))) == NULL)
+		return -ENOMEM;
+	log->cfg = *cfg;
+	log->ring = ring;
+	log->dir_fd = -1;
+	log->last_flush_ms = km_log_now_ms();
+	if ((rc = alloc_state(log)) < 0 || (rc = open_dir(log)) < 0 ||
+	    (rc = km_log_write_metadata(log)) < 0 ||
+	    (rc = km_log_epoch_load(log)) < 0 ||
+	    (rc = km_log_recover(log, rec ? rec : &local)) < 0)
+		goto out_free;
+	/* From here a crash must be recovered by scanning again. */
+	if (unlinkat(log->dir_fd, CLEAN_MARKER, 0) == 0)
+		(void)fsync(log->dir_fd);
+	log->cfg.data_dir = log->cfg.topic = NULL; /* borrowed: not kept */
+	*out = log;
+	return 0;
+out_free:
+	free_log(log);
+	return rc;
+}
+
+bool km_log_clean_marker_exists(struct km_log *log)
+{
+	return faccessat(log->dir_fd, CLEAN_MARKER, F_OK, 0) == 0;
+}
+
+static int write_marker(struct km_log *log)
+{
+	int fd = openat(log->dir_fd, CLEAN_MARKER,
+			O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+
+	if (fd < 0)
+		return -errno;
+	close(fd);
+	return fsync(log->dir_fd) < 0 ? -errno : 0;
+}
+
+int km_log_close(struct km_log *log)
+{
+	int rc = km_log_flush(log);
+
+	if (rc == 0)
+		rc = km_log_sync(log);
+	if (rc == 0)
+		rc = km_segment_seal(log_active(log));
+	if (rc == 0)
+		rc = km_log_write_snapshot(log, log->leo);
+	if (rc == 0)
+		rc = write_marker(log);
+	if (rc < 0)
+		KM_ERROR("log", "%s: unclean close (%s); the next open recovers",
+			 log->dir, km_strerror(rc));
+	free_log(log);
+	return rc;
+}
+
+int km_log_write_snapshot(struct km_log *log, int64_t offset)
+{
+	char name[64];
+	int n = km_pstate_snapshot_encode(log->ps, log->snap_buf, log->snap_cap);
+
+	if (n < 0)
+		return n;
+	snprintf(name, sizeof(name), "%020lld.snapshot", (long long)offset);
+	return km_log_write_text_atomic(log, name, (const char *)log->snap_buf,
+					(size_t)n);
+}
+
+int64_t km_log_start_offset(const struct km_log *log)
+{
+	return log->start_offset;
+}
+
+int64_t km_log_lso(struct km_log *log)
+{
+	return km_pstate_lso(log->ps, km_log_durable_offset(log));
+}
+
+struct km_pstate *km_log_pstate(struct km_log *log)
+{
+	return log->ps;
+}
+
+const char *km_log_dir(const struct km_log *log)
+{
+	return log->dir;
+}

@@ -1,0 +1,207 @@
+/* A partition log in Kafka's on-disk format, appended through io_uring.
+ *
+ * Directory `<data.dir>/<topic>-<partition>` holds the segments (segment.h),
+ * producer snapshots `<offset>.snapshot`, `leader-epoch-checkpoint`,
+ * `partition.metadata`, and `.kafka_cleanshutdown` while the log is closed
+ * cleanly (kept per partition here, so partitions open and close
+ * independently).
+ *
+ * Threading: one owner thread (the partition's worker) calls every function
+ * except the km_log_*_offset() readers, which any thread may call: the
+ * offsets are published with release stores after the bytes they cover are
+ * written (appended) or synced (durable).
+ *
+ * Offsets (R6): mirrored batches keep their offsets, gaps included; a batch
+ * wholly below the log end is a duplicate and skipped; one that overlaps the
+ * end is an error. Local (CLIENT/CONTROL) batches are assigned offsets from
+ * the log end.
+ */
+#ifndef KM_IOURING_LOG_LOG_H
+#define KM_IOURING_LOG_LOG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "iouring_log/pstate.h"
+#include "iouring_log/segment.h"
+#include "iouring_log/uring.h"
+#include "kafka/batch.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct km_log_config {
+	const char *data_dir;	   /* the log dir; the partition dir goes in it */
+	const char *topic;
+	int32_t partition;
+	uint64_t segment_bytes;	   /* roll size; Kafka's default 1 GiB */
+	uint32_t index_interval_bytes; /* 4096 */
+	uint32_t index_bytes_max;  /* per index file; 10 MiB */
+	uint32_t flush_interval_ms; /* group fdatasync at least this often */
+	uint64_t flush_bytes;	   /* ... or after this many bytes */
+	bool flush_always;	   /* fdatasync after every append call */
+	uint64_t prealloc_bytes;   /* fallocate step ahead of the write end */
+	uint32_t batch_bytes_max;  /* largest batch accepted */
+	uint32_t segments_max;	   /* segments the log can hold */
+	struct km_pstate_config pstate;
+};
+
+/** Kafka's defaults, for the given dir/topic/partition. */
+void km_log_config_defaults(struct km_log_config *cfg, const char *data_dir,
+			    const char *topic, int32_t partition);
+
+/* What opening the log found and did (R7). */
+struct km_log_recovery {
+	bool clean;		   /* clean-shutdown marker found: no scan */
+	int64_t recovery_point;	   /* offset the scan started from */
+	uint64_t bytes_scanned;
+	uint32_t batches_scanned;
+	uint64_t bytes_truncated;  /* torn or corrupt tail removed */
+	int64_t truncated_at;	   /* offset of the cut, -1 if none */
+	int corrupt_code;	   /* why the cut: KM_E* of the first bad batch */
+	bool corrupt_mid_log;	   /* valid batches followed the bad one */
+	char corrupt_file[64];	   /* segment file name of the bad batch */
+	uint64_t corrupt_position; /* its byte position in that file */
+	int64_t snapshot_offset;   /* producer snapshot loaded, -1 if none */
+	uint32_t batches_replayed; /* into producer state after the snapshot */
+};
+
+/* Per-append outcome. */
+struct km_log_append_result {
+	uint32_t appended;	   /* batches written */
+	uint32_t duplicates;	   /* mirrored batches below the log end */
+	int64_t first_offset;	   /* of the first batch written, or -1 */
+	int64_t last_offset;	   /* of the last batch written, or -1 */
+	/* A CLIENT duplicate (KM_EDUPLICATE): where the original went. */
+	int64_t dup_first_offset;
+	int64_t dup_last_offset;
+	uint32_t barriers;	   /* MIRROR_PID_RESET batches applied */
+	uint32_t barrier_expired;  /* producers they removed */
+};
+
+struct km_log; /* opaque */
+
+/**
+ * Open (creating if needed) the partition log and recover it (R7): with the
+ * clean-shutdown marker, load without scanning; otherwise rescan from the
+ * newest valid producer snapshot, verifying every batch's CRC and offsets,
+ * truncate a torn or corrupt tail (logged with file and position), rebuild
+ * the indexes and replay producer state. The marker is removed once open.
+ *
+ * @param ring  the owner's ring; it must outlive the log.
+ * @param rec   filled with what recovery did (may be NULL).
+ * @return 0 and *out, or -errno, or KM_ESNAPSHOT-class errors on I/O.
+ */
+int km_log_open(struct km_log **out, const struct km_log_config *cfg,
+		struct km_uring *ring, struct km_log_recovery *rec);
+
+/**
+ * Close cleanly: wait for in-flight I/O, fdatasync, seal the active
+ * segment's indexes, write a producer snapshot at the log end, and leave the
+ * clean-shutdown marker. @return 0, or the first error (the log is freed
+ * either way; without the marker the next open recovers).
+ */
+int km_log_close(struct km_log *log);
+
+/**
+ * Append validated batches (km_batch_parse'd, already mapped for MIRROR) in
+ * order. The batches' bytes are written from their chains without a copy, so
+ * they must stay valid until km_log_appended_offset() passes their last
+ * offset. CLIENT/CONTROL batches get baseOffset = log end and the log's
+ * leader epoch written into their bytes.
+ *
+ * @return the number of batches consumed (appended or skipped as
+ *         duplicates), <= n: when the write queue is full the rest stay the
+ *         caller's, to retry after km_log_poll(). Or a negative code with no
+ *         batch of the failing one written: KM_EOFFSET (mirrored offsets
+ *         overlap or go backwards), producer-state errors (KM_EDUPLICATE with
+ *         res->dup_* set, KM_EOUTOFORDERSEQ, ...), -ENOSPC (no space could be
+ *         reserved), or the sticky I/O error of a failed log.
+ */
+int km_log_append_burst(struct km_log *log, struct km_batch *batches,
+			uint32_t n, enum km_origin origin,
+			struct km_log_append_result *res);
+
+/** Drive time-based flushing; call from the owner's loop. */
+void km_log_tick(struct km_log *log, uint64_t now_ms);
+
+/** Queue an fdatasync of everything appended so far. @return 0 or error. */
+int km_log_flush(struct km_log *log);
+
+/** Wait until every queued write and sync has completed. @return 0 or error. */
+int km_log_sync(struct km_log *log);
+
+/* Published offsets: any thread. */
+int64_t km_log_end_offset(const struct km_log *log);	   /* LEO, owner view */
+int64_t km_log_appended_offset(const struct km_log *log); /* written */
+int64_t km_log_durable_offset(const struct km_log *log);  /* synced: the HW */
+int64_t km_log_start_offset(const struct km_log *log);
+
+/** Last stable offset at the durable offset (R2). Owner thread. */
+int64_t km_log_lso(struct km_log *log);
+
+/** The sticky error after a failed write or sync, or 0. */
+int km_log_error(const struct km_log *log);
+
+/** Producer state, for reads by the owner (status, stop). */
+struct km_pstate *km_log_pstate(struct km_log *log);
+
+/** Partition directory path. */
+const char *km_log_dir(const struct km_log *log);
+
+/* Read path. */
+struct km_log_read_result {
+	uint32_t bytes;		/* whole batches copied into buf */
+	uint32_t batches;
+	int64_t first_offset;	/* base offset of the first batch, -1 if none */
+	int64_t next_offset;	/* last offset copied + 1 */
+};
+
+/**
+ * Copy whole batches holding offsets >= offset and below upto into buf, at
+ * most max_bytes, but always the first batch even if larger (KIP-74), as
+ * long as it fits cap. Index lookup, then a scan.
+ * @return 0, or -ERANGE (offset below the log start or above upto), or
+ *         KM_ENOSPACE (first batch larger than cap), or -errno.
+ */
+int km_log_read(struct km_log *log, int64_t offset, int64_t upto,
+		uint32_t max_bytes, void *buf, size_t cap,
+		struct km_log_read_result *out);
+
+/**
+ * Offset of the first batch whose maxTimestamp >= ts (ListOffsets by time),
+ * through the time index; *offset = -1 if none. @return 0 or -errno.
+ */
+int km_log_offset_for_time(struct km_log *log, int64_t ts, int64_t *offset);
+
+/**
+ * Aborted transactions overlapping [from, upto), from the .txnindex files,
+ * for read_committed Fetch. @return how many (at most max written), or -errno.
+ */
+int km_log_aborted_txns(struct km_log *log, int64_t from, int64_t upto,
+			struct km_aborted_txn *out, uint32_t max);
+
+/**
+ * Truncate the log to below offset: segments, indexes, .txnindex entries,
+ * snapshots and producer state rebuilt consistently. An offset inside a batch
+ * cuts before that batch. Waits for in-flight I/O first.
+ * @param removed_bytes, removed_batches  what was cut (may be NULL).
+ * @return the new log end offset, or a negative code.
+ */
+int64_t km_log_truncate_to(struct km_log *log, int64_t offset,
+			   uint64_t *removed_bytes, uint32_t *removed_batches);
+
+/**
+ * R4 `truncate` cut: start from the LSO and move back until no transaction
+ * is cut in half (c = min first offset of any transaction whose marker is at
+ * or after c, repeated). @return the cut offset, or a negative code.
+ */
+int64_t km_log_clean_cut(struct km_log *log);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

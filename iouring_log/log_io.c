@@ -1,0 +1,450 @@
+/* The append path: batches -> queued writev per contiguous run -> io_uring;
+ * completions advance the appended offset in order; group fdatasyncs advance
+ * the durable offset. */
+#include <errno.h>
+#include <string.h>
+#include <time.h>
+
+#include "common/errors.h"
+#include "common/km_assert.h"
+#include "common/log.h"
+#include "iouring_log/log_pvt.h"
+
+uint64_t km_log_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+void km_log_set_error(struct km_log *log, int err)
+{
+	KM_ASSERT(err < 0);
+	if (log->error == 0) {
+		KM_ERROR("log", "%s: %s; refusing appends from offset %lld",
+			 log->dir, km_strerror(err), (long long)log->leo);
+		log->error = err;
+	}
+}
+
+static void flush_done(struct km_io_req *req, int res);
+
+/* Issue the oldest pending sync once the writes it covers have completed:
+ * a sync issued earlier would not cover writes still in flight. */
+static void kick_flush(struct km_log *log)
+{
+	struct log_flush *f = &log->flushes[log->f_head];
+	int64_t appended = atomic_load_explicit(&log->appended,
+						memory_order_relaxed);
+
+	if (log->f_in_flight || log->f_count == 0 || f->target > appended)
+		return;
+	log->flush_io.fn = flush_done;
+	if (km_uring_fdatasync(log->ring, f->fd, &log->flush_io) < 0) {
+		km_log_set_error(log, -EBUSY);
+		return;
+	}
+	log->f_in_flight = true;
+}
+
+static void flush_done(struct km_io_req *req, int res)
+{
+	struct km_log *log = (struct km_log *)((char *)req -
+				offsetof(struct km_log, flush_io));
+	struct log_flush *f = &log->flushes[log->f_head];
+
+	log->f_in_flight = false;
+	if (res < 0) {
+		km_log_set_error(log, res);
+		return;
+	}
+	/* Release: a reader that sees this offset sees synced bytes. */
+	if (f->target > atomic_load_explicit(&log->durable, memory_order_relaxed))
+		atomic_store_explicit(&log->durable, f->target,
+				      memory_order_release);
+	log->f_head = (log->f_head + 1) % KM_LOG_FLUSHES_MAX;
+	log->f_count--;
+	kick_flush(log);
+}
+
+int km_log_queue_flush(struct km_log *log, int fd, int64_t target)
+{
+	uint32_t tail = (log->f_head + log->f_count + KM_LOG_FLUSHES_MAX - 1) %
+			KM_LOG_FLUSHES_MAX;
+	bool tail_idle = log->f_count > 1 || (log->f_count == 1 && !log->f_in_flight);
+
+	/* Coalesce with a queued, not yet issued sync of the same file. */
+	if (log->f_count > 0 && tail_idle && log->flushes[tail].fd == fd) {
+		if (target > log->flushes[tail].target)
+			log->flushes[tail].target = target;
+	} else {
+		if (log->f_count == KM_LOG_FLUSHES_MAX)
+			return -EBUSY;
+		tail = (log->f_head + log->f_count) % KM_LOG_FLUSHES_MAX;
+		log->flushes[tail] = (struct log_flush){ fd, target };
+		log->f_count++;
+	}
+	log->unflushed_bytes = 0;
+	log->last_flush_ms = km_log_now_ms();
+	kick_flush(log);
+	return 0;
+}
+
+static void write_done(struct km_io_req *req, int res)
+{
+	struct log_write *w = (struct log_write *)req;
+	struct km_log *log = w->log;
+	int64_t appended = -1;
+
+	if (res < 0)
+		km_log_set_error(log, res);
+	else if ((uint32_t)res != w->bytes)
+		km_log_set_error(log, -EIO); /* short write to a reserved file */
+	w->done = true;
+	/* Completions can arrive out of order; publish only a done prefix. */
+	while (log->w_count > 0 && log->writes[log->w_head].done) {
+		appended = log->writes[log->w_head].end_offset;
+		log->writes[log->w_head].done = false;
+		log->w_head = (log->w_head + 1) % KM_LOG_WRITES_MAX;
+		log->w_count--;
+	}
+	if (appended >= 0 && log->error == 0)
+		atomic_store_explicit(&log->appended, appended,
+				      memory_order_release);
+	kick_flush(log);
+}
+
+/* Hand the write being filled to the ring. */
+static int queue_filling(struct km_log *log)
+{
+	struct log_write *w = log->filling;
+	int rc;
+
+	if (w == NULL)
+		return 0;
+	log->filling = NULL;
+	w->io.fn = write_done;
+	rc = km_uring_writev(log->ring, w->fd, w->iov, w->n_iov, w->pos, false,
+			     &w->io);
+	if (rc < 0)
+		km_log_set_error(log, rc);
+	return rc;
+}
+
+static struct log_write *new_write(struct km_log *log, struct km_segment *seg)
+{
+	struct log_write *w;
+
+	if (log->w_count == KM_LOG_WRITES_MAX)
+		return NULL;
+	w = &log->writes[(log->w_head + log->w_count) % KM_LOG_WRITES_MAX];
+	log->w_count++;
+	memset(w, 0, offsetof(struct log_write, iov));
+	w->log = log;
+	w->fd = seg->log_fd;
+	w->pos = seg->size_bytes;
+	log->filling = w;
+	return w;
+}
+
+/* Chain segments a batch spans: each may need an iovec of its own. */
+static uint32_t count_iov(const struct km_batch *b)
+{
+	struct km_chain_cur cur = b->start;
+	uint32_t left = km_batch_size(b), n = 0;
+
+	while (left > 0) {
+		size_t avail = b->chain->iov[cur.seg].iov_len - cur.off;
+		size_t take = avail < left ? avail : left;
+
+		n++;
+		left -= (uint32_t)take;
+		(void)km_chain_advance(b->chain, &cur, take);
+	}
+	return n;
+}
+
+static uint32_t free_writes(const struct km_log *log)
+{
+	return KM_LOG_WRITES_MAX - log->w_count;
+}
+
+/* Add one memory run to the write being filled, starting another write
+ * when it is full. Runs contiguous in memory merge into one iovec. */
+static void add_run(struct km_log *log, struct km_segment *seg, char *base,
+		    size_t len, int64_t end_offset)
+{
+	struct log_write *w = log->filling;
+	struct iovec *last;
+
+	if (w != NULL && w->fd != seg->log_fd) {
+		queue_filling(log);
+		w = NULL;
+	}
+	if (w == NULL) {
+		w = new_write(log, seg);
+		KM_ASSERT(w != NULL); /* prepare() checked free_writes() */
+	}
+	last = w->n_iov ? &w->iov[w->n_iov - 1] : NULL;
+	if (last && (char *)last->iov_base + last->iov_len == base) {
+		last->iov_len += len;
+	} else {
+		if (w->n_iov == KM_LOG_WRITE_IOV_MAX) {
+			queue_filling(log);
+			w = new_write(log, seg);
+			KM_ASSERT(w != NULL);
+		}
+		w->iov[w->n_iov++] = (struct iovec){ base, len };
+	}
+	w->bytes += (uint32_t)len;
+	w->end_offset = end_offset;
+}
+
+/* Queue b's bytes for the active segment. A batch split over several
+ * writes publishes its offsets only with its last piece. */
+static void add_batch(struct km_log *log, struct km_segment *seg,
+		      const struct km_batch *b)
+{
+	struct km_chain_cur cur = b->start;
+	uint32_t left = km_batch_size(b);
+
+	while (left > 0) {
+		const struct iovec *v = &b->chain->iov[cur.seg];
+		size_t avail = v->iov_len - cur.off;
+		size_t take = avail < left ? avail : left;
+
+		left -= (uint32_t)take;
+		add_run(log, seg, (char *)v->iov_base + cur.off, take,
+			left == 0 ? km_batch_last_offset(b) + 1 : log->leo);
+		(void)km_chain_advance(b->chain, &cur, take);
+	}
+}
+
+static int roll(struct km_log *log, int64_t base)
+{
+	struct km_segment *old = log_active(log);
+	int rc;
+
+	if (log->n_segs == log->cfg.segments_max)
+		return KM_ESEGMENTS;
+	queue_filling(log);
+	if ((rc = km_log_queue_flush(log, old->log_fd, log->leo)) < 0)
+		return rc;
+	if ((rc = km_segment_seal(old)) < 0)
+		return rc;
+	if ((rc = km_log_write_snapshot(log, base)) < 0)
+		return rc;
+	rc = km_segment_create(&log->segs[log->n_segs], log->dir_fd, base,
+			       log->cfg.index_bytes_max);
+	if (rc < 0)
+		return rc;
+	log->n_segs++;
+	KM_INFO("log", "%s: rolled to segment %020lld", log->dir,
+		(long long)base);
+	return 0;
+}
+
+static bool needs_roll(struct km_log *log, const struct km_batch *b)
+{
+	struct km_segment *s = log_active(log);
+
+	if (s->size_bytes == 0)
+		return false;
+	return s->size_bytes + km_batch_size(b) > log->cfg.segment_bytes ||
+	       km_batch_last_offset(b) - s->base_offset > INT32_MAX ||
+	       km_segment_index_full(s);
+}
+
+/* R6 for mirrored batches; local ones take the next offsets. */
+static int place(struct km_log *log, struct km_batch *b, enum km_origin origin)
+{
+	if (origin != KM_ORIGIN_MIRROR) {
+		if (!log->local_epoch_chosen) {
+			log->local_epoch = log->n_epochs == 0
+				? 0 : log->epochs[log->n_epochs - 1].epoch + 1;
+			log->local_epoch_chosen = true;
+		}
+		km_batch_set_base_offset(b, log->leo);
+		km_batch_set_leader_epoch(b, log->local_epoch);
+		return 1;
+	}
+	log->local_epoch_chosen = false;
+	if (km_batch_last_offset(b) < log->leo)
+		return 0; /* already have it: a refetch after reconnect */
+	if (km_batch_base_offset(b) < log->leo)
+		return KM_EOFFSET;
+	return 1;
+}
+
+/* Everything that can refuse the batch runs before its bytes are queued. */
+static int prepare(struct km_log *log, struct km_batch *b)
+{
+	struct km_segment *seg;
+	int rc;
+
+	if (km_batch_size(b) > log->cfg.batch_bytes_max)
+		return KM_EBATCHMAX;
+	/* One write per KM_LOG_WRITE_IOV_MAX runs, plus one to close a
+	 * partly filled write, plus one spare for a roll. */
+	if (free_writes(log) < count_iov(b) / KM_LOG_WRITE_IOV_MAX + 3)
+		return -EAGAIN;
+	if (needs_roll(log, b) && (rc = roll(log, km_batch_base_offset(b))) < 0) {
+		km_log_set_error(log, rc);
+		return rc;
+	}
+	seg = log_active(log);
+	rc = km_segment_reserve(seg, seg->size_bytes + km_batch_size(b),
+				log->cfg.prealloc_bytes);
+	if (rc < 0)
+		km_log_set_error(log, rc); /* nothing of this batch written */
+	return rc;
+}
+
+static int note_side_effects(struct km_log *log, const struct km_batch *b,
+			     const struct km_pstate_result *pr)
+{
+	struct km_segment *seg = log_active(log);
+	int rc;
+
+	if (pr->txn_aborted) {
+		struct km_aborted_txn t = { pr->txn_producer_id,
+					    pr->txn_first_offset,
+					    pr->txn_last_offset,
+					    pr->txn_last_stable_offset };
+
+		if ((rc = km_segment_txn_append(seg, &t)) < 0)
+			return rc;
+	}
+	if ((rc = km_log_epoch_note(log, km_batch_leader_epoch(b),
+				    km_batch_base_offset(b))) < 0)
+		return rc;
+	return km_segment_index_batch(seg, km_batch_base_offset(b),
+				      km_batch_last_offset(b),
+				      km_batch_max_timestamp(b), seg->size_bytes,
+				      km_batch_size(b),
+				      log->cfg.index_interval_bytes);
+}
+
+static void count_result(struct km_log_append_result *res,
+			 const struct km_batch *b,
+			 const struct km_pstate_result *pr, bool barrier)
+{
+	if (res->first_offset < 0)
+		res->first_offset = km_batch_base_offset(b);
+	res->last_offset = km_batch_last_offset(b);
+	res->appended++;
+	res->barriers += barrier;
+	res->barrier_expired += pr->barrier_expired;
+}
+
+static int append_one(struct km_log *log, struct km_batch *b,
+		      enum km_origin origin, struct km_log_append_result *res)
+{
+	struct km_pstate_stats before, after;
+	struct km_pstate_result pr;
+	int rc = place(log, b, origin);
+
+	if (rc <= 0) {
+		res->duplicates += rc == 0;
+		return rc;
+	}
+	if ((rc = prepare(log, b)) < 0)
+		return rc;
+	km_pstate_get_stats(log->ps, &before);
+	rc = km_pstate_append(log->ps, b, origin, km_log_durable_offset(log), &pr);
+	if (rc < 0) {
+		res->dup_first_offset = pr.dup_first_offset;
+		res->dup_last_offset = pr.dup_last_offset;
+		return rc;
+	}
+	km_pstate_get_stats(log->ps, &after);
+	if ((rc = note_side_effects(log, b, &pr)) < 0) {
+		km_log_set_error(log, rc);
+		return rc;
+	}
+	add_batch(log, log_active(log), b);
+	log_active(log)->size_bytes += km_batch_size(b);
+	log->leo = km_batch_last_offset(b) + 1;
+	log->unflushed_bytes += km_batch_size(b);
+	count_result(res, b, &pr, after.barriers_applied > before.barriers_applied);
+	return 0;
+}
+
+int km_log_append_burst(struct km_log *log, struct km_batch *batches,
+			uint32_t n, enum km_origin origin,
+			struct km_log_append_result *res)
+{
+	uint32_t i;
+	int rc = 0;
+
+	memset(res, 0, sizeof(*res));
+	res->first_offset = res->last_offset = -1;
+	res->dup_first_offset = res->dup_last_offset = -1;
+	if (log->error)
+		return log->error;
+	for (i = 0; i < n && rc == 0; i++)
+		rc = append_one(log, &batches[i], origin, res);
+	if (rc < 0)
+		i--; /* the failing batch stays the caller's */
+	queue_filling(log);
+	if (log->cfg.flush_always && res->appended > 0)
+		rc = km_log_flush(log) < 0 ? log->error : rc;
+	else if (log->unflushed_bytes >= log->cfg.flush_bytes)
+		(void)km_log_flush(log);
+	(void)km_uring_submit(log->ring);
+	if (i == 0 && rc < 0 && rc != -EAGAIN)
+		return rc;
+	return (int)i;
+}
+
+int km_log_flush(struct km_log *log)
+{
+	int rc;
+
+	queue_filling(log);
+	if (log->error)
+		return log->error;
+	rc = km_log_queue_flush(log, log_active(log)->log_fd, log->leo);
+	if (rc == 0)
+		rc = km_uring_submit(log->ring) < 0 ? -EIO : 0;
+	return rc;
+}
+
+void km_log_tick(struct km_log *log, uint64_t now_ms)
+{
+	if (log->unflushed_bytes > 0 &&
+	    now_ms - log->last_flush_ms >= log->cfg.flush_interval_ms)
+		(void)km_log_flush(log);
+}
+
+int km_log_sync(struct km_log *log)
+{
+	int rc;
+
+	queue_filling(log);
+	rc = km_uring_drain(log->ring);
+	if (rc < 0)
+		return rc;
+	return log->error;
+}
+
+int64_t km_log_end_offset(const struct km_log *log)
+{
+	return log->leo;
+}
+
+int64_t km_log_appended_offset(const struct km_log *log)
+{
+	return atomic_load_explicit(&log->appended, memory_order_acquire);
+}
+
+int64_t km_log_durable_offset(const struct km_log *log)
+{
+	return atomic_load_explicit(&log->durable, memory_order_acquire);
+}
+
+int km_log_error(const struct km_log *log)
+{
+	return log->error;
+}

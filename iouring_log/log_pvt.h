@@ -1,0 +1,139 @@
+/* Internals shared by the log*.c files; not for inclusion elsewhere. */
+#ifndef KM_IOURING_LOG_LOG_PVT_H
+#define KM_IOURING_LOG_LOG_PVT_H
+
+#include <limits.h>
+#include <stdatomic.h>
+
+#include "iouring_log/log.h"
+
+/* iovecs one queued write can carry; more segments start another write. */
+#define KM_LOG_WRITE_IOV_MAX 32
+/* Writes in flight per log; when all are busy, appends return short. */
+#define KM_LOG_WRITES_MAX 64
+/* Pending group syncs (one in flight, the rest waiting for their writes). */
+#define KM_LOG_FLUSHES_MAX 8
+/* Leader epochs remembered for leader-epoch-checkpoint. */
+#define KM_LOG_EPOCHS_MAX 256
+
+struct km_log;
+
+struct log_write {
+	struct km_io_req io; /* first: the CQE's user_data is this struct */
+	struct km_log *log;
+	int fd;
+	uint64_t pos;
+	uint32_t bytes;
+	uint32_t n_iov;
+	int64_t end_offset; /* last offset written + 1 */
+	bool done;
+	struct iovec iov[KM_LOG_WRITE_IOV_MAX];
+};
+
+struct log_flush {
+	int fd;
+	int64_t target; /* offsets below are durable once the sync completes */
+};
+
+struct log_epoch {
+	int32_t epoch;
+	int64_t start_offset;
+};
+
+struct km_log {
+	struct km_log_config cfg;
+	char dir[PATH_MAX];
+	int dir_fd;
+	struct km_uring *ring;
+
+	struct km_segment *segs; /* ascending base offsets; last is active */
+	uint32_t n_segs;
+	int64_t start_offset;
+	int64_t leo; /* owner's log end offset */
+	/* Published for other threads: release-stored after the covered bytes
+	 * are written (appended) or synced (durable); readers load-acquire. */
+	_Atomic int64_t appended;
+	_Atomic int64_t durable;
+	int error; /* sticky: first failed write/sync/reserve */
+
+	struct log_write writes[KM_LOG_WRITES_MAX]; /* FIFO ring */
+	uint32_t w_head, w_count;
+	struct log_write *filling; /* newest, still taking batches */
+
+	struct log_flush flushes[KM_LOG_FLUSHES_MAX]; /* FIFO ring */
+	uint32_t f_head, f_count;
+	bool f_in_flight;
+	struct km_io_req flush_io;
+	uint64_t unflushed_bytes;
+	uint64_t last_flush_ms;
+
+	struct km_pstate *ps;
+	void *ps_mem;
+	uint8_t *snap_buf;
+	size_t snap_cap;
+
+	struct log_epoch epochs[KM_LOG_EPOCHS_MAX];
+	uint32_t n_epochs;
+	/* Epoch stamped on CLIENT/CONTROL batches: chosen above every epoch in
+	 * the log at the first local write after mirrored data (R6). */
+	int32_t local_epoch;
+	bool local_epoch_chosen;
+};
+
+static inline struct km_segment *log_active(struct km_log *log)
+{
+	return &log->segs[log->n_segs - 1];
+}
+
+uint64_t km_log_now_ms(void);
+bool km_log_clean_marker_exists(struct km_log *log);
+
+/* log_io.c */
+int km_log_queue_flush(struct km_log *log, int fd, int64_t target);
+void km_log_set_error(struct km_log *log, int err);
+
+/* log_recover.c */
+int km_log_recover(struct km_log *log, struct km_log_recovery *rec);
+/* Called for each batch a rebuild replays, with what it did to the state. */
+typedef void (*km_log_replay_fn)(void *ctx, const struct km_batch *b,
+				 const struct km_pstate_result *pr);
+/* Rebuild ps from the newest usable snapshot at or below snap_max, then
+ * replay the log up to upto. */
+int km_log_rebuild_pstate(struct km_log *log, struct km_pstate *ps,
+			  int64_t snap_max, int64_t upto, km_log_replay_fn fn,
+			  void *ctx, int64_t *snapshot_offset);
+int km_log_drop_snapshots_after(struct km_log *log, int64_t offset);
+int km_log_list_snapshots(struct km_log *log, int64_t *out, uint32_t max);
+int km_log_load_snapshot(struct km_log *log, struct km_pstate *ps,
+			 int64_t offset);
+int km_log_delete_snapshot(struct km_log *log, int64_t offset);
+uint32_t km_log_find_segment(const struct km_log *log, int64_t offset);
+int km_log_write_snapshot(struct km_log *log, int64_t offset);
+
+/* log_scan.c: reading batches back from a segment's .log */
+struct log_scan {
+	struct km_log *log;
+	struct km_segment *seg;
+	uint64_t pos;	   /* file position of the next batch */
+	uint64_t end;	   /* stop here */
+	uint8_t *buf;
+	size_t cap;
+	size_t have;	   /* bytes in buf from buf_pos */
+	uint64_t buf_pos;
+	struct km_chain chain;
+	struct iovec iov;
+};
+int km_log_scan_init(struct log_scan *sc, struct km_log *log,
+		     struct km_segment *seg, uint64_t pos, uint64_t end);
+int km_log_scan_next(struct log_scan *sc, struct km_batch *b, uint64_t *pos);
+void km_log_scan_fini(struct log_scan *sc);
+
+/* log_epoch.c: leader-epoch-checkpoint and partition.metadata */
+int km_log_epoch_note(struct km_log *log, int32_t epoch, int64_t offset);
+int km_log_epoch_truncate(struct km_log *log, int64_t end_offset);
+int km_log_epoch_load(struct km_log *log);
+int km_log_write_metadata(struct km_log *log);
+int km_log_write_text_atomic(struct km_log *log, const char *name,
+			     const char *text, size_t len);
+
+#endif

@@ -1,0 +1,485 @@
+/* Recovery (R7): segments and snapshots found on disk become a consistent
+ * log again. With the clean-shutdown marker the files are trusted; without
+ * it every batch after the newest usable producer snapshot is read back,
+ * CRC-verified and offset-checked, indexes and producer state are rebuilt,
+ * and a torn or corrupt tail is cut. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/errors.h"
+#include "common/km_assert.h"
+#include "common/log.h"
+#include "iouring_log/log_pvt.h"
+
+/* Snapshots considered when picking a starting point. */
+#define SNAPSHOTS_MAX 256
+
+static int cmp_i64(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* Offsets of "<20 digits><suffix>" files in the dir, ascending. */
+static int list_files(struct km_log *log, const char *suffix, int64_t *out,
+		      uint32_t max)
+{
+	int fd = dup(log->dir_fd);
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+	struct dirent *e;
+	uint32_t n = 0;
+
+	if (d == NULL) {
+		if (fd >= 0)
+			close(fd);
+		return -errno;
+	}
+	while ((e = readdir(d)) != NULL && n < max) {
+		char *end;
+		long long v = strtoll(e->d_name, &end, 10);
+
+		if (end - e->d_name == KM_SEGMENT_NAME_DIGITS &&
+		    strcmp(end, suffix) == 0 && v >= 0)
+			out[n++] = v;
+	}
+	closedir(d);
+	qsort(out, n, sizeof(*out), cmp_i64);
+	return (int)n;
+}
+
+int km_log_list_snapshots(struct km_log *log, int64_t *out, uint32_t max)
+{
+	return list_files(log, ".snapshot", out, max);
+}
+
+int km_log_delete_snapshot(struct km_log *log, int64_t offset)
+{
+	char name[64];
+
+	snprintf(name, sizeof(name), "%020lld.snapshot", (long long)offset);
+	return unlinkat(log->dir_fd, name, 0) < 0 && errno != ENOENT ? -errno : 0;
+}
+
+/* Snapshots past the end describe data that is gone. */
+int km_log_drop_snapshots_after(struct km_log *log, int64_t offset)
+{
+	int64_t snaps[SNAPSHOTS_MAX];
+	int n = km_log_list_snapshots(log, snaps, SNAPSHOTS_MAX), rc = 0;
+
+	for (int i = 0; i < n && rc == 0; i++)
+		if (snaps[i] > offset)
+			rc = km_log_delete_snapshot(log, snaps[i]);
+	return n < 0 ? n : rc;
+}
+
+int km_log_load_snapshot(struct km_log *log, struct km_pstate *ps,
+			 int64_t offset)
+{
+	char name[64];
+	ssize_t n;
+	int fd, rc;
+
+	snprintf(name, sizeof(name), "%020lld.snapshot", (long long)offset);
+	fd = openat(log->dir_fd, name, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	n = read(fd, log->snap_buf, log->snap_cap);
+	rc = n < 0 ? -errno : 0;
+	close(fd);
+	if (rc == 0)
+		rc = km_pstate_snapshot_decode(ps, log->snap_buf, (size_t)n, offset);
+	if (rc < 0)
+		KM_WARN("log", "%s: producer snapshot %s unusable: %s", log->dir,
+			name, km_strerror(rc));
+	return rc;
+}
+
+uint32_t km_log_find_segment(const struct km_log *log, int64_t offset)
+{
+	uint32_t lo = 0, hi = log->n_segs;
+
+	/* The last segment whose base is <= offset (0 if none is). */
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+
+		if (log->segs[mid].base_offset <= offset)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo == 0 ? 0 : lo - 1;
+}
+
+static int open_segments(struct km_log *log)
+{
+	int64_t *bases = calloc(log->cfg.segments_max, sizeof(*bases));
+	int n, rc = 0;
+
+	if (bases == NULL)
+		return -ENOMEM;
+	n = list_files(log, ".log", bases, log->cfg.segments_max);
+	for (int i = 0; i < n && rc == 0; i++) {
+		rc = km_segment_open(&log->segs[i], log->dir_fd, bases[i],
+				     log->cfg.index_bytes_max, i == n - 1);
+		if (rc == 0)
+			log->n_segs++;
+		if (i > 0 && rc == 0)
+			log->segs[i - 1].next_offset = bases[i];
+	}
+	if (n == 0 && rc == 0) {
+		rc = km_segment_create(&log->segs[0], log->dir_fd, 0,
+				       log->cfg.index_bytes_max);
+		log->n_segs = rc == 0 ? 1 : 0;
+	}
+	free(bases);
+	return n < 0 ? n : rc;
+}
+
+/* The clean path: the files are trusted; only the end of the active segment
+ * after its last index entry is read, to find the log end. */
+static int clean_open(struct km_log *log, struct km_log_recovery *rec)
+{
+	struct km_segment *s = log_active(log);
+	struct log_scan sc;
+	struct km_batch b;
+	uint64_t pos;
+	int rc;
+
+	rc = km_log_scan_init(&sc, log, s, km_segment_lookup(s, INT64_MAX),
+			      s->size_bytes);
+	if (rc < 0)
+		return rc;
+	log->leo = s->base_offset;
+	while ((rc = km_log_scan_next(&sc, &b, &pos)) > 0)
+		log->leo = km_batch_last_offset(&b) + 1;
+	km_log_scan_fini(&sc);
+	if (rc < 0)
+		return rc; /* a bad batch despite the marker: scan it all */
+	s->next_offset = log->leo;
+	km_pstate_reset(log->ps);
+	if ((rc = km_log_load_snapshot(log, log->ps, log->leo)) < 0)
+		return rc;
+	rec->clean = true;
+	rec->snapshot_offset = log->leo;
+	rec->recovery_point = log->leo;
+	return 0;
+}
+
+struct rescan {
+	struct km_log_recovery *rec;
+	int64_t replay_from; /* batches below are in the loaded snapshot */
+	int64_t next;	     /* the next batch must start at or after this */
+};
+
+static bool batch_error(int rc)
+{
+	return rc <= KM_EBASE || rc == -ENODATA;
+}
+
+/* Reopen segment i writable with empty indexes, to rebuild them. */
+static int reopen_for_rebuild(struct km_log *log, uint32_t i, int64_t keep_txn)
+{
+	struct km_segment *s = &log->segs[i];
+	int64_t base = s->base_offset;
+	int rc;
+
+	s->active = false; /* its indexes may hold a crash's garbage */
+	km_segment_close(s);
+	rc = km_segment_open(s, log->dir_fd, base, log->cfg.index_bytes_max, true);
+	if (rc < 0)
+		return rc;
+	km_segment_reset_indexes(s);
+	return km_segment_txn_truncate(s, keep_txn);
+}
+
+/* Offsets only grow ("offset continuity") and fit the segment's int32. */
+static int check_offsets(const struct rescan *r, const struct km_segment *s,
+			 const struct km_batch *b)
+{
+	if (km_batch_base_offset(b) < r->next ||
+	    km_batch_base_offset(b) < s->base_offset ||
+	    km_batch_last_offset(b) - s->base_offset > INT32_MAX)
+		return KM_EOFFSET;
+	return 0;
+}
+
+static int replay(struct km_log *log, struct km_pstate *ps,
+		  struct km_segment *s, const struct km_batch *b,
+		  struct km_pstate_result *pr)
+{
+	int rc = km_pstate_append(ps, b, KM_ORIGIN_MIRROR, log->leo, pr);
+
+	if (rc < 0)
+		return rc;
+	if (pr->txn_aborted && s != NULL) {
+		struct km_aborted_txn t = { pr->txn_producer_id,
+					    pr->txn_first_offset,
+					    pr->txn_last_offset,
+					    pr->txn_last_stable_offset };
+
+		rc = km_segment_txn_append(s, &t);
+	}
+	return rc;
+}
+
+static int rebuild_batch(struct km_log *log, struct rescan *r,
+			 struct km_segment *s, const struct km_batch *b,
+			 uint64_t pos)
+{
+	struct km_pstate_result pr;
+	int rc = km_segment_index_batch(s, km_batch_base_offset(b),
+					km_batch_last_offset(b),
+					km_batch_max_timestamp(b), pos,
+					km_batch_size(b),
+					log->cfg.index_interval_bytes);
+
+	if (rc == 0 && km_batch_base_offset(b) >= r->replay_from) {
+		rc = replay(log, log->ps, s, b, &pr);
+		r->rec->batches_replayed++;
+	}
+	if (rc == 0)
+		rc = km_log_epoch_note(log, km_batch_leader_epoch(b),
+				       km_batch_base_offset(b));
+	r->next = km_batch_last_offset(b) + 1;
+	log->leo = r->next;
+	r->rec->batches_scanned++;
+	r->rec->bytes_scanned += km_batch_size(b);
+	return rc;
+}
+
+/* Does a valid batch follow the bad one at pos (so this is corruption in
+ * the middle of the data, not a torn tail)? */
+static bool valid_after(struct km_log *log, struct km_segment *s, uint64_t pos)
+{
+	uint8_t hdr[KM_BATCH_LOG_OVERHEAD];
+	struct log_scan sc;
+	struct km_batch b;
+	uint64_t next, at;
+	int rc;
+
+	if (pread(s->log_fd, hdr, sizeof(hdr), (off_t)pos) != (ssize_t)sizeof(hdr))
+		return false;
+	next = pos + KM_BATCH_LOG_OVERHEAD + km_load_be32(hdr + KM_BATCH_OFF_LENGTH);
+	if (next >= s->size_bytes || km_log_scan_init(&sc, log, s, next,
+						      s->size_bytes) < 0)
+		return false;
+	rc = km_log_scan_next(&sc, &b, &at);
+	km_log_scan_fini(&sc);
+	return rc > 0;
+}
+
+static uint64_t later_bytes(const struct km_log *log, uint32_t i)
+{
+	uint64_t n = 0;
+
+	for (uint32_t k = i + 1; k < log->n_segs; k++)
+		n += log->segs[k].size_bytes;
+	return n;
+}
+
+/* Cut the log at the bad batch found at pos of segment i. */
+static int cut_at(struct km_log *log, uint32_t i, uint64_t pos, int code,
+		  struct rescan *r)
+{
+	struct km_log_recovery *rec = r->rec;
+	struct km_segment *s = &log->segs[i];
+	int rc;
+
+	rec->corrupt_mid_log = i + 1 < log->n_segs || valid_after(log, s, pos);
+	rec->bytes_truncated = s->size_bytes - pos + later_bytes(log, i);
+	rec->truncated_at = r->next;
+	rec->corrupt_code = code;
+	rec->corrupt_position = pos;
+	snprintf(rec->corrupt_file, sizeof(rec->corrupt_file), "%020lld.log",
+		 (long long)s->base_offset);
+	KM_LOG(rec->corrupt_mid_log ? KM_LOG_ERROR : KM_LOG_WARN, "log",
+	       "%s: %s batch at position %llu of %s (offset %lld): %s; "
+	       "truncating %llu bytes", log->dir,
+	       rec->corrupt_mid_log ? "corrupt" : "torn", (unsigned long long)pos,
+	       rec->corrupt_file, (long long)r->next,
+	       code == -ENODATA ? "file ends inside the batch" : km_strerror(code),
+	       (unsigned long long)rec->bytes_truncated);
+	while (log->n_segs > i + 1)
+		if ((rc = km_segment_delete(&log->segs[--log->n_segs],
+					    log->dir_fd)) < 0)
+			return rc;
+	if ((rc = km_segment_truncate(s, pos, r->next)) < 0)
+		return rc;
+	return fsync(s->log_fd) < 0 ? -errno : 1;
+}
+
+/* @return 0 (segment fully valid), 1 (log cut here), or a negative error. */
+static int rescan_segment(struct km_log *log, uint32_t i, struct rescan *r)
+{
+	struct km_segment *s = &log->segs[i];
+	struct log_scan sc;
+	struct km_batch b;
+	uint64_t pos = 0;
+	int rc = reopen_for_rebuild(log, i, r->replay_from);
+
+	if (rc == 0)
+		rc = km_log_scan_init(&sc, log, s, 0, s->size_bytes);
+	if (rc < 0)
+		return rc;
+	while ((rc = km_log_scan_next(&sc, &b, &pos)) > 0) {
+		if ((rc = check_offsets(r, s, &b)) < 0)
+			break;
+		/* Failing to rebuild state is not corruption: no cut. */
+		if ((rc = rebuild_batch(log, r, s, &b, pos)) < 0) {
+			km_log_scan_fini(&sc);
+			return rc;
+		}
+	}
+	km_log_scan_fini(&sc);
+	if (rc < 0 && batch_error(rc))
+		return cut_at(log, i, pos, rc, r);
+	s->next_offset = r->next > s->base_offset ? r->next : s->base_offset;
+	return rc;
+}
+
+/* Rescan from the segment holding snapshot offset snap (-1: from the first
+ * segment with empty state). */
+static int rescan_from(struct km_log *log, int64_t snap,
+		       struct km_log_recovery *rec)
+{
+	uint32_t first = snap >= 0 ? km_log_find_segment(log, snap) : 0;
+	struct rescan r = { rec, snap >= 0 ? snap : INT64_MIN,
+			    log->segs[first].base_offset };
+	int rc = km_log_epoch_truncate(log, r.next);
+
+	rec->recovery_point = r.next;
+	log->leo = r.next;
+	for (uint32_t i = first; i < log->n_segs && rc == 0; i++)
+		rc = rescan_segment(log, i, &r);
+	if (rc < 0)
+		return rc;
+	/* Rebuilt segments other than the last become sealed again. */
+	for (uint32_t i = first; i + 1 < log->n_segs && rc == 0; i++)
+		if (log->segs[i].active)
+			rc = km_segment_seal(&log->segs[i]);
+	return rc;
+}
+
+static int unclean_open(struct km_log *log, struct km_log_recovery *rec)
+{
+	int64_t snaps[SNAPSHOTS_MAX];
+	int k = km_log_list_snapshots(log, snaps, SNAPSHOTS_MAX);
+	int64_t snap;
+	int rc;
+
+	if (k < 0)
+		return k;
+	for (;;) {
+		snap = k > 0 ? snaps[k - 1] : -1;
+		km_pstate_reset(log->ps);
+		if (snap >= 0 && km_log_load_snapshot(log, log->ps, snap) < 0) {
+			km_pstate_reset(log->ps);
+			(void)km_log_delete_snapshot(log, snaps[--k]);
+			continue;
+		}
+		memset(rec, 0, sizeof(*rec));
+		rec->truncated_at = -1;
+		if ((rc = rescan_from(log, snap, rec)) < 0)
+			return rc;
+		if (snap <= log->leo)
+			break;
+		/* The snapshot covers data the cut removed: use an older one. */
+		(void)km_log_delete_snapshot(log, snaps[--k]);
+	}
+	rec->snapshot_offset = snap;
+	return 0;
+}
+
+int km_log_recover(struct km_log *log, struct km_log_recovery *rec)
+{
+	int rc = open_segments(log);
+
+	memset(rec, 0, sizeof(*rec));
+	rec->truncated_at = -1;
+	rec->snapshot_offset = -1;
+	if (rc < 0)
+		return rc;
+	log->start_offset = log->segs[0].base_offset;
+	if (!km_log_clean_marker_exists(log) || clean_open(log, rec) < 0)
+		rc = unclean_open(log, rec);
+	if (rc < 0)
+		return rc;
+	if ((rc = km_log_drop_snapshots_after(log, log->leo)) < 0)
+		return rc;
+	/* What the files hold is now made durable before it is served. */
+	if (fdatasync(log_active(log)->log_fd) < 0)
+		return -errno;
+	atomic_store_explicit(&log->appended, log->leo, memory_order_release);
+	atomic_store_explicit(&log->durable, log->leo, memory_order_release);
+	if (!rec->clean && rec->batches_scanned > 0)
+		KM_INFO("log", "%s: recovered from offset %lld: %u batches "
+			"(%llu bytes) scanned, log end %lld, %llu bytes cut",
+			log->dir, (long long)rec->recovery_point,
+			rec->batches_scanned,
+			(unsigned long long)rec->bytes_scanned,
+			(long long)log->leo,
+			(unsigned long long)rec->bytes_truncated);
+	return 0;
+}
+
+/* Replay segments from offset from (below upto) into ps. */
+static int replay_range(struct km_log *log, struct km_pstate *ps, int64_t from,
+			int64_t upto, km_log_replay_fn fn, void *ctx)
+{
+	int rc = 0;
+
+	for (uint32_t i = km_log_find_segment(log, from);
+	     i < log->n_segs && rc >= 0; i++) {
+		struct km_segment *s = &log->segs[i];
+		struct km_pstate_result pr;
+		struct log_scan sc;
+		struct km_batch b;
+		uint64_t pos;
+
+		if ((rc = km_log_scan_init(&sc, log, s, km_segment_lookup(s, from),
+					   s->size_bytes)) < 0)
+			return rc;
+		while ((rc = km_log_scan_next(&sc, &b, &pos)) > 0) {
+			if (km_batch_base_offset(&b) >= upto)
+				break;
+			if (km_batch_base_offset(&b) < from)
+				continue;
+			if ((rc = replay(log, ps, NULL, &b, &pr)) < 0)
+				break;
+			if (fn != NULL)
+				fn(ctx, &b, &pr);
+		}
+		km_log_scan_fini(&sc);
+	}
+	return rc < 0 ? rc : 0;
+}
+
+int km_log_rebuild_pstate(struct km_log *log, struct km_pstate *ps,
+			  int64_t snap_max, int64_t upto, km_log_replay_fn fn,
+			  void *ctx, int64_t *snapshot_offset)
+{
+	int64_t snaps[SNAPSHOTS_MAX];
+	int k = km_log_list_snapshots(log, snaps, SNAPSHOTS_MAX);
+	int64_t from = log->start_offset;
+
+	if (k < 0)
+		return k;
+	km_pstate_reset(ps);
+	*snapshot_offset = -1;
+	while (k > 0 && snaps[k - 1] > snap_max)
+		k--;
+	for (; k > 0; k--) {
+		if (km_log_load_snapshot(log, ps, snaps[k - 1]) == 0) {
+			from = *snapshot_offset = snaps[k - 1];
+			break;
+		}
+		km_pstate_reset(ps);
+	}
+	return replay_range(log, ps, from, upto, fn, ctx);
+}

@@ -1,0 +1,468 @@
+#include "iouring_log/segment.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/endian.h"
+#include "common/km_assert.h"
+
+static const char *const suffixes[4] = { ".log", ".index", ".timeindex",
+					 ".txnindex" };
+
+void km_segment_path(char *out, const char *dir, int64_t base,
+		     const char *suffix)
+{
+	snprintf(out, PATH_MAX, "%s/%020lld%s", dir, (long long)base, suffix);
+}
+
+static int open_file(int dir_fd, int64_t base, const char *suffix, int flags)
+{
+	char name[64];
+	int fd;
+
+	snprintf(name, sizeof(name), "%020lld%s", (long long)base, suffix);
+	fd = openat(dir_fd, name, flags | O_RDWR | O_CLOEXEC, 0644);
+	return fd < 0 ? -errno : fd;
+}
+
+static void close_fd(int *fd)
+{
+	if (*fd >= 0)
+		close(*fd);
+	*fd = -1;
+}
+
+static void unmap(struct km_segment *s)
+{
+	if (s->index_map != NULL)
+		munmap(s->index_map, s->map_bytes);
+	if (s->time_map != NULL)
+		munmap(s->time_map, s->map_bytes);
+	s->index_map = s->time_map = NULL;
+	s->map_bytes = 0;
+}
+
+/* Map both indexes at len bytes; the files are sized to len first. */
+static int map_indexes(struct km_segment *s, uint32_t len, bool writable)
+{
+	int prot = PROT_READ | (writable ? PROT_WRITE : 0);
+
+	if (len == 0)
+		return 0;
+	if (ftruncate(s->index_fd, len) < 0 || ftruncate(s->time_fd, len) < 0)
+		return -errno;
+	s->index_map = mmap(NULL, len, prot, MAP_SHARED, s->index_fd, 0);
+	s->time_map = mmap(NULL, len, prot, MAP_SHARED, s->time_fd, 0);
+	if (s->index_map == MAP_FAILED || s->time_map == MAP_FAILED) {
+		int err = -errno;
+
+		s->index_map = s->index_map == MAP_FAILED ? NULL : s->index_map;
+		s->time_map = s->time_map == MAP_FAILED ? NULL : s->time_map;
+		s->map_bytes = len;
+		unmap(s);
+		return err;
+	}
+	s->map_bytes = len;
+	return 0;
+}
+
+static int open_files(struct km_segment *s, int dir_fd, int64_t base, int flags)
+{
+	int *fds[4] = { &s->log_fd, &s->index_fd, &s->time_fd, &s->txn_fd };
+
+	memset(s, 0, sizeof(*s));
+	s->log_fd = s->index_fd = s->time_fd = s->txn_fd = -1;
+	s->base_offset = base;
+	s->next_offset = base;
+	s->max_timestamp = -1;
+	s->max_timestamp_offset = base;
+	for (int i = 0; i < 4; i++) {
+		*fds[i] = open_file(dir_fd, base, suffixes[i], flags);
+		if (*fds[i] < 0) {
+			int err = *fds[i];
+
+			km_segment_close(s);
+			return err;
+		}
+	}
+	return 0;
+}
+
+int km_segment_create(struct km_segment *s, int dir_fd, int64_t base,
+		      uint32_t index_bytes_max)
+{
+	int rc = open_files(s, dir_fd, base, O_CREAT | O_TRUNC);
+
+	if (rc < 0)
+		return rc;
+	s->active = true;
+	rc = map_indexes(s, index_bytes_max, true);
+	if (rc < 0)
+		km_segment_close(s);
+	return rc;
+}
+
+static int64_t index_offset(const struct km_segment *s, uint32_t i)
+{
+	return s->base_offset +
+	       (int32_t)km_load_be32(s->index_map + i * KM_INDEX_ENTRY_BYTES);
+}
+
+static uint32_t index_position(const struct km_segment *s, uint32_t i)
+{
+	return km_load_be32(s->index_map + i * KM_INDEX_ENTRY_BYTES + 4);
+}
+
+static int64_t time_ts(const struct km_segment *s, uint32_t i)
+{
+	return (int64_t)km_load_be64(s->time_map + i * KM_TIMEINDEX_ENTRY_BYTES);
+}
+
+static int64_t time_offset(const struct km_segment *s, uint32_t i)
+{
+	return s->base_offset +
+	       (int32_t)km_load_be32(s->time_map + i * KM_TIMEINDEX_ENTRY_BYTES + 8);
+}
+
+/* Sizes on disk decide entry counts; the newest time entry seeds the max. */
+static int load_sizes(struct km_segment *s, uint32_t *map_len)
+{
+	struct stat st[4];
+	int fds[4] = { s->log_fd, s->index_fd, s->time_fd, s->txn_fd };
+
+	for (int i = 0; i < 4; i++)
+		if (fstat(fds[i], &st[i]) < 0)
+			return -errno;
+	s->size_bytes = (uint64_t)st[0].st_size;
+	s->reserved_bytes = s->size_bytes;
+	s->index_entries = (uint32_t)(st[1].st_size / KM_INDEX_ENTRY_BYTES);
+	s->time_entries = (uint32_t)(st[2].st_size / KM_TIMEINDEX_ENTRY_BYTES);
+	s->txn_bytes = (uint64_t)st[3].st_size -
+		       (uint64_t)st[3].st_size % KM_TXNINDEX_ENTRY_BYTES;
+	*map_len = (uint32_t)(st[1].st_size > st[2].st_size ? st[1].st_size
+							    : st[2].st_size);
+	return 0;
+}
+
+int km_segment_open(struct km_segment *s, int dir_fd, int64_t base,
+		    uint32_t index_bytes_max, bool active)
+{
+	uint32_t len;
+	int rc = open_files(s, dir_fd, base, O_CREAT);
+
+	if (rc < 0)
+		return rc;
+	if ((rc = load_sizes(s, &len)) < 0)
+		goto out_close;
+	s->active = active;
+	if (active && len < index_bytes_max)
+		len = index_bytes_max;
+	/* A crashed active segment leaves its preallocated index size behind;
+	 * the caller resets and rebuilds those indexes from the .log. */
+	if ((rc = map_indexes(s, len, active)) < 0)
+		goto out_close;
+	if (s->time_entries > 0) {
+		s->max_timestamp = time_ts(s, s->time_entries - 1);
+		s->max_timestamp_offset = time_offset(s, s->time_entries - 1);
+	}
+	return 0;
+out_close:
+	km_segment_close(s);
+	return rc;
+}
+
+/* Shrink both index files to their entries and map them read-only. */
+static int trim_indexes(struct km_segment *s)
+{
+	uint32_t ilen = s->index_entries * KM_INDEX_ENTRY_BYTES;
+	uint32_t tlen = s->time_entries * KM_TIMEINDEX_ENTRY_BYTES;
+	uint32_t len = ilen > tlen ? ilen : tlen;
+	int rc;
+
+	if (s->index_map != NULL && msync(s->index_map, s->map_bytes, MS_SYNC) < 0)
+		return -errno;
+	if (s->time_map != NULL && msync(s->time_map, s->map_bytes, MS_SYNC) < 0)
+		return -errno;
+	unmap(s);
+	rc = map_indexes(s, len, false);
+	if (rc < 0)
+		return rc;
+	if (ftruncate(s->index_fd, ilen) < 0 || ftruncate(s->time_fd, tlen) < 0)
+		return -errno;
+	return 0;
+}
+
+void km_segment_close(struct km_segment *s)
+{
+	if (s->active && s->index_fd >= 0)
+		(void)trim_indexes(s);
+	/* Give back fallocate'd blocks past the end of the data. */
+	if (s->log_fd >= 0 && s->reserved_bytes > s->size_bytes)
+		(void)ftruncate(s->log_fd, (off_t)s->size_bytes);
+	unmap(s);
+	close_fd(&s->log_fd);
+	close_fd(&s->index_fd);
+	close_fd(&s->time_fd);
+	close_fd(&s->txn_fd);
+	s->active = false;
+}
+
+int km_segment_delete(struct km_segment *s, int dir_fd)
+{
+	int64_t base = s->base_offset;
+	int rc = 0;
+
+	s->active = false; /* no point trimming what is deleted */
+	km_segment_close(s);
+	for (int i = 0; i < 4; i++) {
+		char name[64];
+
+		snprintf(name, sizeof(name), "%020lld%s", (long long)base,
+			 suffixes[i]);
+		if (unlinkat(dir_fd, name, 0) < 0 && errno != ENOENT)
+			rc = -errno;
+	}
+	return rc;
+}
+
+bool km_segment_index_full(const struct km_segment *s)
+{
+	return (s->index_entries + 1) * KM_INDEX_ENTRY_BYTES > s->map_bytes ||
+	       (s->time_entries + 1) * KM_TIMEINDEX_ENTRY_BYTES > s->map_bytes;
+}
+
+/* TimeIndex.maybeAppend: only a timestamp above the last entry's (or above
+ * -1 when empty) is recorded. */
+static void time_maybe_append(struct km_segment *s, int64_t ts, int64_t offset)
+{
+	uint8_t *e;
+
+	if (ts <= (s->time_entries > 0 ? time_ts(s, s->time_entries - 1) : -1))
+		return;
+	e = s->time_map + s->time_entries * KM_TIMEINDEX_ENTRY_BYTES;
+	km_store_be64(e, (uint64_t)ts);
+	km_store_be32(e + 8, (uint32_t)(offset - s->base_offset));
+	s->time_entries++;
+}
+
+int km_segment_index_batch(struct km_segment *s, int64_t base_offset,
+			   int64_t last_offset, int64_t max_timestamp,
+			   uint64_t position, uint32_t size_bytes,
+			   uint32_t interval_bytes)
+{
+	KM_ASSERT(s->active);
+	KM_ASSERT(base_offset >= s->next_offset);
+	KM_ASSERT(last_offset - s->base_offset <= INT32_MAX);
+	if (max_timestamp > s->max_timestamp) {
+		s->max_timestamp = max_timestamp;
+		s->max_timestamp_offset = last_offset;
+	}
+	if (s->bytes_since_index > interval_bytes) {
+		uint8_t *e;
+
+		if (km_segment_index_full(s))
+			return -ENOSPC;
+		e = s->index_map + s->index_entries * KM_INDEX_ENTRY_BYTES;
+		km_store_be32(e, (uint32_t)(last_offset - s->base_offset));
+		km_store_be32(e + 4, (uint32_t)position);
+		s->index_entries++;
+		time_maybe_append(s, s->max_timestamp, s->max_timestamp_offset);
+		s->bytes_since_index = 0;
+	}
+	s->bytes_since_index += size_bytes;
+	s->next_offset = last_offset + 1;
+	return 0;
+}
+
+int km_segment_seal(struct km_segment *s)
+{
+	int rc;
+
+	KM_ASSERT(s->active);
+	if (s->max_timestamp >= 0 && !km_segment_index_full(s))
+		time_maybe_append(s, s->max_timestamp, s->max_timestamp_offset);
+	if ((rc = trim_indexes(s)) < 0)
+		return rc;
+	s->active = false;
+	if (fsync(s->index_fd) < 0 || fsync(s->time_fd) < 0 ||
+	    fsync(s->txn_fd) < 0)
+		return -errno;
+	return 0;
+}
+
+uint64_t km_segment_lookup(const struct km_segment *s, int64_t target)
+{
+	uint32_t lo = 0, hi = s->index_entries;
+
+	/* Binary search for the last entry with offset <= target. */
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+
+		if (index_offset(s, mid) <= target)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo == 0 ? 0 : index_position(s, lo - 1);
+}
+
+int64_t km_segment_time_lookup(const struct km_segment *s, int64_t ts)
+{
+	uint32_t lo = 0, hi = s->time_entries;
+
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+
+		if (time_ts(s, mid) <= ts)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo == 0 ? s->base_offset : time_offset(s, lo - 1);
+}
+
+int km_segment_reserve(struct km_segment *s, uint64_t end, uint64_t chunk_bytes)
+{
+	uint64_t want;
+
+	if (end <= s->reserved_bytes)
+		return 0;
+	want = end - s->reserved_bytes;
+	if (want < chunk_bytes)
+		want = chunk_bytes;
+	if (fallocate(s->log_fd, FALLOC_FL_KEEP_SIZE, (off_t)s->reserved_bytes,
+		      (off_t)want) < 0) {
+		/* A filesystem without fallocate gets no early ENOSPC, only
+		 * the write's own; remember that and stop asking. */
+		if (errno != EOPNOTSUPP)
+			return -errno;
+	}
+	s->reserved_bytes += want;
+	return 0;
+}
+
+int km_segment_txn_append(struct km_segment *s, const struct km_aborted_txn *t)
+{
+	uint8_t e[KM_TXNINDEX_ENTRY_BYTES];
+	ssize_t n;
+
+	km_store_be16(e, 0);
+	km_store_be64(e + 2, (uint64_t)t->producer_id);
+	km_store_be64(e + 10, (uint64_t)t->first_offset);
+	km_store_be64(e + 18, (uint64_t)t->last_offset);
+	km_store_be64(e + 26, (uint64_t)t->last_stable_offset);
+	n = pwrite(s->txn_fd, e, sizeof(e), (off_t)s->txn_bytes);
+	if (n < 0)
+		return -errno;
+	if (n != (ssize_t)sizeof(e))
+		return -EIO;
+	s->txn_bytes += sizeof(e);
+	return 0;
+}
+
+static void decode_txn(const uint8_t *e, struct km_aborted_txn *t)
+{
+	t->producer_id = (int64_t)km_load_be64(e + 2);
+	t->first_offset = (int64_t)km_load_be64(e + 10);
+	t->last_offset = (int64_t)km_load_be64(e + 18);
+	t->last_stable_offset = (int64_t)km_load_be64(e + 26);
+}
+
+int km_segment_txn_read(const struct km_segment *s, int64_t from, int64_t to,
+			struct km_aborted_txn *out, uint32_t max)
+{
+	uint8_t buf[KM_TXNINDEX_ENTRY_BYTES * 64];
+	uint32_t found = 0;
+
+	for (uint64_t pos = 0; pos < s->txn_bytes; pos += sizeof(buf)) {
+		ssize_t n = pread(s->txn_fd, buf, sizeof(buf), (off_t)pos);
+
+		if (n < 0)
+			return -errno;
+		for (ssize_t i = 0; i + KM_TXNINDEX_ENTRY_BYTES <= n;
+		     i += KM_TXNINDEX_ENTRY_BYTES) {
+			struct km_aborted_txn t;
+
+			decode_txn(buf + i, &t);
+			if (t.last_offset < from || t.first_offset >= to)
+				continue;
+			if (found < max)
+				out[found] = t;
+			found++;
+		}
+	}
+	return (int)found;
+}
+
+/* Entries in [0, n) are kept: those with offset < next_offset. */
+static uint32_t count_below(const struct km_segment *s, bool time,
+			    int64_t next_offset)
+{
+	uint32_t n = time ? s->time_entries : s->index_entries;
+
+	while (n > 0 && (time ? time_offset(s, n - 1) : index_offset(s, n - 1)) >=
+				next_offset)
+		n--;
+	return n;
+}
+
+int km_segment_txn_truncate(struct km_segment *s, int64_t next_offset)
+{
+	uint8_t e[KM_TXNINDEX_ENTRY_BYTES];
+	uint64_t keep = 0;
+
+	/* Entries are in marker order, so the kept ones are a prefix. */
+	while (keep < s->txn_bytes) {
+		struct km_aborted_txn t;
+
+		if (pread(s->txn_fd, e, sizeof(e), (off_t)keep) != (ssize_t)sizeof(e))
+			return -EIO;
+		decode_txn(e, &t);
+		if (t.last_offset >= next_offset)
+			break;
+		keep += sizeof(e);
+	}
+	if (ftruncate(s->txn_fd, (off_t)keep) < 0)
+		return -errno;
+	s->txn_bytes = keep;
+	return 0;
+}
+
+int km_segment_truncate(struct km_segment *s, uint64_t pos, int64_t next_offset)
+{
+	if (ftruncate(s->log_fd, (off_t)pos) < 0)
+		return -errno;
+	s->size_bytes = pos;
+	s->reserved_bytes = pos;
+	s->index_entries = count_below(s, false, next_offset);
+	s->time_entries = count_below(s, true, next_offset);
+	s->next_offset = next_offset;
+	s->bytes_since_index = 0;
+	s->max_timestamp = s->time_entries ? time_ts(s, s->time_entries - 1) : -1;
+	s->max_timestamp_offset =
+		s->time_entries ? time_offset(s, s->time_entries - 1) : s->base_offset;
+	if (!s->active) {
+		int rc = trim_indexes(s);
+
+		if (rc < 0)
+			return rc;
+	}
+	return km_segment_txn_truncate(s, next_offset);
+}
+
+void km_segment_reset_indexes(struct km_segment *s)
+{
+	KM_ASSERT(s->active);
+	s->index_entries = 0;
+	s->time_entries = 0;
+	s->bytes_since_index = 0;
+	s->max_timestamp = -1;
+	s->max_timestamp_offset = s->base_offset;
+	s->next_offset = s->base_offset;
+}

@@ -1,0 +1,158 @@
+/* One log segment: `<base>.log` plus its `.index`, `.timeindex` and
+ * `.txnindex`, named by the 20-digit zero-padded base offset (Kafka's
+ * LogFileUtils), in Kafka's byte formats (spec §3):
+ *   .index      8-byte entries: relativeOffset int32 | position int32
+ *   .timeindex  12-byte entries: timestamp int64 | relativeOffset int32
+ *   .txnindex   34-byte entries: version int16 (0) | producerId int64 |
+ *               firstOffset int64 | lastOffset int64 | lastStableOffset int64
+ *
+ * The .log is written by the owner's io_uring (log.c); this module keeps the
+ * indexes and the files. The active segment's offset and time indexes are
+ * preallocated to index_bytes_max and memory-mapped, as Kafka does, and
+ * trimmed to their entries when the segment stops being active.
+ */
+#ifndef KM_IOURING_LOG_SEGMENT_H
+#define KM_IOURING_LOG_SEGMENT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum {
+	KM_INDEX_ENTRY_BYTES = 8,
+	KM_TIMEINDEX_ENTRY_BYTES = 12,
+	KM_TXNINDEX_ENTRY_BYTES = 34,
+	KM_SEGMENT_NAME_DIGITS = 20,
+};
+
+/* One .txnindex entry (AbortedTxn). */
+struct km_aborted_txn {
+	int64_t producer_id;
+	int64_t first_offset;
+	int64_t last_offset;
+	int64_t last_stable_offset;
+};
+
+/* Fields are private to iouring_log/; the log embeds segments by value. */
+struct km_segment {
+	int64_t base_offset;
+	int64_t next_offset;	  /* last offset in the segment + 1 */
+	int log_fd;
+	int index_fd;
+	int time_fd;
+	int txn_fd;
+	uint64_t size_bytes;	  /* .log bytes appended */
+	uint64_t reserved_bytes;  /* .log blocks reserved with fallocate */
+	uint8_t *index_map;
+	uint8_t *time_map;
+	uint32_t map_bytes;	  /* mapping length of each index */
+	uint32_t index_entries;
+	uint32_t time_entries;
+	uint32_t bytes_since_index;
+	int64_t max_timestamp;	  /* largest batch maxTimestamp so far */
+	int64_t max_timestamp_offset;
+	uint64_t txn_bytes;
+	bool active;
+};
+
+/** "<dir>/<20-digit base><suffix>" into out (PATH_MAX). */
+void km_segment_path(char *out, const char *dir, int64_t base,
+		     const char *suffix);
+
+/**
+ * Create the four files of a new, empty, active segment (existing ones are
+ * truncated) and map its indexes at index_bytes_max.
+ * @return 0 or -errno.
+ */
+int km_segment_create(struct km_segment *s, int dir_fd, int64_t base,
+		      uint32_t index_bytes_max);
+
+/**
+ * Open an existing segment's files. Indexes are mapped as they are on disk
+ * (entries = file size / entry size); with active, they are extended to
+ * index_bytes_max for appends.
+ * @return 0 or -errno.
+ */
+int km_segment_open(struct km_segment *s, int dir_fd, int64_t base,
+		    uint32_t index_bytes_max, bool active);
+
+/** Unmap and close. Trims the indexes first if the segment was active. */
+void km_segment_close(struct km_segment *s);
+
+/** Remove the segment's four files (closing it first). @return 0 or -errno. */
+int km_segment_delete(struct km_segment *s, int dir_fd);
+
+/**
+ * Index one batch appended at position with size bytes, Kafka's
+ * LogSegment.append rule: when more than interval_bytes were appended since
+ * the last entry, add (lastOffset, position) to .index and, if the max
+ * timestamp grew, (maxTimestamp, its offset) to .timeindex.
+ * @return 0, or -ENOSPC if the offset index is full (the caller rolls first,
+ *         see km_segment_index_full).
+ */
+int km_segment_index_batch(struct km_segment *s, int64_t base_offset,
+			   int64_t last_offset, int64_t max_timestamp,
+			   uint64_t position, uint32_t size_bytes,
+			   uint32_t interval_bytes);
+
+/** True if the next index entry would not fit. */
+bool km_segment_index_full(const struct km_segment *s);
+
+/**
+ * Make the segment inactive: final time-index entry (Kafka's
+ * onBecomeInactiveSegment), indexes trimmed to their entries and synced,
+ * .log reservation released and synced. @return 0 or -errno.
+ */
+int km_segment_seal(struct km_segment *s);
+
+/**
+ * Byte position in .log of the last indexed batch with offset <= target:
+ * where a scan for target starts. 0 if none.
+ */
+uint64_t km_segment_lookup(const struct km_segment *s, int64_t target);
+
+/**
+ * Offset to start a scan from for the first record with timestamp >= ts:
+ * the time index's last entry with timestamp <= ts, else base_offset.
+ */
+int64_t km_segment_time_lookup(const struct km_segment *s, int64_t ts);
+
+/**
+ * Ensure .log blocks are reserved up to end (fallocate KEEP_SIZE, in steps
+ * of at least chunk_bytes), so a write below end cannot fail for space.
+ * @return 0, or -errno (-ENOSPC: the disk is full; nothing was written).
+ */
+int km_segment_reserve(struct km_segment *s, uint64_t end, uint64_t chunk_bytes);
+
+/** Append one .txnindex entry (synchronous pwrite: aborts are rare). */
+int km_segment_txn_append(struct km_segment *s, const struct km_aborted_txn *t);
+
+/**
+ * Aborted transactions in this segment whose lastOffset >= from and
+ * firstOffset < to.
+ * @return how many matched; at most max are written to out; or -errno.
+ */
+int km_segment_txn_read(const struct km_segment *s, int64_t from, int64_t to,
+			struct km_aborted_txn *out, uint32_t max);
+
+/**
+ * Cut the segment at .log position pos holding offsets below next_offset:
+ * .log truncated, index entries at or past the cut dropped, .txnindex
+ * entries with lastOffset >= next_offset dropped. @return 0 or -errno.
+ */
+int km_segment_truncate(struct km_segment *s, uint64_t pos, int64_t next_offset);
+
+/** Drop .txnindex entries with lastOffset >= next_offset. @return 0 or -errno. */
+int km_segment_txn_truncate(struct km_segment *s, int64_t next_offset);
+
+/** Drop all index entries (before a rebuild by rescanning the .log). */
+void km_segment_reset_indexes(struct km_segment *s);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

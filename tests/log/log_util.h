@@ -1,0 +1,135 @@
+// Shared by the log tests: a temp dir, a ring, batch builders, and a
+// helper to append and wait for durability through the real io_uring.
+#ifndef KM_TESTS_LOG_UTIL_H
+#define KM_TESTS_LOG_UTIL_H
+
+#include <gtest/gtest.h>
+#include <sys/uio.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "common/errors.h"
+#include "iouring_log/log.h"
+#include "kafka/control.h"
+#include "kafka/records.h"
+
+namespace logtest {
+
+struct TempDir {
+	std::string path;
+	TempDir()
+	{
+		char tmpl[] = "/tmp/kmirror-log-XXXXXX";
+		path = mkdtemp(tmpl);
+	}
+	~TempDir() { std::filesystem::remove_all(path); }
+};
+
+// Owned bytes of one batch plus a parsed view over them.
+struct Batch {
+	std::vector<uint8_t> bytes;
+	iovec iov;
+	km_chain chain;
+	km_batch view;
+
+	explicit Batch(std::vector<uint8_t> b) : bytes(std::move(b))
+	{
+		iov = {bytes.data(), bytes.size()};
+		chain = {&iov, 1};
+		int rc = km_batch_parse(&view, &chain, km_chain_start(&chain),
+					KM_BATCH_BYTES_MAX);
+		if (rc != (int)bytes.size())
+			abort();
+	}
+	Batch(const Batch &) = delete;
+};
+
+inline std::vector<uint8_t> Data(int64_t base, int64_t pid, int16_t epoch,
+				 int32_t seq, int n, bool txn = false,
+				 int value_bytes = 100, int64_t ts = 1000)
+{
+	std::vector<km_record_spec> recs(n);
+	std::string value(value_bytes, 'v');
+	for (int i = 0; i < n; i++)
+		recs[i] = {"k", 1, value.data(), (int32_t)value.size(), ts + i,
+			   nullptr, 0};
+	km_batch_spec spec = {base, 0,
+			      (int16_t)(txn ? KM_BATCH_ATTR_TRANSACTIONAL : 0),
+			      pid, epoch, seq};
+	std::vector<uint8_t> out(km_records_build_size(recs.data(), n));
+	km_records_build(out.data(), out.size(), &spec, recs.data(), n);
+	return out;
+}
+
+inline std::vector<uint8_t> Marker(int64_t off, int64_t pid, int16_t epoch,
+				   bool commit, int64_t ts = 1000)
+{
+	km_ctrl_spec s = {off, 0, ts};
+	std::vector<uint8_t> out(KM_CTRL_MARKER_BATCH_BYTES);
+	km_ctrl_build_marker(out.data(), out.size(), &s, pid, epoch, commit, 0);
+	return out;
+}
+
+inline std::vector<uint8_t> Barrier(int64_t off, const char *cluster = "src")
+{
+	km_ctrl_spec s = {off, 0, 1000};
+	std::vector<uint8_t> out(256);
+	int n = km_ctrl_build_pid_reset(out.data(), out.size(), &s, cluster);
+	out.resize(n);
+	return out;
+}
+
+struct Log {
+	km_uring ring;
+	km_log *log = nullptr;
+	km_log_config cfg;
+	km_log_recovery rec;
+	std::string dir;
+
+	explicit Log(const std::string &data_dir, uint64_t segment_bytes = 1 << 20,
+		     bool always = true)
+	{
+		km_log_config_defaults(&cfg, data_dir.c_str(), "t", 0);
+		cfg.segment_bytes = segment_bytes;
+		cfg.index_bytes_max = 64 * 1024;
+		cfg.flush_always = always;
+		cfg.prealloc_bytes = 1 << 20;
+		EXPECT_EQ(0, km_uring_init(&ring, 64));
+		Open();
+	}
+	void Open()
+	{
+		int rc = km_log_open(&log, &cfg, &ring, &rec);
+		ASSERT_EQ(0, rc) << km_strerror(rc);
+		dir = km_log_dir(log);
+	}
+	int Close()
+	{
+		int rc = km_log_close(log);
+		log = nullptr;
+		return rc;
+	}
+	// Append and wait until durable; returns the append's return value.
+	int Append(Batch &b, km_origin origin = KM_ORIGIN_MIRROR,
+		   km_log_append_result *res = nullptr)
+	{
+		km_log_append_result local;
+		int rc = km_log_append_burst(log, &b.view, 1, origin,
+					     res ? res : &local);
+		EXPECT_EQ(0, km_log_sync(log));
+		return rc;
+	}
+	~Log()
+	{
+		if (log)
+			Close();
+		km_uring_exit(&ring);
+	}
+};
+
+} // namespace logtest
+
+#endif
