@@ -58,12 +58,15 @@ struct km_pstate_result {
 	/* A transaction marker completed a transaction. */
 	bool txn_completed;
 	bool txn_aborted;
-	/* For an aborted one: the .txnindex entry (AbortedTxn). */
+	/* For a completed one: producer, first offset and marker offset (-1
+	 * otherwise); for an aborted one these plus txn_last_stable_offset
+	 * form the .txnindex entry (AbortedTxn). */
 	int64_t txn_producer_id;
 	int64_t txn_first_offset;
 	int64_t txn_last_offset;	/* the marker's offset */
 	int64_t txn_last_stable_offset; /* first offset of the next open txn of
-					 * another producer, else marker + 1 */
+					 * another producer, else marker + 1;
+					 * -1 unless aborted */
 	/* MIRROR_PID_RESET: how many producers (id < 0) it removed. */
 	uint32_t barrier_expired;
 };
