@@ -3,6 +3,7 @@
 #include <isa-l/crc.h>
 #include <limits.h>
 #include <stdbool.h>
+#include <string.h>
 
 #include "common/km_assert.h"
 #include "common/km_limits.h"
@@ -84,19 +85,38 @@ uint32_t km_crc32c_xpow8n(uint64_t n)
 	return xpow8n_portable(n);
 }
 
-/* raw * x^(8 * tail) mod P. */
+/* raw * x^(8 * tail) mod P, portable. */
 static uint32_t shift_bytes(uint32_t raw, uint32_t tail)
 {
-#if defined(__x86_64__)
-	if (use_clmul) {
-		for (int k = 0; k < 4 && tail != 0; k++, tail >>= 8)
-			if (tail & 0xff)
-				raw = mul_clmul(raw, clmul_tab[k][tail & 0xff]);
-		return raw;
-	}
-#endif
 	return km_crc32c_mulmod(raw, xpow8n_portable(tail));
 }
+
+#if defined(__x86_64__)
+/* The whole patch on SSE4.2 + PCLMUL, in one function so mul_clmul inlines.
+ * The raw CRC of the delta comes from the crc32 instruction: for 8 bytes an
+ * ISA-L call costs ~20 ns of dispatch and small-buffer setup, the
+ * instruction ~1 ns (bench-batch). */
+__attribute__((target("pclmul,sse4.2"))) static uint32_t
+patch_clmul(uint32_t crc, uint32_t tail, const unsigned char *o,
+	    const unsigned char *n, size_t len)
+{
+	uint64_t raw = 0;
+
+	for (; len >= 8; o += 8, n += 8, len -= 8) {
+		uint64_t wo, wn;
+
+		memcpy(&wo, o, 8);
+		memcpy(&wn, n, 8);
+		raw = _mm_crc32_u64(raw, wo ^ wn);
+	}
+	for (; len > 0; o++, n++, len--)
+		raw = _mm_crc32_u8((uint32_t)raw, (uint8_t)(*o ^ *n));
+	for (int k = 0; k < 4 && tail != 0; k++, tail >>= 8)
+		if (tail & 0xff)
+			raw = mul_clmul((uint32_t)raw, clmul_tab[k][tail & 0xff]);
+	return crc ^ (uint32_t)raw;
+}
+#endif
 
 uint32_t km_crc32c_patch(uint32_t crc, size_t tail_bytes, const void *old_bytes,
 			 const void *new_bytes, size_t len)
@@ -107,6 +127,10 @@ uint32_t km_crc32c_patch(uint32_t crc, size_t tail_bytes, const void *old_bytes,
 
 	KM_ASSERT(len <= KM_CRC_PATCH_BYTES_MAX);
 	KM_ASSERT(tail_bytes <= UINT32_MAX);
+#if defined(__x86_64__)
+	if (use_clmul)
+		return patch_clmul(crc, (uint32_t)tail_bytes, o, n, len);
+#endif
 	for (size_t i = 0; i < len; i++)
 		delta[i] = o[i] ^ n[i];
 	/* Zero init, no inversion: the raw CRC of the delta alone. */

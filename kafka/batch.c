@@ -53,10 +53,18 @@ static struct km_chain_cur cur_at(const struct km_batch *b, size_t off)
 
 int km_batch_verify_crc(const struct km_batch *b)
 {
+	const uint8_t *p = km_chain_contig(b->chain, b->start, b->size_bytes);
 	uint32_t crc;
-	int rc = km_chain_crc32c(b->chain, cur_at(b, KM_BATCH_OFF_ATTRIBUTES),
-				 b->size_bytes - KM_BATCH_OFF_ATTRIBUTES, &crc);
+	int rc;
 
+	/* One segment (the common case): one ISA-L call, no chain walk. */
+	if (p != NULL) {
+		crc = km_crc32c_update(0, p + KM_BATCH_OFF_ATTRIBUTES,
+				       b->size_bytes - KM_BATCH_OFF_ATTRIBUTES);
+		return crc == km_batch_crc(b) ? 0 : KM_EBADCRC;
+	}
+	rc = km_chain_crc32c(b->chain, cur_at(b, KM_BATCH_OFF_ATTRIBUTES),
+			     b->size_bytes - KM_BATCH_OFF_ATTRIBUTES, &crc);
 	KM_ASSERT(rc == 0);
 	return crc == km_batch_crc(b) ? 0 : KM_EBADCRC;
 }
@@ -64,9 +72,16 @@ int km_batch_verify_crc(const struct km_batch *b)
 int km_batch_parse(struct km_batch *b, const struct km_chain *chain,
 		   struct km_chain_cur cur, uint32_t size_bytes_max)
 {
-	size_t have = km_chain_copy(chain, cur, b->hdr, KM_BATCH_HEADER_BYTES);
+	const uint8_t *p = km_chain_contig(chain, cur, KM_BATCH_HEADER_BYTES);
+	size_t have = KM_BATCH_HEADER_BYTES;
 	int32_t len;
 	int rc;
+
+	/* The header is almost always inside one segment: copy it directly. */
+	if (p != NULL)
+		memcpy(b->hdr, p, KM_BATCH_HEADER_BYTES);
+	else
+		have = km_chain_copy(chain, cur, b->hdr, KM_BATCH_HEADER_BYTES);
 
 	KM_ASSERT(size_bytes_max <= KM_BATCH_BYTES_MAX);
 	if (have < KM_BATCH_LOG_OVERHEAD)
@@ -99,9 +114,15 @@ int km_batch_parse(struct km_batch *b, const struct km_chain *chain,
 static void store_header(struct km_batch *b, size_t off, const void *src,
 			 size_t len)
 {
-	size_t n = km_chain_store(b->chain, cur_at(b, off), src, len);
+	uint8_t *p = km_chain_contig(b->chain, b->start, off + len);
+	size_t n;
 
-	KM_ASSERT(n == len);
+	if (p != NULL) {
+		memcpy(p + off, src, len);
+	} else {
+		n = km_chain_store(b->chain, cur_at(b, off), src, len);
+		KM_ASSERT(n == len);
+	}
 	memcpy(b->hdr + off, src, len);
 }
 

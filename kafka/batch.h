@@ -87,7 +87,10 @@ struct km_batch {
  *
  * @param size_bytes_max  largest batch accepted, at most KM_BATCH_BYTES_MAX.
  * @return the batch size in bytes (> 0) with *b filled, 0 if the chain ends
- *         before the batch does, or a negative KM_E* code.
+ *         before the batch does, or a negative KM_E* code. After
+ *         KM_EBADCRC and KM_EBATCHHDR the batch is framed and *b is filled
+ *         all the same (header accessors, km_batch_size), so tools can report
+ *         it; nothing else may use such a view.
  */
 int km_batch_parse(struct km_batch *b, const struct km_chain *chain,
 		   struct km_chain_cur cur, uint32_t size_bytes_max);
@@ -233,13 +236,15 @@ static inline bool km_batch_has_delete_horizon(const struct km_batch *b)
 static inline int32_t km_batch_last_sequence(const struct km_batch *b)
 {
 	int32_t base = km_batch_base_sequence(b);
-	int32_t delta = km_batch_last_offset_delta(b);
+	uint32_t delta = (uint32_t)km_batch_last_offset_delta(b);
 
 	if (base == -1)
 		return -1;
-	if (base > INT32_MAX - delta)
-		return base - (INT32_MAX - delta) - 1;
-	return base + delta;
+	/* Java int arithmetic, in uint32: a negative delta in an unvalidated
+	 * header must not overflow. */
+	if (base > (int32_t)((uint32_t)INT32_MAX - delta))
+		return (int32_t)(delta - ((uint32_t)INT32_MAX - (uint32_t)base) - 1u);
+	return (int32_t)((uint32_t)base + delta);
 }
 
 #ifdef __cplusplus

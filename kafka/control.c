@@ -94,29 +94,42 @@ int km_ctrl_build_pid_reset(void *buf, size_t cap, const struct km_ctrl_spec *s,
 			 (int32_t)(p - value));
 }
 
-/* Skip a flexible tag section: count, then per tag: tag, size, data. */
-static int skip_tags(const uint8_t *p, size_t len)
+/* One unsigned varint from the chain, within *left bytes. */
+static int read_uvarint(const struct km_chain *c, struct km_chain_cur *cur,
+			size_t *left, uint64_t *out)
 {
-	uint64_t count, tag, size;
-	size_t at = 0;
-	int n = km_varint_decode_u64(p, len, KM_VARINT_BYTES_MAX, &count);
+	uint8_t tmp[KM_VARINT_BYTES_MAX];
+	size_t n = km_chain_copy(c, *cur, tmp, *left < sizeof(tmp) ? *left : sizeof(tmp));
+	int rc = km_varint_decode_u64(tmp, n, KM_VARINT_BYTES_MAX, out);
 
-	if (n <= 0)
+	if (rc <= 0)
 		return KM_ECTRLVALUE;
-	at += (size_t)n;
-	for (uint64_t i = 0; i < count; i++) {
-		n = km_varint_decode_u64(p + at, len - at, KM_VARINT_BYTES_MAX, &tag);
-		if (n <= 0)
-			return KM_ECTRLVALUE;
-		at += (size_t)n;
-		n = km_varint_decode_u64(p + at, len - at, KM_VARINT_BYTES_MAX, &size);
-		if (n <= 0 || size > len - at - (size_t)n)
-			return KM_ECTRLVALUE;
-		at += (size_t)n + size;
-	}
-	return 0;
+	*left -= (size_t)rc;
+	return km_chain_advance(c, cur, (size_t)rc) < 0 ? KM_ECTRLVALUE : 0;
 }
 
+/* Skip a flexible tag section: count, then per tag: tag, size, data. Walked
+ * in the chain, not the staging copy: tagged fields may be any size. */
+static int skip_tags(const struct km_chain *c, struct km_chain_cur cur,
+		     size_t left)
+{
+	uint64_t count, tag, size;
+	int rc = read_uvarint(c, &cur, &left, &count);
+
+	/* Bounded: each tag takes at least two bytes of left. */
+	for (uint64_t i = 0; rc == 0 && i < count; i++) {
+		if ((rc = read_uvarint(c, &cur, &left, &tag)) < 0 ||
+		    (rc = read_uvarint(c, &cur, &left, &size)) < 0)
+			break;
+		if (size > left || km_chain_advance(c, &cur, (size_t)size) < 0)
+			rc = KM_ECTRLVALUE;
+		left -= rc == 0 ? (size_t)size : 0;
+	}
+	return rc;
+}
+
+/* Version and SourceClusterId from the staged value.
+ * @return the bytes they take (where the tag section starts), or a code. */
 static int parse_pid_reset(const uint8_t *v, size_t len, struct km_ctrl *out)
 {
 	uint64_t clen;
@@ -136,8 +149,7 @@ static int parse_pid_reset(const uint8_t *v, size_t len, struct km_ctrl *out)
 	out->cluster_id_len = (uint32_t)(clen - 1);
 	memcpy(out->cluster_id, v + 2 + n, out->cluster_id_len);
 	out->cluster_id[out->cluster_id_len] = '\0';
-	return skip_tags(v + 2 + n + out->cluster_id_len,
-			 len - 2 - (size_t)n - out->cluster_id_len);
+	return 2 + n + (int)out->cluster_id_len;
 }
 
 static int parse_value(const struct km_batch *b, const struct km_record *r,
@@ -145,7 +157,9 @@ static int parse_value(const struct km_batch *b, const struct km_record *r,
 {
 	/* Values we decode are small: stage them to read them flat. */
 	uint8_t v[KM_CLUSTER_ID_BYTES_MAX + 64];
+	struct km_chain_cur tags;
 	size_t len;
+	int rc;
 
 	if (r->value_len < 0)
 		return KM_ECTRLVALUE;
@@ -160,17 +174,40 @@ static int parse_value(const struct km_batch *b, const struct km_record *r,
 		out->coordinator_epoch = (int32_t)km_load_be32(v + 2);
 		return 0;
 	case KM_CTRL_MIRROR_PID_RESET:
-		return parse_pid_reset(v, len, out);
+		if ((rc = parse_pid_reset(v, len, out)) < 0)
+			return rc;
+		tags = r->value;
+		if (km_chain_advance(b->chain, &tags, (size_t)rc) < 0)
+			return KM_ECTRLVALUE;
+		return skip_tags(b->chain, tags, (size_t)r->value_len - (size_t)rc);
 	default:
 		return 0;
 	}
+}
+
+int km_ctrl_parse_record(const struct km_batch *b, const struct km_record *r,
+			 struct km_ctrl *out)
+{
+	uint8_t key[KM_CTRL_KEY_BYTES];
+
+	if (!km_batch_is_control(b))
+		return KM_ENOTCONTROL;
+	memset(out, 0, sizeof(*out));
+	/* "Invalid control record, key size < 4"; version < 0 is invalid. */
+	if (r->key_len < KM_CTRL_KEY_BYTES)
+		return KM_ECTRLKEY;
+	km_chain_copy(b->chain, r->key, key, sizeof(key));
+	out->key_version = (int16_t)km_load_be16(key);
+	out->type = (int16_t)km_load_be16(key + 2);
+	if (out->key_version < 0)
+		return KM_ECTRLKEY;
+	return parse_value(b, r, out);
 }
 
 int km_ctrl_parse(const struct km_batch *b, struct km_ctrl *out)
 {
 	struct km_records_iter it;
 	struct km_record r;
-	uint8_t key[KM_CTRL_KEY_BYTES];
 	int rc;
 
 	if (!km_batch_is_control(b))
@@ -181,13 +218,5 @@ int km_ctrl_parse(const struct km_batch *b, struct km_ctrl *out)
 	rc = km_records_next(&it, &r);
 	if (rc <= 0)
 		return rc == 0 ? KM_ERECCOUNT : rc;
-	/* "Invalid control record, key size < 4"; version < 0 is invalid. */
-	if (r.key_len < KM_CTRL_KEY_BYTES)
-		return KM_ECTRLKEY;
-	km_chain_copy(b->chain, r.key, key, sizeof(key));
-	out->key_version = (int16_t)km_load_be16(key);
-	out->type = (int16_t)km_load_be16(key + 2);
-	if (out->key_version < 0)
-		return KM_ECTRLKEY;
-	return parse_value(b, &r, out);
+	return km_ctrl_parse_record(b, &r, out);
 }

@@ -20,6 +20,7 @@
 
 #include "common/km_limits.h"
 #include "kafka/batch.h"
+#include "kafka/records.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -72,6 +73,14 @@ struct km_ctrl_spec {
  *         error.
  */
 int km_ctrl_parse(const struct km_batch *b, struct km_ctrl *out);
+
+/**
+ * Decode control record r of control batch b (any record, as
+ * DumpLogSegments decodes each one). Same checks and codes as
+ * km_ctrl_parse() except the record-iteration ones.
+ */
+int km_ctrl_parse_record(const struct km_batch *b, const struct km_record *r,
+			 struct km_ctrl *out);
 
 /**
  * Build an ABORT or COMMIT marker batch: 78 bytes.

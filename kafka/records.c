@@ -123,7 +123,8 @@ static int read_body(struct reader *rd, const struct km_batch *b,
 	/* Wrapping arithmetic: a hostile baseOffset must not be UB here. */
 	r->offset = (int64_t)((uint64_t)km_batch_base_offset(b) +
 			      (uint64_t)(int64_t)r->offset_delta);
-	r->sequence = km_batch_base_sequence(b) == -1
+	/* DefaultRecord.readFrom: "baseSequence >= 0 ? incrementSequence". */
+	r->sequence = km_batch_base_sequence(b) < 0
 			      ? -1
 			      : (int32_t)((uint32_t)km_batch_base_sequence(b) +
 					  (uint32_t)r->offset_delta) &
@@ -168,6 +169,32 @@ int km_record_header_get(const struct km_batch *b, const struct km_record *r,
 			rc = read_bytes(&rd, true, &h->value_len, &h->value);
 	}
 	return rc;
+}
+
+void km_record_headers_begin(struct km_record_headers_iter *it,
+			     const struct km_record *r)
+{
+	it->cur = r->headers;
+	it->left_bytes = r->size_bytes;
+	it->left_headers = r->header_count;
+}
+
+int km_record_header_next(const struct km_batch *b,
+			  struct km_record_headers_iter *it,
+			  struct km_record_header *h)
+{
+	struct reader rd = { b->chain, it->cur, it->left_bytes };
+	int rc;
+
+	if (it->left_headers <= 0)
+		return 0;
+	if ((rc = read_bytes(&rd, false, &h->key_len, &h->key)) < 0 ||
+	    (rc = read_bytes(&rd, true, &h->value_len, &h->value)) < 0)
+		return rc;
+	it->cur = rd.cur;
+	it->left_bytes = rd.left;
+	it->left_headers--;
+	return 1;
 }
 
 /* ---- building ---- */

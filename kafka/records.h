@@ -44,6 +44,13 @@ struct km_record_header {
 	struct km_chain_cur value;
 };
 
+/* Header iteration state. Private fields. */
+struct km_record_headers_iter {
+	struct km_chain_cur cur;
+	uint32_t left_bytes;
+	int32_t left_headers;
+};
+
 /* Iteration state. Private fields. */
 struct km_records_iter {
 	const struct km_batch *batch;
@@ -75,6 +82,20 @@ int km_records_next(struct km_records_iter *it, struct km_record *r);
  */
 int km_record_header_get(const struct km_batch *b, const struct km_record *r,
 			 int32_t i, struct km_record_header *h);
+
+/** Start walking r's headers in order. */
+void km_record_headers_begin(struct km_record_headers_iter *it,
+			     const struct km_record *r);
+
+/**
+ * Decode r's next header; linear in the record, unlike calling
+ * km_record_header_get() for every i.
+ * @return 1 with *h filled, 0 after the last header, or a negative code if
+ *         the batch bytes changed since km_records_next().
+ */
+int km_record_header_next(const struct km_batch *b,
+			  struct km_record_headers_iter *it,
+			  struct km_record_header *h);
 
 /* ---- building ---- */
 

@@ -70,11 +70,10 @@ static void usage(FILE *out)
 		"  --deep, --deep-iteration  also print every record\n");
 }
 
-/* ---- number formatting, with Java's wrapping int arithmetic ---- */
+/* ---- number formatting ---- */
 
-/* DefaultRecordBatch.incrementSequence: sequences wrap past INT32_MAX to 0.
- * Computed in uint32 so hostile header values print what Java would print
- * instead of overflowing a signed int. */
+/* DefaultRecordBatch.incrementSequence: sequences wrap past INT32_MAX to 0,
+ * in Java int arithmetic (also for a negative offsetDelta). */
 static int32_t inc_sequence(int32_t seq, int32_t inc)
 {
 	int32_t room = (int32_t)((uint32_t)INT32_MAX - (uint32_t)inc);
@@ -83,12 +82,6 @@ static int32_t inc_sequence(int32_t seq, int32_t inc)
 		return (int32_t)((uint32_t)inc - ((uint32_t)INT32_MAX - (uint32_t)seq) -
 				 1u);
 	return (int32_t)((uint32_t)seq + (uint32_t)inc);
-}
-
-/* baseOffset is outside the CRC, so it may hold anything: add as Java does. */
-static int64_t add_offset(int64_t base, int32_t delta)
-{
-	return (int64_t)((uint64_t)base + (uint64_t)(int64_t)delta);
 }
 
 static const char *bool_str(bool v)
@@ -107,20 +100,14 @@ static const char *ts_type(const struct km_batch *b)
  * exactly "the CRC matches", which the caller knows from km_batch_parse. */
 static void print_batch(const struct km_batch *b, uint64_t pos, bool crc_ok)
 {
-	int32_t base_seq = km_batch_base_sequence(b);
-	int32_t last_seq = base_seq == -1
-				   ? -1
-				   : inc_sequence(base_seq,
-						  km_batch_last_offset_delta(b));
-
 	printf("baseOffset: %" PRId64 " lastOffset: %" PRId64 " count: %" PRId32
 	       " baseSequence: %" PRId32 " lastSequence: %" PRId32
 	       " producerId: %" PRId64 " producerEpoch: %d"
 	       " partitionLeaderEpoch: %" PRId32
 	       " isTransactional: %s isControl: %s deleteHorizonMs: ",
-	       km_batch_base_offset(b),
-	       add_offset(km_batch_base_offset(b), km_batch_last_offset_delta(b)),
-	       km_batch_records_count(b), base_seq, last_seq,
+	       km_batch_base_offset(b), km_batch_last_offset(b),
+	       km_batch_records_count(b), km_batch_base_sequence(b),
+	       km_batch_last_sequence(b),
 	       km_batch_producer_id(b), km_batch_producer_epoch(b),
 	       km_batch_leader_epoch(b), bool_str(km_batch_is_transactional(b)),
 	       bool_str(km_batch_is_control(b)));
@@ -134,20 +121,6 @@ static void print_batch(const struct km_batch *b, uint64_t pos, bool crc_ok)
 	       pos, ts_type(b), km_batch_max_timestamp(b), km_batch_size(b),
 	       km_batch_magic(b), km_codec_name(km_batch_codec(b)),
 	       km_batch_crc(b), bool_str(crc_ok));
-}
-
-/* A view of a framed batch whose CRC (or header sanity) check failed, so its
- * header can still be printed. km_batch_parse() has already checked that the
- * length is sane and the whole batch is in the chain. */
-static void view_unchecked(struct km_batch *b, const struct km_chain *chain,
-			   struct km_chain_cur cur)
-{
-	size_t n = km_chain_copy(chain, cur, b->hdr, sizeof(b->hdr));
-
-	KM_ASSERT(n == sizeof(b->hdr));
-	b->chain = chain;
-	b->start = cur;
-	b->size_bytes = (uint32_t)km_batch_length(b) + KM_BATCH_LOG_OVERHEAD;
 }
 
 /* ---- record level (--deep) ---- */
@@ -169,28 +142,20 @@ static void put_bytes(const struct km_chain *chain, struct km_chain_cur cur,
 	}
 }
 
-/* headerKeys: [k1,k2]. Each header is read from the one before it (a copy of
- * the record whose first header moves along), so a record with many headers
- * costs linear time, not the quadratic walk of km_record_header_get(i). */
+/* headerKeys: [k1,k2], walked in order (linear in the record). */
 static void print_header_keys(const struct km_batch *b,
 			      const struct km_chain *chain,
 			      const struct km_record *r)
 {
-	struct km_record rest = *r;
+	struct km_record_headers_iter it;
 	struct km_record_header h;
 
 	fputs(" headerKeys: [", stdout);
-	for (int32_t i = 0; i < r->header_count; i++) {
-		if (km_record_header_get(b, &rest, 0, &h) < 0)
-			break;
+	km_record_headers_begin(&it, r);
+	for (int32_t i = 0; km_record_header_next(b, &it, &h) > 0; i++) {
 		if (i > 0)
 			putchar(',');
 		put_bytes(chain, h.key, (uint32_t)h.key_len);
-		rest.headers = h.value;
-		if (km_chain_advance(chain, &rest.headers,
-				     h.value_len > 0 ? (size_t)h.value_len : 0) < 0)
-			break;
-		rest.header_count--;
 	}
 	putchar(']');
 }
@@ -223,13 +188,13 @@ static void put_json_string(const char *s, uint32_t len)
 	putchar('"');
 }
 
-/* The control part of a record line, from the batch's control record.
+/* The control part of a record line, decoded from that record.
  * Types Kafka decodes to JSON that kmirror does not (LEADER_CHANGE ..
  * KRAFT_VOTERS) use Kafka's fallback form, "controlType: NAME(id)". */
-static void print_control(const struct km_batch *b)
+static void print_control(const struct km_batch *b, const struct km_record *r)
 {
 	struct km_ctrl ctrl;
-	int rc = km_ctrl_parse(b, &ctrl);
+	int rc = km_ctrl_parse_record(b, r, &ctrl);
 
 	if (rc < 0) {
 		printf(" controlRecord: invalid (%s)", km_strerror(rc));
@@ -254,28 +219,9 @@ static void print_control(const struct km_batch *b)
 	}
 }
 
-/* A control record after the batch's first. Kafka writes exactly one per
- * control batch and km_ctrl_parse() decodes only the first, so later ones
- * get their type from the key alone. */
-static void print_control_key(const struct km_chain *chain,
-			      const struct km_record *r)
-{
-	uint8_t key[KM_CTRL_KEY_BYTES];
-	int16_t type;
-
-	if (r->key_len < KM_CTRL_KEY_BYTES ||
-	    km_chain_copy(chain, r->key, key, sizeof(key)) != sizeof(key) ||
-	    (int16_t)km_load_be16(key) < 0) {
-		printf(" controlRecord: invalid (%s)", km_strerror(KM_ECTRLKEY));
-		return;
-	}
-	type = (int16_t)km_load_be16(key + 2);
-	printf(" controlType: %s(%d)", km_ctrl_type_name(type), type);
-}
-
 /* One "| offset: ..." line, as dumpLog prints it for magic 2. */
 static void print_record(const struct km_batch *b, const struct km_chain *chain,
-			 const struct km_record *r, uint32_t index)
+			 const struct km_record *r)
 {
 	int32_t base_seq = km_batch_base_sequence(b);
 	/* DefaultRecord.readFrom: LogAppendTime replaces every record's
@@ -288,24 +234,11 @@ static void print_record(const struct km_batch *b, const struct km_chain *chain,
 
 	printf("| offset: %" PRId64 " %s: %" PRId64 " keySize: %" PRId32
 	       " valueSize: %" PRId32 " sequence: %" PRId32,
-	       add_offset(km_batch_base_offset(b), r->offset_delta), ts_type(b),
-	       ts, r->key_len, r->value_len, seq);
+	       r->offset, ts_type(b), ts, r->key_len, r->value_len, seq);
 	print_header_keys(b, chain, r);
-	if (km_batch_is_control(b) && index == 0)
-		print_control(b);
-	else if (km_batch_is_control(b))
-		print_control_key(chain, r);
+	if (km_batch_is_control(b))
+		print_control(b, r);
 	putchar('\n');
-}
-
-/* records.c computes a record's offset as baseOffset + offsetDelta in int64;
- * baseOffset is not covered by the CRC, so refuse to iterate where that sum
- * could overflow rather than hand the library undefined behaviour. */
-static bool offsets_fit(const struct km_batch *b)
-{
-	int64_t base = km_batch_base_offset(b);
-
-	return base <= INT64_MAX - INT32_MAX && base >= INT64_MIN - INT32_MIN;
 }
 
 /* Every record of the batch, or one line saying why they are not shown. */
@@ -320,16 +253,12 @@ static void print_records(const struct km_batch *b, const struct km_chain *chain
 		       km_codec_name(km_batch_codec(b)));
 		return;
 	}
-	if (!offsets_fit(b)) {
-		printf("| records not decoded: baseOffset too close to the int64 limit\n");
-		return;
-	}
 	rc = km_records_begin(&it, b);
 	/* Bounded: each record takes at least one byte of the batch. */
 	for (uint32_t i = 0; rc == 0 && i <= km_batch_size(b); i++) {
 		rc = km_records_next(&it, &r);
 		if (rc > 0) {
-			print_record(b, chain, &r, i);
+			print_record(b, chain, &r);
 			rc = 0;
 		} else if (rc == 0) {
 			break;
@@ -416,11 +345,14 @@ static int report_trailing(struct seg *s)
 	return 0;
 }
 
-/* Codes after which the bytes cannot be framed as a batch: Kafka's
+/* True if km_batch_parse() framed a batch (and filled the view): it is
+ * valid, or only its CRC or header counts are wrong, which Kafka still
+ * prints. Anything else (length
+ * below 49 or over the maximum, magic not 2) ends the scan, as Kafka's
  * FileLogInputStream stops there too. */
-static bool ends_scan(int rc)
+static bool framed(int rc)
 {
-	return rc == KM_EBATCHLEN || rc == KM_EBATCHMAX || rc == KM_EBADMAGIC;
+	return rc > 0 || rc == KM_EBADCRC || rc == KM_EBATCHHDR;
 }
 
 static void note_stop(const struct seg *s, int rc)
@@ -448,13 +380,10 @@ static int scan(struct seg *s, bool deep)
 				return (int)n;
 			continue;
 		}
-		if (ends_scan(rc))
+		if (!framed(rc) && rc < 0)
 			note_stop(s, rc);
-		if (rc == 0 || ends_scan(rc))
+		if (!framed(rc))
 			return report_trailing(s);
-		/* KM_EBADCRC and KM_EBATCHHDR come after framing: print it. */
-		if (rc < 0)
-			view_unchecked(&b, &chain, cur);
 		print_batch(&b, s->buf_pos + s->at, rc != KM_EBADCRC);
 		if (deep)
 			print_records(&b, &chain);
