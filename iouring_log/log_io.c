@@ -28,7 +28,7 @@ void km_log_set_error(struct km_log *log, int err)
 	}
 }
 
-static void flush_done(struct km_io_req *req, int res);
+static void flush_done(struct km_io_req *req, int res, uint32_t flags);
 
 /* Issue the oldest pending sync once the writes it covers have completed:
  * a sync issued earlier would not cover writes still in flight. */
@@ -48,12 +48,13 @@ static void kick_flush(struct km_log *log)
 	log->f_in_flight = true;
 }
 
-static void flush_done(struct km_io_req *req, int res)
+static void flush_done(struct km_io_req *req, int res, uint32_t flags)
 {
 	struct km_log *log = (struct km_log *)((char *)req -
 				offsetof(struct km_log, flush_io));
 	struct log_flush *f = &log->flushes[log->f_head];
 
+	(void)flags;
 	log->f_in_flight = false;
 	if (res < 0) {
 		km_log_set_error(log, res);
@@ -91,12 +92,13 @@ int km_log_queue_flush(struct km_log *log, int fd, int64_t target)
 	return 0;
 }
 
-static void write_done(struct km_io_req *req, int res)
+static void write_done(struct km_io_req *req, int res, uint32_t flags)
 {
 	struct log_write *w = (struct log_write *)req;
 	struct km_log *log = w->log;
 	int64_t appended = -1;
 
+	(void)flags;
 	if (res < 0)
 		km_log_set_error(log, res);
 	else if ((uint32_t)res != w->bytes)

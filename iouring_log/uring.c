@@ -76,33 +76,36 @@ int km_uring_submit(struct km_uring *u)
 	return rc;
 }
 
-/* Move up to REAP_BATCH CQEs onto a list, in completion order. */
-static struct km_io_req *reap(struct km_uring *u)
+struct reaped {
+	struct km_io_req *req;
+	int res;
+	uint32_t flags;
+};
+
+/* Copy up to REAP_BATCH CQEs out, in completion order. */
+static int reap(struct km_uring *u, struct reaped *out)
 {
-	struct km_io_req *head = NULL, **tail = &head;
 	struct io_uring_cqe *cqe;
+	int n = 0;
 
-	for (int i = 0; i < REAP_BATCH; i++) {
-		if (io_uring_peek_cqe(&u->ring, &cqe) != 0)
-			break;
-		struct km_io_req *req = io_uring_cqe_get_data(cqe);
-
-		KM_ASSERT(req != NULL);
-		req->res = cqe->res;
-		req->next = NULL;
-		*tail = req;
-		tail = &req->next;
+	while (n < REAP_BATCH && io_uring_peek_cqe(&u->ring, &cqe) == 0) {
+		out[n].req = io_uring_cqe_get_data(cqe);
+		out[n].res = cqe->res;
+		out[n].flags = cqe->flags;
+		KM_ASSERT(out[n].req != NULL);
+		if (!(cqe->flags & IORING_CQE_F_MORE))
+			u->in_flight--;
 		io_uring_cqe_seen(&u->ring, cqe);
-		u->in_flight--;
+		n++;
 	}
-	return head;
+	return n;
 }
 
 int km_uring_poll(struct km_uring *u, bool wait)
 {
+	struct reaped done[REAP_BATCH];
 	struct io_uring_cqe *cqe;
-	struct km_io_req *req;
-	int rc, ran = 0;
+	int rc, n;
 
 	if ((rc = km_uring_submit(u)) < 0)
 		return rc;
@@ -113,15 +116,10 @@ int km_uring_poll(struct km_uring *u, bool wait)
 		if (rc < 0)
 			return rc;
 	}
-	req = reap(u);
-	while (req != NULL) {
-		struct km_io_req *next = req->next;
-
-		req->fn(req, req->res);
-		req = next;
-		ran++;
-	}
-	return ran;
+	n = reap(u, done);
+	for (int i = 0; i < n; i++)
+		done[i].req->fn(done[i].req, done[i].res, done[i].flags);
+	return n;
 }
 
 int km_uring_drain(struct km_uring *u)

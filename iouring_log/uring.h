@@ -1,10 +1,14 @@
-/* One io_uring per worker thread, for the log's writes and fdatasyncs.
+/* One io_uring per worker thread, for the log's writes and fdatasyncs and
+ * the worker's sockets.
  *
  * Completions are intrusive and owned by the caller (STYLE 15): a
  * struct km_io_req is embedded in the caller's object and travels as the
- * SQE's user_data. km_uring_poll() first drains the CQ into a local list and
- * only then runs the callbacks, so a callback that submits more work never
- * recurses into the reaper.
+ * SQE's user_data. km_uring_poll() first copies a bounded batch of CQEs into
+ * a local array and only then runs the callbacks, so a callback that submits
+ * more work never recurses into the reaper. Multishot requests (one SQE,
+ * many CQEs flagged IORING_CQE_F_MORE) are supported: the same request may
+ * appear several times in one batch, and it stays in flight until a CQE
+ * without IORING_CQE_F_MORE ends it.
  */
 #ifndef KM_IOURING_LOG_URING_H
 #define KM_IOURING_LOG_URING_H
@@ -20,19 +24,18 @@ extern "C" {
 
 struct km_io_req;
 
-/* res is the CQE result: bytes for writes, 0 for fsync, or -errno. */
-typedef void (*km_io_fn)(struct km_io_req *req, int res);
+/* res is the CQE result: bytes for writes, 0 for fsync, or -errno; flags
+ * the CQE flags (IORING_CQE_F_MORE, IORING_CQE_F_BUFFER and its buffer id). */
+typedef void (*km_io_fn)(struct km_io_req *req, int res, uint32_t flags);
 
 struct km_io_req {
 	km_io_fn fn;
-	int res;		/* private: set by the reaper */
-	struct km_io_req *next; /* private: reaper's run list */
 };
 
 /* Fields are private; the struct is visible so workers can embed it. */
 struct km_uring {
 	struct io_uring ring;
-	uint32_t in_flight; /* submitted and not yet completed */
+	uint32_t in_flight; /* submitted and not yet finally completed */
 	uint32_t queued;    /* prepared and not yet submitted */
 };
 
@@ -80,6 +83,16 @@ int km_uring_poll(struct km_uring *u, bool wait);
 
 /** Submit and poll until nothing is in flight. @return 0 or -errno. */
 int km_uring_drain(struct km_uring *u);
+
+/**
+ * Account for an SQE the caller prepared itself with io_uring_get_sqe() on
+ * u->ring (for operations this wrapper has no helper for, e.g. multishot
+ * recv); its user_data must be a struct km_io_req.
+ */
+static inline void km_uring_note_queued(struct km_uring *u)
+{
+	u->queued++;
+}
 
 /** Requests submitted and not yet completed, plus queued ones. */
 static inline uint32_t km_uring_busy(const struct km_uring *u)
