@@ -53,7 +53,7 @@ static struct km_chain_cur cur_at(const struct km_batch *b, size_t off)
 
 int km_batch_verify_crc(const struct km_batch *b)
 {
-	const uint8_t *p = km_chain_contig(b->chain, b->start, b->size_bytes);
+	const uint8_t *p = b->base;
 	uint32_t crc;
 	int rc;
 
@@ -96,7 +96,8 @@ int km_batch_parse(struct km_batch *b, const struct km_chain *chain,
 	if ((uint64_t)len + KM_BATCH_LOG_OVERHEAD > size_bytes_max)
 		return KM_EBATCHMAX;
 	b->size_bytes = (uint32_t)len + KM_BATCH_LOG_OVERHEAD;
-	if (!km_chain_has(chain, cur, b->size_bytes))
+	b->base = km_chain_contig(chain, cur, b->size_bytes);
+	if (b->base == NULL && !km_chain_has(chain, cur, b->size_bytes))
 		return 0;
 	/* "magic int8 = 2": v0/v1 message sets are not RecordBatch v2. */
 	if (km_batch_magic(b) != KM_BATCH_MAGIC)
@@ -114,11 +115,10 @@ int km_batch_parse(struct km_batch *b, const struct km_chain *chain,
 static void store_header(struct km_batch *b, size_t off, const void *src,
 			 size_t len)
 {
-	uint8_t *p = km_chain_contig(b->chain, b->start, off + len);
 	size_t n;
 
-	if (p != NULL) {
-		memcpy(p + off, src, len);
+	if (b->base != NULL) {
+		memcpy(b->base + off, src, len);
 	} else {
 		n = km_chain_store(b->chain, cur_at(b, off), src, len);
 		KM_ASSERT(n == len);

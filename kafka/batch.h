@@ -69,6 +69,8 @@ struct km_batch {
 	const struct km_chain *chain;
 	struct km_chain_cur start; /* first byte (baseOffset) */
 	uint32_t size_bytes;	   /* batchLength + 12 */
+	uint8_t *base;		   /* the whole batch if in one segment, else
+				    * NULL: the hot path skips the chain walk */
 };
 
 /**
