@@ -55,8 +55,46 @@ static const char *km_message(int code)
 		return "partition has reached its maximum number of segments";
 	case KM_ECORRUPT:
 		return "corrupt record batch in the log on disk";
+	case KM_EWIRETRUNC:
+		return "Kafka frame truncated: a field runs past the end of the frame";
+	case KM_EWIRENEGLEN:
+		return "Kafka field has a negative length or count (or null) but is not nullable";
+	case KM_EWIRESTRLEN:
+		return "Kafka string longer than its limit";
+	case KM_EWIREARRAY:
+		return "Kafka array count over the configured maximum";
+	case KM_EWIREVARINT:
+		return "Kafka unsigned varint longer than 5 bytes or over 32 bits";
+	case KM_EWIRETAGS:
+		return "Kafka tagged-field section has more fields than the configured maximum";
+	case KM_EWIREFRAMELEN:
+		return "Kafka frame size prefix is negative";
+	case KM_EWIREFRAMEMAX:
+		return "Kafka frame larger than the configured maximum";
+	case KM_EWIREAPIKEY:
+		return "unknown or unsupported Kafka API key";
+	case KM_EWIREVERSION:
+		return "unsupported Kafka API version (UNSUPPORTED_VERSION)";
+	case KM_EWIRECAPACITY:
+		return "Kafka message has more items than the decoder's arrays hold";
+	case KM_EWIRETRAILING:
+		return "Kafka frame has bytes left over after the message body";
+	case KM_EWIREVALUE:
+		return "Kafka field value cannot be expressed at this API version";
 	case KM_ESNAPSHOT:
 		return "producer state snapshot is corrupt (bad version, CRC or length)";
+	case KM_ECFGSYNTAX:
+		return "malformed configuration text or argument";
+	case KM_ECFGKEY:
+		return "unknown configuration key";
+	case KM_ECFGVALUE:
+		return "invalid configuration value";
+	case KM_ECFGMISSING:
+		return "required configuration key missing, or keys contradict each other";
+	case KM_EMETAPROPS:
+		return "meta.properties in data.dir is malformed or of an unsupported version";
+	case KM_EMETAMISMATCH:
+		return "configuration disagrees with meta.properties in data.dir (cluster.id or node.id)";
 	default:
 		return NULL;
 	}

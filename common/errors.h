@@ -47,7 +47,28 @@ enum km_error {
 	KM_EOFFSET = -10050,	 /* mirrored offsets overlap or go backwards */
 	KM_ESEGMENTS = -10051,	 /* segments_max reached */
 	KM_ECORRUPT = -10052,	 /* corrupt batch found in the log on disk */
-	KM_ELAST = -10053,
+	/* Kafka wire protocol (kafka/wire.c, kafka/proto_*.c). */
+	KM_EWIRETRUNC = -10060,	 /* a field runs past the end of the frame */
+	KM_EWIRENEGLEN = -10061, /* negative length/count or null, not nullable */
+	KM_EWIRESTRLEN = -10062, /* string longer than its limit */
+	KM_EWIREARRAY = -10063,	 /* array count over the configured maximum */
+	KM_EWIREVARINT = -10064, /* unsigned varint over 5 bytes or 32 bits */
+	KM_EWIRETAGS = -10065,	 /* more tagged fields than the configured max */
+	KM_EWIREFRAMELEN = -10066, /* frame size prefix is negative */
+	KM_EWIREFRAMEMAX = -10067, /* frame larger than the configured maximum */
+	KM_EWIREAPIKEY = -10068, /* API key not known to this codec */
+	KM_EWIREVERSION = -10069, /* API version not supported for this key */
+	KM_EWIRECAPACITY = -10070, /* more items than the caller's array holds */
+	KM_EWIRETRAILING = -10071, /* bytes left over after the message body */
+	KM_EWIREVALUE = -10072,	 /* value not expressible at this version */
+	/* kmirrord configuration (control/config.c, control/cluster_id.c). */
+	KM_ECFGSYNTAX = -10080,	 /* malformed properties text or argument */
+	KM_ECFGKEY = -10081,	 /* unknown configuration key */
+	KM_ECFGVALUE = -10082,	 /* value does not parse or is out of range */
+	KM_ECFGMISSING = -10083, /* required key missing, or keys contradict */
+	KM_EMETAPROPS = -10084,	 /* data.dir/meta.properties malformed */
+	KM_EMETAMISMATCH = -10085, /* config disagrees with meta.properties */
+	KM_ELAST = -10086,
 };
 
 /**

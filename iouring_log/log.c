@@ -13,8 +13,6 @@
 #include "common/log.h"
 #include "iouring_log/log_pvt.h"
 
-#define CLEAN_MARKER ".kafka_cleanshutdown"
-
 void km_log_config_defaults(struct km_log_config *cfg, const char *data_dir,
 			    const char *topic, int32_t partition)
 {
@@ -106,9 +104,6 @@ int km_log_open(struct km_log **out, const struct km_log_config *cfg,
 	    (rc = km_log_epoch_load(log)) < 0 ||
 	    (rc = km_log_recover(log, rec ? rec : &local)) < 0)
 		goto out_free;
-	/* From here a crash must be recovered by scanning again. */
-	if (unlinkat(log->dir_fd, CLEAN_MARKER, 0) == 0)
-		(void)fsync(log->dir_fd);
 	log->cfg.data_dir = log->cfg.topic = NULL; /* borrowed: not kept */
 	*out = log;
 	return 0;
@@ -136,9 +131,11 @@ static int write_marker(struct km_log *log)
 int km_log_close(struct km_log *log)
 {
 	int rc = km_log_flush(log);
+	/* Always: queued and in-flight requests point into *log. */
+	int sync_rc = km_log_sync(log);
 
 	if (rc == 0)
-		rc = km_log_sync(log);
+		rc = sync_rc;
 	if (rc == 0)
 		rc = km_segment_seal(log_active(log));
 	if (rc == 0)

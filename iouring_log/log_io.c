@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "common/errors.h"
 #include "common/km_assert.h"
@@ -193,9 +194,14 @@ static void add_run(struct km_log *log, struct km_segment *seg, char *base,
 		last->iov_len += len;
 	} else {
 		if (w->n_iov == KM_LOG_WRITE_IOV_MAX) {
+			/* Maybe mid-batch: seg->size_bytes is still the batch's
+			 * start, so continue where this write ends. */
+			uint64_t next_pos = w->pos + w->bytes;
+
 			queue_filling(log);
 			w = new_write(log, seg);
 			KM_ASSERT(w != NULL);
+			w->pos = next_pos;
 		}
 		w->iov[w->n_iov++] = (struct iovec){ base, len };
 	}
@@ -231,8 +237,19 @@ static int roll(struct km_log *log, int64_t base)
 	if (log->n_segs == log->cfg.segments_max)
 		return KM_ESEGMENTS;
 	queue_filling(log);
-	if ((rc = km_log_queue_flush(log, old->log_fd, log->leo)) < 0)
-		return rc;
+	/* <base>.snapshot tells recovery that everything below base is in
+	 * the log, and recovery rescans only from the newest snapshot: so
+	 * the old segment's data must be on disk before the snapshot is.
+	 * Wait for this log's writes, then sync (rolls are rare). */
+	for (uint32_t n = 0; log->w_count > 0 && n < 1000000; n++)
+		if ((rc = km_uring_poll(log->ring, true)) < 0)
+			return rc;
+	if (log->error)
+		return log->error;
+	if (fdatasync(old->log_fd) < 0)
+		return -errno;
+	if (log->leo > atomic_load_explicit(&log->durable, memory_order_relaxed))
+		atomic_store_explicit(&log->durable, log->leo, memory_order_release);
 	if ((rc = km_segment_seal(old)) < 0)
 		return rc;
 	if ((rc = km_log_write_snapshot(log, base)) < 0)
@@ -291,9 +308,15 @@ static int prepare(struct km_log *log, struct km_batch *b)
 	 * partly filled write, plus one spare for a roll. */
 	if (free_writes(log) < count_iov(b) / KM_LOG_WRITE_IOV_MAX + 3)
 		return -EAGAIN;
-	if (needs_roll(log, b) && (rc = roll(log, km_batch_base_offset(b))) < 0) {
-		km_log_set_error(log, rc);
-		return rc;
+	if (needs_roll(log, b)) {
+		/* The roll queues a sync of the old segment, and the burst's
+		 * own sync may need another slot: wait for completions. */
+		if (log->f_count + 2 > KM_LOG_FLUSHES_MAX)
+			return -EAGAIN;
+		if ((rc = roll(log, km_batch_base_offset(b))) < 0) {
+			km_log_set_error(log, rc);
+			return rc;
+		}
 	}
 	seg = log_active(log);
 	rc = km_segment_reserve(seg, seg->size_bytes + km_batch_size(b),
@@ -422,12 +445,19 @@ void km_log_tick(struct km_log *log, uint64_t now_ms)
 
 int km_log_sync(struct km_log *log)
 {
-	int rc;
-
 	queue_filling(log);
-	rc = km_uring_drain(log->ring);
-	if (rc < 0)
-		return rc;
+	/* This log's requests only: the ring is shared with the worker's
+	 * sockets, whose multishot requests never drain. Each pass completes
+	 * at least one request; a failed log issues no more syncs. */
+	for (uint32_t n = 0; n < 1000000; n++) {
+		int rc;
+
+		if (log->w_count == 0 && !log->f_in_flight &&
+		    (log->f_count == 0 || log->error))
+			break;
+		if ((rc = km_uring_poll(log->ring, true)) < 0)
+			return rc;
+	}
 	return log->error;
 }
 

@@ -13,6 +13,8 @@
 #define KM_LOG_WRITES_MAX 64
 /* Pending group syncs (one in flight, the rest waiting for their writes). */
 #define KM_LOG_FLUSHES_MAX 8
+/* Present while the log is closed cleanly (the partition's own). */
+#define CLEAN_MARKER ".kafka_cleanshutdown"
 /* Leader epochs remembered for leader-epoch-checkpoint. */
 #define KM_LOG_EPOCHS_MAX 256
 

@@ -172,8 +172,10 @@ int km_log_aborted_txns(struct km_log *log, int64_t from, int64_t upto,
 		struct km_segment *s = &log->segs[i];
 		int n;
 
-		if (s->base_offset >= upto)
-			break;
+		/* No early stop at upto: the entry sits with the marker,
+		 * which may be in a later segment (Kafka's
+		 * collectAbortedTxns goes on until an entry's
+		 * lastStableOffset reaches the bound). */
 		n = km_segment_txn_read(s, from, upto, out + (found < max ? found : max),
 					found < max ? max - found : 0);
 		if (n < 0)

@@ -40,6 +40,9 @@ static int list_files(struct km_log *log, const char *suffix, int64_t *out,
 			close(fd);
 		return -errno;
 	}
+	/* The dup shares dir_fd's offset, left at the end by the last
+	 * listing: start from the top. */
+	rewinddir(d);
 	while ((e = readdir(d)) != NULL && n < max) {
 		char *end;
 		long long v = strtoll(e->d_name, &end, 10);
@@ -398,7 +401,16 @@ static int unclean_open(struct km_log *log, struct km_log_recovery *rec)
 
 int km_log_recover(struct km_log *log, struct km_log_recovery *rec)
 {
-	int rc = open_segments(log);
+	bool clean = km_log_clean_marker_exists(log);
+	int rc;
+
+	/* Opening changes files (the active segment's indexes are extended
+	 * for appends): from here a crash must be recovered by a scan, so
+	 * the marker goes first. */
+	if (clean && (unlinkat(log->dir_fd, CLEAN_MARKER, 0) < 0 ||
+		      fsync(log->dir_fd) < 0))
+		return -errno;
+	rc = open_segments(log);
 
 	memset(rec, 0, sizeof(*rec));
 	rec->truncated_at = -1;
@@ -406,7 +418,7 @@ int km_log_recover(struct km_log *log, struct km_log_recovery *rec)
 	if (rc < 0)
 		return rc;
 	log->start_offset = log->segs[0].base_offset;
-	if (!km_log_clean_marker_exists(log) || clean_open(log, rec) < 0)
+	if (!clean || clean_open(log, rec) < 0)
 		rc = unclean_open(log, rec);
 	if (rc < 0)
 		return rc;

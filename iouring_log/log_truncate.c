@@ -33,7 +33,9 @@ static int cut_position(struct km_log *log, struct km_segment *s,
 {
 	struct log_scan sc;
 	struct km_batch b;
-	int rc = km_log_scan_init(&sc, log, s, km_segment_lookup(s, offset),
+	/* Start at a batch wholly below offset (its last offset < offset), so
+	 * *next is known before the first batch that is cut. */
+	int rc = km_log_scan_init(&sc, log, s, km_segment_lookup(s, offset - 1),
 				  s->size_bytes);
 
 	if (rc < 0)
@@ -46,6 +48,29 @@ static int cut_position(struct km_log *log, struct km_segment *s,
 	}
 	if (rc <= 0)
 		*pos = s->size_bytes;
+	km_log_scan_fini(&sc);
+	return rc < 0 ? rc : 0;
+}
+
+/* Kafka's LogSegment.loadLargestTimestamp: the time index knows the largest
+ * timestamp only as of its last entry; batches after it may hold a larger. */
+static int reload_max_timestamp(struct km_log *log, struct km_segment *s)
+{
+	struct log_scan sc;
+	struct km_batch b;
+	uint64_t at;
+	int rc = km_log_scan_init(&sc, log, s,
+				  km_segment_lookup(s, s->max_timestamp_offset),
+				  s->size_bytes);
+
+	if (rc < 0)
+		return rc;
+	while ((rc = km_log_scan_next(&sc, &b, &at)) > 0) {
+		if (km_batch_max_timestamp(&b) > s->max_timestamp) {
+			s->max_timestamp = km_batch_max_timestamp(&b);
+			s->max_timestamp_offset = km_batch_last_offset(&b);
+		}
+	}
 	km_log_scan_fini(&sc);
 	return rc < 0 ? rc : 0;
 }
@@ -84,12 +109,25 @@ static int cut_segments(struct km_log *log, int64_t offset, uint64_t *bytes,
 		log->n_segs--;
 	}
 	s = log_active(log);
-	if ((rc = cut_position(log, s, offset, &pos, &next)) < 0 ||
-	    (rc = count_from(log, s, pos, bytes, batches)) < 0 ||
+	if ((rc = cut_position(log, s, offset, &pos, &next)) < 0)
+		return rc;
+	if (pos == 0 && log->n_segs > 1) {
+		/* Nothing of it stays: drop it, as a cut at its base does,
+		 * so the end is the offset after the last batch kept. */
+		if ((rc = count_from(log, s, 0, bytes, batches)) < 0 ||
+		    (rc = km_segment_delete(s, log->dir_fd)) < 0)
+			return rc;
+		log->n_segs--;
+		s = log_active(log);
+		if ((rc = cut_position(log, s, offset, &pos, &next)) < 0)
+			return rc;
+	}
+	if ((rc = count_from(log, s, pos, bytes, batches)) < 0 ||
 	    (rc = km_segment_truncate(s, pos, next)) < 0)
 		return rc;
 	log->leo = next;
-	if ((rc = activate_last(log)) < 0)
+	if ((rc = activate_last(log)) < 0 ||
+	    (rc = reload_max_timestamp(log, log_active(log))) < 0)
 		return rc;
 	return fsync(log_active(log)->log_fd) < 0 ? -errno : 0;
 }

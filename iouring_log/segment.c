@@ -48,14 +48,28 @@ static void unmap(struct km_segment *s)
 	s->map_bytes = 0;
 }
 
-/* Map both indexes at len bytes; the files are sized to len first. */
+/* Size fd to at least len with its blocks allocated. */
+static int alloc_file(int fd, uint32_t len)
+{
+	if (fallocate(fd, 0, 0, (off_t)len) == 0)
+		return 0;
+	if (errno != EOPNOTSUPP)
+		return -1;
+	return ftruncate(fd, len);
+}
+
+/* Map both indexes at len bytes; writable maps size the files to len. */
 static int map_indexes(struct km_segment *s, uint32_t len, bool writable)
 {
 	int prot = PROT_READ | (writable ? PROT_WRITE : 0);
 
 	if (len == 0)
 		return 0;
-	if (ftruncate(s->index_fd, len) < 0 || ftruncate(s->time_fd, len) < 0)
+	/* Read-only: map what is there (entries are counted from each
+	 * file's own size); never pad the shorter file. Writable: allocate
+	 * the blocks, so stores into the map cannot fault on a full disk. */
+	if (writable && (alloc_file(s->index_fd, len) < 0 ||
+			 alloc_file(s->time_fd, len) < 0))
 		return -errno;
 	s->index_map = mmap(NULL, len, prot, MAP_SHARED, s->index_fd, 0);
 	s->time_map = mmap(NULL, len, prot, MAP_SHARED, s->time_fd, 0);
@@ -289,6 +303,15 @@ int km_segment_seal(struct km_segment *s)
 		time_maybe_append(s, s->max_timestamp, s->max_timestamp_offset);
 	if ((rc = trim_indexes(s)) < 0)
 		return rc;
+	/* Give back the blocks reserved past the data; KEEP_SIZE leaves the
+	 * file size (and writes still in flight below it) alone. */
+	if (s->reserved_bytes > s->size_bytes &&
+	    fallocate(s->log_fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+		      (off_t)s->size_bytes,
+		      (off_t)(s->reserved_bytes - s->size_bytes)) < 0 &&
+	    errno != EOPNOTSUPP)
+		return -errno;
+	s->reserved_bytes = s->size_bytes;
 	s->active = false;
 	if (fsync(s->index_fd) < 0 || fsync(s->time_fd) < 0 ||
 	    fsync(s->txn_fd) < 0)

@@ -1,0 +1,384 @@
+/* The cluster id kept in <data.dir>/meta.properties; see cluster_id.h. */
+#include "control/cluster_id.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/errors.h"
+#include "common/km_assert.h"
+#include "common/km_limits.h"
+#include "common/log.h"
+#include "control/config.h"
+#include "control/config_pvt.h"
+#include "control/props.h"
+
+#define META_TMP KM_CLUSTER_ID_META_FILE ".tmp"
+#define META_PATH_BYTES_MAX (KM_CONFIG_PATH_BYTES_MAX + 32)
+/* A random id that encodes with a leading '-' is drawn again (Kafka does
+ * the same so ids can be passed as command-line arguments): 1 in 64 per
+ * draw, so 16 draws all failing is 2^-96. */
+#define GENERATE_TRIES_MAX 16
+
+void km_cluster_id_encode(const uint8_t uuid[16],
+			  char out[KM_CLUSTER_ID_UUID_CHARS + 1])
+{
+	static const char b64url[] =
+		"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+	size_t o = 0;
+
+	for (int i = 0; i < 15; i += 3) {
+		uint32_t v = (uint32_t)uuid[i] << 16 | (uint32_t)uuid[i + 1] << 8 |
+			     uuid[i + 2];
+
+		out[o++] = b64url[(v >> 18) & 63];
+		out[o++] = b64url[(v >> 12) & 63];
+		out[o++] = b64url[(v >> 6) & 63];
+		out[o++] = b64url[v & 63];
+	}
+	out[o++] = b64url[uuid[15] >> 2];
+	out[o++] = b64url[(uuid[15] & 3) << 4];
+	KM_ASSERT(o == KM_CLUSTER_ID_UUID_CHARS);
+	out[o] = '\0';
+}
+
+int km_cluster_id_generate(char out[KM_CLUSTER_ID_UUID_CHARS + 1])
+{
+	uint8_t u[16];
+
+	for (int tries = 0; tries < GENERATE_TRIES_MAX; tries++) {
+		ssize_t n = getrandom(u, sizeof(u), 0);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		if (n != (ssize_t)sizeof(u))
+			continue;
+		u[6] = (uint8_t)((u[6] & 0x0f) | 0x40); /* version 4 */
+		u[8] = (uint8_t)((u[8] & 0x3f) | 0x80); /* IETF variant */
+		km_cluster_id_encode(u, out);
+		if (out[0] != '-')
+			return 0;
+	}
+	return -EAGAIN;
+}
+
+bool km_cluster_id_is_valid(const char *id)
+{
+	size_t n = strlen(id);
+
+	if (n == 0 || n > KM_CLUSTER_ID_BYTES_MAX)
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		char c = id[i];
+
+		if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
+		      (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-'))
+			return false;
+	}
+	return true;
+}
+
+/* mkdir -p, bounded by the path's length. */
+static int make_dirs(const char *dir)
+{
+	char p[KM_CONFIG_PATH_BYTES_MAX];
+	size_t n = strlen(dir);
+
+	if (n >= sizeof(p))
+		return -ENAMETOOLONG;
+	memcpy(p, dir, n + 1);
+	for (size_t i = 1; i <= n; i++) {
+		if (p[i] != '/' && p[i] != '\0')
+			continue;
+		p[i] = '\0';
+		if (mkdir(p, 0755) < 0 && errno != EEXIST)
+			return -errno;
+		p[i] = dir[i];
+	}
+	return 0;
+}
+
+/* What meta.properties holds; strings "" when absent. */
+struct meta {
+	char version[16];
+	char cluster_id[KM_CLUSTER_ID_BYTES_MAX + 2];
+	char node_id[16];
+};
+
+static void copy_field(char *dst, size_t cap, const char *v)
+{
+	/* A too long value is kept one byte over the limit, to fail checks. */
+	snprintf(dst, cap, "%s", v);
+}
+
+static int meta_pair(void *arg, const char *key, const char *value,
+		     uint32_t line)
+{
+	struct meta *m = arg;
+
+	(void)line;
+	if (strcmp(key, "version") == 0)
+		copy_field(m->version, sizeof(m->version), value);
+	else if (strcmp(key, "cluster.id") == 0)
+		copy_field(m->cluster_id, sizeof(m->cluster_id), value);
+	else if (strcmp(key, "node.id") == 0)
+		copy_field(m->node_id, sizeof(m->node_id), value);
+	/* Other keys (Kafka's directory.id) are kept by Kafka, ignored here. */
+	return 0;
+}
+
+static int read_file(const char *path, char *buf, size_t cap, size_t *len)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	size_t n = 0;
+
+	if (fd < 0)
+		return -errno;
+	while (n < cap) {
+		ssize_t r = read(fd, buf + n, cap - n);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0) {
+			int rc = -errno;
+
+			close(fd);
+			return rc;
+		}
+		if (r == 0)
+			break;
+		n += (size_t)r;
+	}
+	close(fd);
+	if (n == cap)
+		return -EFBIG;
+	*len = n;
+	return 0;
+}
+
+static int parse_node_id(const char *s, int32_t *out)
+{
+	char *end;
+	long long v;
+
+	errno = 0;
+	v = strtoll(s, &end, 10);
+	if (s[0] == '\0' || *end != '\0' || errno != 0 || v < 0 || v > INT32_MAX)
+		return -EINVAL;
+	*out = (int32_t)v;
+	return 0;
+}
+
+static int check_meta(const struct meta *m, const char *path, int32_t *node_id,
+		      char *err, size_t err_len)
+{
+	if (m->version[0] == '\0')
+		km_config_errf(err, err_len, "%s: no version line", path);
+	else if (strcmp(m->version, "1") != 0)
+		km_config_errf(err, err_len,
+			       "%s: version %s is not supported (kmirrord reads and writes version=1)",
+			       path, m->version);
+	else if (!km_cluster_id_is_valid(m->cluster_id))
+		km_config_errf(err, err_len,
+			       "%s: cluster.id is missing or not a valid cluster id", path);
+	else if (parse_node_id(m->node_id, node_id) < 0)
+		km_config_errf(err, err_len,
+			       "%s: node.id is missing or not a number from 0 to 2147483647",
+			       path);
+	else
+		return 0;
+	return KM_EMETAPROPS;
+}
+
+/* @return 0 (found and well-formed), -ENOENT, or another error. */
+static int read_meta(const char *path, struct meta *m, int32_t *node_id,
+		     char *err, size_t err_len)
+{
+	char *buf = malloc(KM_CLUSTER_ID_META_BYTES_MAX);
+	const char *what = "";
+	uint32_t line = 0;
+	size_t len = 0;
+	int rc;
+
+	if (buf == NULL)
+		return -ENOMEM;
+	memset(m, 0, sizeof(*m));
+	rc = read_file(path, buf, KM_CLUSTER_ID_META_BYTES_MAX, &len);
+	if (rc == 0)
+		rc = km_props_parse(buf, len, meta_pair, m, &line, &what);
+	free(buf);
+	if (rc == KM_ECFGSYNTAX) {
+		km_config_errf(err, err_len, "%s:%u: %s", path, line, what);
+		return KM_EMETAPROPS;
+	}
+	if (rc == -ENOENT)
+		return rc;
+	if (rc < 0) {
+		km_config_errf(err, err_len, "cannot read %s: %s", path,
+			       km_strerror(rc));
+		return rc;
+	}
+	return check_meta(m, path, node_id, err, err_len);
+}
+
+static int write_all(int fd, const char *p, size_t n)
+{
+	while (n > 0) {
+		ssize_t w = write(fd, p, n);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0)
+			return -errno;
+		p += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+static size_t meta_text(char *buf, size_t cap, const char *id, int32_t node_id)
+{
+	char date[64];
+	time_t now = time(NULL);
+	struct tm tm;
+	int n;
+
+	gmtime_r(&now, &tm);
+	/* java.util.Date.toString(): "EEE MMM dd HH:mm:ss zzz yyyy". */
+	strftime(date, sizeof(date), "%a %b %d %H:%M:%S UTC %Y", &tm);
+	n = snprintf(buf, cap, "#\n#%s\ncluster.id=%s\nnode.id=%" PRId32
+		     "\nversion=1\n", date, id, node_id);
+	KM_ASSERT(n > 0 && (size_t)n < cap);
+	return (size_t)n;
+}
+
+/* tmp file, fsync, rename over meta.properties, fsync the directory. */
+static int write_meta(const char *dir, const char *id, int32_t node_id)
+{
+	char text[256];
+	size_t n = meta_text(text, sizeof(text), id, node_id);
+	int dfd, fd, rc;
+
+	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		return -errno;
+	fd = openat(dfd, META_TMP, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
+		    0644);
+	if (fd < 0) {
+		rc = -errno;
+		goto out_close_dir;
+	}
+	rc = write_all(fd, text, n);
+	if (rc == 0 && fsync(fd) < 0)
+		rc = -errno;
+	if (close(fd) < 0 && rc == 0)
+		rc = -errno;
+	if (rc == 0 && renameat(dfd, META_TMP, dfd, KM_CLUSTER_ID_META_FILE) < 0)
+		rc = -errno;
+	if (rc == 0 && fsync(dfd) < 0)
+		rc = -errno;
+	if (rc < 0)
+		(void)unlinkat(dfd, META_TMP, 0);
+out_close_dir:
+	close(dfd);
+	return rc;
+}
+
+/* True if dir holds anything besides our own files: a data.dir with logs
+ * but no meta.properties lost its identity, worth a warning. */
+static bool has_other_entries(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	bool found = false;
+
+	if (d == NULL)
+		return false;
+	while (!found && (e = readdir(d)) != NULL)
+		found = strcmp(e->d_name, ".") != 0 &&
+			strcmp(e->d_name, "..") != 0 &&
+			strcmp(e->d_name, META_TMP) != 0;
+	closedir(d);
+	return found;
+}
+
+static int check_against_meta(struct km_config *cfg, const struct meta *m,
+			      int32_t node_id, const char *path, char *err,
+			      size_t err_len)
+{
+	if (cfg->cluster_id_configured && strcmp(cfg->cluster_id, m->cluster_id) != 0) {
+		km_config_errf(err, err_len,
+			       "cluster.id \"%s\" in the configuration does not match cluster.id \"%s\" in %s",
+			       cfg->cluster_id, m->cluster_id, path);
+		return KM_EMETAMISMATCH;
+	}
+	if (node_id != cfg->node_id) {
+		km_config_errf(err, err_len,
+			       "node.id %" PRId32 " in the configuration does not match node.id %" PRId32 " in %s",
+			       cfg->node_id, node_id, path);
+		return KM_EMETAMISMATCH;
+	}
+	strcpy(cfg->cluster_id, m->cluster_id);
+	return 0;
+}
+
+static int create_meta(struct km_config *cfg, const char *path, char *err,
+		       size_t err_len)
+{
+	int rc;
+
+	if (!cfg->cluster_id_configured) {
+		if ((rc = km_cluster_id_generate(cfg->cluster_id)) < 0) {
+			km_config_errf(err, err_len, "cannot generate a cluster id: %s",
+				       km_strerror(rc));
+			return rc;
+		}
+		if (has_other_entries(cfg->data_dir))
+			KM_WARN("config",
+				"%s has data but no %s: new cluster id %s; barriers written for the old id will not match it in failback",
+				cfg->data_dir, KM_CLUSTER_ID_META_FILE, cfg->cluster_id);
+	}
+	if ((rc = write_meta(cfg->data_dir, cfg->cluster_id, cfg->node_id)) < 0) {
+		km_config_errf(err, err_len, "cannot write %s: %s", path,
+			       km_strerror(rc));
+		return rc;
+	}
+	KM_INFO("config", "cluster id %s (%s), saved in %s", cfg->cluster_id,
+		cfg->cluster_id_configured ? "configured" : "generated", path);
+	return 0;
+}
+
+int km_cluster_id_resolve(struct km_config *cfg, char *err, size_t err_len)
+{
+	char path[META_PATH_BYTES_MAX];
+	struct meta m;
+	int32_t node_id = -1;
+	int rc;
+
+	KM_ASSERT(cfg->data_dir[0] != '\0');
+	KM_ASSERT(!cfg->cluster_id_configured ||
+		  km_cluster_id_is_valid(cfg->cluster_id));
+	snprintf(path, sizeof(path), "%s/%s", cfg->data_dir,
+		 KM_CLUSTER_ID_META_FILE);
+	if ((rc = make_dirs(cfg->data_dir)) < 0) {
+		km_config_errf(err, err_len, "cannot create data.dir %s: %s",
+			       cfg->data_dir, km_strerror(rc));
+		return rc;
+	}
+	rc = read_meta(path, &m, &node_id, err, err_len);
+	if (rc == 0)
+		return check_against_meta(cfg, &m, node_id, path, err, err_len);
+	if (rc != -ENOENT)
+		return rc;
+	return create_meta(cfg, path, err, err_len);
+}

@@ -1,0 +1,194 @@
+/* kmirrord's configuration: `kmirrord --config FILE [--set key=value]...`.
+ *
+ * FILE is Kafka-style properties (control/props.h has the syntax). Every key
+ * is one of those in the table below (README.md has it with meanings); an
+ * unknown key is an error naming the key, the file and the line. A key may
+ * appear more than once: the last value wins, as in Java (a duplicate in
+ * the file is logged at WARN); --set values override the file, in order.
+ * Every value is validated when loaded, and the error names the key and the
+ * value. An empty value (`topics=`) resets a key to its default.
+ *
+ * Integers are Kafka's plain numbers; byte sizes may also carry a binary
+ * suffix (K/KiB, M/MiB, G/GiB: powers of 1024; "KB" and friends are refused
+ * as ambiguous) and durations in ms may carry ms, s, min or h.
+ *
+ * Required: data.dir. source.bootstrap.servers and topics go together:
+ * both set for a host that mirrors, both unset for a host that only serves
+ * the partitions already in data.dir (after a failover, say); one without
+ * the other is an error.
+ *
+ * Memory: struct km_config is plain data with fixed-size arrays (the _MAX
+ * constants below); it holds no pointers, so it may be copied. Loading
+ * allocates temporaries and frees them before returning.
+ */
+#ifndef KM_CONTROL_CONFIG_H
+#define KM_CONTROL_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/km_limits.h"
+#include "common/log.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct km_log_config; /* iouring_log/log.h: not included, so that this header
+		       * does not pull in liburing */
+
+/* Capacities (STYLE 9); struct km_config is about 39 KiB with these. */
+#define KM_CONFIG_TOPICS_MAX 128u	/* `topics` entries: 250 B each */
+#define KM_CONFIG_TOPIC_BYTES_MAX 250u	/* Kafka's 249 chars + NUL */
+#define KM_CONFIG_BOOTSTRAP_MAX 16u	/* source.bootstrap.servers: 260 B each */
+#define KM_CONFIG_HOST_BYTES_MAX 254u	/* a 253-char DNS name + NUL */
+#define KM_CONFIG_WORKERS_MAX 64u	/* worker threads */
+#define KM_CONFIG_PATH_BYTES_MAX 1024u	/* data.dir, incl. NUL */
+#define KM_CONFIG_SOCKET_BYTES_MAX 108u /* sun_path: 107 chars + NUL */
+#define KM_CONFIG_EAL_ARGS_BYTES_MAX 1024u /* dpdk.eal.args, incl. NUL */
+#define KM_CONFIG_EAL_ARGC_MAX 64u	/* words in dpdk.eal.args */
+#define KM_CONFIG_DPDK_PORT_BYTES_MAX 256u /* dpdk.port, incl. NUL */
+#define KM_CONFIG_FILE_BYTES_MAX (1u << 20) /* largest config file read */
+#define KM_CONFIG_SETS_MAX 256u		/* --set flags */
+/* Enough for any message km_config_* and km_cluster_id_* write. */
+#define KM_CONFIG_ERR_BYTES_MAX 2048u
+
+/* Unix socket created in data.dir when control.socket is not set. */
+#define KM_CONFIG_SOCKET_DEFAULT_NAME "kmirrord.sock"
+
+enum km_config_net_mode {
+	KM_CONFIG_NET_KERNEL = 0, /* io_uring sockets */
+	KM_CONFIG_NET_DPDK = 1,	  /* DPDK port + kmirror's own TCP endpoint */
+};
+
+enum km_config_stop_mode {
+	KM_CONFIG_STOP_TRUNCATE = 0, /* R4: cut to a clean LSO */
+	KM_CONFIG_STOP_ABORT = 1,    /* R4: keep all, ABORT open txns */
+};
+
+enum km_config_offset_reset {
+	KM_CONFIG_RESET_NONE = 0,     /* OFFSET_OUT_OF_RANGE: partition FAILED */
+	KM_CONFIG_RESET_EARLIEST = 1, /* ... skip ahead to the source's start */
+};
+
+/* host:port. host is without brackets (an IPv6 literal contains ':');
+ * "" means every local address (listeners only). */
+struct km_config_addr {
+	char host[KM_CONFIG_HOST_BYTES_MAX];
+	uint16_t port;
+};
+
+struct km_config_dpdk {
+	char eal_args[KM_CONFIG_EAL_ARGS_BYTES_MAX]; /* split on blanks */
+	char port[KM_CONFIG_DPDK_PORT_BYTES_MAX];    /* PCI address or vdev */
+	/* IPv4 addresses in network byte order (as struct in_addr.s_addr);
+	 * 0 = not set. */
+	uint32_t ip_be;
+	uint32_t netmask_be;
+	uint32_t gateway_be;
+	uint8_t mac[6];
+	bool mac_set;	/* else the port's own MAC */
+};
+
+struct km_config {
+	char data_dir[KM_CONFIG_PATH_BYTES_MAX];
+	struct km_config_addr bootstrap[KM_CONFIG_BOOTSTRAP_MAX];
+	uint32_t bootstrap_count;
+	char topics[KM_CONFIG_TOPICS_MAX][KM_CONFIG_TOPIC_BYTES_MAX];
+	uint32_t topics_count;
+	struct km_config_addr listener;	  /* where the Kafka API listens */
+	/* What Metadata tells clients. Without advertised.listeners: the
+	 * listener, with the machine's host name for a wildcard host; port 0
+	 * (an ephemeral listener) is the daemon's to fill in after bind. */
+	struct km_config_addr advertised;
+	bool advertised_set;
+	char control_socket[KM_CONFIG_SOCKET_BYTES_MAX];
+	/* The effective cluster id once km_cluster_id_resolve() has run;
+	 * before, the configured one ("" if none). */
+	char cluster_id[KM_CLUSTER_ID_BYTES_MAX + 1];
+	bool cluster_id_configured;
+	int32_t node_id;
+	uint32_t workers;
+	enum km_config_net_mode net_mode;
+	struct km_config_dpdk dpdk;
+	uint64_t segment_bytes;
+	uint32_t flush_interval_ms;
+	uint64_t flush_bytes;
+	bool flush_always;
+	enum km_config_stop_mode stop_mode;
+	enum km_log_level log_level;
+	enum km_config_offset_reset offset_reset;
+	uint32_t fetch_bytes_max;
+	uint32_t fetch_wait_ms_max;
+	uint32_t batch_bytes_max;
+};
+
+/* One-line usage for kmirrord's --help and argument errors. */
+#define KM_CONFIG_USAGE "usage: kmirrord --config FILE [--set key=value]..."
+
+/** Every optional key at its default; data.dir and the lists empty. */
+void km_config_defaults(struct km_config *cfg);
+
+/**
+ * Load the configuration: defaults, then FILE (if path is not NULL), then
+ * each "key=value" of sets in order, then the checks between keys and the
+ * derived values (control.socket default, advertised address).
+ * The cluster id is not resolved here: see km_cluster_id_resolve().
+ *
+ * @param err  receives a one-line message naming the file and line (or
+ *             "--set"), the key and the value (may be NULL; size it
+ *             KM_CONFIG_ERR_BYTES_MAX).
+ * @return 0; or
+ *   -errno          FILE cannot be read (-EFBIG: over 1 MiB);
+ *   KM_ECFGSYNTAX   malformed properties text, or a --set without '=';
+ *   KM_ECFGKEY      unknown key;
+ *   KM_ECFGVALUE    a value that does not parse or is out of range;
+ *   KM_ECFGMISSING  a required key is missing, or keys contradict;
+ *   -ENOMEM.
+ * On error *cfg is unspecified.
+ */
+int km_config_load(struct km_config *cfg, const char *path,
+		   const char *const *sets, uint32_t sets_count, char *err,
+		   size_t err_len);
+
+/**
+ * km_config_load() from kmirrord's arguments (argv[0] is skipped):
+ * `--config FILE`, `--config=FILE`, `--set key=value`, `--set=key=value`.
+ * Anything else is refused (the caller handles --help before).
+ * @return as km_config_load(), plus KM_ECFGSYNTAX for a bad argument.
+ */
+int km_config_load_args(struct km_config *cfg, int argc,
+			const char *const *argv, char *err, size_t err_len);
+
+/**
+ * The km_log_config for one partition: km_log_config_defaults() with
+ * segment.bytes, flush.*, batch.max.bytes applied. out keeps pointers to
+ * cfg->data_dir and to topic: both must outlive it.
+ */
+void km_config_log_config(const struct km_config *cfg, const char *topic,
+			  int32_t partition, struct km_log_config *out);
+
+/**
+ * Split dpdk.eal.args into argv words: prog becomes argv[0], the words are
+ * copied into buf (blanks replaced by NULs). No quoting: a word is a run of
+ * non-blank characters.
+ * @return argc (>= 1), or -ENOSPC if buf or argv (max entries) is short.
+ */
+int km_config_eal_argv(const struct km_config *cfg, const char *prog,
+		       char *buf, size_t buf_len, char **argv, uint32_t max);
+
+/**
+ * Write the effective configuration as properties text, one key=value per
+ * line in the order of the key table; keys that are unset and have no
+ * default (cluster.id, dpdk.mac, ...) are left out. Reading the text back
+ * gives the same struct, so it doubles as the start-up log of the settings.
+ * @return the length written (without the NUL), or -ENOSPC if cap is short.
+ */
+int km_config_format(const struct km_config *cfg, char *buf, size_t cap);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

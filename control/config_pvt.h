@@ -1,0 +1,75 @@
+/* Private to control/config*.c: value parsers shared by the key table.
+ * Not for direct inclusion elsewhere. */
+#ifndef KM_CONTROL_CONFIG_PVT_H
+#define KM_CONTROL_CONFIG_PVT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "control/config.h"
+
+/* The value being applied and where it came from, for error messages. */
+struct km_config_ctx {
+	struct km_config *cfg;
+	char *err;
+	size_t err_len;
+	const char *where; /* "FILE:LINE" or "--set" */
+	const char *key;
+	const char *value;
+};
+
+enum km_config_units {
+	KM_CONFIG_UNITS_PLAIN = 0, /* digits only */
+	KM_CONFIG_UNITS_BYTES = 1, /* K, KiB, M, MiB, G, GiB (x1024) */
+	KM_CONFIG_UNITS_MS = 2,	   /* ms, s, min, h */
+};
+
+/* Which host:port rules apply. */
+enum km_config_addr_kind {
+	KM_CONFIG_ADDR_BOOTSTRAP = 0,  /* host required, port 1..65535 */
+	KM_CONFIG_ADDR_LISTENER = 1,   /* "" host = all addresses, port 0 ok */
+	KM_CONFIG_ADDR_ADVERTISED = 2, /* a host clients can reach */
+};
+
+/** Write "WHERE: KEY: invalid value "VALUE": DETAIL". @return KM_ECFGVALUE */
+int km_config_bad(const struct km_config_ctx *c, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+/** Write a formatted message to err (NULL-safe). */
+void km_config_errf(char *err, size_t err_len, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/** Copy s into dst for a message: non-printables as \xNN, cut at 80. */
+void km_config_show(char *dst, size_t cap, const char *s);
+
+int km_config_parse_uint(const struct km_config_ctx *c,
+			 enum km_config_units units, uint64_t min, uint64_t max,
+			 uint64_t *out);
+/* Case-insensitive; *out = index into names. */
+int km_config_parse_enum(const struct km_config_ctx *c,
+			 const char *const *names, uint32_t n, int *out);
+int km_config_parse_path(const struct km_config_ctx *c, char *dst,
+			 size_t cap);
+int km_config_parse_addrs(const struct km_config_ctx *c,
+			  enum km_config_addr_kind kind,
+			  struct km_config_addr *out, uint32_t max,
+			  uint32_t *count);
+int km_config_parse_topics(const struct km_config_ctx *c,
+			   char (*topics)[KM_CONFIG_TOPIC_BYTES_MAX],
+			   uint32_t *count);
+/* An IPv4 address (unicast unless is_mask); a mask may be "24" or "/24". */
+int km_config_parse_ipv4(const struct km_config_ctx *c, bool is_mask,
+			 uint32_t *be);
+int km_config_parse_mac(const struct km_config_ctx *c, uint8_t mac[6]);
+int km_config_parse_dpdk_port(const struct km_config_ctx *c, char *dst,
+			      size_t cap);
+int km_config_parse_eal_args(const struct km_config_ctx *c, char *dst,
+			     size_t cap);
+int km_config_parse_cluster_id(const struct km_config_ctx *c, char *dst,
+			       size_t cap);
+
+/** Is host a wildcard ("", 0.0.0.0, ::)? */
+bool km_config_host_is_any(const char *host);
+
+#endif

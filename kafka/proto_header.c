@@ -1,0 +1,202 @@
+/* Version table, request/response headers and Kafka error names. */
+#include "kafka/proto.h"
+
+#include <stddef.h>
+
+#include "common/errors.h"
+#include "common/km_assert.h"
+
+/* What this codec speaks, and where each API turns flexible (the schemas'
+ * "flexibleVersions"; ControlledShutdown only for its v0 header). */
+struct api_info {
+	int16_t key;
+	int16_t min_version;
+	int16_t max_version;
+	int16_t flexible_from;
+	bool spoken;
+};
+
+static const struct api_info apis[] = {
+	{ KM_API_PRODUCE, 3, 7, 9, true },
+	{ KM_API_FETCH, 4, 11, 12, true },
+	{ KM_API_LIST_OFFSETS, 0, 5, 6, true },
+	{ KM_API_METADATA, 0, 4, 9, true },
+	{ KM_API_CONTROLLED_SHUTDOWN, 0, 0, 3, false },
+	{ KM_API_API_VERSIONS, 0, 3, 3, true },
+	{ KM_API_INIT_PRODUCER_ID, 0, 4, 2, true },
+};
+
+static const struct api_info *find_api(int16_t key)
+{
+	for (size_t i = 0; i < sizeof(apis) / sizeof(apis[0]); i++)
+		if (apis[i].key == key)
+			return &apis[i];
+	return NULL;
+}
+
+int km_proto_versions(int16_t api_key, struct km_api_range *out)
+{
+	const struct api_info *a = find_api(api_key);
+
+	if (a == NULL || !a->spoken)
+		return KM_EWIREAPIKEY;
+	out->api_key = a->key;
+	out->min_version = a->min_version;
+	out->max_version = a->max_version;
+	return 0;
+}
+
+int km_proto_supported(struct km_api_range *out, uint32_t out_max)
+{
+	uint32_t n = 0;
+
+	for (size_t i = 0; i < sizeof(apis) / sizeof(apis[0]); i++) {
+		if (!apis[i].spoken)
+			continue;
+		if (n == out_max)
+			return KM_ENOSPACE;
+		km_proto_versions(apis[i].key, &out[n++]);
+	}
+	KM_ASSERT(n == KM_PROTO_APIS);
+	return (int)n;
+}
+
+int km_proto_check(int16_t api_key, int16_t api_version)
+{
+	struct km_api_range r;
+
+	if (km_proto_versions(api_key, &r) < 0)
+		return KM_EWIREAPIKEY;
+	if (api_version < r.min_version || api_version > r.max_version)
+		return KM_EWIREVERSION;
+	return 0;
+}
+
+bool km_proto_is_flexible(int16_t api_key, int16_t api_version)
+{
+	const struct api_info *a = find_api(api_key);
+
+	return a != NULL && api_version >= a->flexible_from;
+}
+
+int km_proto_req_header_version(int16_t api_key, int16_t api_version)
+{
+	/* RequestHeader.json: "Version 0 ... is only used by v0 of
+	 * ControlledShutdownRequest"; "Version 2 is the first flexible". */
+	if (api_key == KM_API_CONTROLLED_SHUTDOWN && api_version == 0)
+		return 0;
+	return km_proto_is_flexible(api_key, api_version) ? 2 : 1;
+}
+
+int km_proto_resp_header_version(int16_t api_key, int16_t api_version)
+{
+	/* ApiVersionsResponse.json: "Tagged fields are only supported in the
+	 * body but not in the header", so a client that does not yet know
+	 * the broker's versions can always read the correlation id. */
+	if (api_key == KM_API_API_VERSIONS)
+		return 0;
+	return km_proto_is_flexible(api_key, api_version) ? 1 : 0;
+}
+
+int km_reqhdr_decode(struct km_wire_rd *r, struct km_reqhdr *h)
+{
+	int hv;
+
+	km_wire_name_set_null(&h->client_id);
+	h->client_id_truncated = false;
+	km_wire_rd_i16(r, &h->api_key);
+	km_wire_rd_i16(r, &h->api_version);
+	if (km_wire_rd_i32(r, &h->correlation_id) < 0)
+		return r->err;
+	hv = km_proto_req_header_version(h->api_key, h->api_version);
+	/* "ClientId ... must be serialized with the old-style two-byte length
+	 * prefix" in every version, flexible ones included. */
+	if (hv >= 1)
+		km_wire_rd_name_trunc(r, false, true, &h->client_id,
+				      &h->client_id_truncated);
+	if (hv >= 2)
+		km_wire_rd_tags(r);
+	if (r->err != 0)
+		return r->err;
+	return km_proto_check(h->api_key, h->api_version);
+}
+
+int km_reqhdr_encode(struct km_wire_wr *w, const struct km_reqhdr *h)
+{
+	int hv = km_proto_req_header_version(h->api_key, h->api_version);
+
+	km_wire_wr_i16(w, h->api_key);
+	km_wire_wr_i16(w, h->api_version);
+	km_wire_wr_i32(w, h->correlation_id);
+	if (hv >= 1)
+		km_wire_wr_name(w, false, true, &h->client_id);
+	if (hv >= 2)
+		km_wire_wr_tags(w);
+	return w->err;
+}
+
+int km_resphdr_decode(struct km_wire_rd *r, int16_t api_key,
+		      int16_t api_version, int32_t *correlation_id)
+{
+	km_wire_rd_i32(r, correlation_id);
+	if (km_proto_resp_header_version(api_key, api_version) >= 1)
+		km_wire_rd_tags(r);
+	return r->err;
+}
+
+int km_resphdr_encode(struct km_wire_wr *w, int16_t api_key,
+		      int16_t api_version, int32_t correlation_id)
+{
+	km_wire_wr_i32(w, correlation_id);
+	if (km_proto_resp_header_version(api_key, api_version) >= 1)
+		km_wire_wr_tags(w);
+	return w->err;
+}
+
+int km_proto_req_begin(struct km_wire_wr *w, const struct km_reqhdr *h)
+{
+	km_wire_wr_frame_begin(w);
+	return km_reqhdr_encode(w, h);
+}
+
+int km_proto_resp_begin(struct km_wire_wr *w, int16_t api_key,
+			int16_t api_version, int32_t correlation_id)
+{
+	km_wire_wr_frame_begin(w);
+	return km_resphdr_encode(w, api_key, api_version, correlation_id);
+}
+
+#define KERR(name)                                                             \
+	case KM_KERR_##name:                                                   \
+		return #name
+
+const char *km_kerr_name(int code)
+{
+	switch (code) {
+	KERR(UNKNOWN_SERVER_ERROR); KERR(NONE); KERR(OFFSET_OUT_OF_RANGE);
+	KERR(CORRUPT_MESSAGE); KERR(UNKNOWN_TOPIC_OR_PARTITION);
+	KERR(INVALID_FETCH_SIZE); KERR(LEADER_NOT_AVAILABLE);
+	KERR(NOT_LEADER_OR_FOLLOWER); KERR(REQUEST_TIMED_OUT);
+	KERR(BROKER_NOT_AVAILABLE); KERR(REPLICA_NOT_AVAILABLE);
+	KERR(MESSAGE_TOO_LARGE); KERR(NETWORK_EXCEPTION);
+	KERR(COORDINATOR_NOT_AVAILABLE); KERR(NOT_COORDINATOR);
+	KERR(INVALID_TOPIC_EXCEPTION); KERR(RECORD_LIST_TOO_LARGE);
+	KERR(NOT_ENOUGH_REPLICAS); KERR(INVALID_REQUIRED_ACKS);
+	KERR(TOPIC_AUTHORIZATION_FAILED); KERR(CLUSTER_AUTHORIZATION_FAILED);
+	KERR(INVALID_TIMESTAMP); KERR(UNSUPPORTED_VERSION);
+	KERR(INVALID_REQUEST); KERR(UNSUPPORTED_FOR_MESSAGE_FORMAT);
+	KERR(POLICY_VIOLATION); KERR(OUT_OF_ORDER_SEQUENCE_NUMBER);
+	KERR(DUPLICATE_SEQUENCE_NUMBER); KERR(INVALID_PRODUCER_EPOCH);
+	KERR(INVALID_TXN_STATE); KERR(INVALID_PRODUCER_ID_MAPPING);
+	KERR(INVALID_TRANSACTION_TIMEOUT); KERR(CONCURRENT_TRANSACTIONS);
+	KERR(TRANSACTION_COORDINATOR_FENCED);
+	KERR(TRANSACTIONAL_ID_AUTHORIZATION_FAILED);
+	KERR(KAFKA_STORAGE_ERROR); KERR(UNKNOWN_PRODUCER_ID);
+	KERR(FETCH_SESSION_ID_NOT_FOUND); KERR(INVALID_FETCH_SESSION_EPOCH);
+	KERR(FENCED_LEADER_EPOCH); KERR(UNKNOWN_LEADER_EPOCH);
+	KERR(UNSUPPORTED_COMPRESSION_TYPE); KERR(OFFSET_NOT_AVAILABLE);
+	KERR(INVALID_RECORD); KERR(PRODUCER_FENCED); KERR(UNKNOWN_TOPIC_ID);
+	default:
+		return "UNKNOWN_ERROR_CODE";
+	}
+}

@@ -1,0 +1,376 @@
+/* libFuzzer target for the Kafka wire codecs (kafka/wire.c, proto_*.c).
+ *
+ * Goal: no input, split anywhere, makes a decoder read out of bounds, loop
+ * without bound, or break its contract; and whatever a decoder accepts, the
+ * encoders can write back stably. Method: byte 0 picks where the input is
+ * split into two separately allocated segments, byte 1 the mode:
+ *   - server (bit 7 clear): the input is a request frame; with bit 6 set
+ *     the size prefix is skipped (the rest is taken as the frame body), so
+ *     the fuzzer reaches bodies without matching sizes. Header, then the
+ *     body decoder the header names, as kmirrord's front end would;
+ *   - client (bit 7 set): the input is the body of a response (header
+ *     included) to one of the (API, version) pairs in `responses`.
+ * An accepted message is encoded again (e1), decoded from e1 and encoded
+ * once more (e2): e1 and e2 must be equal and decoding e1 must succeed.
+ */
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/errors.h"
+#include "common/km_assert.h"
+#include "kafka/proto.h"
+#include "kafka/wire.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+enum { CAP = 64, ARENA = 1 << 20, OUT = 2 << 20 };
+
+/* Decoded messages, kept for re-encoding. Single-threaded, so static. */
+static struct {
+	struct km_wire_name names[CAP];
+	struct km_proto_topic topics[CAP], forgotten[CAP];
+	struct km_api_range keys[CAP];
+	struct km_metadata_broker brokers[CAP];
+	struct km_metadata_topic mtopics[CAP];
+	struct km_metadata_part mparts[CAP];
+	int32_t nodes[CAP], fparts[CAP];
+	struct km_listoffsets_req_part loreq[CAP];
+	struct km_listoffsets_resp_part loresp[CAP];
+	struct km_fetch_req_part freq[CAP];
+	struct km_produce_resp_part presp[CAP];
+	struct km_aborted_txn aborted[CAP];
+	/* Streamed messages, flattened: records bytes in arena. */
+	struct km_fetch_part fparts_out[CAP];
+	int32_t fpart_topic[CAP];
+	struct km_aborted_txn fab[CAP][4];
+	int32_t rec_at[CAP];
+	uint32_t n_sparts, arena_used;
+	struct km_wire_name stopics[CAP];
+	uint32_t n_stopics;
+	int32_t last_topic_index;
+	uint8_t arena[ARENA];
+	/* Every message type, one of each. */
+	struct km_apiversions_req avq;
+	struct km_apiversions_resp avp;
+	struct km_metadata_req mdq;
+	struct km_metadata_resp mdp;
+	struct km_listoffsets_req loq;
+	struct km_listoffsets_resp lop;
+	struct km_fetch_req ftq;
+	struct km_produce_resp prp;
+	struct km_initpid_req ipq;
+	struct km_initpid_resp ipp;
+	int32_t ft_throttle, ft_session;
+	int16_t ft_err, pr_acks;
+	int32_t pr_timeout;
+	struct km_wire_name pr_txn;
+} st;
+
+static uint8_t out1[OUT], out2[OUT];
+
+static void reset_storage(void)
+{
+	struct km_metadata_resp *m = &st.mdp;
+
+	st.avp.keys = st.keys, st.avp.keys_max = CAP;
+	st.mdq.topics = st.names, st.mdq.topics_max = CAP;
+	m->brokers = st.brokers, m->brokers_max = CAP;
+	m->topics = st.mtopics, m->topics_max = CAP;
+	m->parts = st.mparts, m->parts_max = CAP;
+	m->nodes = st.nodes, m->nodes_max = CAP;
+	st.loq.topics = st.topics, st.loq.topics_max = CAP;
+	st.loq.parts = st.loreq, st.loq.parts_max = CAP;
+	st.lop.topics = st.topics, st.lop.topics_max = CAP;
+	st.lop.parts = st.loresp, st.lop.parts_max = CAP;
+	st.ftq.topics = st.topics, st.ftq.topics_max = CAP;
+	st.ftq.parts = st.freq, st.ftq.parts_max = CAP;
+	st.ftq.forgotten = st.forgotten, st.ftq.forgotten_max = CAP;
+	st.ftq.forgotten_parts = st.fparts, st.ftq.forgotten_parts_max = CAP;
+	st.prp.topics = st.topics, st.prp.topics_max = CAP;
+	st.prp.parts = st.presp, st.prp.parts_max = CAP;
+	st.n_sparts = st.n_stopics = st.arena_used = 0;
+	st.last_topic_index = -1;
+}
+
+/* Keep one streamed partition: topic, fields, records into the arena. */
+static int keep_part(const struct km_proto_cursor *c,
+		     const struct km_wire_span *rec, int32_t *rec_len)
+{
+	uint32_t i = st.n_sparts;
+
+	if (i == CAP)
+		return KM_EWIRECAPACITY;
+	if (c->topic_index != st.last_topic_index) {
+		if (st.n_stopics == CAP)
+			return KM_EWIRECAPACITY;
+		st.stopics[st.n_stopics++] = c->topic;
+		st.last_topic_index = c->topic_index;
+	}
+	st.fpart_topic[i] = (int32_t)st.n_stopics - 1;
+	st.rec_at[i] = -1;
+	*rec_len = rec->len;
+	if (rec->len >= 0) {
+		KM_ASSERT((uint32_t)rec->len <= ARENA - st.arena_used);
+		km_wire_span_copy(c->rd->chain, rec, st.arena + st.arena_used,
+				  (size_t)rec->len);
+		st.rec_at[i] = (int32_t)st.arena_used;
+		st.arena_used += (uint32_t)rec->len;
+	}
+	st.n_sparts++;
+	return 0;
+}
+
+static int decode_fetch_resp(struct km_wire_rd *r, int16_t v)
+{
+	struct km_fetch_resp_iter it;
+	struct km_fetch_part p;
+	int rc = km_fetch_resp_begin(&it, r, v, st.aborted, 4);
+
+	st.ft_throttle = it.throttle_time_ms;
+	st.ft_err = it.error_code;
+	st.ft_session = it.session_id;
+	while (rc == 0 && (rc = km_fetch_resp_next_partition(&it, &p)) == 1) {
+		uint32_t i = st.n_sparts;
+		int32_t len;
+
+		KM_ASSERT(p.n_aborted <= 4);
+		rc = keep_part(&it.cur, &p.records, &len);
+		if (rc < 0)
+			break;
+		st.fparts_out[i] = p;
+		st.fparts_out[i].records.len = len;
+		if (p.n_aborted > 0)
+			memcpy(st.fab[i], p.aborted,
+			       sizeof(p.aborted[0]) * (size_t)p.n_aborted);
+		st.fparts_out[i].aborted = st.fab[i];
+		rc = 0;
+	}
+	return rc;
+}
+
+static int decode_produce_req(struct km_wire_rd *r, int16_t v)
+{
+	struct km_produce_req_iter it;
+	struct km_produce_part p;
+	int rc = km_produce_req_begin(&it, r, v);
+
+	st.pr_txn = it.transactional_id;
+	st.pr_acks = it.acks;
+	st.pr_timeout = it.timeout_ms;
+	while (rc == 0 && (rc = km_produce_req_next_partition(&it, &p)) == 1) {
+		uint32_t i = st.n_sparts;
+		int32_t len;
+
+		rc = keep_part(&it.cur, &p.records, &len);
+		if (rc < 0)
+			break;
+		st.fparts_out[i].partition = p.partition;
+		st.fparts_out[i].records.len = len;
+		rc = 0;
+	}
+	return rc;
+}
+
+static int decode(struct km_wire_rd *r, int req, int16_t key, int16_t v)
+{
+	reset_storage();
+	switch (key) {
+	case KM_API_API_VERSIONS:
+		return req ? km_apiversions_req_decode(r, v, &st.avq)
+			   : km_apiversions_resp_decode(r, v, &st.avp);
+	case KM_API_METADATA:
+		return req ? km_metadata_req_decode(r, v, &st.mdq)
+			   : km_metadata_resp_decode(r, v, &st.mdp);
+	case KM_API_LIST_OFFSETS:
+		return req ? km_listoffsets_req_decode(r, v, &st.loq)
+			   : km_listoffsets_resp_decode(r, v, &st.lop);
+	case KM_API_FETCH:
+		return req ? km_fetch_req_decode(r, v, &st.ftq)
+			   : decode_fetch_resp(r, v);
+	case KM_API_PRODUCE:
+		return req ? decode_produce_req(r, v)
+			   : km_produce_resp_decode(r, v, &st.prp);
+	case KM_API_INIT_PRODUCER_ID:
+		return req ? km_initpid_req_decode(r, v, &st.ipq)
+			   : km_initpid_resp_decode(r, v, &st.ipp);
+	}
+	return KM_EWIREAPIKEY;
+}
+
+/* Re-encode the streamed messages from the flattened copy. */
+static int encode_streamed(struct km_wire_wr *w, int req, int16_t v)
+{
+	struct km_proto_enc e;
+	int32_t topic = -1;
+
+	if (req)
+		km_produce_req_enc_begin(&e, w, v, &st.pr_txn, st.pr_acks,
+					 st.pr_timeout);
+	else
+		km_fetch_resp_enc_begin(&e, w, v, st.ft_throttle, st.ft_err,
+					st.ft_session);
+	for (uint32_t i = 0; i < st.n_sparts; i++) {
+		const struct km_fetch_part *p = &st.fparts_out[i];
+		const void *rec = st.rec_at[i] >= 0 ? st.arena + st.rec_at[i]
+						    : NULL;
+
+		if (st.fpart_topic[i] != topic) {
+			topic = st.fpart_topic[i];
+			km_proto_enc_topic(&e, &st.stopics[topic]);
+		}
+		if (req)
+			km_produce_req_enc_partition(&e, p->partition,
+						     rec ? rec : "",
+						     p->records.len);
+		else
+			km_fetch_resp_enc_partition(&e, p, rec ? rec : "",
+						    p->records.len);
+	}
+	return km_proto_enc_end(&e);
+}
+
+static int encode(struct km_wire_wr *w, int req, int16_t key, int16_t v)
+{
+	switch (key) {
+	case KM_API_API_VERSIONS:
+		return req ? km_apiversions_req_encode(w, v, &st.avq)
+			   : km_apiversions_resp_encode(w, v, &st.avp);
+	case KM_API_METADATA:
+		return req ? km_metadata_req_encode(w, v, &st.mdq)
+			   : km_metadata_resp_encode(w, v, &st.mdp);
+	case KM_API_LIST_OFFSETS:
+		return req ? km_listoffsets_req_encode(w, v, &st.loq)
+			   : km_listoffsets_resp_encode(w, v, &st.lop);
+	case KM_API_FETCH:
+		return req ? km_fetch_req_encode(w, v, &st.ftq)
+			   : encode_streamed(w, 0, v);
+	case KM_API_PRODUCE:
+		return req ? encode_streamed(w, 1, v)
+			   : km_produce_resp_encode(w, v, &st.prp);
+	case KM_API_INIT_PRODUCER_ID:
+		return req ? km_initpid_req_encode(w, v, &st.ipq)
+			   : km_initpid_resp_encode(w, v, &st.ipp);
+	}
+	return KM_EWIREAPIKEY;
+}
+
+/* encode(decode(x)) is a fixed point after one step. */
+static void check_reencode(int req, int16_t key, int16_t v)
+{
+	struct km_wire_wr w1, w2;
+	struct km_wire_rd r;
+	struct iovec iov;
+	struct km_chain c = { &iov, 1 };
+	int rc;
+
+	km_wire_wr_init(&w1, out1, sizeof(out1));
+	rc = encode(&w1, req, key, v);
+	/* ListOffsets v0 can carry several old-style offsets; we keep one. */
+	if (rc == KM_EWIREVALUE)
+		return;
+	KM_ASSERT(rc == 0);
+	iov.iov_base = out1;
+	iov.iov_len = w1.pos;
+	km_wire_rd_init(&r, &c, km_chain_start(&c), (uint32_t)w1.pos,
+			&km_wire_limits_default);
+	rc = decode(&r, req, key, v);
+	KM_ASSERT(rc == 0);
+	km_wire_wr_init(&w2, out2, sizeof(out2));
+	KM_ASSERT(encode(&w2, req, key, v) == 0);
+	KM_ASSERT(w1.pos == w2.pos);
+	KM_ASSERT(memcmp(out1, out2, w1.pos) == 0);
+}
+
+static void server(const struct km_chain *c, uint32_t size, int skip_prefix)
+{
+	struct km_chain_cur cur = km_chain_start(c);
+	struct km_wire_rd r;
+	struct km_reqhdr h;
+	uint32_t body = size;
+	int rc;
+
+	if (!skip_prefix) {
+		rc = km_wire_frame_parse(c, cur, 1u << 20, &body);
+		if (rc <= 0)
+			return;
+		KM_ASSERT((uint32_t)rc <= size);
+		KM_ASSERT(km_chain_advance(c, &cur, 4) == 0);
+	}
+	km_wire_rd_init(&r, c, cur, body, &km_wire_limits_default);
+	rc = km_reqhdr_decode(&r, &h);
+	if (rc < 0) {
+		KM_ASSERT(rc < -4095);
+		return;
+	}
+	KM_ASSERT(r.pos <= body);
+	rc = decode(&r, 1, h.api_key, h.api_version);
+	KM_ASSERT(rc <= 0);
+	KM_ASSERT(r.pos <= body);
+	if (rc == 0) {
+		KM_ASSERT(r.pos == body);
+		check_reencode(1, h.api_key, h.api_version);
+	}
+}
+
+static const int16_t responses[][2] = {
+	{ 18, 0 }, { 18, 1 }, { 18, 2 }, { 18, 3 },
+	{ 3, 0 }, { 3, 1 }, { 3, 2 }, { 3, 3 }, { 3, 4 },
+	{ 1, 4 }, { 1, 5 }, { 1, 6 }, { 1, 7 }, { 1, 8 }, { 1, 9 }, { 1, 10 },
+	{ 1, 11 },
+	{ 2, 0 }, { 2, 1 }, { 2, 2 }, { 2, 3 }, { 2, 4 }, { 2, 5 },
+	{ 0, 3 }, { 0, 5 }, { 0, 7 },
+	{ 22, 0 }, { 22, 2 }, { 22, 4 },
+};
+
+static void client(const struct km_chain *c, uint32_t size, uint8_t mode)
+{
+	const int16_t *kv =
+		responses[(mode & 0x7f) %
+			  (sizeof(responses) / sizeof(responses[0]))];
+	struct km_wire_rd r;
+	int32_t corr;
+	int rc;
+
+	km_wire_rd_init(&r, c, km_chain_start(c), size,
+			&km_wire_limits_default);
+	if (km_resphdr_decode(&r, kv[0], kv[1], &corr) < 0)
+		return;
+	rc = decode(&r, 0, kv[0], kv[1]);
+	KM_ASSERT(rc <= 0);
+	if (rc == 0) {
+		KM_ASSERT(r.pos == size);
+		check_reencode(0, kv[0], kv[1]);
+	}
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	uint8_t *a, *b;
+	size_t cut;
+	uint8_t mode;
+
+	if (size < 2 || size > (1u << 20))
+		return 0;
+	cut = data[0], mode = data[1];
+	data += 2, size -= 2;
+	cut = size > 0 ? cut % (size + 1) : 0;
+	/* Two separate blocks, so ASan sees a read past either. */
+	a = malloc(cut + 1);
+	b = malloc(size - cut + 1);
+	memcpy(a, data, cut);
+	memcpy(b, data + cut, size - cut);
+	{
+		struct iovec iov[2] = { { a, cut }, { b, size - cut } };
+		struct km_chain c = { iov, 2 };
+
+		if (mode & 0x80)
+			client(&c, (uint32_t)size, mode);
+		else
+			server(&c, (uint32_t)size, (mode & 0x40) != 0);
+	}
+	free(a);
+	free(b);
+	return 0;
+}
