@@ -337,8 +337,8 @@ static void pool_put(struct knet *kn, const uint32_t *ids, uint32_t n)
 	for (uint32_t i = 0; i < n; i++) {
 		uint32_t bid = ids[i];
 
-		KM_ASSERT(bid < kn->cfg.rx_buf_count);
-		KM_ASSERT(kn->buf_state[bid] != BUF_POOL);
+		KM_ASSERT_HOT(bid < kn->cfg.rx_buf_count);
+		KM_ASSERT_HOT(kn->buf_state[bid] != BUF_POOL);
 		kn->buf_state[bid] = BUF_POOL;
 		if (kn->multishot)
 			io_uring_buf_ring_add(kn->br, buf_addr(kn, bid),
@@ -717,8 +717,8 @@ static uint32_t recv_take_buf(struct knet_conn *c, uint32_t flags)
 	if (!(flags & IORING_CQE_F_BUFFER))
 		return KNET_NO_BUF;
 	bid = flags >> IORING_CQE_BUFFER_SHIFT;
-	KM_ASSERT(bid < kn->cfg.rx_buf_count);
-	KM_ASSERT(kn->buf_state[bid] == BUF_POOL);
+	KM_ASSERT_HOT(bid < kn->cfg.rx_buf_count);
+	KM_ASSERT_HOT(kn->buf_state[bid] == BUF_POOL);
 	kn->buf_state[bid] = BUF_RECV;
 	kn->ring_bufs--;
 	return bid;
@@ -772,7 +772,7 @@ static void on_recv_cqe(struct km_io_req *req, int res, uint32_t flags)
 	if (final)
 		c->recv_armed = false;
 	if (res > 0) {
-		KM_ASSERT(bid != KNET_NO_BUF);
+		KM_ASSERT_HOT(bid != KNET_NO_BUF);
 		recv_deliver(c, bid, (uint32_t)res);
 	} else {
 		if (bid != KNET_NO_BUF) {
@@ -820,7 +820,7 @@ static uint32_t send_account(struct knet_conn *c, size_t n)
 		if (s->left == 0)
 			done++;
 	}
-	KM_ASSERT(n == 0);
+	KM_ASSERT_HOT(n == 0);
 	return done;
 }
 
@@ -833,7 +833,7 @@ static void send_complete(struct knet_conn *c, uint32_t done)
 	for (uint32_t i = 0; i < done; i++) {
 		struct send_slot s = c->sq[c->sq_head];
 
-		KM_ASSERT(s.left == 0);
+		KM_ASSERT_HOT(s.left == 0);
 		c->sq_head = (c->sq_head + 1) % cap;
 		c->sq_count--;
 		if (s.fn != NULL)
@@ -1492,10 +1492,13 @@ static void knet_destroy(struct km_net *net)
 			knet_unlisten(&kn->lsn[i].pub);
 	/* Each round completes at least one request of the ring. */
 	for (uint32_t r = 0; r < KNET_DESTROY_ROUNDS; r++) {
+		int rc;
+
 		if (kn->inflight == 0 && !knet_wants_poll(net))
 			break;
 		knet_poll(net);
-		KM_ASSERT(km_uring_poll(kn->u, kn->inflight > 0) >= 0);
+		rc = km_uring_poll(kn->u, kn->inflight > 0);
+		KM_ASSERT(rc >= 0);
 	}
 	KM_ASSERT(kn->inflight == 0);
 	KM_ASSERT(kn->st.conns_used == 0);

@@ -73,7 +73,9 @@ enum km_net_rx_mode {
 	 * kernel accepts it (probed at create), else single-shot recv. */
 	KM_NET_RX_AUTO = 0,
 	/* Kernel backend: always single-shot recv into the pool's buffers (the
-	 * fallback path, selectable so that it stays tested). */
+	 * fallback path, selectable so that it stays tested). Each connection
+	 * waiting for data then holds one buffer, so size rx_buf_count well
+	 * above conns_max. */
 	KM_NET_RX_SINGLE = 1,
 };
 

@@ -207,11 +207,11 @@ int km_resphdr_decode(struct km_wire_rd *r, int16_t api_key,
 int km_resphdr_encode(struct km_wire_wr *w, int16_t api_key,
 		      int16_t api_version, int32_t correlation_id);
 
-/** Begin a request frame: size placeholder + header. End it with
+/** Begin a request frame: size slot, patched at the end, + header. End it with
  *  km_wire_wr_frame_end(). @return 0 or the writer's error. */
 int km_proto_req_begin(struct km_wire_wr *w, const struct km_reqhdr *h);
 
-/** Begin a response frame: size placeholder + header. */
+/** Begin a response frame: size slot, patched at the end, + header. */
 int km_proto_resp_begin(struct km_wire_wr *w, int16_t api_key,
 			int16_t api_version, int32_t correlation_id);
 
@@ -267,7 +267,7 @@ struct km_proto_enc {
 	int32_t n_parts;
 };
 
-/** Open the topics array (count placeholder) at the writer's position. */
+/** Open the topics array (count slot, patched at the end) at the writer's position. */
 int km_proto_enc_topics(struct km_proto_enc *e, struct km_wire_wr *w,
 			int16_t version);
 
@@ -486,7 +486,7 @@ int km_fetch_req_encode(struct km_wire_wr *w, int16_t version,
 int km_fetch_req_decode(struct km_wire_rd *r, int16_t version,
 			struct km_fetch_req *m);
 
-struct km_aborted_txn {
+struct km_fetch_aborted {
 	int64_t producer_id;
 	int64_t first_offset;
 };
@@ -499,7 +499,7 @@ struct km_fetch_part {
 	int64_t last_stable_offset;	/* v4+ */
 	int64_t log_start_offset;	/* v5+, else -1 */
 	int32_t n_aborted;		/* AbortedTransactions: -1 = null */
-	const struct km_aborted_txn *aborted;
+	const struct km_fetch_aborted *aborted;
 	int32_t preferred_read_replica; /* v11+, else -1 */
 	struct km_wire_span records;	/* decode: in place; -1 = null */
 };
@@ -514,7 +514,7 @@ struct km_fetch_resp_iter {
 	struct km_proto_cursor cur;
 	/* private */
 	int16_t version;
-	struct km_aborted_txn *aborted;
+	struct km_fetch_aborted *aborted;
 	uint32_t aborted_max;
 };
 
@@ -525,7 +525,7 @@ struct km_fetch_resp_iter {
  * @return 0, KM_EWIREVERSION, or a wire error.
  */
 int km_fetch_resp_begin(struct km_fetch_resp_iter *it, struct km_wire_rd *r,
-			int16_t version, struct km_aborted_txn *aborted,
+			int16_t version, struct km_fetch_aborted *aborted,
 			uint32_t aborted_max);
 
 /**

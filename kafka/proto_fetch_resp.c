@@ -16,7 +16,7 @@
 #include "common/km_assert.h"
 
 int km_fetch_resp_begin(struct km_fetch_resp_iter *it, struct km_wire_rd *r,
-			int16_t version, struct km_aborted_txn *aborted,
+			int16_t version, struct km_fetch_aborted *aborted,
 			uint32_t aborted_max)
 {
 	int rc = km_proto_check(KM_API_FETCH, version);

@@ -287,7 +287,7 @@ int km_wire_wr_fail(struct km_wire_wr *w, int code);
 /** Overwrite an int32 written earlier at buffer offset at (array counts). */
 void km_wire_wr_patch_i32(struct km_wire_wr *w, size_t at, int32_t v);
 
-/** Start a frame: a size placeholder at the current position. */
+/** Start a frame: a size slot, patched at the end, at the current position. */
 int km_wire_wr_frame_begin(struct km_wire_wr *w);
 
 /**

@@ -13,6 +13,15 @@
 #include "kafka/batch.h"
 #include "kafka/control.h"
 #include "kafka/records.h"
+#include "kafka/proto.h"
+#include "kafka/wire.h"
+#include "iouring_log/log.h"
+#include "iouring_log/pstate.h"
+#include "iouring_log/segment.h"
+#include "iouring_log/uring.h"
+#include "dataplane/net.h"
+#include "control/config.h"
+#include "control/cluster_id.h"
 
 TEST(Headers, LinkFromCxx)
 {
@@ -29,4 +38,9 @@ TEST(Headers, LinkFromCxx)
 	km_store_be32(buf, 1);
 	EXPECT_EQ(1u, km_load_be32(buf));
 	KM_ASSERT(KM_BATCH_BYTES_MAX > 0);
+	km_log_config lc;
+	km_log_config_defaults(&lc, "/tmp", "t", 0);
+	EXPECT_EQ(4096u, lc.index_interval_bytes);
+	km_pstate_config pc = {16, 16};
+	EXPECT_GT(km_pstate_memsize(&pc), 0u);
 }

@@ -230,7 +230,7 @@ TEST(WireGoldenEncode, FetchV11ResponseWithExternalRecords)
 	Out o;
 	km_proto_enc e;
 	km_wire_name topic = wt::Name("events");
-	km_aborted_txn aborted = {1000, 7};
+	km_fetch_aborted aborted = {1000, 7};
 	km_fetch_part p0 = {0, 0, 5, 5, 0, -1, nullptr, -1, {}};
 	km_fetch_part p1 = {1, 1, 10, 7, 2, 1, &aborted, 2, {}};
 	ASSERT_EQ(0, km_proto_resp_begin(&o.w, KM_API_FETCH, 11, 43));

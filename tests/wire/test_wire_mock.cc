@@ -406,7 +406,7 @@ TEST_F(WireMock, ProduceFetchListOffsets)
 			Bytes f;
 			ASSERT_EQ("", q.Send(&leader, &f));
 			Resp r(f, KM_API_FETCH, v, {f.size() / 2});
-			km_aborted_txn ab[4];
+			km_fetch_aborted ab[4];
 			km_fetch_resp_iter it;
 			km_fetch_part p;
 			ASSERT_EQ(0, km_fetch_resp_begin(&it, &r.r, v, ab, 4));

@@ -530,7 +530,7 @@ TEST(WireHostile, CapacitiesAreEnforced)
 	f.i32(0).i32(1).str("t").i32(1).i32(0).i16(0).i64(1).i64(1)
 		.i32(2).i64(1).i64(2).i64(3).i64(4).i32(0);
 	Rd u(f.b);
-	km_aborted_txn ab[1];
+	km_fetch_aborted ab[1];
 	km_fetch_resp_iter it;
 	km_fetch_part p;
 	ASSERT_EQ(0, km_fetch_resp_begin(&it, &u.r, 4, ab, 1));
@@ -638,7 +638,7 @@ TEST(WireRecords, FetchedBatchParsesFromTheSpan)
 		km_wire_rd r;
 		km_fetch_resp_iter it;
 		km_fetch_part got;
-		km_aborted_txn ab[1];
+		km_fetch_aborted ab[1];
 		int32_t corr;
 		km_chain_cur body = km_chain_start(ch.get());
 		km_chain_advance(ch.get(), &body, 4);

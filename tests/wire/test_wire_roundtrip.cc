@@ -276,7 +276,7 @@ TEST(WireRoundTrip, FetchRequest)
 
 struct FPart {
 	km_fetch_part p;
-	std::vector<km_aborted_txn> aborted;
+	std::vector<km_fetch_aborted> aborted;
 	Bytes records;
 	int mode; // 0 copy, 1 external, 2 null
 };

@@ -232,7 +232,7 @@ std::string Dump(const km_fetch_part &p, const km_chain *c)
 
 std::string DumpFetchResp(km_wire_rd *r, int16_t version)
 {
-	km_aborted_txn aborted[kCap];
+	km_fetch_aborted aborted[kCap];
 	km_fetch_resp_iter it;
 	km_fetch_part p;
 	std::ostringstream o;
