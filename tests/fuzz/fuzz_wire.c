@@ -40,11 +40,11 @@ static struct {
 	struct km_listoffsets_resp_part loresp[CAP];
 	struct km_fetch_req_part freq[CAP];
 	struct km_produce_resp_part presp[CAP];
-	struct km_aborted_txn aborted[CAP];
+	struct km_fetch_aborted aborted[CAP];
 	/* Streamed messages, flattened: records bytes in arena. */
 	struct km_fetch_part fparts_out[CAP];
 	int32_t fpart_topic[CAP];
-	struct km_aborted_txn fab[CAP][4];
+	struct km_fetch_aborted fab[CAP][4];
 	int32_t rec_at[CAP];
 	uint32_t n_sparts, arena_used;
 	struct km_wire_name stopics[CAP];
