@@ -2,6 +2,7 @@
  * completions advance the appended offset in order; group fdatasyncs advance
  * the durable offset. */
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -229,8 +230,11 @@ static void add_batch(struct km_log *log, struct km_segment *seg,
 	}
 }
 
-static int roll(struct km_log *log, int64_t base)
+/* Roll to a new segment at base. snap_len bytes of log->snap_buf hold the
+ * producer snapshot for base (the state before the batch at base). */
+static int roll(struct km_log *log, int64_t base, int snap_len)
 {
+	char name[64];
 	struct km_segment *old = log_active(log);
 	int rc;
 
@@ -252,7 +256,9 @@ static int roll(struct km_log *log, int64_t base)
 		atomic_store_explicit(&log->durable, log->leo, memory_order_release);
 	if ((rc = km_segment_seal(old)) < 0)
 		return rc;
-	if ((rc = km_log_write_snapshot(log, base)) < 0)
+	snprintf(name, sizeof(name), "%020lld.snapshot", (long long)base);
+	if ((rc = km_log_write_text_atomic(log, name, (const char *)log->snap_buf,
+					   (size_t)snap_len)) < 0)
 		return rc;
 	rc = km_segment_create(&log->segs[log->n_segs], log->dir_fd, base,
 			       log->cfg.index_bytes_max);
@@ -296,27 +302,29 @@ static int place(struct km_log *log, struct km_batch *b, enum km_origin origin)
 	return 1;
 }
 
-/* Everything that can refuse the batch runs before its bytes are queued. */
-static int prepare(struct km_log *log, struct km_batch *b)
+/* Refusals that change nothing: size, and room in the write queue. */
+static int check_room(struct km_log *log, const struct km_batch *b)
 {
-	struct km_segment *seg;
-	int rc;
-
 	if (km_batch_size(b) > log->cfg.batch_bytes_max)
 		return KM_EBATCHMAX;
 	/* One write per KM_LOG_WRITE_IOV_MAX runs, plus one to close a
 	 * partly filled write, plus one spare for a roll. */
 	if (free_writes(log) < count_iov(b) / KM_LOG_WRITE_IOV_MAX + 3)
 		return -EAGAIN;
-	if (needs_roll(log, b)) {
-		/* The roll queues a sync of the old segment, and the burst's
-		 * own sync may need another slot: wait for completions. */
-		if (log->f_count + 2 > KM_LOG_FLUSHES_MAX)
-			return -EAGAIN;
-		if ((rc = roll(log, km_batch_base_offset(b))) < 0) {
-			km_log_set_error(log, rc);
-			return rc;
-		}
+	return 0;
+}
+
+/* Space for an accepted batch: roll (snap_len >= 0: its snapshot is in
+ * log->snap_buf) and reserve. Failures here are sticky. */
+static int prepare(struct km_log *log, struct km_batch *b, int snap_len)
+{
+	struct km_segment *seg;
+	int rc;
+
+	if (snap_len >= 0 &&
+	    (rc = roll(log, km_batch_base_offset(b), snap_len)) < 0) {
+		km_log_set_error(log, rc);
+		return rc;
 	}
 	seg = log_active(log);
 	rc = km_segment_reserve(seg, seg->size_bytes + km_batch_size(b),
@@ -368,14 +376,23 @@ static int append_one(struct km_log *log, struct km_batch *b,
 {
 	struct km_pstate_stats before, after;
 	struct km_pstate_result pr;
+	int snap_len = -1;
 	int rc = place(log, b, origin);
 
 	if (rc <= 0) {
 		res->duplicates += rc == 0;
 		return rc;
 	}
-	if ((rc = prepare(log, b)) < 0)
+	if ((rc = check_room(log, b)) < 0)
 		return rc;
+	/* A roll's snapshot is the state before this batch: encode it now,
+	 * so producer state can still refuse the batch before a segment is
+	 * made for it (a refused mirrored batch after an offset gap would
+	 * leave an empty segment based above the log end). */
+	if (needs_roll(log, b) &&
+	    (snap_len = km_pstate_snapshot_encode(log->ps, log->snap_buf,
+						  log->snap_cap)) < 0)
+		return snap_len;
 	km_pstate_get_stats(log->ps, &before);
 	rc = km_pstate_append(log->ps, b, origin, km_log_durable_offset(log), &pr);
 	if (rc < 0) {
@@ -383,6 +400,8 @@ static int append_one(struct km_log *log, struct km_batch *b,
 		res->dup_last_offset = pr.dup_last_offset;
 		return rc;
 	}
+	if ((rc = prepare(log, b, snap_len)) < 0)
+		return rc;
 	km_pstate_get_stats(log->ps, &after);
 	if ((rc = note_side_effects(log, b, &pr)) < 0) {
 		km_log_set_error(log, rc);

@@ -142,6 +142,10 @@ int64_t km_log_truncate_to(struct km_log *log, int64_t offset,
 
 	if (rc == 0 && offset < log->leo)
 		rc = cut_segments(log, offset, &bytes, &batches);
+	/* Everything kept becomes the durable offset below: sync it first,
+	 * whatever the flush policy left unsynced. */
+	if (rc == 0 && fdatasync(log_active(log)->log_fd) < 0)
+		rc = -errno;
 	if (rc == 0)
 		rc = km_log_epoch_truncate(log, log->leo);
 	if (rc == 0)

@@ -117,6 +117,9 @@ int km_segment_create(struct km_segment *s, int dir_fd, int64_t base,
 		return rc;
 	s->active = true;
 	rc = map_indexes(s, index_bytes_max, true);
+	/* The new names must survive a crash as well as their contents. */
+	if (rc == 0 && fsync(dir_fd) < 0)
+		rc = -errno;
 	if (rc < 0)
 		km_segment_close(s);
 	return rc;

@@ -458,6 +458,57 @@ TEST(Append, SyncWaitsOnlyForTheLogsOwnRequests)
 		<< ": km_log_sync waited for a socket request on the shared ring";
 }
 
+// A mirrored batch that producer state refuses (here a transactional
+// control batch whose type is not ABORT/COMMIT: KM_ECTRLKEY) must leave the
+// log as it was, even when it arrived after an offset gap and needed a new
+// segment: the next valid batch, in that gap, is appended normally.
+// Malformed network input is never an assertion (STYLE 11).
+TEST(Append, RefusedBatchThatWouldRollLeavesTheLogUsable)
+{
+	TempDir td;
+	pid_t pid = fork();
+	ASSERT_GE(pid, 0);
+	if (pid == 0) {
+		Log l(td.path, [](km_log_config &c) { c.segment_bytes = 1024; });
+		Batch a(Data(0, 3, 0, 0, 2, false, 400));
+		if (l.Append(a) != 1)
+			_exit(2);
+		// Control + transactional, producer 3, key type 5 (KRAFT_VERSION),
+		// large enough to need a new segment, after a gap (2..99).
+		uint8_t key[4] = {0, 0, 0, 5};
+		std::string big(700, 'x');
+		km_record_spec r = {key, 4, big.data(), (int32_t)big.size(), 1000,
+				    nullptr, 0};
+		km_batch_spec spec = {100, 0,
+				      (int16_t)(KM_BATCH_ATTR_CONTROL |
+						KM_BATCH_ATTR_TRANSACTIONAL),
+				      3, 0, -1};
+		std::vector<uint8_t> bad(km_records_build_size(&r, 1));
+		if (km_records_build(bad.data(), bad.size(), &spec, &r, 1) !=
+		    (int)bad.size())
+			_exit(7);
+		Batch b(bad);
+		km_log_append_result res;
+		int rc = km_log_append_burst(l.log, &b.view, 1, KM_ORIGIN_MIRROR, &res);
+		if (rc != KM_ECTRLKEY)
+			_exit(3);
+		if (km_log_end_offset(l.log) != 2 || km_log_error(l.log) != 0)
+			_exit(4);
+		Batch c(Data(50, 3, 0, 2, 1, false, 400)); // in the gap 2..99
+		if (l.Append(c) != 1 || km_log_durable_offset(l.log) != 51)
+			_exit(5);
+		std::vector<uint8_t> all = ReadAll(l.log, 0, 51);
+		if (all.size() != a.bytes.size() + c.bytes.size())
+			_exit(6);
+		_exit(0);
+	}
+	int status;
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
+		<< (WIFSIGNALED(status) ? strsignal(WTERMSIG(status))
+					: "exit " + std::to_string(WEXITSTATUS(status)));
+}
+
 // ---- truncation end offsets ----
 
 // The first index entry of the active segment: (last offset of the indexed
