@@ -14,62 +14,26 @@
 #include <unistd.h>
 
 #include "common/errors.h"
+#include "common/file.h"
 #include "common/km_assert.h"
 #include "common/km_limits.h"
 #include "common/log.h"
+#include "common/uuid.h"
 #include "control/config.h"
 #include "control/config_pvt.h"
 #include "control/props.h"
 
 #define META_TMP KM_CLUSTER_ID_META_FILE ".tmp"
 #define META_PATH_BYTES_MAX (KM_CONFIG_PATH_BYTES_MAX + 32)
-/* A random id that encodes with a leading '-' is drawn again (Kafka does
- * the same so ids can be passed as command-line arguments): 1 in 64 per
- * draw, so 16 draws all failing is 2^-96. */
-#define GENERATE_TRIES_MAX 16
-
 void km_cluster_id_encode(const uint8_t uuid[16],
 			  char out[KM_CLUSTER_ID_UUID_CHARS + 1])
 {
-	static const char b64url[] =
-		"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-	size_t o = 0;
-
-	for (int i = 0; i < 15; i += 3) {
-		uint32_t v = (uint32_t)uuid[i] << 16 | (uint32_t)uuid[i + 1] << 8 |
-			     uuid[i + 2];
-
-		out[o++] = b64url[(v >> 18) & 63];
-		out[o++] = b64url[(v >> 12) & 63];
-		out[o++] = b64url[(v >> 6) & 63];
-		out[o++] = b64url[v & 63];
-	}
-	out[o++] = b64url[uuid[15] >> 2];
-	out[o++] = b64url[(uuid[15] & 3) << 4];
-	KM_ASSERT(o == KM_CLUSTER_ID_UUID_CHARS);
-	out[o] = '\0';
+	km_uuid_encode(uuid, out);
 }
 
 int km_cluster_id_generate(char out[KM_CLUSTER_ID_UUID_CHARS + 1])
 {
-	uint8_t u[16];
-
-	for (int tries = 0; tries < GENERATE_TRIES_MAX; tries++) {
-		ssize_t n = getrandom(u, sizeof(u), 0);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -errno;
-		if (n != (ssize_t)sizeof(u))
-			continue;
-		u[6] = (uint8_t)((u[6] & 0x0f) | 0x40); /* version 4 */
-		u[8] = (uint8_t)((u[8] & 0x3f) | 0x80); /* IETF variant */
-		km_cluster_id_encode(u, out);
-		if (out[0] != '-')
-			return 0;
-	}
-	return -EAGAIN;
+	return km_uuid_random(out);
 }
 
 bool km_cluster_id_is_valid(const char *id)
@@ -231,21 +195,6 @@ static int read_meta(const char *path, struct meta *m, int32_t *node_id,
 	return check_meta(m, path, node_id, err, err_len);
 }
 
-static int write_all(int fd, const char *p, size_t n)
-{
-	while (n > 0) {
-		ssize_t w = write(fd, p, n);
-
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w < 0)
-			return -errno;
-		p += w;
-		n -= (size_t)w;
-	}
-	return 0;
-}
-
 static size_t meta_text(char *buf, size_t cap, const char *id, int32_t node_id)
 {
 	char date[64];
@@ -262,34 +211,15 @@ static size_t meta_text(char *buf, size_t cap, const char *id, int32_t node_id)
 	return (size_t)n;
 }
 
-/* tmp file, fsync, rename over meta.properties, fsync the directory. */
 static int write_meta(const char *dir, const char *id, int32_t node_id)
 {
 	char text[256];
 	size_t n = meta_text(text, sizeof(text), id, node_id);
-	int dfd, fd, rc;
+	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC), rc;
 
-	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dfd < 0)
 		return -errno;
-	fd = openat(dfd, META_TMP, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
-		    0644);
-	if (fd < 0) {
-		rc = -errno;
-		goto out_close_dir;
-	}
-	rc = write_all(fd, text, n);
-	if (rc == 0 && fsync(fd) < 0)
-		rc = -errno;
-	if (close(fd) < 0 && rc == 0)
-		rc = -errno;
-	if (rc == 0 && renameat(dfd, META_TMP, dfd, KM_CLUSTER_ID_META_FILE) < 0)
-		rc = -errno;
-	if (rc == 0 && fsync(dfd) < 0)
-		rc = -errno;
-	if (rc < 0)
-		(void)unlinkat(dfd, META_TMP, 0);
-out_close_dir:
+	rc = km_file_write_atomic(dfd, KM_CLUSTER_ID_META_FILE, text, n);
 	close(dfd);
 	return rc;
 }

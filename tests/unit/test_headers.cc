@@ -3,10 +3,15 @@
 // of each so the link proves the extern "C" guards are right.
 #include <gtest/gtest.h>
 
+#include <cstring>
+
 #include "common/chain.h"
 #include "common/crc32c.h"
 #include "common/endian.h"
 #include "common/errors.h"
+#include "common/file.h"
+#include "common/log.h"
+#include "common/uuid.h"
 #include "common/km_assert.h"
 #include "common/km_limits.h"
 #include "common/varint.h"
@@ -38,6 +43,10 @@ TEST(Headers, LinkFromCxx)
 	km_store_be32(buf, 1);
 	EXPECT_EQ(1u, km_load_be32(buf));
 	KM_ASSERT(KM_BATCH_BYTES_MAX > 0);
+	char id[KM_UUID_CHARS + 1];
+	ASSERT_EQ(0, km_uuid_random(id));
+	EXPECT_EQ(KM_UUID_CHARS, strlen(id));
+	EXPECT_EQ(KM_LOG_WARN, km_log_parse_level("warn"));
 	km_log_config lc;
 	km_log_config_defaults(&lc, "/tmp", "t", 0);
 	EXPECT_EQ(4096u, lc.index_interval_bytes);
