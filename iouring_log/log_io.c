@@ -361,20 +361,19 @@ static int note_side_effects(struct km_log *log, const struct km_batch *b,
 
 static void count_result(struct km_log_append_result *res,
 			 const struct km_batch *b,
-			 const struct km_pstate_result *pr, bool barrier)
+			 const struct km_pstate_result *pr)
 {
 	if (res->first_offset < 0)
 		res->first_offset = km_batch_base_offset(b);
 	res->last_offset = km_batch_last_offset(b);
 	res->appended++;
-	res->barriers += barrier;
+	res->barriers += pr->barrier;
 	res->barrier_expired += pr->barrier_expired;
 }
 
 static int append_one(struct km_log *log, struct km_batch *b,
 		      enum km_origin origin, struct km_log_append_result *res)
 {
-	struct km_pstate_stats before, after;
 	struct km_pstate_result pr;
 	int snap_len = -1;
 	int rc = place(log, b, origin);
@@ -393,7 +392,6 @@ static int append_one(struct km_log *log, struct km_batch *b,
 	    (snap_len = km_pstate_snapshot_encode(log->ps, log->snap_buf,
 						  log->snap_cap)) < 0)
 		return snap_len;
-	km_pstate_get_stats(log->ps, &before);
 	rc = km_pstate_append(log->ps, b, origin, km_log_durable_offset(log), &pr);
 	if (rc < 0) {
 		res->dup_first_offset = pr.dup_first_offset;
@@ -402,7 +400,6 @@ static int append_one(struct km_log *log, struct km_batch *b,
 	}
 	if ((rc = prepare(log, b, snap_len)) < 0)
 		return rc;
-	km_pstate_get_stats(log->ps, &after);
 	if ((rc = note_side_effects(log, b, &pr)) < 0) {
 		km_log_set_error(log, rc);
 		return rc;
@@ -411,7 +408,7 @@ static int append_one(struct km_log *log, struct km_batch *b,
 	log_active(log)->size_bytes += km_batch_size(b);
 	log->leo = km_batch_last_offset(b) + 1;
 	log->unflushed_bytes += km_batch_size(b);
-	count_result(res, b, &pr, after.barriers_applied > before.barriers_applied);
+	count_result(res, b, &pr);
 	return 0;
 }
 

@@ -752,6 +752,7 @@ static int apply_barrier(struct km_pstate *ps, const struct km_batch *b,
 	if (origin == KM_ORIGIN_MIRROR)
 		drop_open_negative_txns(ps, off);
 	expired = table_expire_negative(ps);
+	res->barrier = true;
 	res->barrier_expired = expired;
 	ps->stats.barriers_applied++;
 	KM_INFO("pstate", "barrier at offset %" PRId64 " expired %" PRIu32

@@ -67,7 +67,9 @@ struct km_pstate_result {
 	int64_t txn_last_stable_offset; /* first offset of the next open txn of
 					 * another producer, else marker + 1;
 					 * -1 unless aborted */
-	/* MIRROR_PID_RESET: how many producers (id < 0) it removed. */
+	/* A MIRROR_PID_RESET barrier applied, and how many producers (id < 0)
+	 * it removed. */
+	bool barrier;
 	uint32_t barrier_expired;
 };
 
