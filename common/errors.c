@@ -95,6 +95,16 @@ static const char *km_message(int code)
 		return "meta.properties in data.dir is malformed or of an unsupported version";
 	case KM_EMETAMISMATCH:
 		return "configuration disagrees with meta.properties in data.dir (cluster.id or node.id)";
+	case KM_ECTLJSON:
+		return "control request is not valid JSON";
+	case KM_ECTLREQ:
+		return "control request malformed: not an object, no cmd, or a bad argument";
+	case KM_ECTLCMD:
+		return "unknown control command";
+	case KM_ECTLLINE:
+		return "control request line too long";
+	case KM_ECTLBUSY:
+		return "too many control clients";
 	default:
 		return NULL;
 	}

@@ -68,7 +68,13 @@ enum km_error {
 	KM_ECFGMISSING = -10083, /* required key missing, or keys contradict */
 	KM_EMETAPROPS = -10084,	 /* data.dir/meta.properties malformed */
 	KM_EMETAMISMATCH = -10085, /* config disagrees with meta.properties */
-	KM_ELAST = -10086,
+	/* Control socket (control/ctlsock.c, control/ctlproto.c). */
+	KM_ECTLJSON = -10090,	 /* request line is not valid JSON */
+	KM_ECTLREQ = -10091,	 /* not an object, no "cmd", or bad argument */
+	KM_ECTLCMD = -10092,	 /* unknown cmd, or no handler registered */
+	KM_ECTLLINE = -10093,	 /* request line longer than the limit */
+	KM_ECTLBUSY = -10094,	 /* too many control clients */
+	KM_ELAST = -10095,
 };
 
 /**

@@ -27,6 +27,8 @@
 #include "dataplane/net.h"
 #include "control/config.h"
 #include "control/cluster_id.h"
+#include "control/ctlproto.h"
+#include "control/ctlsock.h"
 
 TEST(Headers, LinkFromCxx)
 {
@@ -52,4 +54,6 @@ TEST(Headers, LinkFromCxx)
 	EXPECT_EQ(4096u, lc.index_interval_bytes);
 	km_pstate_config pc = {16, 16};
 	EXPECT_GT(km_pstate_memsize(&pc), 0u);
+	EXPECT_STREQ("status", km_ctlproto_verb_name(KM_CTL_STATUS));
+	EXPECT_EQ(-EINVAL, km_ctlsock_open(nullptr, "", 1));
 }
