@@ -114,7 +114,7 @@ int km_log_close(struct km_log *log);
  *
  * @return the number of batches consumed (appended or skipped as
  *         duplicates), <= n: when the write queue is full the rest stay the
- *         caller's, to retry after km_log_poll(). Or a negative code with no
+ *         caller's, to retry after km_uring_poll(). Or a negative code with no
  *         batch of the failing one written: KM_EOFFSET (mirrored offsets
  *         overlap or go backwards), producer-state errors (KM_EDUPLICATE with
  *         res->dup_* set, KM_EOUTOFORDERSEQ, ...), -ENOSPC (no space could be
