@@ -73,6 +73,7 @@ int km_fetcher_init(struct km_fetcher *f, const struct km_fetcher_config *cfg,
 	f->state = KM_FETCHER_CONNECTING;
 	f->leader_id = -1;
 	f->next_offset = -1;
+	f->corrupt_offset = -1;
 	f->high_watermark = -1;
 	f->backoff_ms = f->cfg.backoff_ms;
 	f->retry_at_ms = 0;
@@ -399,6 +400,23 @@ static void on_listoffsets(struct km_fetcher *f, struct km_wire_rd *r)
 		   (int)f->cfg.partition);
 }
 
+/* Corrupt (bad length, magic, CRC, header): reject, count, refetch from
+ * its offset (next_offset stays); the same batch corrupt again and again
+ * fails the session instead of refetching forever. */
+static void reject_corrupt(struct km_fetcher *f, int rc)
+{
+	f->stats.corrupt++;
+	f->rec_left = 0;
+	if (f->corrupt_offset != f->next_offset) {
+		f->corrupt_offset = f->next_offset;
+		f->corrupt_streak = 0;
+	}
+	if (++f->corrupt_streak >= KM_FETCHER_CORRUPT_MAX)
+		set_failed(f, "batch at offset %lld corrupt %u times in a row: %s",
+			   (long long)f->next_offset, f->corrupt_streak,
+			   km_strerror(rc < 0 ? rc : KM_ECORRUPT));
+}
+
 /* Parse up to KM_FETCHER_BURST whole batches from the records span. */
 static void parse_batches(struct km_fetcher *f)
 {
@@ -422,10 +440,7 @@ static void parse_batches(struct km_fetcher *f)
 		}
 		rc = km_batch_parse(b, ch, f->rec_cur, f->rec_left);
 		if (rc <= 0) {
-			/* Corrupt (bad length, magic, CRC, header): reject,
-			 * refetch from its offset (next_offset stays). */
-			f->stats.corrupt++;
-			f->rec_left = 0;
+			reject_corrupt(f, rc);
 			break;
 		}
 		size = (uint32_t)rc;

@@ -43,6 +43,10 @@ enum km_fetcher_state {
 
 enum { KM_FETCHER_BURST = 256, KM_FETCHER_REQ_BYTES = 1024 };
 
+/* Refetches of one corrupt batch before the session gives up (FAILED): a
+ * transient corruption on the wire heals on refetch, a stored one never. */
+#define KM_FETCHER_CORRUPT_MAX 5
+
 struct km_fetcher_config {
 	char host[64];		   /* bootstrap, IPv4 literal */
 	uint16_t port;
@@ -89,6 +93,8 @@ struct km_fetcher {
 	int32_t corr;		   /* of the request in flight */
 	int16_t api_key;
 	int64_t next_offset;	   /* next offset to fetch */
+	int64_t corrupt_offset;	   /* where the last corrupt batch sat */
+	uint32_t corrupt_streak;   /* rejections there in a row */
 	int64_t high_watermark;	   /* source HW, last Fetch */
 	uint64_t retry_at_ms;
 	uint32_t backoff_ms;

@@ -425,8 +425,9 @@ namespace {
 
 // A corrupt batch in the source (the mock does not check CRCs): rejected,
 // counted, refetched from its offset; what precedes it is mirrored and
-// nothing past it is written.
-TEST_P(Fetch, CorruptBatchIsRejectedAndRefetched)
+// nothing past it is written; stored corruption (every refetch corrupt)
+// fails the session after KM_FETCHER_CORRUPT_MAX tries, with the reason.
+TEST_P(Fetch, CorruptBatchIsRefetchedThenFails)
 {
 	ASSERT_EQ("", Produce(mock_->boot, false, 60, 0));
 	int64_t hw = 0;
@@ -442,12 +443,17 @@ TEST_P(Fetch, CorruptBatchIsRejectedAndRefetched)
 	ASSERT_EQ(0, perr);
 	ASSERT_EQ(hw, base);
 	ASSERT_NO_FATAL_FAILURE(Start());
-	ASSERT_NO_FATAL_FAILURE(RunUntil([&] {
-		return km_log_durable_offset(log_) >= hw &&
-		       km_fetcher_get_stats(&f_)->corrupt >= 3;
-	}));
+	auto deadline = Clock::now() + std::chrono::milliseconds(kTimeoutMs);
+	while (km_fetcher_get_state(&f_) != KM_FETCHER_FAILED &&
+	       Clock::now() < deadline)
+		ASSERT_NO_FATAL_FAILURE(Turn());
+	ASSERT_EQ(KM_FETCHER_FAILED, km_fetcher_get_state(&f_));
 	EXPECT_EQ(hw, km_log_end_offset(log_));
-	EXPECT_EQ(KM_FETCHER_MIRRORING, km_fetcher_get_state(&f_));
+	EXPECT_EQ((uint64_t)KM_FETCHER_CORRUPT_MAX,
+		  km_fetcher_get_stats(&f_)->corrupt);
+	EXPECT_NE(std::string::npos,
+		  std::string(km_fetcher_reason(&f_)).find("corrupt 5 times in a row"))
+		<< km_fetcher_reason(&f_);
 	ASSERT_NO_FATAL_FAILURE(Stop());
 	ASSERT_NO_FATAL_FAILURE(Compare(src));
 }
