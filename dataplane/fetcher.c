@@ -295,25 +295,73 @@ static void on_apiversions(struct km_fetcher *f, struct km_wire_rd *r)
 	send_next(f, KM_FPH_METADATA);
 }
 
+/* Our partition in a decoded Metadata response, or NULL (*err set). */
+static const struct km_metadata_part *
+find_part(const struct km_fetcher *f, const struct km_metadata_resp *m,
+	  int16_t *err)
+{
+	*err = KM_KERR_UNKNOWN_TOPIC_OR_PARTITION;
+	for (uint32_t t = 0; t < m->n_topics; t++) {
+		const struct km_metadata_topic *tp = &m->topics[t];
+
+		if (strcmp(tp->name.s, f->cfg.topic) != 0)
+			continue;
+		if (tp->error_code) {
+			*err = tp->error_code;
+			return NULL;
+		}
+		for (uint32_t i = tp->first; i < tp->first + tp->count; i++)
+			if (m->parts[i].partition == f->cfg.partition)
+				return &m->parts[i];
+	}
+	return NULL;
+}
+
+/* The session talks to the bootstrap broker only (for now). */
+static bool leader_elsewhere(struct km_fetcher *f,
+			     const struct km_metadata_resp *m)
+{
+	for (uint32_t b = 0; b < m->n_brokers; b++) {
+		const struct km_metadata_broker *br = &m->brokers[b];
+
+		if (br->node_id != f->leader_id || br->port == f->cfg.port)
+			continue;
+		set_failed(f, "leader %d at %s:%d is not the bootstrap broker "
+			   "(not supported yet)", (int)f->leader_id, br->host.s,
+			   (int)br->port);
+		return true;
+	}
+	return false;
+}
+
+/* Resume from the log end, or ask the source where its log starts. */
+static void start_fetching(struct km_fetcher *f)
+{
+	if (km_log_end_offset(f->log) > km_log_start_offset(f->log)) {
+		f->next_offset = km_log_end_offset(f->log);
+		f->state = KM_FETCHER_MIRRORING;
+		send_next(f, KM_FPH_FETCH);
+	} else {
+		send_next(f, KM_FPH_LISTOFFSETS);
+	}
+}
+
 static void on_metadata(struct km_fetcher *f, struct km_wire_rd *r)
 {
 	struct km_metadata_broker brokers[16];
 	struct km_metadata_topic topics[4];
 	struct km_metadata_part parts[256];
 	int32_t nodes[1024];
-	struct km_metadata_resp m;
-	int rc;
+	struct km_metadata_resp m = {
+		.brokers = brokers, .brokers_max = 16,
+		.topics = topics, .topics_max = 4,
+		.parts = parts, .parts_max = 256,
+		.nodes = nodes, .nodes_max = 1024,
+	};
+	const struct km_metadata_part *p;
+	int16_t err;
+	int rc = km_metadata_resp_decode(r, 2, &m);
 
-	memset(&m, 0, sizeof(m));
-	m.brokers = brokers;
-	m.brokers_max = 16;
-	m.topics = topics;
-	m.topics_max = 4;
-	m.parts = parts;
-	m.parts_max = 256;
-	m.nodes = nodes;
-	m.nodes_max = 1024;
-	rc = km_metadata_resp_decode(r, 2, &m);
 	if (rc < 0) {
 		set_failed(f, "Metadata: %s", km_strerror(rc));
 		return;
@@ -321,49 +369,19 @@ static void on_metadata(struct km_fetcher *f, struct km_wire_rd *r)
 	if (m.cluster_id.len > 0)
 		memcpy(f->cluster_id, m.cluster_id.s,
 		       (size_t)m.cluster_id.len + 1);
-	for (uint32_t t = 0; t < m.n_topics; t++) {
-		if (strcmp(topics[t].name.s, f->cfg.topic) != 0)
-			continue;
-		if (topics[t].error_code) {
-			partition_error(f, "Metadata", topics[t].error_code);
-			return;
-		}
-		for (uint32_t i = topics[t].first;
-		     i < topics[t].first + topics[t].count; i++) {
-			if (parts[i].partition != f->cfg.partition)
-				continue;
-			if (parts[i].error_code || parts[i].leader_id < 0) {
-				partition_error(f, "Metadata",
-						parts[i].error_code
-							? parts[i].error_code
-							: KM_KERR_LEADER_NOT_AVAILABLE);
-				return;
-			}
-			f->leader_id = parts[i].leader_id;
-			for (uint32_t b = 0; b < m.n_brokers; b++)
-				if (brokers[b].node_id == f->leader_id &&
-				    brokers[b].port != f->cfg.port) {
-					set_failed(f,
-						   "leader %d at %s:%d is not "
-						   "the bootstrap broker "
-						   "(not supported yet)",
-						   (int)f->leader_id,
-						   brokers[b].host.s,
-						   (int)brokers[b].port);
-					return;
-				}
-			if (km_log_end_offset(f->log) >
-			    km_log_start_offset(f->log)) {
-				f->next_offset = km_log_end_offset(f->log);
-				f->state = KM_FETCHER_MIRRORING;
-				send_next(f, KM_FPH_FETCH);
-			} else {
-				send_next(f, KM_FPH_LISTOFFSETS);
-			}
-			return;
-		}
+	p = find_part(f, &m, &err);
+	if (p != NULL && (p->error_code || p->leader_id < 0))
+		err = p->error_code ? p->error_code
+				    : KM_KERR_LEADER_NOT_AVAILABLE;
+	else if (p != NULL)
+		err = 0;
+	if (err) {
+		partition_error(f, "Metadata", err);
+		return;
 	}
-	partition_error(f, "Metadata", KM_KERR_UNKNOWN_TOPIC_OR_PARTITION);
+	f->leader_id = p->leader_id;
+	if (!leader_elsewhere(f, &m))
+		start_fetching(f);
 }
 
 static void on_listoffsets(struct km_fetcher *f, struct km_wire_rd *r)
