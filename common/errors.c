@@ -105,6 +105,19 @@ static const char *km_message(int code)
 		return "control request line too long";
 	case KM_ECTLBUSY:
 		return "too many control clients";
+	case KM_EMIRRORED:
+		return "partition is mirrored: writes are refused until it is "
+		       "stopped";
+	case KM_EUNKNOWNPART:
+		return "unknown topic or partition";
+	case KM_EPARTOFFLINE:
+		return "partition is offline (failed or not open yet)";
+	case KM_ESOURCE:
+		return "source cluster answered with an error";
+	case KM_EWORKERQ:
+		return "worker message queue is full";
+	case KM_ESHUTDOWN:
+		return "daemon is shutting down";
 	default:
 		return NULL;
 	}

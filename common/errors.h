@@ -74,7 +74,14 @@ enum km_error {
 	KM_ECTLCMD = -10092,	 /* unknown cmd, or no handler registered */
 	KM_ECTLLINE = -10093,	 /* request line longer than the limit */
 	KM_ECTLBUSY = -10094,	 /* too many control clients */
-	KM_ELAST = -10095,
+	/* Daemon: partitions, front-end, workers (dataplane/, control/). */
+	KM_EMIRRORED = -10100,	 /* partition is mirrored: writes refused */
+	KM_EUNKNOWNPART = -10101, /* no such topic or partition here */
+	KM_EPARTOFFLINE = -10102, /* partition failed or not open yet */
+	KM_ESOURCE = -10103,	 /* source cluster answered with an error */
+	KM_EWORKERQ = -10104,	 /* worker message queue full */
+	KM_ESHUTDOWN = -10105,	 /* daemon is shutting down */
+	KM_ELAST = -10106,
 };
 
 /**

@@ -194,6 +194,16 @@ int64_t km_log_truncate_to(struct km_log *log, int64_t offset,
 			   uint64_t *removed_bytes, uint32_t *removed_batches);
 
 /**
+ * Drop every batch and restart the empty log at offset (Kafka's
+ * truncateFullyAndStartAt): the source's log start moved past our end and
+ * mirror.offset.reset=earliest says to continue from there. Segments,
+ * indexes, snapshots and producer state go; the log start, end, appended
+ * and durable offsets all become offset. Waits for in-flight I/O first.
+ * @return 0, or a negative code (the log is then failed).
+ */
+int km_log_reset_to(struct km_log *log, int64_t offset);
+
+/**
  * R4 `truncate` cut: start from the LSO and move back until no transaction
  * is cut in half (c = min first offset of any transaction whose marker is at
  * or after c, repeated). @return the cut offset, or a negative code.

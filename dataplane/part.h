@@ -1,0 +1,111 @@
+/* The partitions a kmirrord serves, as the Kafka front-end and the control
+ * thread see them.
+ *
+ * One struct km_part per partition, created before the workers start and
+ * never freed while they run. Its log belongs to one worker, the owner
+ * (DESIGN: one writer per partition): only the owner appends, rolls,
+ * truncates. Any thread may read the log through the read path
+ * (km_log_read, km_log_offset_for_time, km_log_aborted_txns, the published
+ * offsets), which is safe against the owner's concurrent changes.
+ *
+ * The mode decides who may write: a MIRROR partition takes batches only
+ * from its fetcher and refuses Produce with POLICY_VIOLATION ("mirrored
+ * partition: writes are refused until it is stopped"); a WRITABLE
+ * partition takes local Produce (CLIENT validation, R2).
+ *
+ * Writes from a front-end go through struct km_part_ops, never straight to
+ * the log: the front-end may run on a worker that does not own the
+ * partition, and then the write travels to the owner as a message.
+ */
+#ifndef KM_DATAPLANE_PART_H
+#define KM_DATAPLANE_PART_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "iouring_log/log.h"
+#include "kafka/wire.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum km_part_mode {
+	KM_PART_MIRROR = 0,   /* fetcher writes; Produce refused */
+	KM_PART_WRITABLE = 1, /* local Produce accepted */
+};
+
+struct km_part {
+	char topic[KM_WIRE_NAME_BYTES_MAX + 1];
+	int32_t partition;
+	uint32_t owner;		/* index of the owning worker */
+	struct km_log *log;	/* NULL until the owner has opened it */
+	_Atomic int mode;	/* enum km_part_mode */
+	_Atomic int error;	/* a KM_E* / -errno that took it offline, or 0 */
+};
+
+/* All partitions, sorted by (topic, partition) so that a topic's partitions
+ * are contiguous and partition i of a topic sits at topic_first + i. */
+struct km_part_table {
+	struct km_part *parts;
+	uint32_t n;
+};
+
+/** The partition, or NULL. Binary search; any thread. */
+struct km_part *km_part_find(const struct km_part_table *t, const char *topic,
+			     int32_t partition);
+
+/** Partitions of topic: *first and the count (0 if the topic is unknown). */
+uint32_t km_part_topic(const struct km_part_table *t, const char *topic,
+		       struct km_part **first);
+
+static inline enum km_part_mode km_part_get_mode(const struct km_part *p)
+{
+	return (enum km_part_mode)atomic_load_explicit(&p->mode,
+						       memory_order_acquire);
+}
+
+/* Outcome of one partition's Produce, reported on the calling thread. */
+struct km_part_produced {
+	int err;		/* 0, or a KM_E* / -errno (the front-end maps it
+				 * to a Kafka error code) */
+	int64_t base_offset;	/* offset given to the batch (or to the
+				 * original, for a duplicate) */
+	int64_t log_start;
+};
+
+/** Called once per produce, on the thread that called ops->produce, from
+ *  its worker loop (never from inside ops->produce). */
+typedef void (*km_part_produced_fn)(void *arg,
+				    const struct km_part_produced *res);
+
+/* What a front-end needs from the daemon for writes. */
+struct km_part_ops {
+	/**
+	 * Append one partition's records (the Produce request's records
+	 * bytes, already bounds-checked but not validated) to p with CLIENT
+	 * origin, asynchronously. The bytes are copied or held by the callee,
+	 * so the caller may free them on return. done runs once the batch is
+	 * appended and, when acks == -1, durable (R6), or when it failed.
+	 * @return 0 (done will run), or a negative code (it will not):
+	 *         KM_EWRITEREFUSED-class errors for a MIRROR partition, -ENOMEM.
+	 */
+	int (*produce)(void *ctx, struct km_part *p, const void *records,
+		       uint32_t len, int16_t acks, km_part_produced_fn done,
+		       void *arg);
+	/**
+	 * A new producer id for an idempotent producer (InitProducerId with a
+	 * null transactional id): above every positive id any partition has
+	 * seen (R4 step 6), and never handed out twice, restarts included.
+	 * @return 0 and *pid, *epoch, or a negative code.
+	 */
+	int (*alloc_pid)(void *ctx, int64_t *pid, int16_t *epoch);
+	void *ctx;
+};
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
