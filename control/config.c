@@ -133,6 +133,20 @@ static int apply_topics(const struct km_config_ctx *c)
 	return km_config_parse_topics(c, CFG(c)->topics, &CFG(c)->topics_count);
 }
 
+static int apply_local_topics(const struct km_config_ctx *c)
+{
+	return km_config_parse_local_topics(c, CFG(c)->local_topics,
+					    CFG(c)->local_partitions,
+					    &CFG(c)->local_topics_count);
+}
+
+static void format_local_topics(const struct km_config *cfg, struct sink *s)
+{
+	for (uint32_t i = 0; i < cfg->local_topics_count; i++)
+		sinkf(s, "%s%s:%u", i == 0 ? "" : ",", cfg->local_topics[i],
+		      cfg->local_partitions[i]);
+}
+
 static void format_topics(const struct km_config *cfg, struct sink *s)
 {
 	for (uint32_t i = 0; i < cfg->topics_count; i++)
@@ -295,6 +309,7 @@ static const struct key_def keys[] = {
 	CUSTOM("data.dir", data_dir),
 	CUSTOM("source.bootstrap.servers", bootstrap),
 	CUSTOM("topics", topics),
+	CUSTOM("local.topics", local_topics),
 	CUSTOM("listeners", listeners),
 	CUSTOM("advertised.listeners", advertised),
 	CUSTOM("control.socket", control_socket),
@@ -415,9 +430,27 @@ void km_config_defaults(struct km_config *cfg)
 	cfg->batch_bytes_max = log.batch_bytes_max;
 }
 
+static int check_local(const struct km_config *cfg, const char *origin,
+		       char *err, size_t err_len)
+{
+	for (uint32_t i = 0; i < cfg->local_topics_count; i++)
+		for (uint32_t j = 0; j < cfg->topics_count; j++)
+			if (strcmp(cfg->local_topics[i], cfg->topics[j]) == 0) {
+				km_config_errf(err, err_len,
+					       "%s: topic \"%s\" is in both topics (mirrored) and local.topics (writable)",
+					       origin, cfg->topics[j]);
+				return KM_ECFGMISSING;
+			}
+	return 0;
+}
+
 static int check_sources(const struct km_config *cfg, const char *origin,
 			 char *err, size_t err_len)
 {
+	int rc;
+
+	if ((rc = check_local(cfg, origin, err, err_len)) < 0)
+		return rc;
 	if (cfg->data_dir[0] == '\0') {
 		km_config_errf(err, err_len, "%s: data.dir is required", origin);
 		return KM_ECFGMISSING;

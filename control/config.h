@@ -38,7 +38,7 @@ extern "C" {
 struct km_log_config; /* iouring_log/log.h: not included, so that this header
 		       * does not pull in liburing */
 
-/* Capacities (STYLE 9); struct km_config is about 39 KiB with these. */
+/* Capacities (STYLE 9); struct km_config is about 75 KiB with these. */
 #define KM_CONFIG_TOPICS_MAX 128u	/* `topics` entries: 250 B each */
 #define KM_CONFIG_TOPIC_BYTES_MAX 250u	/* Kafka's 249 chars + NUL */
 #define KM_CONFIG_BOOTSTRAP_MAX 16u	/* source.bootstrap.servers: 260 B each */
@@ -51,6 +51,7 @@ struct km_log_config; /* iouring_log/log.h: not included, so that this header
 #define KM_CONFIG_DPDK_PORT_BYTES_MAX 256u /* dpdk.port, incl. NUL */
 #define KM_CONFIG_FILE_BYTES_MAX (1u << 20) /* largest config file read */
 #define KM_CONFIG_SETS_MAX 256u		/* --set flags */
+#define KM_CONFIG_LOCAL_PARTS_MAX 1024u /* partitions of a local topic */
 /* Enough for any message km_config_* and km_cluster_id_* write. */
 #define KM_CONFIG_ERR_BYTES_MAX 2048u
 
@@ -97,6 +98,11 @@ struct km_config {
 	uint32_t bootstrap_count;
 	char topics[KM_CONFIG_TOPICS_MAX][KM_CONFIG_TOPIC_BYTES_MAX];
 	uint32_t topics_count;
+	/* local.topics: writable topics served (and created) here, not
+	 * mirrored: name and partition count. */
+	char local_topics[KM_CONFIG_TOPICS_MAX][KM_CONFIG_TOPIC_BYTES_MAX];
+	uint32_t local_partitions[KM_CONFIG_TOPICS_MAX];
+	uint32_t local_topics_count;
 	struct km_config_addr listener;	  /* where the Kafka API listens */
 	/* What Metadata tells clients. Without advertised.listeners: the
 	 * listener, with the machine's host name for a wildcard host; port 0

@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 #include <ctype.h>
 #include <errno.h>
+#include <stdlib.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -400,6 +401,45 @@ int km_config_parse_topics(const struct km_config_ctx *c,
 			   uint32_t *count)
 {
 	return for_each_item(c, KM_CONFIG_TOPICS_MAX, topic_item, topics, count);
+}
+
+struct local_arg {
+	char (*topics)[KM_CONFIG_TOPIC_BYTES_MAX];
+	uint32_t *partitions;
+};
+
+/* NAME:PARTITIONS; the name obeys the same rules as `topics`. */
+static int local_item(const struct km_config_ctx *c, const char *item,
+		      uint32_t index, void *arg)
+{
+	struct local_arg *a = arg;
+	const char *colon = strrchr(item, ':');
+	char name[KM_CONFIG_TOPIC_BYTES_MAX + 16];
+	char *end;
+	unsigned long n;
+
+	if (colon == NULL || colon == item || (size_t)(colon - item) >= sizeof(name))
+		return km_config_bad(c, "\"%s\" is not NAME:PARTITIONS", item);
+	errno = 0;
+	n = strtoul(colon + 1, &end, 10);
+	if (colon[1] == '\0' || *end != '\0' || errno != 0 || n < 1 ||
+	    n > KM_CONFIG_LOCAL_PARTS_MAX)
+		return km_config_bad(c, "partitions of \"%.*s\" must be 1 to %u",
+				     (int)(colon - item), item,
+				     KM_CONFIG_LOCAL_PARTS_MAX);
+	memcpy(name, item, (size_t)(colon - item));
+	name[colon - item] = '\0';
+	a->partitions[index] = (uint32_t)n;
+	return topic_item(c, name, index, a->topics);
+}
+
+int km_config_parse_local_topics(const struct km_config_ctx *c,
+				 char (*topics)[KM_CONFIG_TOPIC_BYTES_MAX],
+				 uint32_t *partitions, uint32_t *count)
+{
+	struct local_arg a = { topics, partitions };
+
+	return for_each_item(c, KM_CONFIG_TOPICS_MAX, local_item, &a, count);
 }
 
 static int parse_prefix(const struct km_config_ctx *c, const char *p,

@@ -58,6 +58,10 @@ int km_config_parse_addrs(const struct km_config_ctx *c,
 int km_config_parse_topics(const struct km_config_ctx *c,
 			   char (*topics)[KM_CONFIG_TOPIC_BYTES_MAX],
 			   uint32_t *count);
+/* local.topics: NAME:PARTITIONS,... */
+int km_config_parse_local_topics(const struct km_config_ctx *c,
+				 char (*topics)[KM_CONFIG_TOPIC_BYTES_MAX],
+				 uint32_t *partitions, uint32_t *count);
 /* An IPv4 address (unicast unless is_mask); a mask may be "24" or "/24". */
 int km_config_parse_ipv4(const struct km_config_ctx *c, bool is_mask,
 			 uint32_t *be);

@@ -36,6 +36,36 @@ enum km_part_mode {
 	KM_PART_WRITABLE = 1, /* local Produce accepted */
 };
 
+/* Fetch session state as published for status (enum km_fetcher_state + 1;
+ * 0 while the partition has no fetcher). */
+enum km_part_fetch {
+	KM_PART_FETCH_NONE = 0,
+	KM_PART_FETCH_CONNECTING = 1,
+	KM_PART_FETCH_MIRRORING = 2,
+	KM_PART_FETCH_FAILED = 3,
+};
+
+/* Figures the owner publishes for the control thread (status, metrics),
+ * refreshed every worker tick with relaxed stores: a snapshot, not a
+ * transaction. `reason` is written before fetch_state turns FAILED (release)
+ * and never after. */
+struct km_part_stats {
+	_Atomic int64_t log_start;
+	_Atomic int64_t leo;
+	_Atomic int64_t hw;		/* durable offset */
+	_Atomic int64_t lso;
+	_Atomic int64_t source_hw;	/* -1: not known yet */
+	_Atomic int64_t source_start;	/* -1: not known yet */
+	_Atomic uint64_t mirrored_bytes;
+	_Atomic uint64_t mirrored_batches;
+	_Atomic uint64_t duplicates;
+	_Atomic uint64_t corrupt;
+	_Atomic uint64_t reconnects;
+	_Atomic uint64_t produced_bytes; /* local Produce */
+	_Atomic int fetch_state;	/* enum km_part_fetch */
+	char reason[160];
+};
+
 struct km_part {
 	char topic[KM_WIRE_NAME_BYTES_MAX + 1];
 	int32_t partition;
@@ -43,6 +73,7 @@ struct km_part {
 	struct km_log *log;	/* NULL until the owner has opened it */
 	_Atomic int mode;	/* enum km_part_mode */
 	_Atomic int error;	/* a KM_E* / -errno that took it offline, or 0 */
+	struct km_part_stats stats;
 };
 
 /* All partitions, sorted by (topic, partition) so that a topic's partitions

@@ -1,0 +1,385 @@
+/* kmirrord's life: start, serve, shut down cleanly. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/errors.h"
+#include "common/file.h"
+#include "common/log.h"
+#include "control/cluster_id.h"
+#include "control/daemon.h"
+#include "control/daemon_pvt.h"
+
+/* How long the control thread waits for a worker's answer. Opening a log
+ * may rescan a large tail after a crash, and a clean close syncs it. */
+#define OPEN_TIMEOUT_MS (10 * 60 * 1000)
+#define SHUTDOWN_TIMEOUT_MS (2 * 60 * 1000)
+#define REPLY_TIMEOUT_MS 10000
+
+uint64_t km_daemon_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* ---- workers ------------------------------------------------------- */
+
+static uint32_t parts_of(const struct km_daemon *d, uint32_t w)
+{
+	uint32_t n = 0;
+
+	for (uint32_t i = 0; i < d->table.n; i++)
+		n += d->table.parts[i].owner == w;
+	return n;
+}
+
+static void worker_config(const struct km_daemon *d, uint32_t id,
+			  struct km_worker_config *wc)
+{
+	memset(wc, 0, sizeof(*wc));
+	wc->id = id;
+	wc->n_workers = d->n_workers;
+	wc->peers = d->workers;
+	wc->parts = &d->table;
+	wc->parts_max = parts_of(d, id);
+	wc->net.kind = KM_NET_KERNEL;
+	wc->net.conns_max = 1024;
+	wc->net.listeners_max = 1;
+	wc->net.rx_buf_count = 1024;
+	wc->net.rx_buf_bytes = 64 * 1024;
+	wc->net.send_queue_max = 64;
+	wc->net.send_iov_max = 256;
+	wc->net.connect_timeout_ms = 5000;
+	wc->alloc_pid = km_pid_alloc_next;
+	wc->alloc_pid_ctx = (void *)&d->pids;
+	wc->ctl_efd = d->ctl_efd;
+	wc->cluster_id = d->cfg->cluster_id;
+	wc->node_id = d->cfg->node_id;
+	snprintf(wc->advertised_host, sizeof(wc->advertised_host), "%s",
+		 d->cfg->advertised.host);
+	wc->advertised_port = d->cfg->advertised.port;
+	wc->frame_bytes_max = 100u << 20;
+}
+
+static int start_workers(struct km_daemon *d)
+{
+	int rc;
+
+	d->workers = calloc(d->n_workers, sizeof(*d->workers));
+	if (d->workers == NULL)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < d->n_workers; i++) {
+		struct km_worker_config wc;
+
+		worker_config(d, i, &wc);
+		if ((rc = km_worker_create(&wc, &d->workers[i])) < 0) {
+			KM_ERROR("daemon", "worker %u: %s", i, km_strerror(rc));
+			return rc;
+		}
+	}
+	for (uint32_t i = 0; i < d->n_workers; i++)
+		if ((rc = km_worker_start(d->workers[i])) < 0)
+			return rc;
+	return 0;
+}
+
+/* ---- partitions ------------------------------------------------------ */
+
+static void log_recovery(const struct km_part *p,
+			 const struct km_log_recovery *r)
+{
+	if (r->clean)
+		KM_INFO("daemon", "partition %s-%d: opened (clean shutdown)",
+			p->topic, p->partition);
+	else
+		KM_INFO("daemon", "partition %s-%d: recovered: scanned %u batches "
+			"(%llu bytes) from offset %lld, truncated %llu bytes",
+			p->topic, p->partition, r->batches_scanned,
+			(unsigned long long)r->bytes_scanned,
+			(long long)r->recovery_point,
+			(unsigned long long)r->bytes_truncated);
+}
+
+/* Open every log (in parallel across workers), then seed the producer id
+ * allocator above every id seen. */
+static int open_parts(struct km_daemon *d)
+{
+	struct km_worker_reply *r = calloc(d->table.n + 1, sizeof(*r));
+	int64_t max_pid = -1;
+	uint32_t posted = 0;
+	bool lost = false;
+	int rc = 0, rc2;
+
+	if (r == NULL)
+		return -ENOMEM;
+	for (; rc == 0 && posted < d->table.n; posted++) {
+		struct km_part *p = &d->table.parts[posted];
+		struct km_log_config lc;
+
+		km_config_log_config(d->cfg, p->topic, p->partition, &lc);
+		rc = km_worker_open(d->workers[p->owner], p, &lc, &r[posted]);
+	}
+	/* Every posted reply is waited for, even after a failure: the
+	 * workers write into r. */
+	for (uint32_t i = 0; i < posted; i++) {
+		struct km_part *p = &d->table.parts[i];
+
+		rc2 = km_worker_wait(d->ctl_efd, &r[i], OPEN_TIMEOUT_MS);
+		if (rc2 < 0)
+			KM_ERROR("daemon", "partition %s-%d: open: %s", p->topic,
+				 p->partition, r[i].msg);
+		else
+			log_recovery(p, &r[i].rec);
+		rc = rc ? rc : rc2;
+		lost |= rc2 == -ETIMEDOUT;
+		max_pid = r[i].max_pid > max_pid ? r[i].max_pid : max_pid;
+	}
+	if (!lost) /* else a worker may still write into r: leak it */
+		free(r);
+	if (rc == 0)
+		rc = km_pid_alloc_init(&d->pids, d->cfg->data_dir, max_pid);
+	return rc;
+}
+
+/* The fetch sessions take an IPv4 literal. */
+static int resolve_ipv4(const char *host, char *out, size_t cap)
+{
+	struct addrinfo hints = { .ai_family = AF_INET,
+				  .ai_socktype = SOCK_STREAM };
+	struct addrinfo *res;
+
+	if (getaddrinfo(host, NULL, &hints, &res) != 0)
+		return -EHOSTUNREACH;
+	inet_ntop(AF_INET, &((struct sockaddr_in *)res->ai_addr)->sin_addr,
+		  out, (socklen_t)cap);
+	freeaddrinfo(res);
+	return 0;
+}
+
+static int fetcher_config(const struct km_daemon *d, const struct km_part *p,
+			  struct km_fetcher_config *fc)
+{
+	const struct km_config_addr *a = &d->cfg->bootstrap[0];
+
+	memset(fc, 0, sizeof(*fc));
+	snprintf(fc->topic, sizeof(fc->topic), "%s", p->topic);
+	fc->partition = p->partition;
+	fc->port = a->port;
+	fc->max_wait_ms = (int32_t)d->cfg->fetch_wait_ms_max;
+	fc->max_bytes = (int32_t)(d->cfg->fetch_bytes_max < (16u << 20)
+					  ? d->cfg->fetch_bytes_max
+					  : (16u << 20));
+	return resolve_ipv4(a->host, fc->host, sizeof(fc->host));
+}
+
+static int start_fetchers(struct km_daemon *d)
+{
+	for (uint32_t i = 0; i < d->table.n; i++) {
+		struct km_part *p = &d->table.parts[i];
+		struct km_fetcher_config fc;
+		struct km_worker_reply r;
+		int rc;
+
+		if (!d->mirrored[i])
+			continue;
+		if ((rc = fetcher_config(d, p, &fc)) < 0 ||
+		    (rc = km_worker_fetch(d->workers[p->owner], p, &fc, &r)) < 0 ||
+		    (rc = km_worker_wait(d->ctl_efd, &r, REPLY_TIMEOUT_MS)) < 0) {
+			KM_ERROR("daemon", "partition %s-%d: fetch: %s", p->topic,
+				 p->partition, km_strerror(rc));
+			return rc;
+		}
+	}
+	return 0;
+}
+
+/* ---- the Kafka listener ---------------------------------------------- */
+
+static int write_port_file(const struct km_daemon *d)
+{
+	char buf[16];
+	int n = snprintf(buf, sizeof(buf), "%u\n", d->kafka_port);
+	int fd = open(d->cfg->data_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	int rc;
+
+	if (fd < 0)
+		return -errno;
+	rc = km_file_write_atomic(fd, KM_DAEMON_PORT_FILE, buf, (size_t)n);
+	close(fd);
+	return rc;
+}
+
+static int start_listener(struct km_daemon *d)
+{
+	struct km_worker_reply r;
+	char ip[64] = "0.0.0.0";
+	int rc = 0;
+
+	if (d->cfg->listener.host[0] != '\0')
+		rc = resolve_ipv4(d->cfg->listener.host, ip, sizeof(ip));
+	if (rc == 0 &&
+	    (rc = km_worker_listen(d->workers[0], ip, d->cfg->listener.port,
+				   &r)) == 0)
+		rc = km_worker_wait(d->ctl_efd, &r, REPLY_TIMEOUT_MS);
+	if (rc < 0) {
+		KM_ERROR("daemon", "listeners %s:%u: %s", ip,
+			 d->cfg->listener.port, km_strerror(rc));
+		return rc;
+	}
+	d->kafka_port = r.port;
+	KM_INFO("daemon", "Kafka API on %s:%u (cluster id %s, node %d)", ip,
+		r.port, d->cfg->cluster_id, d->cfg->node_id);
+	return write_port_file(d);
+}
+
+/* ---- shutdown ---------------------------------------------------------- */
+
+static int stop_workers(struct km_daemon *d)
+{
+	struct km_worker_reply *r;
+	int first = 0;
+
+	if (d->workers == NULL)
+		return 0;
+	r = calloc(d->n_workers, sizeof(*r));
+	for (uint32_t i = 0; r != NULL && i < d->n_workers; i++) {
+		int rc = d->workers[i] ? km_worker_shutdown(d->workers[i], &r[i])
+				       : -ENOENT;
+
+		if (rc == 0)
+			rc = km_worker_wait(d->ctl_efd, &r[i], SHUTDOWN_TIMEOUT_MS);
+		if (rc < 0 && rc != -ENOENT) {
+			KM_ERROR("daemon", "worker %u: shutdown: %s", i,
+				 km_strerror(rc));
+			first = first ? first : rc;
+		}
+	}
+	for (uint32_t i = 0; i < d->n_workers; i++)
+		km_worker_destroy(d->workers[i]);
+	free(r);
+	free(d->workers);
+	d->workers = NULL;
+	return first;
+}
+
+static void cleanup(struct km_daemon *d)
+{
+	km_ctlsock_close(d->ctl);
+	if (d->pids.dir_fd >= 0)
+		km_pid_alloc_fini(&d->pids);
+	if (d->ctl_efd >= 0)
+		close(d->ctl_efd);
+	if (d->sig_fd >= 0)
+		close(d->sig_fd);
+	free(d->table.parts);
+	free(d->mirrored);
+	free(d->rates);
+}
+
+/* ---- the control loop ---------------------------------------------------- */
+
+static int serve(struct km_daemon *d)
+{
+	struct pollfd pfd[2] = {
+		{ .fd = d->sig_fd, .events = POLLIN },
+		{ .fd = km_ctlsock_fd(d->ctl), .events = POLLIN },
+	};
+	struct signalfd_siginfo si;
+
+	for (;;) {
+		if (poll(pfd, 2, -1) < 0 && errno != EINTR)
+			return -errno;
+		if (pfd[0].revents & POLLIN) {
+			if (read(d->sig_fd, &si, sizeof(si)) == sizeof(si))
+				KM_INFO("daemon", "%s: shutting down",
+					strsignal((int)si.ssi_signo));
+			return 0;
+		}
+		if (pfd[1].revents & POLLIN)
+			km_ctlsock_poll(d->ctl, 0);
+	}
+}
+
+static int setup_fds(struct km_daemon *d)
+{
+	sigset_t set;
+
+	sigemptyset(&set);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGINT);
+	d->sig_fd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
+	d->ctl_efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (d->sig_fd < 0 || d->ctl_efd < 0)
+		return -errno;
+	return 0;
+}
+
+static int prepare(struct km_daemon *d)
+{
+	char err[KM_CONFIG_ERR_BYTES_MAX];
+	int rc;
+
+	if (mkdir(d->cfg->data_dir, 0755) < 0 && errno != EEXIST) {
+		rc = -errno;
+		KM_ERROR("daemon", "data.dir %s: %s", d->cfg->data_dir,
+			 km_strerror(rc));
+		return rc;
+	}
+	if ((rc = km_cluster_id_resolve(d->cfg, err, sizeof(err))) < 0) {
+		KM_ERROR("daemon", "%s", err);
+		return rc;
+	}
+	if ((rc = setup_fds(d)) < 0)
+		return rc;
+	d->n_workers = d->cfg->workers ? d->cfg->workers : 1;
+	return 0;
+}
+
+static int start(struct km_daemon *d)
+{
+	int rc;
+
+	if ((rc = prepare(d)) < 0 || (rc = km_daemon_find_parts(d)) < 0)
+		return rc;
+	KM_INFO("daemon", "cluster id %s; %u partitions on %u workers",
+		d->cfg->cluster_id, d->table.n, d->n_workers);
+	if ((rc = start_workers(d)) < 0 || (rc = open_parts(d)) < 0 ||
+	    (rc = km_daemon_ctl_open(d)) < 0 || (rc = start_listener(d)) < 0)
+		return rc;
+	return start_fetchers(d);
+}
+
+int km_daemon_run(struct km_config *cfg)
+{
+	struct km_daemon d = { .cfg = cfg, .ctl_efd = -1, .sig_fd = -1,
+			       .pids = { .dir_fd = -1 } };
+	int rc, rc2;
+
+	km_log_set_level(cfg->log_level);
+	d.started_ms = km_daemon_now_ms();
+	rc = start(&d);
+	if (rc == 0) {
+		KM_INFO("daemon", "serving");
+		rc = serve(&d);
+	} else if (rc == KM_ESHUTDOWN) {
+		rc = 0;
+	}
+	rc2 = stop_workers(&d);
+	if (rc2 == 0 && rc == 0)
+		KM_INFO("daemon", "stopped cleanly");
+	cleanup(&d);
+	return rc ? rc : rc2;
+}

@@ -1,0 +1,228 @@
+/* Control socket verbs served by the daemon: status and metrics (the
+ * state machine verbs come with the control issue). Figures are the
+ * snapshots the workers publish in each struct km_part_stats. */
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/errors.h"
+#include "common/log.h"
+#include "control/daemon_pvt.h"
+
+#define LOAD(p, f) atomic_load_explicit(&(p)->stats.f, memory_order_relaxed)
+
+static const char *fetch_state_name(int st)
+{
+	switch (st) {
+	case KM_PART_FETCH_CONNECTING:
+		return "CONNECTING";
+	case KM_PART_FETCH_MIRRORING:
+		return "MIRRORING";
+	case KM_PART_FETCH_FAILED:
+		return "FAILED";
+	default:
+		return "SERVING";
+	}
+}
+
+/* What an operator calls the partition's state. */
+static const char *state_name(const struct km_part *p, bool mirrored)
+{
+	int st = atomic_load_explicit(&p->stats.fetch_state,
+				      memory_order_acquire);
+
+	if (atomic_load_explicit(&p->error, memory_order_relaxed) != 0)
+		return "FAILED";
+	if (!mirrored)
+		return km_part_get_mode(p) == KM_PART_WRITABLE ? "WRITABLE"
+							      : "SERVING";
+	return fetch_state_name(st);
+}
+
+static double rate(struct km_rate *r, uint64_t bytes, uint64_t now)
+{
+	if (r->at_ms != 0 && now > r->at_ms)
+		r->per_sec = (double)(bytes - r->bytes) * 1000.0 /
+			     (double)(now - r->at_ms);
+	r->bytes = bytes;
+	r->at_ms = now;
+	return r->per_sec;
+}
+
+static json_t *part_row(struct km_daemon *d, uint32_t i, uint64_t now)
+{
+	struct km_part *p = &d->table.parts[i];
+	int64_t leo = LOAD(p, leo), src = LOAD(p, source_hw);
+	uint64_t bytes = LOAD(p, mirrored_bytes) + LOAD(p, produced_bytes);
+	char name[KM_WIRE_NAME_BYTES_MAX + 16];
+	json_t *row;
+
+	snprintf(name, sizeof(name), "%s:%d", p->topic, p->partition);
+	row = json_pack("{s:s, s:s, s:I, s:I, s:I, s:I, s:i}", "partition",
+			name, "state", state_name(p, d->mirrored[i]), "leo",
+			(json_int_t)leo, "hw", (json_int_t)LOAD(p, hw), "lso",
+			(json_int_t)LOAD(p, lso), "log_start",
+			(json_int_t)LOAD(p, log_start), "worker", (int)p->owner);
+	if (row == NULL)
+		return NULL;
+	json_object_set_new(row, "lag", src >= 0 ? json_integer(src > leo ? src - leo : 0)
+						 : json_null());
+	json_object_set_new(row, "bytes_per_sec",
+			    json_integer((json_int_t)rate(&d->rates[i], bytes, now)));
+	if (d->mirrored[i]) {
+		json_object_set_new(row, "source_hw", json_integer(src));
+		json_object_set_new(row, "corrupt",
+				    json_integer((json_int_t)LOAD(p, corrupt)));
+		json_object_set_new(row, "reconnects",
+				    json_integer((json_int_t)LOAD(p, reconnects)));
+	}
+	if (strcmp(state_name(p, d->mirrored[i]), "FAILED") == 0)
+		json_object_set_new(row, "reason", json_string(p->stats.reason));
+	return row;
+}
+
+static int on_status(void *ctx, const json_t *req, json_t *resp)
+{
+	struct km_daemon *d = ctx;
+	uint64_t now = km_daemon_now_ms();
+	json_t *rows = json_array();
+
+	(void)req;
+	if (rows == NULL)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < d->table.n; i++) {
+		json_t *row = part_row(d, i, now);
+
+		if (row == NULL || json_array_append_new(rows, row) < 0) {
+			json_decref(rows);
+			return -ENOMEM;
+		}
+	}
+	json_object_set_new(resp, "cluster_id", json_string(d->cfg->cluster_id));
+	json_object_set_new(resp, "node_id", json_integer(d->cfg->node_id));
+	json_object_set_new(resp, "kafka_port", json_integer(d->kafka_port));
+	if (d->source_cluster_id[0] != '\0')
+		json_object_set_new(resp, "source_cluster_id",
+				    json_string(d->source_cluster_id));
+	json_object_set_new(resp, "uptime_s",
+			    json_integer((json_int_t)((now - d->started_ms) / 1000)));
+	json_object_set_new(resp, "partitions", rows);
+	return 0;
+}
+
+/* ---- metrics: Prometheus text exposition format ---------------------- */
+
+struct text {
+	char *buf;
+	size_t len, cap;
+};
+
+static void emit(struct text *t, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static void emit(struct text *t, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	for (;;) {
+		va_start(ap, fmt);
+		n = vsnprintf(t->buf ? t->buf + t->len : NULL,
+			      t->buf ? t->cap - t->len : 0, fmt, ap);
+		va_end(ap);
+		if (n < 0)
+			return;
+		if (t->buf != NULL && t->len + (size_t)n < t->cap) {
+			t->len += (size_t)n;
+			return;
+		}
+		char *nb = realloc(t->buf, t->cap * 2 + (size_t)n + 4096);
+
+		if (nb == NULL)
+			return;
+		t->buf = nb;
+		t->cap = t->cap * 2 + (size_t)n + 4096;
+	}
+}
+
+struct metric {
+	const char *name;
+	const char *type;
+	const char *help;
+	size_t off;	/* into struct km_part_stats; an _Atomic 64-bit */
+	bool is_signed;
+};
+
+#define M(n, t, h, f, s) { n, t, h, offsetof(struct km_part_stats, f), s }
+static const struct metric metrics[] = {
+	M("kmirror_partition_log_start_offset", "gauge", "First offset in the log.", log_start, true),
+	M("kmirror_partition_log_end_offset", "gauge", "Log end offset (LEO).", leo, true),
+	M("kmirror_partition_high_watermark", "gauge", "Durable offset served to clients.", hw, true),
+	M("kmirror_partition_last_stable_offset", "gauge", "Last stable offset.", lso, true),
+	M("kmirror_partition_source_high_watermark", "gauge", "Source high watermark (-1 unknown).", source_hw, true),
+	M("kmirror_partition_mirrored_bytes_total", "counter", "Batch bytes mirrored.", mirrored_bytes, false),
+	M("kmirror_partition_mirrored_batches_total", "counter", "Batches mirrored.", mirrored_batches, false),
+	M("kmirror_partition_duplicate_batches_total", "counter", "Mirrored batches skipped below the log end.", duplicates, false),
+	M("kmirror_partition_corrupt_batches_total", "counter", "Batches rejected as corrupt.", corrupt, false),
+	M("kmirror_partition_reconnects_total", "counter", "Fetch session reconnects.", reconnects, false),
+	M("kmirror_partition_produced_bytes_total", "counter", "Bytes written by local producers.", produced_bytes, false),
+};
+
+static int64_t stat_value(const struct km_part *p, const struct metric *m)
+{
+	const void *f = (const char *)&p->stats + m->off;
+
+	if (m->is_signed)
+		return atomic_load_explicit((const _Atomic int64_t *)f,
+					    memory_order_relaxed);
+	return (int64_t)atomic_load_explicit((const _Atomic uint64_t *)f,
+					     memory_order_relaxed);
+}
+
+static void emit_metric(struct text *t, const struct km_daemon *d,
+			const struct metric *m)
+{
+	emit(t, "# HELP %s %s\n# TYPE %s %s\n", m->name, m->help, m->name,
+	     m->type);
+	for (uint32_t i = 0; i < d->table.n; i++) {
+		const struct km_part *p = &d->table.parts[i];
+
+		emit(t, "%s{topic=\"%s\",partition=\"%d\"} %" PRId64 "\n",
+		     m->name, p->topic, p->partition, stat_value(p, m));
+	}
+}
+
+static int on_metrics(void *ctx, const json_t *req, json_t *resp)
+{
+	struct km_daemon *d = ctx;
+	struct text t = { 0 };
+
+	(void)req;
+	emit(&t, "# HELP kmirror_up 1 while kmirrord serves.\n"
+		 "# TYPE kmirror_up gauge\nkmirror_up 1\n");
+	for (size_t i = 0; i < sizeof(metrics) / sizeof(metrics[0]); i++)
+		emit_metric(&t, d, &metrics[i]);
+	if (t.buf == NULL)
+		return -ENOMEM;
+	json_object_set_new(resp, "text", json_stringn(t.buf, t.len));
+	free(t.buf);
+	return 0;
+}
+
+int km_daemon_ctl_open(struct km_daemon *d)
+{
+	int rc = km_ctlsock_open(&d->ctl, d->cfg->control_socket, 16);
+
+	if (rc < 0) {
+		KM_ERROR("daemon", "control.socket %s: %s", d->cfg->control_socket,
+			 km_strerror(rc));
+		return rc;
+	}
+	km_ctlsock_register(d->ctl, KM_CTL_STATUS, on_status, d);
+	km_ctlsock_register(d->ctl, KM_CTL_METRICS, on_metrics, d);
+	KM_INFO("daemon", "control socket %s", d->cfg->control_socket);
+	return 0;
+}

@@ -1,0 +1,212 @@
+/* Which partitions kmirrord serves: the mirrored topics with the partition
+ * counts the source reports, local.topics, and every partition directory
+ * already in data.dir (served read-only when nothing else claims it). */
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/errors.h"
+#include "common/log.h"
+#include "control/daemon_pvt.h"
+#include "control/srcmeta.h"
+
+#define SOURCE_TIMEOUT_MS 5000
+#define SOURCE_RETRY_MS 1000
+
+struct plan {
+	struct km_part *parts;
+	bool *mirrored;
+	uint32_t n, cap;
+};
+
+static int plan_add(struct plan *p, const char *topic, int32_t partition,
+		    bool mirrored, enum km_part_mode mode)
+{
+	for (uint32_t i = 0; i < p->n; i++)
+		if (p->parts[i].partition == partition &&
+		    strcmp(p->parts[i].topic, topic) == 0)
+			return 0;
+	if (p->n == p->cap) {
+		uint32_t cap = p->cap ? p->cap * 2 : 64;
+		struct km_part *np = realloc(p->parts, cap * sizeof(*np));
+		bool *nm = np ? realloc(p->mirrored, cap * sizeof(*nm)) : NULL;
+
+		if (np)
+			p->parts = np;
+		if (nm == NULL)
+			return -ENOMEM;
+		p->mirrored = nm;
+		p->cap = cap;
+	}
+	memset(&p->parts[p->n], 0, sizeof(p->parts[p->n]));
+	snprintf(p->parts[p->n].topic, sizeof(p->parts[p->n].topic), "%s",
+		 topic);
+	p->parts[p->n].partition = partition;
+	atomic_init(&p->parts[p->n].mode, mode);
+	p->mirrored[p->n++] = mirrored;
+	return 0;
+}
+
+/* Wait for a signal up to ms; true if one came (the caller stops). */
+static bool signalled(int sig_fd, int ms)
+{
+	struct pollfd pfd = { .fd = sig_fd, .events = POLLIN };
+
+	return poll(&pfd, 1, ms) > 0;
+}
+
+/* The source must know every mirrored topic before mirroring starts (a
+ * topic created later would otherwise start from the wrong place); wait
+ * for it, saying what is missing. */
+static int ask_source(struct km_daemon *d, struct km_srcmeta *m)
+{
+	char err[512];
+
+	for (;;) {
+		uint32_t missing = 0;
+		int rc = km_srcmeta_fetch(d->cfg, SOURCE_TIMEOUT_MS, m, err,
+					  sizeof(err));
+
+		for (uint32_t i = 0; rc == 0 && i < d->cfg->topics_count; i++)
+			if (m->partitions[i] == 0) {
+				KM_WARN("daemon", "topic %s: not on the source yet; retrying",
+					d->cfg->topics[i]);
+				missing++;
+			}
+		if (rc == 0 && missing == 0)
+			return 0;
+		if (rc < 0)
+			KM_WARN("daemon", "%s; retrying", err);
+		if (signalled(d->sig_fd, SOURCE_RETRY_MS))
+			return KM_ESHUTDOWN;
+	}
+}
+
+static int add_mirrored(struct km_daemon *d, struct plan *p)
+{
+	struct km_srcmeta *m;
+	int rc;
+
+	if (d->cfg->topics_count == 0)
+		return 0;
+	if ((m = calloc(1, sizeof(*m))) == NULL)
+		return -ENOMEM;
+	rc = ask_source(d, m);
+	for (uint32_t t = 0; rc == 0 && t < d->cfg->topics_count; t++)
+		for (uint32_t i = 0; rc == 0 && i < m->partitions[t]; i++)
+			rc = plan_add(p, d->cfg->topics[t], (int32_t)i, true,
+				      KM_PART_MIRROR);
+	if (rc == 0) {
+		snprintf(d->source_cluster_id, sizeof(d->source_cluster_id),
+			 "%s", m->cluster_id);
+		KM_INFO("daemon", "source cluster %s: %u topics to mirror",
+			m->cluster_id[0] ? m->cluster_id : "(no id)",
+			d->cfg->topics_count);
+	}
+	free(m);
+	return rc;
+}
+
+static int add_local(struct km_daemon *d, struct plan *p)
+{
+	int rc = 0;
+
+	for (uint32_t t = 0; rc == 0 && t < d->cfg->local_topics_count; t++)
+		for (uint32_t i = 0; rc == 0 && i < d->cfg->local_partitions[t];
+		     i++)
+			rc = plan_add(p, d->cfg->local_topics[t], (int32_t)i,
+				      false, KM_PART_WRITABLE);
+	return rc;
+}
+
+/* "<topic>-<partition>" with Kafka's topic characters. */
+static bool parse_dir(const char *name, char *topic, size_t cap,
+		      int32_t *partition)
+{
+	const char *dash = strrchr(name, '-');
+	size_t n = dash ? (size_t)(dash - name) : 0;
+	char *end;
+	long v;
+
+	if (n == 0 || n >= cap || dash[1] == '\0' || !isdigit((unsigned char)dash[1]))
+		return false;
+	v = strtol(dash + 1, &end, 10);
+	if (*end != '\0' || v < 0 || v > INT32_MAX)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!isalnum((unsigned char)name[i]) && name[i] != '.' &&
+		    name[i] != '_' && name[i] != '-')
+			return false;
+	memcpy(topic, name, n);
+	topic[n] = '\0';
+	*partition = (int32_t)v;
+	return true;
+}
+
+static int add_existing(struct km_daemon *d, struct plan *p)
+{
+	DIR *dir = opendir(d->cfg->data_dir);
+	struct dirent *e;
+	char topic[KM_WIRE_NAME_BYTES_MAX + 1];
+	int32_t part;
+	int rc = 0;
+
+	if (dir == NULL)
+		return -errno;
+	while (rc == 0 && (e = readdir(dir)) != NULL)
+		if (e->d_type == DT_DIR &&
+		    parse_dir(e->d_name, topic, sizeof(topic), &part))
+			rc = plan_add(p, topic, part, false, KM_PART_MIRROR);
+	closedir(dir);
+	return rc;
+}
+
+static int cmp_part(const void *a, const void *b)
+{
+	const struct km_part *x = a, *y = b;
+	int c = strcmp(x->topic, y->topic);
+
+	return c ? c : (x->partition > y->partition) - (x->partition < y->partition);
+}
+
+/* Sort the table (km_part_find needs it), keeping `mirrored` in step. */
+static int finish(struct km_daemon *d, struct plan *p)
+{
+	for (uint32_t i = 0; i < p->n; i++)
+		p->parts[i].owner = p->mirrored[i]; /* carried through qsort */
+	qsort(p->parts, p->n, sizeof(*p->parts), cmp_part);
+	d->mirrored = calloc(p->n ? p->n : 1, sizeof(bool));
+	d->rates = calloc(p->n ? p->n : 1, sizeof(*d->rates));
+	if (d->mirrored == NULL || d->rates == NULL)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < p->n; i++) {
+		d->mirrored[i] = p->parts[i].owner != 0;
+		p->parts[i].owner = km_worker_hash(p->parts[i].topic,
+						   p->parts[i].partition,
+						   d->n_workers);
+		atomic_init(&p->parts[i].stats.source_hw, -1);
+		atomic_init(&p->parts[i].stats.source_start, -1);
+	}
+	free(p->mirrored);
+	d->table.parts = p->parts;
+	d->table.n = p->n;
+	return 0;
+}
+
+int km_daemon_find_parts(struct km_daemon *d)
+{
+	struct plan p = { 0 };
+	int rc;
+
+	if ((rc = add_mirrored(d, &p)) == 0 && (rc = add_local(d, &p)) == 0)
+		rc = add_existing(d, &p);
+	if (rc == 0)
+		return finish(d, &p);
+	free(p.parts);
+	free(p.mirrored);
+	return rc;
+}

@@ -1,0 +1,64 @@
+/* Internals shared by control/daemon*.c; not for inclusion elsewhere. */
+#ifndef KM_CONTROL_DAEMON_PVT_H
+#define KM_CONTROL_DAEMON_PVT_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "control/config.h"
+#include "control/ctlsock.h"
+#include "dataplane/part.h"
+#include "dataplane/worker.h"
+
+/* Producer ids are reserved in blocks, the block's end kept in data.dir,
+ * so that no id is handed out twice across restarts. */
+#define KM_PID_BLOCK 1000
+#define KM_PID_BLOCK_FILE "producer-id-block"
+
+struct km_pid_alloc {
+	pthread_mutex_t lock;
+	int dir_fd;
+	int64_t next;
+	int64_t limit;	/* ids below are reserved on disk */
+};
+
+/* bytes/s per partition, from the published counters between two status
+ * calls. */
+struct km_rate {
+	uint64_t bytes;
+	uint64_t at_ms;
+	double per_sec;
+};
+
+struct km_daemon {
+	struct km_config *cfg;
+	struct km_part_table table;
+	bool *mirrored;		/* per table entry: has a source */
+	struct km_rate *rates;	/* per table entry */
+	struct km_worker **workers;
+	uint32_t n_workers;
+	int ctl_efd;
+	int sig_fd;
+	struct km_ctlsock *ctl;
+	struct km_pid_alloc pids;
+	char source_cluster_id[256];
+	uint16_t kafka_port;
+	uint64_t started_ms;
+};
+
+/* daemon_parts.c: which partitions to serve */
+int km_daemon_find_parts(struct km_daemon *d);
+
+/* daemon_pid.c */
+int km_pid_alloc_init(struct km_pid_alloc *a, const char *data_dir,
+		      int64_t max_seen);
+void km_pid_alloc_fini(struct km_pid_alloc *a);
+int km_pid_alloc_next(void *ctx, int64_t *pid, int16_t *epoch);
+
+/* daemon_ctl.c: control socket verbs */
+int km_daemon_ctl_open(struct km_daemon *d);
+
+uint64_t km_daemon_now_ms(void);
+
+#endif

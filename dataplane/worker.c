@@ -1,0 +1,688 @@
+/* The worker thread: loop, messages, partitions, fetch sessions. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/crc32c.h"
+#include "common/errors.h"
+#include "common/km_assert.h"
+#include "common/log.h"
+#include "dataplane/worker_pvt.h"
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+uint32_t km_worker_hash(const char *topic, int32_t partition, uint32_t n)
+{
+	/* CRC32C of the name, then the partition: stable across restarts and
+	 * builds, so a partition keeps its worker. */
+	uint32_t c = km_crc32c_update(0, topic, strlen(topic));
+	uint32_t p = (uint32_t)partition;
+
+	c = km_crc32c_update(c, &p, sizeof(p));
+	return n > 0 ? c % n : 0;
+}
+
+/* ---- replies and rings ---------------------------------------------- */
+
+void km_worker_reply_done(struct km_worker *w, struct km_worker_reply *r,
+			  int rc, const char *msg)
+{
+	uint64_t one = 1;
+
+	if (r == NULL)
+		return;
+	r->rc = rc;
+	snprintf(r->msg, sizeof(r->msg), "%s", msg ? msg : km_strerror(rc));
+	atomic_store_explicit(&r->done, 1, memory_order_release);
+	if (write(w->cfg.ctl_efd, &one, sizeof(one)) < 0)
+		KM_WARN("worker", "worker %u: control wake-up failed: %s", w->cfg.id,
+			strerror(errno));
+}
+
+int km_worker_wait(int ctl_efd, struct km_worker_reply *reply,
+		   int timeout_ms)
+{
+	uint64_t deadline = now_ms() + (uint64_t)timeout_ms;
+
+	while (!atomic_load_explicit(&reply->done, memory_order_acquire)) {
+		uint64_t v, t = now_ms();
+		struct timespec ts = { 0, 1000000 };
+
+		if (timeout_ms >= 0 && t >= deadline)
+			return -ETIMEDOUT;
+		/* The eventfd is shared by every reply: a read may consume
+		 * another's wake-up, so recheck after a short bounded nap
+		 * rather than trust one read per reply. */
+		if (read(ctl_efd, &v, sizeof(v)) < 0 && errno == EAGAIN)
+			nanosleep(&ts, NULL);
+	}
+	return reply->rc;
+}
+
+static void wake(struct km_worker *w)
+{
+	uint64_t one = 1;
+
+	if (write(w->efd, &one, sizeof(one)) < 0 && errno != EAGAIN)
+		KM_WARN("worker", "worker %u: wake-up failed: %s", w->cfg.id,
+			strerror(errno));
+}
+
+/* Sender side (worker `from` == w->cfg.id): queue m to worker `to`; a full
+ * ring keeps it in the outbox, retried every loop turn. */
+bool km_worker_send(struct km_worker *w, uint32_t to, struct wmsg *m)
+{
+	struct km_worker *peer = w->cfg.peers[to];
+
+	m->next = NULL;
+	if (w->outbox == NULL && km_spsc_push(&peer->peer_q[w->cfg.id], m)) {
+		wake(peer);
+		return true;
+	}
+	*w->outbox_tail = m;
+	w->outbox_tail = &m->next;
+	return false;
+}
+
+static uint32_t msg_target(const struct km_worker *w, const struct wmsg *m)
+{
+	return m->type == WMSG_PRODUCE ? m->part->owner : m->u.produce.from;
+	(void)w;
+}
+
+static int flush_outbox(struct km_worker *w)
+{
+	int n = 0;
+
+	while (w->outbox != NULL) {
+		struct wmsg *m = w->outbox;
+		uint32_t to = msg_target(w, m);
+
+		if (!km_spsc_push(&w->cfg.peers[to]->peer_q[w->cfg.id], m))
+			break;
+		wake(w->cfg.peers[to]);
+		w->outbox = m->next;
+		n++;
+	}
+	if (w->outbox == NULL)
+		w->outbox_tail = &w->outbox;
+	return n;
+}
+
+static int post(struct km_worker *w, struct wmsg *m)
+{
+	if (!km_spsc_push(&w->ctl_q, m)) {
+		free(m);
+		return KM_EWORKERQ;
+	}
+	wake(w);
+	return 0;
+}
+
+static struct wmsg *msg_new(enum wmsg_type type, struct km_part *p,
+			    struct km_worker_reply *reply)
+{
+	struct wmsg *m = calloc(1, sizeof(*m));
+
+	if (m == NULL)
+		return NULL;
+	m->type = type;
+	m->part = p;
+	m->reply = reply;
+	if (reply != NULL)
+		atomic_store_explicit(&reply->done, 0, memory_order_relaxed);
+	return m;
+}
+
+/* ---- control requests ------------------------------------------------ */
+
+int km_worker_open(struct km_worker *w, struct km_part *p,
+		   const struct km_log_config *cfg,
+		   struct km_worker_reply *reply)
+{
+	struct wmsg *m = msg_new(WMSG_OPEN, p, reply);
+
+	if (m == NULL)
+		return -ENOMEM;
+	m->u.open = *cfg;
+	return post(w, m);
+}
+
+int km_worker_fetch(struct km_worker *w, struct km_part *p,
+		    const struct km_fetcher_config *cfg,
+		    struct km_worker_reply *reply)
+{
+	struct wmsg *m = msg_new(WMSG_FETCH, p, reply);
+
+	if (m == NULL)
+		return -ENOMEM;
+	m->u.fetch = *cfg;
+	return post(w, m);
+}
+
+int km_worker_listen(struct km_worker *w, const char *ipv4, uint16_t port,
+		     struct km_worker_reply *reply)
+{
+	struct wmsg *m = msg_new(WMSG_LISTEN, NULL, reply);
+
+	if (m == NULL)
+		return -ENOMEM;
+	snprintf(m->u.listen.host, sizeof(m->u.listen.host), "%s", ipv4);
+	m->u.listen.port = port;
+	return post(w, m);
+}
+
+int km_worker_shutdown(struct km_worker *w, struct km_worker_reply *reply)
+{
+	struct wmsg *m = msg_new(WMSG_SHUTDOWN, NULL, reply);
+
+	if (m == NULL)
+		return -ENOMEM;
+	return post(w, m);
+}
+
+/* ---- message handlers (worker thread) --------------------------------- */
+
+struct wpart *km_worker_find(struct km_worker *w, const struct km_part *p)
+{
+	for (uint32_t i = 0; i < w->n_wparts; i++)
+		if (w->wparts[i].part == p)
+			return &w->wparts[i];
+	return NULL;
+}
+
+static void on_open(struct km_worker *w, struct wmsg *m)
+{
+	struct km_worker_reply *r = m->reply;
+	struct wpart *wp;
+	int rc;
+
+	if (w->n_wparts == w->cfg.parts_max || m->part->owner != w->cfg.id) {
+		km_worker_reply_done(w, r, -EINVAL, "not this worker's");
+		return;
+	}
+	wp = &w->wparts[w->n_wparts];
+	memset(wp, 0, sizeof(*wp));
+	wp->part = m->part;
+	rc = km_log_open(&wp->log, &m->u.open, &w->ring, r ? &r->rec : NULL);
+	if (rc == 0)
+		rc = km_wfe_open_writer(w, wp);
+	if (rc < 0) {
+		if (wp->log != NULL)
+			km_log_close(wp->log);
+		km_worker_reply_done(w, r, rc, NULL);
+		return;
+	}
+	w->n_wparts++;
+	if (r != NULL)
+		r->max_pid = km_pstate_max_positive_pid(km_log_pstate(wp->log));
+	m->part->log = wp->log;
+	km_worker_reply_done(w, r, 0, "opened");
+}
+
+static void on_fetch(struct km_worker *w, struct wmsg *m)
+{
+	struct wpart *wp = km_worker_find(w, m->part);
+	int rc;
+
+	if (wp == NULL || wp->fetcher != NULL) {
+		km_worker_reply_done(w, m->reply, -EINVAL,
+				     wp ? "already fetching" : "not open");
+		return;
+	}
+	if ((wp->fetcher = malloc(sizeof(*wp->fetcher))) == NULL) {
+		km_worker_reply_done(w, m->reply, -ENOMEM, NULL);
+		return;
+	}
+	rc = km_fetcher_init(wp->fetcher, &m->u.fetch, w->net, wp->log);
+	if (rc < 0) {
+		free(wp->fetcher);
+		wp->fetcher = NULL;
+	}
+	km_worker_reply_done(w, m->reply, rc, rc ? NULL : "fetching");
+}
+
+static void on_listen(struct km_worker *w, struct wmsg *m)
+{
+	uint16_t bound = 0;
+	int rc = km_wfe_listen(w, m->u.listen.host, m->u.listen.port, &bound);
+
+	if (m->reply != NULL)
+		m->reply->port = bound;
+	km_worker_reply_done(w, m->reply, rc, rc ? NULL : "listening");
+}
+
+static void on_shutdown(struct km_worker *w, struct wmsg *m)
+{
+	w->stopping = true;
+	w->shutdown_reply = m->reply;
+	km_wfe_stop(w);
+	for (uint32_t i = 0; i < w->n_wparts; i++)
+		if (w->wparts[i].fetcher != NULL)
+			km_fetcher_stop(w->wparts[i].fetcher);
+}
+
+static void handle(struct km_worker *w, struct wmsg *m)
+{
+	switch (m->type) {
+	case WMSG_OPEN:
+		on_open(w, m);
+		break;
+	case WMSG_FETCH:
+		on_fetch(w, m);
+		break;
+	case WMSG_LISTEN:
+		on_listen(w, m);
+		break;
+	case WMSG_SHUTDOWN:
+		on_shutdown(w, m);
+		break;
+	case WMSG_PRODUCE:
+		km_wfe_on_produce(w, m);
+		return; /* the message travels back: not freed here */
+	case WMSG_PRODUCED:
+		km_wfe_on_produced(w, m);
+		return;
+	}
+	free(m);
+}
+
+/* Bounded per turn (STYLE 13) so that a flood of messages cannot starve
+ * the sockets and the disk. */
+static int drain(struct km_worker *w)
+{
+	int n = 0;
+	struct wmsg *m;
+
+	while (n < 64 && (m = km_spsc_pop(&w->ctl_q)) != NULL) {
+		handle(w, m);
+		n++;
+	}
+	for (uint32_t i = 0; i < w->cfg.n_workers; i++)
+		for (int k = 0; k < 64 && (m = km_spsc_pop(&w->peer_q[i])); k++) {
+			handle(w, m);
+			n++;
+		}
+	return n + flush_outbox(w);
+}
+
+/* ---- wake-ups on the ring -------------------------------------------- */
+
+static void arm_efd(struct km_worker *w);
+static void arm_tick(struct km_worker *w);
+
+static void on_efd(struct km_io_req *req, int res, uint32_t flags)
+{
+	struct km_worker *w = (struct km_worker *)((char *)req -
+			      offsetof(struct km_worker, efd_req));
+
+	(void)flags;
+	w->efd_armed = false;
+	if (res < 0 && res != -EAGAIN && res != -EINTR)
+		KM_WARN("worker", "worker %u: eventfd read: %s", w->cfg.id,
+			km_strerror(res));
+}
+
+static void on_tick(struct km_io_req *req, int res, uint32_t flags)
+{
+	struct km_worker *w = (struct km_worker *)((char *)req -
+			      offsetof(struct km_worker, tick_req));
+
+	(void)res;
+	(void)flags;
+	w->tick_armed = false;
+}
+
+static void arm_efd(struct km_worker *w)
+{
+	struct io_uring_sqe *sqe;
+
+	if (w->efd_armed || (sqe = io_uring_get_sqe(&w->ring.ring)) == NULL)
+		return;
+	io_uring_prep_read(sqe, w->efd, &w->efd_val, sizeof(w->efd_val), 0);
+	w->efd_req.fn = on_efd;
+	io_uring_sqe_set_data(sqe, &w->efd_req);
+	km_uring_note_queued(&w->ring);
+	w->efd_armed = true;
+}
+
+static void arm_tick(struct km_worker *w)
+{
+	struct io_uring_sqe *sqe;
+
+	if (w->tick_armed || (sqe = io_uring_get_sqe(&w->ring.ring)) == NULL)
+		return;
+	w->tick_ts.tv_sec = 0;
+	w->tick_ts.tv_nsec = (long long)KM_WORKER_TICK_MS * 1000000;
+	io_uring_prep_timeout(sqe, &w->tick_ts, 0, 0);
+	w->tick_req.fn = on_tick;
+	io_uring_sqe_set_data(sqe, &w->tick_req);
+	km_uring_note_queued(&w->ring);
+	w->tick_armed = true;
+}
+
+/* ---- partitions ------------------------------------------------------ */
+
+static void publish_fetch(struct km_part *p, const struct km_fetcher *f)
+{
+	struct km_part_stats *s = &p->stats;
+	const struct km_fetcher_stats *fs = km_fetcher_get_stats(f);
+	int st = KM_PART_FETCH_CONNECTING;
+
+	atomic_store_explicit(&s->source_hw, km_fetcher_high_watermark(f),
+			      memory_order_relaxed);
+	atomic_store_explicit(&s->mirrored_bytes, fs->bytes,
+			      memory_order_relaxed);
+	atomic_store_explicit(&s->mirrored_batches, fs->batches,
+			      memory_order_relaxed);
+	atomic_store_explicit(&s->duplicates, fs->duplicates,
+			      memory_order_relaxed);
+	atomic_store_explicit(&s->corrupt, fs->corrupt, memory_order_relaxed);
+	atomic_store_explicit(&s->reconnects, fs->reconnects,
+			      memory_order_relaxed);
+	if (km_fetcher_get_state(f) == KM_FETCHER_MIRRORING)
+		st = KM_PART_FETCH_MIRRORING;
+	else if (km_fetcher_get_state(f) == KM_FETCHER_FAILED)
+		st = KM_PART_FETCH_FAILED;
+	if (st == KM_PART_FETCH_FAILED &&
+	    atomic_load_explicit(&s->fetch_state, memory_order_relaxed) !=
+		    KM_PART_FETCH_FAILED)
+		snprintf(s->reason, sizeof(s->reason), "%s",
+			 km_fetcher_reason(f));
+	atomic_store_explicit(&s->fetch_state, st, memory_order_release);
+}
+
+static void publish(struct wpart *wp)
+{
+	struct km_part_stats *s = &wp->part->stats;
+
+	atomic_store_explicit(&s->log_start, km_log_start_offset(wp->log),
+			      memory_order_relaxed);
+	atomic_store_explicit(&s->leo, km_log_end_offset(wp->log),
+			      memory_order_relaxed);
+	atomic_store_explicit(&s->hw, km_log_durable_offset(wp->log),
+			      memory_order_relaxed);
+	atomic_store_explicit(&s->lso, km_log_lso(wp->log),
+			      memory_order_relaxed);
+	if (wp->fetcher != NULL)
+		publish_fetch(wp->part, wp->fetcher);
+}
+
+static void fetch_failed(struct km_worker *w, struct wpart *wp)
+{
+	if (wp->fetch_failed_logged)
+		return;
+	wp->fetch_failed_logged = true;
+	KM_ERROR("worker", "partition %s-%d: mirroring FAILED: %s (worker %u)",
+		 wp->part->topic, wp->part->partition,
+		 km_fetcher_reason(wp->fetcher), w->cfg.id);
+}
+
+static int step_parts(struct km_worker *w, bool tick)
+{
+	int n = 0;
+
+	for (uint32_t i = 0; i < w->n_wparts; i++) {
+		struct wpart *wp = &w->wparts[i];
+
+		if (wp->fetcher != NULL) {
+			int rc = km_fetcher_step(wp->fetcher);
+
+			if (rc > 0)
+				n++;
+			else if (rc < 0 && !w->stopping)
+				fetch_failed(w, wp);
+		}
+		if (tick) {
+			km_log_tick(wp->log, w->now_ms);
+			publish(wp);
+		}
+	}
+	return n;
+}
+
+/* ---- shutdown ---------------------------------------------------------- */
+
+static bool fetchers_idle(struct km_worker *w)
+{
+	for (uint32_t i = 0; i < w->n_wparts; i++)
+		if (w->wparts[i].fetcher != NULL &&
+		    !km_fetcher_idle(w->wparts[i].fetcher))
+			return false;
+	return true;
+}
+
+static int close_logs(struct km_worker *w)
+{
+	int first = 0;
+
+	for (uint32_t i = 0; i < w->n_wparts; i++) {
+		struct wpart *wp = &w->wparts[i];
+		int rc;
+
+		publish(wp);
+		free(wp->fetcher);
+		wp->fetcher = NULL;
+		wp->part->log = NULL;
+		rc = km_log_close(wp->log);
+		wp->log = NULL;
+		if (rc < 0) {
+			KM_ERROR("worker", "partition %s-%d: close: %s", wp->part->topic,
+				 wp->part->partition, km_strerror(rc));
+			first = first ? first : rc;
+		}
+	}
+	return first;
+}
+
+/* Once every fetcher and front-end connection is quiet: close the logs,
+ * then report. */
+static bool finish_shutdown(struct km_worker *w)
+{
+	int rc;
+
+	if (!fetchers_idle(w) || !km_wfe_idle(w) || w->outbox != NULL)
+		return false;
+	km_wfe_free(w);
+	rc = close_logs(w);
+	w->done = true;
+	km_worker_reply_done(w, w->shutdown_reply, rc,
+			     rc ? NULL : "closed cleanly");
+	return true;
+}
+
+/* ---- the loop ---------------------------------------------------------- */
+
+static int turn(struct km_worker *w, bool *tick)
+{
+	int n = 0, rc;
+	uint64_t t = now_ms();
+
+	*tick = t - w->now_ms >= KM_WORKER_TICK_MS;
+	if (*tick)
+		w->now_ms = t;
+	n += drain(w);
+	rc = km_net_poll(w->net);
+	n += rc > 0 ? rc : 0;
+	n += step_parts(w, *tick);
+	km_wfe_poll(w);
+	return n;
+}
+
+static void on_cancelled(struct km_io_req *req, int res, uint32_t flags)
+{
+	(void)req;
+	(void)res;
+	(void)flags;
+}
+
+static void cancel(struct km_worker *w, struct km_io_req *target,
+		   struct km_io_req *req)
+{
+	struct io_uring_sqe *sqe;
+
+	if ((sqe = io_uring_get_sqe(&w->ring.ring)) == NULL) {
+		km_uring_submit(&w->ring);
+		sqe = io_uring_get_sqe(&w->ring.ring);
+	}
+	KM_ASSERT(sqe != NULL);
+	io_uring_prep_cancel(sqe, target, 0);
+	req->fn = on_cancelled;
+	io_uring_sqe_set_data(sqe, req);
+	km_uring_note_queued(&w->ring);
+}
+
+/* Leave the ring with nothing in flight, so that it can be torn down:
+ * the backend ends its sockets, then the wake-up read and the tick are
+ * cancelled. */
+static void quiesce(struct km_worker *w)
+{
+	struct km_io_req c1, c2;
+
+	km_net_destroy(w->net);
+	w->net = NULL;
+	if (w->efd_armed)
+		cancel(w, &w->efd_req, &c1);
+	if (w->tick_armed)
+		cancel(w, &w->tick_req, &c2);
+	km_uring_drain(&w->ring);
+}
+
+static void *worker_main(void *arg)
+{
+	struct km_worker *w = arg;
+	bool busy = true, tick;
+
+	while (!w->done) {
+		int rc;
+
+		arm_efd(w);
+		arm_tick(w);
+		rc = km_uring_poll(&w->ring, !busy);
+		if (rc < 0 && rc != -EINTR && rc != -ETIME) {
+			KM_ERROR("worker", "worker %u: io_uring: %s", w->cfg.id,
+				 km_strerror(rc));
+			break;
+		}
+		busy = turn(w, &tick) > 0 || km_net_wants_poll(w->net) ||
+		       w->outbox != NULL;
+		if (w->stopping && finish_shutdown(w))
+			break;
+	}
+	quiesce(w);
+	return NULL;
+}
+
+/* ---- life cycle -------------------------------------------------------- */
+
+static int alloc_rings(struct km_worker *w)
+{
+	uint32_t n = w->cfg.n_workers + 1, s = KM_WORKER_RING_SLOTS;
+	int rc;
+
+	w->slots = calloc((size_t)n * s, sizeof(void *));
+	w->peer_q = calloc(w->cfg.n_workers, sizeof(*w->peer_q));
+	if (w->slots == NULL || w->peer_q == NULL)
+		return -ENOMEM;
+	if ((rc = km_spsc_init(&w->ctl_q, w->slots, s)) < 0)
+		return rc;
+	for (uint32_t i = 0; i < w->cfg.n_workers; i++)
+		if ((rc = km_spsc_init(&w->peer_q[i], w->slots + (i + 1) * s,
+				       s)) < 0)
+			return rc;
+	return 0;
+}
+
+static int setup(struct km_worker *w)
+{
+	int rc;
+
+	w->outbox_tail = &w->outbox;
+	w->wparts = calloc(w->cfg.parts_max ? w->cfg.parts_max : 1,
+			   sizeof(*w->wparts));
+	if (w->wparts == NULL)
+		return -ENOMEM;
+	if ((rc = alloc_rings(w)) < 0)
+		return rc;
+	if ((w->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0)
+		return -errno;
+	rc = km_uring_init(&w->ring, w->cfg.uring_entries ? w->cfg.uring_entries
+							  : 1024);
+	if (rc < 0)
+		return rc;
+	w->cfg.net.uring = &w->ring;
+	if ((rc = km_net_create(&w->cfg.net, &w->net)) < 0) {
+		w->net = NULL;
+		return rc;
+	}
+	w->ops.produce = km_wfe_produce;
+	w->ops.alloc_pid = w->cfg.alloc_pid;
+	w->ops.ctx = w;
+	w->now_ms = now_ms();
+	return 0;
+}
+
+static void teardown(struct km_worker *w)
+{
+	if (w->net != NULL) {
+		km_net_destroy(w->net);
+		w->net = NULL;
+	}
+	if (w->cfg.net.uring != NULL)
+		km_uring_exit(&w->ring);
+	if (w->efd >= 0)
+		close(w->efd);
+	free(w->wparts);
+	free(w->slots);
+	free(w->peer_q);
+}
+
+int km_worker_create(const struct km_worker_config *cfg,
+		     struct km_worker **out)
+{
+	struct km_worker *w = calloc(1, sizeof(*w));
+	int rc;
+
+	if (w == NULL)
+		return -ENOMEM;
+	w->cfg = *cfg;
+	w->cfg.net.uring = NULL;
+	w->efd = -1;
+	if ((rc = setup(w)) < 0) {
+		teardown(w);
+		free(w);
+		return rc;
+	}
+	*out = w;
+	return 0;
+}
+
+int km_worker_start(struct km_worker *w)
+{
+	int rc = pthread_create(&w->thread, NULL, worker_main, w);
+
+	if (rc != 0)
+		return -rc;
+	w->started = true;
+	return 0;
+}
+
+void km_worker_destroy(struct km_worker *w)
+{
+	if (w == NULL)
+		return;
+	if (w->started)
+		pthread_join(w->thread, NULL);
+	teardown(w);
+	free(w);
+}

@@ -1,0 +1,113 @@
+/* A dataplane worker: one thread that runs to completion on its own
+ * io_uring (sockets and disk), owning a set of partitions (their logs,
+ * fetch sessions and local writers) and, on the worker that serves it, the
+ * Kafka front-end.
+ *
+ * Threading. The control thread creates the workers, starts them, and then
+ * talks to each only through messages: km_worker_post() from the control
+ * thread, answered through a struct km_worker_reply that the control
+ * thread waits on (km_worker_wait()). Workers talk to each other (a Produce
+ * arriving on the front-end's worker for a partition another worker owns)
+ * through one SPSC ring per (sender, receiver) pair. A worker blocks in
+ * io_uring_enter; a message wakes it through an eventfd read armed on its
+ * ring. Nothing on the mirror path takes a lock.
+ */
+#ifndef KM_DATAPLANE_WORKER_H
+#define KM_DATAPLANE_WORKER_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "dataplane/fetcher.h"
+#include "dataplane/net.h"
+#include "dataplane/part.h"
+#include "iouring_log/log.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Messages queued to one worker from one sender. */
+#define KM_WORKER_RING_SLOTS 1024u
+/* Worker loop tick: timers (fetch backoff, flush.ms, Fetch long polls). */
+#define KM_WORKER_TICK_MS 5u
+
+struct km_worker;
+
+/* Hands out producer ids for local idempotent producers (InitProducerId):
+ * shared by all workers, so it locks (a rare call). */
+typedef int (*km_worker_pid_fn)(void *ctx, int64_t *pid, int16_t *epoch);
+
+struct km_worker_config {
+	uint32_t id;			/* 0..n_workers-1 */
+	uint32_t n_workers;
+	struct km_worker **peers;	/* every worker, by id (for forwarding) */
+	const struct km_part_table *parts;
+	uint32_t uring_entries;		/* SQ size; 0: 1024 */
+	struct km_net_config net;	/* .uring is filled in by the worker */
+	uint32_t parts_max;		/* partitions this worker may own */
+	km_worker_pid_fn alloc_pid;
+	void *alloc_pid_ctx;
+	int ctl_efd;			/* eventfd the control thread waits on */
+	/* Front-end (on the worker that has a listener). */
+	const char *cluster_id;
+	int32_t node_id;
+	char advertised_host[256];
+	uint16_t advertised_port;	/* 0: the bound port */
+	uint32_t frame_bytes_max;
+};
+
+/* A reply the control thread waits for: written by the worker, then
+ * `done` is set (release) and ctl_efd is written. */
+struct km_worker_reply {
+	_Atomic int done;
+	int rc;
+	char msg[256];
+	uint16_t port;			/* LISTEN: the bound port */
+	int64_t max_pid;		/* OPEN: largest positive producer id */
+	struct km_log_recovery rec;	/* OPEN: what recovery did */
+};
+
+/**
+ * Allocate a worker (its ring, net backend, partition slots); the thread
+ * starts with km_worker_start(). @return 0 and *out, or a negative code.
+ */
+int km_worker_create(const struct km_worker_config *cfg,
+		     struct km_worker **out);
+/** Start the thread. @return 0 or -errno. */
+int km_worker_start(struct km_worker *w);
+/** Join the thread (after a SHUTDOWN reply) and free. NULL ok. */
+void km_worker_destroy(struct km_worker *w);
+
+/* Control-thread requests. Each returns 0 once queued (the reply comes
+ * later) or KM_EWORKERQ when the worker's control ring is full. */
+
+/** Open p's log (p->owner must be this worker); reply.max_pid, .rec. */
+int km_worker_open(struct km_worker *w, struct km_part *p,
+		   const struct km_log_config *cfg,
+		   struct km_worker_reply *reply);
+/** Start mirroring p from the source. cfg is copied. */
+int km_worker_fetch(struct km_worker *w, struct km_part *p,
+		    const struct km_fetcher_config *cfg,
+		    struct km_worker_reply *reply);
+/** Serve the Kafka API on ipv4:port (0: ephemeral); reply.port. */
+int km_worker_listen(struct km_worker *w, const char *ipv4, uint16_t port,
+		     struct km_worker_reply *reply);
+/** Stop fetchers and the front-end, close every log cleanly (flush,
+ *  snapshot, clean-shutdown marker), end the thread. */
+int km_worker_shutdown(struct km_worker *w, struct km_worker_reply *reply);
+
+/** Wait (control thread) until reply is done or timeout_ms passes.
+ *  @return reply->rc, or -ETIMEDOUT. */
+int km_worker_wait(int ctl_efd, struct km_worker_reply *reply,
+		   int timeout_ms);
+
+/** Worker owning (topic, partition) among n: a stable hash. */
+uint32_t km_worker_hash(const char *topic, int32_t partition, uint32_t n);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

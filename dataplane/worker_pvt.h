@@ -1,0 +1,103 @@
+/* Internals shared by worker*.c; not for inclusion elsewhere. */
+#ifndef KM_DATAPLANE_WORKER_PVT_H
+#define KM_DATAPLANE_WORKER_PVT_H
+
+#include <pthread.h>
+
+#include "common/spsc.h"
+#include "dataplane/worker.h"
+#include "iouring_log/uring.h"
+
+struct km_frontend;
+struct km_local_write;
+
+enum wmsg_type {
+	WMSG_OPEN,
+	WMSG_FETCH,
+	WMSG_LISTEN,
+	WMSG_SHUTDOWN,
+	WMSG_PRODUCE,	/* front-end worker -> owner */
+	WMSG_PRODUCED,	/* owner -> front-end worker */
+};
+
+struct wmsg {
+	enum wmsg_type type;
+	struct km_part *part;
+	struct km_worker_reply *reply;
+	struct wmsg *next;	/* outbox link while a ring is full */
+	union {
+		struct km_log_config open;
+		struct km_fetcher_config fetch;
+		struct {
+			char host[64];
+			uint16_t port;
+		} listen;
+		struct {
+			uint32_t from;	/* worker to answer */
+			int16_t acks;
+			uint32_t len;
+			km_part_produced_fn done;
+			void *arg;
+			struct km_part_produced res;
+			uint8_t *bytes;
+		} produce;
+	} u;
+};
+
+/* A partition this worker owns. */
+struct wpart {
+	struct km_part *part;
+	struct km_log *log;
+	struct km_fetcher *fetcher;	/* NULL unless mirroring */
+	struct km_local_write *lw;	/* local Produce */
+	bool fetch_failed_logged;
+};
+
+struct km_worker {
+	struct km_worker_config cfg;
+	pthread_t thread;
+	bool started;
+	struct km_uring ring;
+	struct km_net *net;
+	int efd;			/* wake-up eventfd */
+	uint64_t efd_val;
+	struct km_io_req efd_req;
+	bool efd_armed;
+	struct __kernel_timespec tick_ts;
+	struct km_io_req tick_req;
+	bool tick_armed;
+	struct km_spsc ctl_q;		/* from the control thread */
+	struct km_spsc *peer_q;		/* [n_workers]: from each worker */
+	void **slots;
+	struct wmsg *outbox, **outbox_tail; /* pushes waiting for room */
+	struct wpart *wparts;
+	uint32_t n_wparts;
+	struct km_frontend *fe;
+	struct km_part_ops ops;
+	bool stopping;
+	bool done;
+	struct km_worker_reply *shutdown_reply;
+	uint64_t now_ms;
+};
+
+/* worker_fe.c: the front-end and local writes on this worker. */
+int km_wfe_listen(struct km_worker *w, const char *ipv4, uint16_t port,
+		  uint16_t *bound);
+int km_wfe_open_writer(struct km_worker *w, struct wpart *wp);
+void km_wfe_poll(struct km_worker *w);
+bool km_wfe_idle(struct km_worker *w);
+void km_wfe_stop(struct km_worker *w);
+void km_wfe_free(struct km_worker *w);
+void km_wfe_on_produce(struct km_worker *w, struct wmsg *m);
+void km_wfe_on_produced(struct km_worker *w, struct wmsg *m);
+int km_wfe_produce(void *ctx, struct km_part *p, const void *records,
+		   uint32_t len, int16_t acks, km_part_produced_fn done,
+		   void *arg);
+
+/* worker.c */
+struct wpart *km_worker_find(struct km_worker *w, const struct km_part *p);
+bool km_worker_send(struct km_worker *w, uint32_t to, struct wmsg *m);
+void km_worker_reply_done(struct km_worker *w, struct km_worker_reply *r,
+			  int rc, const char *msg);
+
+#endif
