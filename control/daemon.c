@@ -104,6 +104,9 @@ static void log_recovery(const struct km_part *p,
 	if (r->clean)
 		KM_INFO("daemon", "partition %s-%d: opened (clean shutdown)",
 			p->topic, p->partition);
+	else if (r->bytes_scanned == 0 && r->bytes_truncated == 0)
+		KM_INFO("daemon", "partition %s-%d: opened (empty)", p->topic,
+			p->partition);
 	else
 		KM_INFO("daemon", "partition %s-%d: recovered: scanned %u batches "
 			"(%llu bytes) from offset %lld, truncated %llu bytes",
@@ -172,17 +175,22 @@ static int resolve_ipv4(const char *host, char *out, size_t cap)
 static int fetcher_config(const struct km_daemon *d, const struct km_part *p,
 			  struct km_fetcher_config *fc)
 {
-	const struct km_config_addr *a = &d->cfg->bootstrap[0];
-
 	memset(fc, 0, sizeof(*fc));
 	snprintf(fc->topic, sizeof(fc->topic), "%s", p->topic);
 	fc->partition = p->partition;
-	fc->port = a->port;
+	for (uint32_t i = 0; i < d->cfg->bootstrap_count &&
+			     i < KM_FETCHER_BOOTSTRAP_MAX; i++) {
+		snprintf(fc->bootstrap[i].host, sizeof(fc->bootstrap[i].host),
+			 "%s", d->cfg->bootstrap[i].host);
+		fc->bootstrap[i].port = d->cfg->bootstrap[i].port;
+		fc->n_bootstrap++;
+	}
 	fc->max_wait_ms = (int32_t)d->cfg->fetch_wait_ms_max;
-	fc->max_bytes = (int32_t)(d->cfg->fetch_bytes_max < (16u << 20)
-					  ? d->cfg->fetch_bytes_max
-					  : (16u << 20));
-	return resolve_ipv4(a->host, fc->host, sizeof(fc->host));
+	fc->max_bytes = (int32_t)d->cfg->fetch_bytes_max;
+	fc->batch_bytes_max = d->cfg->batch_bytes_max;
+	fc->offset_reset_earliest =
+		d->cfg->offset_reset == KM_CONFIG_RESET_EARLIEST;
+	return 0;
 }
 
 static int start_fetchers(struct km_daemon *d)

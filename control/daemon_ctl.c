@@ -42,14 +42,21 @@ static const char *state_name(const struct km_part *p, bool mirrored)
 	return fetch_state_name(st);
 }
 
-static double rate(struct km_rate *r, uint64_t bytes, uint64_t now)
+/* Rates over the interval since the previous status call (at least
+ * 200 ms, so that back-to-back calls do not give noise). */
+static void rate(struct km_rate *r, uint64_t bytes, int64_t leo, uint64_t now)
 {
-	if (r->at_ms != 0 && now > r->at_ms)
-		r->per_sec = (double)(bytes - r->bytes) * 1000.0 /
-			     (double)(now - r->at_ms);
+	double dt = (double)(now - r->at_ms) / 1000.0;
+
+	if (r->at_ms != 0 && now < r->at_ms + 200)
+		return;
+	if (r->at_ms != 0) {
+		r->bytes_per_sec = (double)(bytes - r->bytes) / dt;
+		r->records_per_sec = (double)(leo - r->leo) / dt;
+	}
 	r->bytes = bytes;
+	r->leo = leo;
 	r->at_ms = now;
-	return r->per_sec;
 }
 
 static json_t *part_row(struct km_daemon *d, uint32_t i, uint64_t now)
@@ -70,8 +77,11 @@ static json_t *part_row(struct km_daemon *d, uint32_t i, uint64_t now)
 		return NULL;
 	json_object_set_new(row, "lag", src >= 0 ? json_integer(src > leo ? src - leo : 0)
 						 : json_null());
+	rate(&d->rates[i], bytes, leo, now);
+	json_object_set_new(row, "records_per_sec",
+			    json_integer((json_int_t)d->rates[i].records_per_sec));
 	json_object_set_new(row, "bytes_per_sec",
-			    json_integer((json_int_t)rate(&d->rates[i], bytes, now)));
+			    json_integer((json_int_t)d->rates[i].bytes_per_sec));
 	if (d->mirrored[i]) {
 		json_object_set_new(row, "source_hw", json_integer(src));
 		json_object_set_new(row, "corrupt",

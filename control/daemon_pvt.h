@@ -27,8 +27,10 @@ struct km_pid_alloc {
  * calls. */
 struct km_rate {
 	uint64_t bytes;
+	int64_t leo;
 	uint64_t at_ms;
-	double per_sec;
+	double bytes_per_sec;
+	double records_per_sec; /* offsets per second: records, gaps aside */
 };
 
 struct km_daemon {

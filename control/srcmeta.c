@@ -16,7 +16,7 @@
 #include "control/srcmeta.h"
 #include "kafka/proto.h"
 
-#define META_VERSION 1
+#define META_VERSION 2 /* the first with ClusterId */
 #define REQ_BYTES_MAX (64u * 1024)
 #define RESP_BYTES_MAX (16u * 1024 * 1024)
 

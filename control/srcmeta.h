@@ -3,7 +3,7 @@
  *
  * A small blocking client for the control thread (it runs once, before the
  * workers mirror anything): connect to each bootstrap address in turn, send
- * Metadata v1 for the topics (no auto-creation), and read the answer.
+ * Metadata v2 for the topics (no auto-creation), and read the answer.
  */
 #ifndef KM_CONTROL_SRCMETA_H
 #define KM_CONTROL_SRCMETA_H

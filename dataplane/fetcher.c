@@ -1,18 +1,17 @@
-/* Fetch session for one source partition: see fetcher.h. */
-#include "dataplane/fetcher.h"
+/* Fetch session for one source partition: life cycle, connections, request
+ * sending, response dispatch and the Kafka error policy. See fetcher.h. */
+#include "dataplane/fetcher_pvt.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
 
-#include "common/endian.h"
 #include "common/errors.h"
-#include "kafka/proto.h"
-
-#define CLIENT_ID "kmirror"
-#define FRAME_BYTES_MAX (64u * 1024 * 1024)
+#include "common/km_assert.h"
+#include "common/km_limits.h"
 
 static void on_connect(struct km_net_conn *c, int res);
 static void on_recv(struct km_net_conn *c, const struct km_chain *data,
@@ -26,7 +25,28 @@ static const struct km_net_handler fetcher_handler = {
 	.on_close = on_close,
 };
 
-static uint64_t now_ms(void)
+static const char *const err_names[KM_FETCHER_ERR_KINDS] = {
+	[KM_FETCHER_ERR_NOT_LEADER] = "not_leader",
+	[KM_FETCHER_ERR_LEADER_NOT_AVAILABLE] = "leader_not_available",
+	[KM_FETCHER_ERR_UNKNOWN_TOPIC] = "unknown_topic",
+	[KM_FETCHER_ERR_LEADER_EPOCH] = "leader_epoch",
+	[KM_FETCHER_ERR_RETRIABLE] = "retriable",
+	[KM_FETCHER_ERR_OUT_OF_RANGE] = "offset_out_of_range",
+	[KM_FETCHER_ERR_CONNECT] = "connect",
+	[KM_FETCHER_ERR_DISCONNECT] = "disconnect",
+	[KM_FETCHER_ERR_TIMEOUT] = "timeout",
+	[KM_FETCHER_ERR_CORRUPT] = "corrupt",
+	[KM_FETCHER_ERR_STALL] = "stall",
+};
+
+const char *km_fetcher_err_name(enum km_fetcher_err kind)
+{
+	if ((unsigned)kind >= KM_FETCHER_ERR_KINDS)
+		return "unknown";
+	return err_names[kind];
+}
+
+uint64_t km_fetcher_now_ms(void)
 {
 	struct timespec ts;
 
@@ -34,629 +54,269 @@ static uint64_t now_ms(void)
 	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
-static void set_failed(struct km_fetcher *f, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-
-static void set_failed(struct km_fetcher *f, const char *fmt, ...)
+void km_fetcher_fail(struct km_fetcher *f, const char *fmt, ...)
 {
 	va_list ap;
 
-	if (f->phase == KM_FPH_FAILED)
+	if (f->failed)
 		return;
 	va_start(ap, fmt);
 	vsnprintf(f->reason, sizeof(f->reason), fmt, ap);
 	va_end(ap);
-	f->phase = KM_FPH_FAILED;
+	f->failed = true;
 	f->state = KM_FETCHER_FAILED;
-	if (f->conn)
+	f->next = KM_FREQ_NONE;
+	if (f->conn) {
+		f->dropping = true;
 		km_net_abort(f->conn);
+	}
 }
 
-int km_fetcher_init(struct km_fetcher *f, const struct km_fetcher_config *cfg,
-		    struct km_net *net, struct km_log *log)
+void km_fetcher_drop(struct km_fetcher *f)
 {
-	if (!cfg->host[0] || !cfg->topic[0] || !net || !log)
-		return -EINVAL;
-	memset(f, 0, sizeof(*f));
-	f->cfg = *cfg;
-	if (f->cfg.max_wait_ms <= 0)
-		f->cfg.max_wait_ms = 50;
-	if (f->cfg.max_bytes <= 0)
-		f->cfg.max_bytes = 1 << 20;
-	if (f->cfg.backoff_ms == 0)
-		f->cfg.backoff_ms = 50;
-	if (f->cfg.backoff_max_ms == 0)
-		f->cfg.backoff_max_ms = 2000;
-	f->net = net;
-	f->log = log;
-	f->phase = KM_FPH_IDLE;
-	f->state = KM_FETCHER_CONNECTING;
-	f->leader_id = -1;
-	f->next_offset = -1;
-	f->corrupt_offset = -1;
-	f->high_watermark = -1;
-	f->backoff_ms = f->cfg.backoff_ms;
-	f->retry_at_ms = 0;
-	f->wait_offset = -1;
-	km_kframe_init(&f->kf, net, FRAME_BYTES_MAX);
-	return 0;
-}
-
-/* The connection is gone or must go: come back after the backoff. */
-static void schedule_retry(struct km_fetcher *f)
-{
-	if (f->phase == KM_FPH_FAILED)
+	if (f->conn == NULL || f->dropping)
 		return;
-	f->phase = KM_FPH_IDLE;
-	f->state = KM_FETCHER_CONNECTING;
-	f->retry_at_ms = now_ms() + f->backoff_ms;
-	f->backoff_ms = f->backoff_ms * 2 > f->cfg.backoff_max_ms
-				? f->cfg.backoff_max_ms
-				: f->backoff_ms * 2;
+	f->dropping = true;
+	f->next = KM_FREQ_NONE;
+	km_net_abort(f->conn);
 }
 
-/* Drop the connection; on_close (or the held frame's writes) then leads to
- * schedule_retry. */
-static void drop_conn(struct km_fetcher *f)
+uint32_t km_fetcher_backoff(struct km_fetcher *f)
 {
-	f->want_reconnect = true;
-	if (f->conn)
-		km_net_abort(f->conn);
+	uint32_t b = f->backoff_ms;
+
+	f->backoff_ms = b * 2 > f->cfg.backoff_max_ms ? f->cfg.backoff_max_ms
+						      : b * 2;
+	return b;
 }
 
-static void on_sent(struct km_net_conn *c, void *arg, int res)
+/* An IPv4 literal, or "localhost" (which every resolver maps there). */
+static bool literal_ipv4(const char *host, char ipv4[KM_FETCHER_IPV4_BYTES])
 {
-	struct km_fetcher *f = arg;
+	struct in_addr a;
 
-	(void)c;
-	(void)res;
-	f->send_busy = false;
-}
-
-/* ---- requests ---- */
-
-static int send_req(struct km_fetcher *f, struct km_wire_wr *w)
-{
-	int rc = km_kframe_req_send(&f->kf, f->conn, w, on_sent, f);
-
-	if (rc == 0)
-		f->send_busy = true;
-	return rc;
-}
-
-static int send_apiversions(struct km_fetcher *f)
-{
-	struct km_wire_wr w;
-	struct km_apiversions_req m;
-
-	km_wire_name_set_null(&m.sw_name);
-	km_wire_name_set_null(&m.sw_version);
-	km_kframe_req_begin(&f->kf, &w, f->req, sizeof(f->req),
-			    KM_API_API_VERSIONS, 0, CLIENT_ID, &f->corr);
-	km_apiversions_req_encode(&w, 0, &m);
-	f->api_key = KM_API_API_VERSIONS;
-	f->phase = KM_FPH_APIVERSIONS;
-	return send_req(f, &w);
-}
-
-static int send_metadata(struct km_fetcher *f)
-{
-	struct km_wire_wr w;
-	struct km_wire_name topic;
-	struct km_metadata_req m;
-
-	km_wire_name_set(&topic, f->cfg.topic);
-	m.topics = &topic;
-	m.topics_max = 1;
-	m.n_topics = 1;
-	m.allow_auto_topic_creation = false;
-	km_kframe_req_begin(&f->kf, &w, f->req, sizeof(f->req), KM_API_METADATA,
-			    2, CLIENT_ID, &f->corr);
-	km_metadata_req_encode(&w, 2, &m);
-	f->api_key = KM_API_METADATA;
-	f->phase = KM_FPH_METADATA;
-	return send_req(f, &w);
-}
-
-static int send_listoffsets(struct km_fetcher *f)
-{
-	struct km_wire_wr w;
-	struct km_proto_topic t;
-	struct km_listoffsets_req_part p = {f->cfg.partition, -1, -2, 1};
-	struct km_listoffsets_req m;
-
-	memset(&t, 0, sizeof(t));
-	km_wire_name_set(&t.name, f->cfg.topic);
-	t.first = 0;
-	t.count = 1;
-	memset(&m, 0, sizeof(m));
-	m.replica_id = -1;
-	m.topics = &t;
-	m.topics_max = m.n_topics = 1;
-	m.parts = &p;
-	m.parts_max = m.n_parts = 1;
-	km_kframe_req_begin(&f->kf, &w, f->req, sizeof(f->req),
-			    KM_API_LIST_OFFSETS, 1, CLIENT_ID, &f->corr);
-	km_listoffsets_req_encode(&w, 1, &m);
-	f->api_key = KM_API_LIST_OFFSETS;
-	f->phase = KM_FPH_LISTOFFSETS;
-	return send_req(f, &w);
-}
-
-static int send_fetch(struct km_fetcher *f)
-{
-	struct km_wire_wr w;
-	struct km_proto_topic t;
-	struct km_fetch_req_part p;
-	struct km_fetch_req m;
-
-	memset(&t, 0, sizeof(t));
-	km_wire_name_set(&t.name, f->cfg.topic);
-	t.count = 1;
-	p.partition = f->cfg.partition;
-	p.current_leader_epoch = -1;
-	p.fetch_offset = f->next_offset;
-	p.log_start_offset = -1;
-	p.partition_max_bytes = f->cfg.max_bytes;
-	memset(&m, 0, sizeof(m));
-	m.replica_id = -1;
-	m.max_wait_ms = f->cfg.max_wait_ms;
-	m.min_bytes = 1;
-	m.max_bytes = f->cfg.max_bytes;
-	m.isolation_level = 0;
-	m.session_id = 0;
-	m.session_epoch = -1;
-	m.topics = &t;
-	m.topics_max = m.n_topics = 1;
-	m.parts = &p;
-	m.parts_max = m.n_parts = 1;
-	km_wire_name_set(&m.rack_id, "");
-	km_kframe_req_begin(&f->kf, &w, f->req, sizeof(f->req), KM_API_FETCH, 4,
-			    CLIENT_ID, &f->corr);
-	km_fetch_req_encode(&w, 4, &m);
-	f->api_key = KM_API_FETCH;
-	f->phase = KM_FPH_FETCH;
-	return send_req(f, &w);
-}
-
-/* Send the request the phase calls for; the send buffer is reused, so wait
- * for the previous send's callback first (step() retries). */
-static void send_next(struct km_fetcher *f, enum km_fetch_phase next)
-{
-	int rc;
-
-	f->phase = next;
-	f->send_pending = true;
-	if (!f->conn || f->send_busy)
-		return; /* step() sends it */
-	f->send_pending = false;
-	switch (next) {
-	case KM_FPH_APIVERSIONS:
-		rc = send_apiversions(f);
-		break;
-	case KM_FPH_METADATA:
-		rc = send_metadata(f);
-		break;
-	case KM_FPH_LISTOFFSETS:
-		rc = send_listoffsets(f);
-		break;
-	case KM_FPH_FETCH:
-		rc = send_fetch(f);
-		break;
-	default:
-		return;
+	if (inet_pton(AF_INET, host, &a) == 1) {
+		snprintf(ipv4, KM_FETCHER_IPV4_BYTES, "%s", host);
+		return true;
 	}
-	if (rc < 0)
-		drop_conn(f);
-}
-
-/* ---- the partition error policy ---- */
-
-static void partition_error(struct km_fetcher *f, const char *api, int16_t err)
-{
-	switch (err) {
-	case KM_KERR_OFFSET_OUT_OF_RANGE:
-		set_failed(f, "%s: OFFSET_OUT_OF_RANGE at offset %lld of %s-%d",
-			   api, (long long)f->next_offset, f->cfg.topic,
-			   (int)f->cfg.partition);
-		break;
-	case KM_KERR_TOPIC_AUTHORIZATION_FAILED:
-	case KM_KERR_CLUSTER_AUTHORIZATION_FAILED:
-		set_failed(f, "%s: %s", api, km_kerr_name(err));
-		break;
-	default:
-		/* NOT_LEADER_OR_FOLLOWER, LEADER_NOT_AVAILABLE, unknown
-		 * topic, ...: find the leader again. */
-		drop_conn(f);
-		break;
-	}
-}
-
-/* ---- responses ---- */
-
-static void on_apiversions(struct km_fetcher *f, struct km_wire_rd *r)
-{
-	struct km_api_range keys[64];
-	struct km_apiversions_resp m = {0, keys, 64, 0, 0};
-	int rc = km_apiversions_resp_decode(r, 0, &m);
-
-	if (rc < 0 || m.error_code) {
-		set_failed(f, "ApiVersions: %s / %s", km_strerror(rc),
-			   km_kerr_name(m.error_code));
-		return;
-	}
-	for (uint32_t i = 0; i < m.n_keys; i++)
-		if (keys[i].api_key == KM_API_FETCH &&
-		    keys[i].max_version < 4) {
-			set_failed(f, "source speaks Fetch up to v%d, need v4",
-				   keys[i].max_version);
-			return;
-		}
-	send_next(f, KM_FPH_METADATA);
-}
-
-/* Our partition in a decoded Metadata response, or NULL (*err set). */
-static const struct km_metadata_part *
-find_part(const struct km_fetcher *f, const struct km_metadata_resp *m,
-	  int16_t *err)
-{
-	*err = KM_KERR_UNKNOWN_TOPIC_OR_PARTITION;
-	for (uint32_t t = 0; t < m->n_topics; t++) {
-		const struct km_metadata_topic *tp = &m->topics[t];
-
-		if (strcmp(tp->name.s, f->cfg.topic) != 0)
-			continue;
-		if (tp->error_code) {
-			*err = tp->error_code;
-			return NULL;
-		}
-		for (uint32_t i = tp->first; i < tp->first + tp->count; i++)
-			if (m->parts[i].partition == f->cfg.partition)
-				return &m->parts[i];
-	}
-	return NULL;
-}
-
-/* The session talks to the bootstrap broker only (for now). */
-static bool leader_elsewhere(struct km_fetcher *f,
-			     const struct km_metadata_resp *m)
-{
-	for (uint32_t b = 0; b < m->n_brokers; b++) {
-		const struct km_metadata_broker *br = &m->brokers[b];
-
-		if (br->node_id != f->leader_id || br->port == f->cfg.port)
-			continue;
-		set_failed(f, "leader %d at %s:%d is not the bootstrap broker "
-			   "(not supported yet)", (int)f->leader_id, br->host.s,
-			   (int)br->port);
+	if (strcmp(host, "localhost") == 0) {
+		snprintf(ipv4, KM_FETCHER_IPV4_BYTES, "127.0.0.1");
 		return true;
 	}
 	return false;
 }
 
-/* Resume from the log end, or ask the source where its log starts. */
-static void start_fetching(struct km_fetcher *f)
+int km_fetcher_resolve(const struct km_fetcher *f, const char *host,
+		       char ipv4[KM_FETCHER_IPV4_BYTES])
 {
-	if (km_log_end_offset(f->log) > km_log_start_offset(f->log)) {
-		f->next_offset = km_log_end_offset(f->log);
-		f->state = KM_FETCHER_MIRRORING;
-		send_next(f, KM_FPH_FETCH);
-	} else {
-		send_next(f, KM_FPH_LISTOFFSETS);
-	}
+	if (literal_ipv4(host, ipv4))
+		return 0;
+	if (f->cfg.resolve == NULL)
+		return -EINVAL;
+	return f->cfg.resolve(f->cfg.resolve_ctx, host, ipv4);
 }
 
-static void on_metadata(struct km_fetcher *f, struct km_wire_rd *r)
+/* ---- init ---- */
+
+static bool config_ok(const struct km_fetcher_config *cfg)
 {
-	struct km_metadata_broker brokers[16];
-	struct km_metadata_topic topics[4];
-	struct km_metadata_part parts[256];
-	int32_t nodes[1024];
-	struct km_metadata_resp m = {
-		.brokers = brokers, .brokers_max = 16,
-		.topics = topics, .topics_max = 4,
-		.parts = parts, .parts_max = 256,
-		.nodes = nodes, .nodes_max = 1024,
-	};
-	const struct km_metadata_part *p;
-	int16_t err;
-	int rc = km_metadata_resp_decode(r, 2, &m);
+	char ip[KM_FETCHER_IPV4_BYTES];
 
-	if (rc < 0) {
-		set_failed(f, "Metadata: %s", km_strerror(rc));
-		return;
-	}
-	if (m.cluster_id.len > 0)
-		memcpy(f->cluster_id, m.cluster_id.s,
-		       (size_t)m.cluster_id.len + 1);
-	p = find_part(f, &m, &err);
-	if (p != NULL && (p->error_code || p->leader_id < 0))
-		err = p->error_code ? p->error_code
-				    : KM_KERR_LEADER_NOT_AVAILABLE;
-	else if (p != NULL)
-		err = 0;
-	if (err) {
-		partition_error(f, "Metadata", err);
-		return;
-	}
-	f->leader_id = p->leader_id;
-	if (!leader_elsewhere(f, &m))
-		start_fetching(f);
-}
-
-static void on_listoffsets(struct km_fetcher *f, struct km_wire_rd *r)
-{
-	struct km_proto_topic topics[4];
-	struct km_listoffsets_resp_part parts[16];
-	struct km_listoffsets_resp m;
-	int rc;
-
-	memset(&m, 0, sizeof(m));
-	m.topics = topics;
-	m.topics_max = 4;
-	m.parts = parts;
-	m.parts_max = 16;
-	rc = km_listoffsets_resp_decode(r, 1, &m);
-	if (rc < 0) {
-		set_failed(f, "ListOffsets: %s", km_strerror(rc));
-		return;
-	}
-	for (uint32_t i = 0; i < m.n_parts; i++) {
-		if (parts[i].partition != f->cfg.partition)
-			continue;
-		if (parts[i].error_code) {
-			partition_error(f, "ListOffsets", parts[i].error_code);
-			return;
-		}
-		/* The log is empty: it starts where the source does (R6). */
-		f->next_offset = parts[i].offset;
-		f->state = KM_FETCHER_MIRRORING;
-		send_next(f, KM_FPH_FETCH);
-		return;
-	}
-	set_failed(f, "ListOffsets: partition %d missing",
-		   (int)f->cfg.partition);
-}
-
-/* Corrupt (bad length, magic, CRC, header): reject, count, refetch from
- * its offset (next_offset stays); the same batch corrupt again and again
- * fails the session instead of refetching forever. */
-static void reject_corrupt(struct km_fetcher *f, int rc)
-{
-	f->stats.corrupt++;
-	f->rec_left = 0;
-	if (f->corrupt_offset != f->next_offset) {
-		f->corrupt_offset = f->next_offset;
-		f->corrupt_streak = 0;
-	}
-	if (++f->corrupt_streak >= KM_FETCHER_CORRUPT_MAX)
-		set_failed(f, "batch at offset %lld corrupt %u times in a row: %s",
-			   (long long)f->next_offset, f->corrupt_streak,
-			   km_strerror(rc < 0 ? rc : KM_ECORRUPT));
-}
-
-/* Parse up to KM_FETCHER_BURST whole batches from the records span. */
-static void parse_batches(struct km_fetcher *f)
-{
-	const struct km_chain *ch = &f->frame->chain;
-
-	f->n_batches = f->n_done = 0;
-	while (f->n_batches < KM_FETCHER_BURST &&
-	       f->rec_left >= KM_BATCH_LOG_OVERHEAD) {
-		uint8_t lo[KM_BATCH_LOG_OVERHEAD];
-		struct km_batch *b = &f->batches[f->n_batches];
-		int32_t blen;
-		uint32_t size;
-		int rc;
-
-		km_chain_copy(ch, f->rec_cur, lo, sizeof(lo));
-		blen = (int32_t)km_load_be32(lo + KM_BATCH_OFF_LENGTH);
-		if (blen >= KM_BATCH_LENGTH_MIN &&
-		    (uint32_t)blen + KM_BATCH_LOG_OVERHEAD > f->rec_left) {
-			f->rec_left = 0; /* partial last batch: refetch */
-			break;
-		}
-		rc = km_batch_parse(b, ch, f->rec_cur, f->rec_left);
-		if (rc <= 0) {
-			reject_corrupt(f, rc);
-			break;
-		}
-		size = (uint32_t)rc;
-		km_chain_advance(ch, &f->rec_cur, size);
-		f->rec_left -= size;
-		if (km_batch_last_offset(b) < f->next_offset)
-			continue; /* before what we asked for */
-		if (km_batch_base_offset(b) < f->next_offset) {
-			set_failed(f, "batch %lld..%lld overlaps offset %lld",
-				   (long long)km_batch_base_offset(b),
-				   (long long)km_batch_last_offset(b),
-				   (long long)f->next_offset);
-			return;
-		}
-		rc = km_batch_map_pid(b); /* R1 */
-		if (rc < 0) {
-			set_failed(f, "batch at offset %lld: %s",
-				   (long long)km_batch_base_offset(b),
-				   km_strerror(rc));
-			return;
-		}
-		f->next_offset = km_batch_last_offset(b) + 1;
-		f->wait_offset = km_batch_last_offset(b);
-		f->n_batches++;
-	}
-}
-
-/* Append what the held Fetch response has left; release it once written.
- * @return true if the frame is done (released). */
-static bool append_more(struct km_fetcher *f)
-{
-	for (;;) {
-		if (f->phase == KM_FPH_FAILED)
-			break;
-		if (f->n_done < f->n_batches) {
-			struct km_log_append_result res;
-			int rc = km_log_append_burst(
-				f->log, f->batches + f->n_done,
-				f->n_batches - f->n_done, KM_ORIGIN_MIRROR, &res);
-
-			if (rc < 0) {
-				set_failed(f, "log append at offset %lld: %s",
-					   (long long)km_batch_base_offset(
-						   &f->batches[f->n_done]),
-					   km_strerror(rc));
-				break;
-			}
-			for (int i = 0; i < rc; i++)
-				f->stats.bytes +=
-					km_batch_size(&f->batches[f->n_done + (uint32_t)i]);
-			f->stats.batches += res.appended;
-			f->stats.duplicates += res.duplicates;
-			f->n_done += (uint32_t)rc;
-			if (f->n_done < f->n_batches)
-				return false; /* queue full: step() retries */
-		}
-		if (f->rec_left == 0 || f->want_reconnect || !f->conn)
-			break;
-		parse_batches(f);
-	}
-	/* Everything submitted (or abandoned): wait for the writes. */
-	if (f->wait_offset >= 0 &&
-	    km_log_appended_offset(f->log) <= f->wait_offset &&
-	    km_log_error(f->log) == 0)
+	if (cfg->n_bootstrap == 0 || cfg->n_bootstrap > KM_FETCHER_BOOTSTRAP_MAX)
 		return false;
-	km_kframe_release(&f->kf);
-	f->frame = NULL;
-	f->wait_offset = -1;
-	f->n_batches = f->n_done = 0;
-	if (f->phase == KM_FPH_FAILED)
-		return true;
-	if (f->want_reconnect || !f->conn) {
-		if (f->conn)
-			return true; /* on_close follows */
-		km_kframe_reset(&f->kf);
-		schedule_retry(f);
-		return true;
+	if (!cfg->topic[0] || cfg->partition < 0 || cfg->scratch == NULL)
+		return false;
+	if (cfg->rx_buf_bytes == 0 || cfg->rx_bufs_max == 0)
+		return false;
+	for (uint32_t i = 0; i < cfg->n_bootstrap; i++) {
+		const struct km_fetcher_addr *a = &cfg->bootstrap[i];
+
+		if (!a->host[0] || a->port == 0)
+			return false;
+		/* Without a resolver only literals can ever be reached. */
+		if (cfg->resolve == NULL && !literal_ipv4(a->host, ip))
+			return false;
 	}
-	send_next(f, KM_FPH_FETCH);
 	return true;
 }
 
-static void on_fetch(struct km_fetcher *f, struct km_wire_rd *r)
+/* Receive budget and the clamped MaxBytes: one response queued behind a
+ * held one must still fit (fetcher.h). */
+static void set_budget(struct km_fetcher *f)
 {
-	struct km_fetch_aborted aborted[64];
-	struct km_fetch_resp_iter it;
-	struct km_fetch_part p;
-	int rc = km_fetch_resp_begin(&it, r, 4, aborted, 64);
+	uint64_t half;
 
-	if (rc < 0) {
-		set_failed(f, "Fetch: %s", km_strerror(rc));
-		return;
-	}
-	while ((rc = km_fetch_resp_next_partition(&it, &p)) == 1) {
-		if (p.partition != f->cfg.partition ||
-		    strcmp(it.cur.topic.s, f->cfg.topic) != 0)
-			continue;
-		f->stats.fetches++;
-		if (p.error_code) {
-			partition_error(f, "Fetch", p.error_code);
-			return;
-		}
-		f->backoff_ms = f->cfg.backoff_ms;
-		f->high_watermark = p.high_watermark;
-		f->rec_cur = p.records.cur;
-		f->rec_left = p.records.len > 0 ? (uint32_t)p.records.len : 0;
-		f->phase = KM_FPH_APPEND;
-		f->wait_offset = -1;
-		f->n_batches = f->n_done = 0;
-		/* The frame stays held: the log writes from its buffers. */
-		append_more(f);
-		return;
-	}
-	if (rc < 0)
-		set_failed(f, "Fetch: %s", km_strerror(rc));
-	else
-		set_failed(f, "Fetch: partition %d missing",
-			   (int)f->cfg.partition);
+	f->budget_bufs = f->cfg.rx_bufs_max < KM_KFRAME_SEGS_MAX
+				 ? f->cfg.rx_bufs_max
+				 : KM_KFRAME_SEGS_MAX;
+	f->budget_bytes = (uint64_t)f->budget_bufs * f->cfg.rx_buf_bytes;
+	half = f->budget_bytes / 2 - KM_FETCHER_RESP_OVERHEAD;
+	f->max_bytes = (uint64_t)f->cfg.max_bytes < half ? f->cfg.max_bytes
+							 : (int32_t)half;
+	f->stats.max_bytes = f->max_bytes;
 }
 
-/* Handle the frames received; one Fetch frame may stay held. */
-static void pump(struct km_fetcher *f)
+/* Fresh framing for a connection (correlation ids restart); a frame larger
+ * than the whole budget could never complete. */
+static void frame_init(struct km_fetcher *f)
 {
-	const struct km_kframe_frame *fr;
+	uint64_t frame_max = f->budget_bytes < INT32_MAX - KM_WIRE_SIZE_BYTES
+				     ? f->budget_bytes
+				     : INT32_MAX - KM_WIRE_SIZE_BYTES;
+
+	km_kframe_init(&f->kf, f->net, (uint32_t)frame_max);
+}
+
+static void config_defaults(struct km_fetcher_config *c)
+{
+	if (c->max_wait_ms <= 0)
+		c->max_wait_ms = 50;
+	if (c->max_bytes <= 0)
+		c->max_bytes = 1 << 20;
+	if (c->batch_bytes_max == 0 || c->batch_bytes_max > KM_BATCH_BYTES_MAX)
+		c->batch_bytes_max = KM_BATCH_BYTES_MAX;
+	if (c->backoff_ms == 0)
+		c->backoff_ms = 50;
+	if (c->backoff_max_ms == 0)
+		c->backoff_max_ms = 2000;
+	if (c->backoff_max_ms < c->backoff_ms)
+		c->backoff_max_ms = c->backoff_ms;
+	if (c->request_timeout_ms == 0)
+		c->request_timeout_ms = 30000;
+}
+
+int km_fetcher_init(struct km_fetcher *f, const struct km_fetcher_config *cfg,
+		    struct km_net *net, struct km_log *log)
+{
+	uint32_t bufs;
+
+	if (!net || !log || !config_ok(cfg))
+		return -EINVAL;
+	bufs = cfg->rx_bufs_max < KM_KFRAME_SEGS_MAX ? cfg->rx_bufs_max
+						     : KM_KFRAME_SEGS_MAX;
+	if ((uint64_t)bufs * cfg->rx_buf_bytes < KM_FETCHER_BUDGET_MIN)
+		return -EINVAL;
+	memset(f, 0, sizeof(*f));
+	f->cfg = *cfg;
+	config_defaults(&f->cfg);
+	f->net = net;
+	f->log = log;
+	f->phase = KM_FPH_IDLE;
+	f->state = KM_FETCHER_CONNECTING;
+	f->need_metadata = true;
+	f->v_api_ask = 3; /* the highest kafka/proto.h speaks */
+	f->next_offset = -1;
+	f->corrupt_offset = -1;
+	f->wait_offset = -1;
+	f->backoff_ms = f->cfg.backoff_ms;
+	f->stats.high_watermark = -1;
+	f->stats.log_start_offset = -1;
+	f->stats.leader_id = -1;
+	f->stats.v_apiversions = f->stats.v_metadata = -1;
+	f->stats.v_listoffsets = f->stats.v_fetch = -1;
+	set_budget(f);
+	frame_init(f);
+	return 0;
+}
+
+/* ---- connections ---- */
+
+/* The leader if it is known and trusted, else the next broker of the
+ * rotation: Metadata's brokers, then the bootstrap list. */
+static void choose_target(struct km_fetcher *f)
+{
+	uint32_t n = f->n_brokers + f->cfg.n_bootstrap;
+	uint32_t i;
+
+	if (!f->need_metadata && f->stats.leader_id >= 0) {
+		f->target = f->stats.leader;
+		return;
+	}
+	i = f->rr++ % n;
+	f->target = i < f->n_brokers ? f->brokers[i].addr
+				     : f->cfg.bootstrap[i - f->n_brokers];
+}
+
+static void schedule_connect(struct km_fetcher *f)
+{
+	uint64_t now = km_fetcher_now_ms();
+
+	f->phase = KM_FPH_IDLE;
+	if (f->failed || f->stopped)
+		return;
+	f->state = KM_FETCHER_CONNECTING;
+	f->retry_at_ms = f->quick_reconnect ? now : now + km_fetcher_backoff(f);
+	f->quick_reconnect = false;
+}
+
+/* The connection and every response byte are gone (no frame held). */
+static void conn_gone(struct km_fetcher *f)
+{
+	KM_ASSERT(f->frame == NULL);
+	km_kframe_reset(&f->kf);
+	f->dropping = false;
+	f->send_busy = false;
+	f->inflight = KM_FREQ_NONE;
+	f->next = KM_FREQ_NONE;
+	schedule_connect(f);
+}
+
+static void connect_failed(struct km_fetcher *f)
+{
+	f->conn = NULL;
+	f->stats.errors[KM_FETCHER_ERR_CONNECT]++;
+	f->need_metadata = true; /* the leader may have moved */
+	conn_gone(f);
+}
+
+static bool target_is_leader(const struct km_fetcher *f)
+{
+	return f->stats.leader_id >= 0 && f->target.port == f->stats.leader.port &&
+	       strcmp(f->target.host, f->stats.leader.host) == 0;
+}
+
+static void open_conn(struct km_fetcher *f)
+{
 	int rc;
 
-	while (f->phase != KM_FPH_APPEND && f->phase != KM_FPH_FAILED &&
-	       !f->want_reconnect &&
-	       (rc = km_kframe_next(&f->kf, &fr)) != 0) {
-		struct km_wire_rd r;
-		int32_t corr = 0;
-		int16_t ver;
-
-		if (rc < 0) {
-			set_failed(f, "response framing: %s", km_strerror(rc));
-			return;
-		}
-		ver = f->api_key == KM_API_FETCH	   ? 4
-		      : f->api_key == KM_API_METADATA	   ? 2
-		      : f->api_key == KM_API_LIST_OFFSETS ? 1
-							   : 0;
-		km_wire_rd_init(&r, &fr->chain, fr->body, fr->body_len,
-				&km_wire_limits_default);
-		rc = km_resphdr_decode(&r, f->api_key, ver, &corr);
-		if (rc < 0 || corr != f->corr) {
-			set_failed(f, "response header: %s, correlation %d "
-				      "(expected %d)",
-				   km_strerror(rc), (int)corr, (int)f->corr);
-			return;
-		}
-		f->frame = fr;
-		switch (f->api_key) {
-		case KM_API_API_VERSIONS:
-			on_apiversions(f, &r);
-			break;
-		case KM_API_METADATA:
-			on_metadata(f, &r);
-			break;
-		case KM_API_LIST_OFFSETS:
-			on_listoffsets(f, &r);
-			break;
-		case KM_API_FETCH:
-			on_fetch(f, &r);
-			break;
-		default:
-			break;
-		}
-		if (f->phase != KM_FPH_APPEND) {
-			km_kframe_release(&f->kf);
-			f->frame = NULL;
-		}
+	choose_target(f);
+	if (f->opened_once)
+		f->stats.reconnects++;
+	f->opened_once = true;
+	f->phase = KM_FPH_CONNECT;
+	f->target_leader = false;
+	rc = km_fetcher_resolve(f, f->target.host, f->target_ip);
+	if (rc < 0 && rc != -EAGAIN && target_is_leader(f)) {
+		km_fetcher_fail(f, "leader %d at %s:%u: %s (not an IPv4 "
+				"address, and no resolver maps it)",
+				(int)f->stats.leader_id, f->target.host,
+				(unsigned)f->target.port, km_strerror(rc));
+		return;
 	}
+	if (rc == 0) {
+		frame_init(f);
+		rc = km_net_connect(f->net, f->target_ip, f->target.port,
+				    &fetcher_handler, f, &f->conn);
+	}
+	if (rc < 0)
+		connect_failed(f);
 }
-
-/* ---- connection callbacks ---- */
 
 static void on_connect(struct km_net_conn *c, int res)
 {
 	struct km_fetcher *f = km_net_conn_ctx(c);
 
 	if (res < 0) {
-		f->conn = NULL;
-		schedule_retry(f);
+		connect_failed(f);
 		return;
 	}
-	send_next(f, KM_FPH_APIVERSIONS);
-}
-
-static void on_recv(struct km_net_conn *c, const struct km_chain *data,
-		    const uint32_t *buf_ids)
-{
-	struct km_fetcher *f = km_net_conn_ctx(c);
-
-	if (km_kframe_push(&f->kf, data, buf_ids) < 0) {
-		drop_conn(f);
+	f->phase = KM_FPH_READY;
+	if (f->failed || f->stopped) {
+		f->dropping = true;
+		km_net_abort(c);
 		return;
 	}
-	pump(f);
+	km_fetcher_want(f, KM_FREQ_APIVERSIONS, 0);
 }
 
 static void on_close(struct km_net_conn *c, int reason)
@@ -665,83 +325,418 @@ static void on_close(struct km_net_conn *c, int reason)
 
 	(void)reason;
 	f->conn = NULL;
+	f->phase = KM_FPH_IDLE;
+	if (!f->dropping && !f->failed && !f->stopped) {
+		f->stats.errors[KM_FETCHER_ERR_DISCONNECT]++;
+		f->need_metadata = true;
+	}
+	if (!f->failed)
+		f->state = KM_FETCHER_CONNECTING;
 	f->send_busy = false;
-	if (f->frame) {
-		/* Writes may still read the held frame: append_more()
-		 * releases it once they are done, then reconnects. */
-		f->want_reconnect = true;
+	f->inflight = KM_FREQ_NONE;
+	f->next = KM_FREQ_NONE;
+	/* Writes may still read the held frame: km_fetcher_drain() releases
+	 * it once they are done, then step_frame() calls conn_gone. A
+	 * handler that was running finishes first (handle_frame). */
+	if (f->frame == NULL && !f->in_handler)
+		conn_gone(f);
+}
+
+/* ---- sending ---- */
+
+bool km_fetcher_can_send(const struct km_fetcher *f)
+{
+	return f->conn != NULL && f->phase == KM_FPH_READY && !f->dropping &&
+	       !f->failed && !f->stopped && f->inflight == KM_FREQ_NONE &&
+	       !f->send_busy;
+}
+
+void km_fetcher_req_begin(struct km_fetcher *f, struct km_wire_wr *w,
+			  int16_t api, int16_t version)
+{
+	km_kframe_req_begin(&f->kf, w, f->req, sizeof(f->req), api, version,
+			    KM_FETCHER_CLIENT_ID, &f->corr);
+	f->inflight_ver = version;
+}
+
+static void on_sent(struct km_net_conn *c, void *arg, int res)
+{
+	struct km_fetcher *f = arg;
+
+	(void)c;
+	(void)res; /* a failed send ends the connection: on_close says why */
+	f->send_busy = false;
+}
+
+static int encode(struct km_fetcher *f, struct km_wire_wr *w,
+		  enum km_freq r)
+{
+	switch (r) {
+	case KM_FREQ_APIVERSIONS:
+		return km_fetcher_enc_apiversions(f, w);
+	case KM_FREQ_METADATA:
+		return km_fetcher_enc_metadata(f, w);
+	case KM_FREQ_EARLIEST:
+		return km_fetcher_enc_listoffsets(f, w, -2);
+	case KM_FREQ_LATEST:
+		return km_fetcher_enc_listoffsets(f, w, -1);
+	case KM_FREQ_FETCH:
+		return km_fetcher_enc_fetch(f, w);
+	case KM_FREQ_NONE:
+	default:
+		KM_ASSERT(!"no request to encode");
+		return -EINVAL;
+	}
+}
+
+static void try_send(struct km_fetcher *f)
+{
+	enum km_freq r = f->next;
+	struct km_wire_wr w;
+	int rc;
+
+	if (r == KM_FREQ_NONE || !km_fetcher_can_send(f) ||
+	    km_fetcher_now_ms() < f->next_at_ms)
+		return;
+	rc = encode(f, &w, r);
+	if (rc == 0)
+		rc = km_kframe_req_send(&f->kf, f->conn, &w, on_sent, f);
+	if (rc == -EAGAIN || rc == -EPIPE)
+		return; /* queue full: step() retries; ending: on_close */
+	if (rc < 0) {
+		km_fetcher_fail(f, "cannot encode a request: %s",
+				km_strerror(rc));
 		return;
 	}
-	km_kframe_reset(&f->kf);
-	schedule_retry(f);
+	f->send_busy = true;
+	f->inflight = r;
+	f->next = KM_FREQ_NONE;
+	f->sent_at_ms = km_fetcher_now_ms();
+	if (r == KM_FREQ_FETCH && km_fetcher_appends_pending(f))
+		f->stats.fetch_pipelined++;
+}
+
+void km_fetcher_want(struct km_fetcher *f, enum km_freq r,
+		     uint32_t delay_ms)
+{
+	if (f->failed || f->stopped)
+		return;
+	f->next = r;
+	f->next_at_ms = km_fetcher_now_ms() + delay_ms;
+	if (delay_ms == 0)
+		try_send(f);
+}
+
+/* ---- the Kafka error policy ---- */
+
+static enum km_fetcher_action classify(int16_t err, enum km_fetcher_err *kind)
+{
+	*kind = KM_FETCHER_ERR_RETRIABLE;
+	switch (err) {
+	case KM_KERR_NOT_LEADER_OR_FOLLOWER:
+		*kind = KM_FETCHER_ERR_NOT_LEADER;
+		return KM_FACT_REFRESH;
+	case KM_KERR_LEADER_NOT_AVAILABLE:
+		*kind = KM_FETCHER_ERR_LEADER_NOT_AVAILABLE;
+		return KM_FACT_REFRESH;
+	case KM_KERR_UNKNOWN_TOPIC_OR_PARTITION:
+	case KM_KERR_UNKNOWN_TOPIC_ID:
+		*kind = KM_FETCHER_ERR_UNKNOWN_TOPIC;
+		return KM_FACT_REFRESH;
+	case KM_KERR_FENCED_LEADER_EPOCH:
+	case KM_KERR_UNKNOWN_LEADER_EPOCH:
+		*kind = KM_FETCHER_ERR_LEADER_EPOCH;
+		return KM_FACT_REFRESH;
+	case KM_KERR_REPLICA_NOT_AVAILABLE:
+	case KM_KERR_BROKER_NOT_AVAILABLE:
+	case KM_KERR_KAFKA_STORAGE_ERROR:
+		return KM_FACT_REFRESH;
+	case KM_KERR_UNKNOWN_SERVER_ERROR:
+	case KM_KERR_REQUEST_TIMED_OUT:
+	case KM_KERR_NETWORK_EXCEPTION:
+	case KM_KERR_NOT_ENOUGH_REPLICAS:
+	case KM_KERR_OFFSET_NOT_AVAILABLE:
+	case KM_KERR_FETCH_SESSION_ID_NOT_FOUND:
+	case KM_KERR_INVALID_FETCH_SESSION_EPOCH:
+		return KM_FACT_RETRY;
+	case KM_KERR_OFFSET_OUT_OF_RANGE:
+		*kind = KM_FETCHER_ERR_OUT_OF_RANGE;
+		return KM_FACT_OUT_OF_RANGE;
+	default:
+		return KM_FACT_FAIL;
+	}
+}
+
+void km_fetcher_kafka_error(struct km_fetcher *f, const char *api,
+			    enum km_freq req, int16_t err)
+{
+	enum km_fetcher_err kind;
+	enum km_fetcher_action act = classify(err, &kind);
+
+	if (act == KM_FACT_FAIL) {
+		km_fetcher_fail(f, "%s for %s-%d: %s (Kafka error %d)", api,
+				f->cfg.topic, (int)f->cfg.partition,
+				km_kerr_name(err), (int)err);
+		return;
+	}
+	f->stats.errors[kind]++;
+	if (act == KM_FACT_OUT_OF_RANGE) {
+		f->oor = true;
+		km_fetcher_want(f, KM_FREQ_EARLIEST, 0);
+		return;
+	}
+	if (act == KM_FACT_REFRESH) {
+		f->need_metadata = true;
+		f->state = KM_FETCHER_CONNECTING; /* finding the leader */
+	}
+	/* This broker keeps answering with errors: ask another one. */
+	if (++f->err_streak >= KM_FETCHER_ROTATE_AFTER) {
+		f->err_streak = 0;
+		f->need_metadata = true;
+		km_fetcher_drop(f);
+		return;
+	}
+	km_fetcher_want(f, act == KM_FACT_REFRESH ? KM_FREQ_METADATA : req,
+			km_fetcher_backoff(f));
+}
+
+void km_fetcher_start_fetching(struct km_fetcher *f)
+{
+	int64_t end = km_log_end_offset(f->log);
+
+	f->state = KM_FETCHER_MIRRORING;
+	if (!f->oor && end > km_log_start_offset(f->log)) {
+		f->next_offset = end; /* R6: resume at the log end */
+		km_fetcher_want(f, KM_FREQ_FETCH, 0);
+		return;
+	}
+	/* An empty log starts where the source does; an interrupted
+	 * OFFSET_OUT_OF_RANGE check starts over. */
+	km_fetcher_want(f, KM_FREQ_EARLIEST, 0);
+}
+
+/* ---- receiving ---- */
+
+static int16_t api_key(enum km_freq r)
+{
+	switch (r) {
+	case KM_FREQ_APIVERSIONS:
+		return KM_API_API_VERSIONS;
+	case KM_FREQ_METADATA:
+		return KM_API_METADATA;
+	case KM_FREQ_EARLIEST:
+	case KM_FREQ_LATEST:
+		return KM_API_LIST_OFFSETS;
+	case KM_FREQ_FETCH:
+	case KM_FREQ_NONE:
+	default:
+		return KM_API_FETCH;
+	}
+}
+
+/* One response frame; it stays held only if a Fetch response's batches are
+ * being appended from it. */
+static void handle_frame(struct km_fetcher *f, const struct km_kframe_frame *fr)
+{
+	enum km_freq req = f->inflight;
+	struct km_wire_rd r;
+	int32_t corr = 0;
+	bool held = false;
+	int rc;
+
+	km_wire_rd_init(&r, &fr->chain, fr->body, fr->body_len,
+			&km_wire_limits_default);
+	if (req == KM_FREQ_NONE)
+		km_fetcher_fail(f, "a response with no request in flight");
+	else if ((rc = km_resphdr_decode(&r, api_key(req), f->inflight_ver,
+					 &corr)) < 0)
+		km_fetcher_fail(f, "response header: %s", km_strerror(rc));
+	else if (corr != f->corr)
+		km_fetcher_fail(f, "response correlation id %d, expected %d",
+				(int)corr, (int)f->corr);
+	if (f->failed) {
+		km_kframe_release(&f->kf);
+		return;
+	}
+	f->inflight = KM_FREQ_NONE;
+	f->in_handler = true;
+	if (req == KM_FREQ_APIVERSIONS)
+		km_fetcher_on_apiversions(f, fr, &r);
+	else if (req == KM_FREQ_METADATA)
+		km_fetcher_on_metadata(f, &r);
+	else if (req == KM_FREQ_FETCH)
+		held = km_fetcher_on_fetch(f, fr, &r);
+	else
+		km_fetcher_on_listoffsets(f, &r, req);
+	f->in_handler = false;
+	if (!held)
+		km_kframe_release(&f->kf);
+	/* The connection ended while the handler ran (on_close deferred). */
+	if (f->conn == NULL && f->frame == NULL)
+		conn_gone(f);
+}
+
+/* A response outgrew the receive buffers the session may hold (buffers
+ * only partly filled): halve MaxBytes and refetch on a new connection. */
+static void stall(struct km_fetcher *f)
+{
+	uint32_t size = 0;
+
+	f->stats.errors[KM_FETCHER_ERR_STALL]++;
+	if (f->max_bytes <= KM_FETCHER_MAX_BYTES_MIN) {
+		km_kframe_peek_size(&f->kf, &size);
+		km_fetcher_fail(f, "a %u-byte response does not fit the %u "
+				"receive buffers of %u bytes this session may "
+				"hold, even with Fetch MaxBytes %d", size,
+				f->budget_bufs, f->cfg.rx_buf_bytes,
+				(int)f->max_bytes);
+		return;
+	}
+	f->max_bytes /= 2;
+	if (f->max_bytes < KM_FETCHER_MAX_BYTES_MIN)
+		f->max_bytes = KM_FETCHER_MAX_BYTES_MIN;
+	f->stats.max_bytes = f->max_bytes;
+	km_fetcher_drop(f);
+}
+
+static void frame_error(struct km_fetcher *f, int rc)
+{
+	uint32_t size = 0;
+
+	if (rc != KM_EWIREFRAMEMAX) {
+		km_fetcher_fail(f, "response framing: %s", km_strerror(rc));
+		return;
+	}
+	km_kframe_peek_size(&f->kf, &size);
+	km_fetcher_fail(f, "a %u-byte response exceeds the %llu bytes of "
+			"receive buffers this session may hold (a record batch "
+			"that large cannot be mirrored with these buffers)",
+			size, (unsigned long long)f->budget_bytes);
+}
+
+static void pump(struct km_fetcher *f)
+{
+	for (uint32_t i = 0; i < KM_FETCHER_FRAMES_PER_PUMP; i++) {
+		const struct km_kframe_frame *fr;
+		int rc;
+
+		if (f->frame || f->in_handler || f->failed || f->stopped ||
+		    f->dropping || f->conn == NULL)
+			return;
+		rc = km_kframe_next(&f->kf, &fr);
+		if (rc == 0) {
+			if (km_kframe_buffers(&f->kf) >= f->budget_bufs)
+				stall(f);
+			return;
+		}
+		if (rc < 0) {
+			frame_error(f, rc);
+			return;
+		}
+		handle_frame(f, fr);
+	}
+}
+
+static void on_recv(struct km_net_conn *c, const struct km_chain *data,
+		    const uint32_t *buf_ids)
+{
+	struct km_fetcher *f = km_net_conn_ctx(c);
+
+	if (km_kframe_push(&f->kf, data, buf_ids) < 0) {
+		stall(f); /* more segments than kframe holds */
+		return;
+	}
+	pump(f);
 }
 
 /* ---- driving ---- */
 
+static void check_timeout(struct km_fetcher *f)
+{
+	uint64_t limit = f->cfg.request_timeout_ms;
+
+	if (f->inflight == KM_FREQ_NONE || f->frame || f->dropping ||
+	    f->conn == NULL)
+		return;
+	if (f->inflight == KM_FREQ_FETCH)
+		limit += (uint64_t)f->cfg.max_wait_ms;
+	if (km_fetcher_now_ms() - f->sent_at_ms <= limit)
+		return;
+	f->stats.errors[KM_FETCHER_ERR_TIMEOUT]++;
+	f->need_metadata = true;
+	km_fetcher_drop(f);
+}
+
+/* The held frame: append more, and once released, the connection may be
+ * gone (reconnect) and the next frames may be handled. */
+static int step_frame(struct km_fetcher *f)
+{
+	uint32_t done = f->n_done;
+	bool released = km_fetcher_drain(f);
+
+	if (!released)
+		return f->n_done != done;
+	if (f->conn == NULL)
+		conn_gone(f);
+	return 1;
+}
+
 int km_fetcher_step(struct km_fetcher *f)
 {
-	int rc;
+	int moved = 0;
 
-	if (f->frame) {
-		append_more(f);
-		return 1;
-	}
-	if (f->phase == KM_FPH_FAILED) {
-		if (!f->conn && f->kf.n_segs)
+	if (f->frame)
+		moved = step_frame(f);
+	if (f->failed || f->stopped) {
+		if (f->conn == NULL && f->frame == NULL &&
+		    km_kframe_buffers(&f->kf) > 0)
 			km_kframe_reset(&f->kf);
 		return -1;
 	}
-	if (f->phase == KM_FPH_IDLE && !f->conn) {
-		if (now_ms() < f->retry_at_ms)
-			return 0;
-		if (f->stats.fetches > 0 || f->retry_at_ms != 0)
-			f->stats.reconnects++;
-		f->want_reconnect = false;
-		f->send_pending = false;
-		f->send_busy = false;
-		km_kframe_init(&f->kf, f->net, FRAME_BYTES_MAX);
-		f->phase = KM_FPH_CONNECT;
-		rc = km_net_connect(f->net, f->cfg.host, f->cfg.port,
-				    &fetcher_handler, f, &f->conn);
-		if (rc < 0) {
-			f->conn = NULL;
-			if (rc == -EINVAL) {
-				set_failed(f, "bad bootstrap host %s",
-					   f->cfg.host);
-				return -1;
-			}
-			schedule_retry(f);
-		}
+	if (f->conn == NULL && f->frame == NULL && f->phase == KM_FPH_IDLE) {
+		if (km_fetcher_now_ms() < f->retry_at_ms)
+			return moved;
+		open_conn(f);
 		return 1;
 	}
-	/* A request deferred behind a busy send buffer. */
-	if (f->conn && f->send_pending && !f->send_busy &&
-	    !f->want_reconnect) {
-		send_next(f, f->phase);
-		return 1;
+	check_timeout(f);
+	if (f->next != KM_FREQ_NONE && km_fetcher_can_send(f) &&
+	    km_fetcher_now_ms() >= f->next_at_ms) {
+		try_send(f);
+		moved = 1;
 	}
-	if (f->conn && !f->want_reconnect)
-		pump(f);
-	return 0;
+	pump(f);
+	return moved;
 }
 
 void km_fetcher_cut(struct km_fetcher *f)
 {
-	if (f->conn)
-		drop_conn(f);
+	if (f->conn == NULL || f->dropping)
+		return;
+	f->stats.errors[KM_FETCHER_ERR_DISCONNECT]++;
+	f->need_metadata = true;
+	km_fetcher_drop(f);
 }
 
 void km_fetcher_stop(struct km_fetcher *f)
 {
-	if (f->phase != KM_FPH_FAILED) {
-		f->phase = KM_FPH_FAILED;
+	if (!f->failed && !f->stopped)
 		snprintf(f->reason, sizeof(f->reason), "stopped");
-	}
-	if (f->conn)
+	f->stopped = true;
+	f->next = KM_FREQ_NONE;
+	if (f->conn && !f->dropping) {
+		f->dropping = true;
 		km_net_abort(f->conn);
+	}
+}
+
+const char *km_fetcher_reason(const struct km_fetcher *f)
+{
+	return f->reason;
 }
 
 bool km_fetcher_idle(const struct km_fetcher *f)
 {
-	return !f->conn && f->kf.n_segs == 0 && !f->frame;
+	return f->conn == NULL && f->frame == NULL &&
+	       km_kframe_buffers(&f->kf) == 0;
 }

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "common/endian.h"
 #include "common/errors.h"
 
 void km_kframe_init(struct km_kframe *k, struct km_net *net,
@@ -61,6 +62,18 @@ int km_kframe_next(struct km_kframe *k, const struct km_kframe_frame **out)
 	k->held = true;
 	k->frames_in++;
 	*out = f;
+	return 1;
+}
+
+int km_kframe_peek_size(const struct km_kframe *k, uint32_t *size)
+{
+	struct km_chain c = {k->segs, k->n_segs};
+	struct km_chain_cur at = {0, k->head_off};
+	uint8_t be[KM_WIRE_SIZE_BYTES];
+
+	if (k->held || km_chain_copy(&c, at, be, sizeof(be)) < sizeof(be))
+		return 0;
+	*size = km_load_be32(be);
 	return 1;
 }
 

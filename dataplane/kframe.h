@@ -79,6 +79,15 @@ int km_kframe_push(struct km_kframe *k, const struct km_chain *data,
  */
 int km_kframe_next(struct km_kframe *k, const struct km_kframe_frame **out);
 
+/**
+ * The size field of the next frame while none is held: what the peer
+ * announced, before the frame is complete (a caller can tell a frame that
+ * will never fit its buffers from one still arriving).
+ * @return 1 with *size (the field, not counting its own 4 bytes), or 0 if a
+ *         frame is held or fewer than 4 bytes are queued.
+ */
+int km_kframe_peek_size(const struct km_kframe *k, uint32_t *size);
+
 /** Done with the held frame: release the buffers wholly before its end. */
 void km_kframe_release(struct km_kframe *k);
 

@@ -3,6 +3,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <arpa/inet.h>
+#include <netdb.h>
 #include <sys/eventfd.h>
 #include <time.h>
 #include <unistd.h>
@@ -230,6 +232,39 @@ static void on_open(struct km_worker *w, struct wmsg *m)
 	km_worker_reply_done(w, r, 0, "opened");
 }
 
+/* Leader host names from Metadata; bootstrap names are resolved the same
+ * way. Blocking, but only on a (re)connect. */
+static int resolve(void *ctx, const char *host,
+		   char ipv4[KM_FETCHER_IPV4_BYTES])
+{
+	struct addrinfo hints = { .ai_family = AF_INET,
+				  .ai_socktype = SOCK_STREAM };
+	struct addrinfo *res;
+
+	(void)ctx;
+	if (getaddrinfo(host, NULL, &hints, &res) != 0)
+		return -EHOSTUNREACH;
+	inet_ntop(AF_INET, &((struct sockaddr_in *)res->ai_addr)->sin_addr,
+		  ipv4, KM_FETCHER_IPV4_BYTES);
+	freeaddrinfo(res);
+	return 0;
+}
+
+/* Each fetch session may hold an equal share of half the receive pool
+ * (the other half is for the front-end), so that no session can starve
+ * the others. */
+static void fetch_share(struct km_worker *w, struct km_fetcher_config *fc)
+{
+	uint32_t n = w->cfg.parts_max ? w->cfg.parts_max : 1;
+	uint32_t share = w->cfg.net.rx_buf_count / 2 / n;
+
+	fc->rx_buf_bytes = w->cfg.net.rx_buf_bytes;
+	fc->rx_bufs_max = share > 2 ? share : 2;
+	fc->scratch = w->scratch;
+	fc->resolve = resolve;
+	fc->resolve_ctx = w;
+}
+
 static void on_fetch(struct km_worker *w, struct wmsg *m)
 {
 	struct wpart *wp = km_worker_find(w, m->part);
@@ -244,6 +279,7 @@ static void on_fetch(struct km_worker *w, struct wmsg *m)
 		km_worker_reply_done(w, m->reply, -ENOMEM, NULL);
 		return;
 	}
+	fetch_share(w, &m->u.fetch);
 	rc = km_fetcher_init(wp->fetcher, &m->u.fetch, w->net, wp->log);
 	if (rc < 0) {
 		free(wp->fetcher);
@@ -328,7 +364,7 @@ static void on_efd(struct km_io_req *req, int res, uint32_t flags)
 
 	(void)flags;
 	w->efd_armed = false;
-	if (res < 0 && res != -EAGAIN && res != -EINTR)
+	if (res < 0 && res != -EAGAIN && res != -EINTR && res != -ECANCELED)
 		KM_WARN("worker", "worker %u: eventfd read: %s", w->cfg.id,
 			km_strerror(res));
 }
@@ -495,6 +531,7 @@ static bool finish_shutdown(struct km_worker *w)
 		return false;
 	km_wfe_free(w);
 	rc = close_logs(w);
+	km_wfe_free_writers(w);
 	w->done = true;
 	km_worker_reply_done(w, w->shutdown_reply, rc,
 			     rc ? NULL : "closed cleanly");
@@ -608,6 +645,8 @@ static int setup(struct km_worker *w)
 	int rc;
 
 	w->outbox_tail = &w->outbox;
+	if ((w->scratch = malloc(sizeof(*w->scratch))) == NULL)
+		return -ENOMEM;
 	w->wparts = calloc(w->cfg.parts_max ? w->cfg.parts_max : 1,
 			   sizeof(*w->wparts));
 	if (w->wparts == NULL)
@@ -643,6 +682,7 @@ static void teardown(struct km_worker *w)
 	if (w->efd >= 0)
 		close(w->efd);
 	free(w->wparts);
+	free(w->scratch);
 	free(w->slots);
 	free(w->peer_q);
 }

@@ -34,6 +34,7 @@ struct wmsg {
 		} listen;
 		struct {
 			uint32_t from;	/* worker to answer */
+			struct km_worker *owner; /* set by the owner */
 			int16_t acks;
 			uint32_t len;
 			km_part_produced_fn done;
@@ -70,9 +71,11 @@ struct km_worker {
 	struct km_spsc *peer_q;		/* [n_workers]: from each worker */
 	void **slots;
 	struct wmsg *outbox, **outbox_tail; /* pushes waiting for room */
+	struct km_fetcher_scratch *scratch; /* shared by its fetchers */
 	struct wpart *wparts;
 	uint32_t n_wparts;
 	struct km_frontend *fe;
+	uint32_t fwd_pending;		/* Produce forwarded, not answered */
 	struct km_part_ops ops;
 	bool stopping;
 	bool done;
@@ -88,6 +91,7 @@ void km_wfe_poll(struct km_worker *w);
 bool km_wfe_idle(struct km_worker *w);
 void km_wfe_stop(struct km_worker *w);
 void km_wfe_free(struct km_worker *w);
+void km_wfe_free_writers(struct km_worker *w);
 void km_wfe_on_produce(struct km_worker *w, struct wmsg *m);
 void km_wfe_on_produced(struct km_worker *w, struct wmsg *m);
 int km_wfe_produce(void *ctx, struct km_part *p, const void *records,

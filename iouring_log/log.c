@@ -55,7 +55,37 @@ static void free_log(struct km_log *log)
 	free(log->segs);
 	free(log->ps_mem);
 	free(log->snap_buf);
+	pthread_rwlock_destroy(&log->seg_lock);
 	free(log);
+}
+
+/* Writer-preferring: readers of other threads call in a tight loop, and
+ * glibc's default (readers first) could keep the owner's roll waiting for
+ * as long as they do. */
+static int init_seg_lock(struct km_log *log)
+{
+	pthread_rwlockattr_t attr;
+	int rc = pthread_rwlockattr_init(&attr);
+
+	if (rc != 0)
+		return -rc;
+	rc = pthread_rwlockattr_setkind_np(
+		&attr, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+	if (rc == 0)
+		rc = pthread_rwlock_init(&log->seg_lock, &attr);
+	pthread_rwlockattr_destroy(&attr);
+	return -rc;
+}
+
+void km_log_lock_segments(struct km_log *log)
+{
+	/* Fails only on misuse (EDEADLK: the owner already holds it). */
+	KM_ASSERT(pthread_rwlock_wrlock(&log->seg_lock) == 0);
+}
+
+void km_log_unlock_segments(struct km_log *log)
+{
+	KM_ASSERT(pthread_rwlock_unlock(&log->seg_lock) == 0);
 }
 
 static int open_dir(struct km_log *log)
@@ -95,6 +125,10 @@ int km_log_open(struct km_log **out, const struct km_log_config *cfg,
 		return rc;
 	if ((log = calloc(1, sizeof(*log))) == NULL)
 		return -ENOMEM;
+	if ((rc = init_seg_lock(log)) < 0) {
+		free(log);
+		return rc;
+	}
 	log->cfg = *cfg;
 	log->ring = ring;
 	log->dir_fd = -1;
@@ -163,7 +197,7 @@ int km_log_write_snapshot(struct km_log *log, int64_t offset)
 
 int64_t km_log_start_offset(const struct km_log *log)
 {
-	return log->start_offset;
+	return log_start(log);
 }
 
 int64_t km_log_lso(struct km_log *log)

@@ -6,10 +6,20 @@
  * cleanly (kept per partition here, so partitions open and close
  * independently).
  *
- * Threading: one owner thread (the partition's worker) calls every function
- * except the km_log_*_offset() readers, which any thread may call: the
- * offsets are published with release stores after the bytes they cover are
- * written (appended) or synced (durable).
+ * Threading: one owner thread (the partition's worker) appends, flushes,
+ * rolls, truncates, resets and closes. The read path - km_log_read,
+ * km_log_offset_for_time, km_log_aborted_txns - and km_log_start_offset,
+ * km_log_appended_offset and km_log_durable_offset may be called from any
+ * thread, concurrently with all of that except km_log_close (it needs the
+ * readers gone). Appending never takes a lock: what grows per batch (the
+ * offsets, a segment's written bytes, index entry counts, .txnindex bytes)
+ * is published with release stores after what it covers is written, and
+ * readers load it with acquire and read no further. The rare structural
+ * changes (showing a new segment after a roll, cutting or deleting
+ * segments, a reset) hold a writer-preferring rwlock that each read holds
+ * shared for its duration, so no read ever touches a closed file or an
+ * unmapped index (log_read.c has the details). The other functions are the
+ * owner's.
  *
  * Offsets (R6): mirrored batches keep their offsets, gaps included; a batch
  * wholly below the log end is a duplicate and skipped; one that overlaps the
@@ -133,7 +143,8 @@ int km_log_flush(struct km_log *log);
 /** Wait until every queued write and sync has completed. @return 0 or error. */
 int km_log_sync(struct km_log *log);
 
-/* Published offsets: any thread. */
+/* Offsets. The owner's log end offset (owner thread only), then the
+ * published ones (any thread). */
 int64_t km_log_end_offset(const struct km_log *log);	   /* LEO, owner view */
 int64_t km_log_appended_offset(const struct km_log *log); /* written */
 int64_t km_log_durable_offset(const struct km_log *log);  /* synced: the HW */
@@ -151,7 +162,7 @@ struct km_pstate *km_log_pstate(struct km_log *log);
 /** Partition directory path. */
 const char *km_log_dir(const struct km_log *log);
 
-/* Read path. */
+/* Read path: any thread (see Threading above). */
 struct km_log_read_result {
 	uint32_t bytes;		/* whole batches copied into buf */
 	uint32_t batches;
@@ -162,9 +173,10 @@ struct km_log_read_result {
 /**
  * Copy whole batches holding offsets >= offset and below upto into buf, at
  * most max_bytes, but always the first batch even if larger (KIP-74), as
- * long as it fits cap. Index lookup, then a scan.
+ * long as it fits cap. upto is capped at the appended offset. Index lookup,
+ * then a scan. Any thread.
  * @return 0, or -ERANGE (offset below the log start or above upto), or
- *         KM_ENOSPACE (first batch larger than cap), or -errno.
+ *         KM_ENOSPACE (first batch larger than cap), or -errno from pread.
  */
 int km_log_read(struct km_log *log, int64_t offset, int64_t upto,
 		uint32_t max_bytes, void *buf, size_t cap,
@@ -172,13 +184,16 @@ int km_log_read(struct km_log *log, int64_t offset, int64_t upto,
 
 /**
  * Offset of the first batch whose maxTimestamp >= ts (ListOffsets by time),
- * through the time index; *offset = -1 if none. @return 0 or -errno.
+ * through the time index, among the batches below the appended offset;
+ * *offset = -1 if none. Any thread. @return 0 or -errno.
  */
 int km_log_offset_for_time(struct km_log *log, int64_t ts, int64_t *offset);
 
 /**
  * Aborted transactions overlapping [from, upto), from the .txnindex files,
- * for read_committed Fetch. @return how many (at most max written), or -errno.
+ * for read_committed Fetch. Any thread; an entry is listed from the moment
+ * the owner appends its marker (before the marker's bytes are written).
+ * @return how many (at most max written), or -errno.
  */
 int km_log_aborted_txns(struct km_log *log, int64_t from, int64_t upto,
 			struct km_aborted_txn *out, uint32_t max);
@@ -197,9 +212,12 @@ int64_t km_log_truncate_to(struct km_log *log, int64_t offset,
  * Drop every batch and restart the empty log at offset (Kafka's
  * truncateFullyAndStartAt): the source's log start moved past our end and
  * mirror.offset.reset=earliest says to continue from there. Segments,
- * indexes, snapshots and producer state go; the log start, end, appended
- * and durable offsets all become offset. Waits for in-flight I/O first.
- * @return 0, or a negative code (the log is then failed).
+ * indexes, snapshots, leader epochs and producer state go; the log start,
+ * end, appended and durable offsets all become offset. Waits for in-flight
+ * I/O first. Crash-safe: an open after a crash at any point finds the old
+ * log whole or the new empty one (log_reset.c).
+ * @return 0; -EINVAL (offset < 0; nothing changed); or a negative code from
+ *         the I/O (the log is then failed).
  */
 int km_log_reset_to(struct km_log *log, int64_t offset);
 

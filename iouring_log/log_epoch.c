@@ -65,6 +65,14 @@ int km_log_epoch_truncate(struct km_log *log, int64_t end_offset)
 	return write_epochs(log);
 }
 
+/* Kafka's LeaderEpochFileCache.clearAndFlush: written even if already
+ * empty in memory, so a file a crash left behind is emptied too. */
+int km_log_epoch_clear(struct km_log *log)
+{
+	log->n_epochs = 0;
+	return write_epochs(log);
+}
+
 int km_log_epoch_load(struct km_log *log)
 {
 	FILE *f;

@@ -99,8 +99,12 @@ static void write_done(struct km_io_req *req, int res, uint32_t flags)
 	struct log_write *w = (struct log_write *)req;
 	struct km_log *log = w->log;
 	int64_t appended = -1;
+	uint64_t readable = 0;
 
 	(void)flags;
+	/* Every write targets the active segment: a roll, truncation or
+	 * reset first waits for the writes in flight. */
+	KM_ASSERT_HOT(w->fd == log_active(log)->log_fd);
 	if (res < 0)
 		km_log_set_error(log, res);
 	else if ((uint32_t)res != w->bytes)
@@ -109,13 +113,20 @@ static void write_done(struct km_io_req *req, int res, uint32_t flags)
 	/* Completions can arrive out of order; publish only a done prefix. */
 	while (log->w_count > 0 && log->writes[log->w_head].done) {
 		appended = log->writes[log->w_head].end_offset;
+		readable = log->writes[log->w_head].pos +
+			   log->writes[log->w_head].bytes;
 		log->writes[log->w_head].done = false;
 		log->w_head = (log->w_head + 1) % KM_LOG_WRITES_MAX;
 		log->w_count--;
 	}
-	if (appended >= 0 && log->error == 0)
+	if (appended >= 0 && log->error == 0) {
+		/* Bytes first, then offsets, both release: a reader that
+		 * acquires appended and then the readable bytes finds the
+		 * bytes of every batch below appended readable. */
+		km_segment_set_readable(log_active(log), readable);
 		atomic_store_explicit(&log->appended, appended,
 				      memory_order_release);
+	}
 	kick_flush(log);
 }
 
@@ -254,17 +265,25 @@ static int roll(struct km_log *log, int64_t base, int snap_len)
 		return -errno;
 	if (log->leo > atomic_load_explicit(&log->durable, memory_order_relaxed))
 		atomic_store_explicit(&log->durable, log->leo, memory_order_release);
+	/* Readers keep reading the old segment meanwhile: the seal swaps its
+	 * index maps for read-only ones and retires the writable ones. */
 	if ((rc = km_segment_seal(old)) < 0)
 		return rc;
 	snprintf(name, sizeof(name), "%020lld.snapshot", (long long)base);
 	if ((rc = km_log_write_text_atomic(log, name, (const char *)log->snap_buf,
 					   (size_t)snap_len)) < 0)
 		return rc;
+	/* Built past n_segs, where no reader looks, and shown whole under
+	 * the lock; once the lock has been held, no read that could have
+	 * loaded the retired maps is still running. */
 	rc = km_segment_create(&log->segs[log->n_segs], log->dir_fd, base,
 			       log->cfg.index_bytes_max);
 	if (rc < 0)
 		return rc;
+	km_log_lock_segments(log);
 	log->n_segs++;
+	km_log_unlock_segments(log);
+	km_segment_drop_retired(old);
 	KM_INFO("log", "%s: rolled to segment %020lld", log->dir,
 		(long long)base);
 	return 0;

@@ -3,6 +3,7 @@
 #define KM_IOURING_LOG_LOG_PVT_H
 
 #include <limits.h>
+#include <pthread.h>
 #include <stdatomic.h>
 
 #include "iouring_log/log.h"
@@ -17,6 +18,9 @@
 #define CLEAN_MARKER ".kafka_cleanshutdown"
 /* Leader epochs remembered for leader-epoch-checkpoint. */
 #define KM_LOG_EPOCHS_MAX 256
+/* Present while a km_log_reset_to is under way: "<offset>\n". Its rename
+ * into place commits the reset; an open that finds it finishes the reset. */
+#define RESET_MARKER ".kmirror_reset"
 
 struct km_log;
 
@@ -48,9 +52,14 @@ struct km_log {
 	int dir_fd;
 	struct km_uring *ring;
 
+	/* The read path's view of the segments (log_read.c): readers hold
+	 * seg_lock shared for one read; the owner holds it exclusively only
+	 * while it changes segs, n_segs, a segment's fds or base, or unmaps
+	 * what a reader could be using (roll, truncate, reset). */
+	pthread_rwlock_t seg_lock;
 	struct km_segment *segs; /* ascending base offsets; last is active */
 	uint32_t n_segs;
-	int64_t start_offset;
+	_Atomic int64_t start_offset; /* stored under seg_lock, loaded anywhere */
 	int64_t leo; /* owner's log end offset */
 	/* Published for other threads: release-stored after the covered bytes
 	 * are written (appended) or synced (durable); readers load-acquire. */
@@ -85,6 +94,15 @@ struct km_log {
 static inline struct km_segment *log_active(struct km_log *log)
 {
 	return &log->segs[log->n_segs - 1];
+}
+
+/* The owner, around a structural change: waits for reads in progress. */
+void km_log_lock_segments(struct km_log *log);
+void km_log_unlock_segments(struct km_log *log);
+
+static inline int64_t log_start(const struct km_log *log)
+{
+	return atomic_load_explicit(&log->start_offset, memory_order_acquire);
 }
 
 uint64_t km_log_now_ms(void);
@@ -133,9 +151,14 @@ void km_log_scan_fini(struct log_scan *sc);
 /* log_epoch.c: leader-epoch-checkpoint and partition.metadata */
 int km_log_epoch_note(struct km_log *log, int32_t epoch, int64_t offset);
 int km_log_epoch_truncate(struct km_log *log, int64_t end_offset);
+int km_log_epoch_clear(struct km_log *log);
 int km_log_epoch_load(struct km_log *log);
 int km_log_write_metadata(struct km_log *log);
 int km_log_write_text_atomic(struct km_log *log, const char *name,
 			     const char *text, size_t len);
+
+/* log_reset.c: finish a reset a crash interrupted (RESET_MARKER), before
+ * the segments are opened. @return 0 (also when there was none) or error. */
+int km_log_reset_redo(struct km_log *log);
 
 #endif

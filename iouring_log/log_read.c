@@ -1,13 +1,48 @@
 /* The read path: whole batches from an offset (Fetch, the dump tool),
  * offsets by timestamp (ListOffsets), aborted transactions (read_committed).
- * Any batch starting below the bound passed in is whole on disk: callers
- * bound reads by the durable or appended offset. */
+ *
+ * Threading: any thread, while the owner appends, flushes, rolls, truncates
+ * and resets (only km_log_close needs the readers gone). Two mechanisms,
+ * because the structure of the log changes rarely and its contents with
+ * every batch:
+ *
+ * 1. The structure - log->segs, n_segs, a segment's fds and base offset -
+ *    changes only under log->seg_lock, a pthread rwlock. A reader holds it
+ *    shared for one call. The owner takes it exclusively only to change
+ *    what a reader could be standing on: to show a new segment after a
+ *    roll, to delete or cut segments in a truncation, to replace them all
+ *    in a reset (and, when retention comes, to delete the oldest ones;
+ *    nothing else is needed for readers in flight). An index mapping is unmapped only under it, or after it:
+ *    a seal (in a roll, lock not held) publishes the read-only maps that
+ *    replace the writable ones and retires the old ones (segment.h); the
+ *    roll's taking the lock afterwards is the grace period after which
+ *    they can go, since every read that could have loaded them has ended.
+ *    The slow parts of a roll (waiting for writes, fdatasync, the seal's
+ *    msync and fsyncs, the snapshot, creating the next segment's files)
+ *    thus run before it takes the lock, and a truncation works out its cut
+ *    by reading first. Appending a batch never takes it. It prefers
+ *    writers, so readers in a tight loop cannot hold a roll back.
+ * 2. What grows per batch is published with release stores after what it
+ *    covers and loaded here with acquire: the appended offset, stored after
+ *    the segment's readable bytes, which are stored once the write
+ *    completed; index and time-index entry counts, stored after the entry's
+ *    bytes; .txnindex bytes, stored after the pwrite. A reader loads the
+ *    appended offset first and then, per segment, the readable bytes, and
+ *    reads no batch header past them. Index entries are added when a batch
+ *    is queued, before it is written, so a position from the index is
+ *    checked against the readable bytes too. Fields only the owner may read
+ *    (size_bytes, the active segment's max_timestamp) are not used here.
+ *
+ * Batches are returned only below the bound passed in, capped at the
+ * appended offset: Fetch passes the durable offset (the high watermark).
+ */
 #include <errno.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "common/endian.h"
 #include "common/errors.h"
+#include "common/km_assert.h"
 #include "iouring_log/log_pvt.h"
 
 /* The header fields a walk needs: through maxTimestamp. */
@@ -43,20 +78,34 @@ static int read_hdr(const struct km_segment *s, uint64_t pos,
 	return w->size > KM_BATCH_LOG_OVERHEAD ? 0 : KM_ECORRUPT;
 }
 
+static void read_lock(struct km_log *log)
+{
+	/* Fails only on misuse (EDEADLK) or 2^30 readers (EAGAIN). */
+	KM_ASSERT(pthread_rwlock_rdlock(&log->seg_lock) == 0);
+}
+
+static void read_unlock(struct km_log *log)
+{
+	KM_ASSERT(pthread_rwlock_unlock(&log->seg_lock) == 0);
+}
+
 /* Position of the first batch in s holding an offset >= offset with
- * maxTimestamp >= ts, or s->size_bytes if none. */
-static int find_batch(const struct km_segment *s, int64_t offset, int64_t ts,
-		      uint64_t *pos, struct walk_hdr *w)
+ * maxTimestamp >= ts whose header lies below end (the readable bytes), or
+ * end if none does. The walk goes from batch to batch, each size read from
+ * a header below end, so it never parses bytes a write is still filling. */
+static int find_batch(const struct km_segment *s, uint64_t end, int64_t offset,
+		      int64_t ts, uint64_t *pos, struct walk_hdr *w)
 {
 	int rc;
 
-	for (*pos = km_segment_lookup(s, offset); *pos < s->size_bytes;
+	for (*pos = km_segment_lookup(s, offset); *pos + WALK_HDR_BYTES <= end;
 	     *pos += w->size) {
 		if ((rc = read_hdr(s, *pos, w)) < 0)
 			return rc;
 		if (w->last >= offset && w->max_ts >= ts)
 			return 0;
 	}
+	*pos = end;
 	return 0;
 }
 
@@ -77,9 +126,9 @@ static int pread_all(int fd, void *buf, size_t len, uint64_t pos)
 	return 0;
 }
 
-/* Whole batches from pos that start below upto: at least the first, then
- * as many as fit max_bytes. */
-static int copy_batches(const struct km_segment *s, uint64_t pos,
+/* Whole batches from pos that start below upto and end at or below end
+ * (the readable bytes): at least the first, then as many as fit max_bytes. */
+static int copy_batches(const struct km_segment *s, uint64_t pos, uint64_t end,
 			uint32_t first_size, int64_t upto, uint32_t max_bytes,
 			uint8_t *buf, size_t cap, struct km_log_read_result *out)
 {
@@ -90,8 +139,8 @@ static int copy_batches(const struct km_segment *s, uint64_t pos,
 	if (first_size > cap)
 		return KM_ENOSPACE;
 	want = want < cap ? want : cap;
-	if (want > s->size_bytes - pos)
-		want = s->size_bytes - pos;
+	if (want > end - pos)
+		want = end - pos;
 	if ((rc = pread_all(s->log_fd, buf, want, pos)) < 0)
 		return rc;
 	while (len + WALK_HDR_BYTES <= want) {
@@ -110,66 +159,98 @@ static int copy_batches(const struct km_segment *s, uint64_t pos,
 	return 0;
 }
 
+/* km_log_read with the segment lock held. */
+static int read_locked(struct km_log *log, int64_t offset, int64_t upto,
+		       uint32_t max_bytes, void *buf, size_t cap,
+		       struct km_log_read_result *out)
+{
+	/* Before any readable bytes are loaded (see the top). */
+	int64_t appended = km_log_appended_offset(log);
+	struct walk_hdr w;
+	uint64_t pos;
+	int rc;
+
+	upto = upto < appended ? upto : appended;
+	if (offset < log_start(log) || offset > upto)
+		return -ERANGE;
+	for (uint32_t i = km_log_find_segment(log, offset);
+	     i < log->n_segs && offset < upto; i++) {
+		const struct km_segment *s = &log->segs[i];
+		uint64_t end = km_segment_readable(s);
+
+		if ((rc = find_batch(s, end, offset, INT64_MIN, &pos, &w)) < 0)
+			return rc;
+		if (pos < end)
+			return w.base >= upto ? 0
+					      : copy_batches(s, pos, end, w.size,
+							     upto, max_bytes,
+							     buf, cap, out);
+	}
+	return 0;
+}
+
 int km_log_read(struct km_log *log, int64_t offset, int64_t upto,
 		uint32_t max_bytes, void *buf, size_t cap,
 		struct km_log_read_result *out)
+{
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	out->first_offset = -1;
+	out->next_offset = offset;
+	read_lock(log);
+	rc = read_locked(log, offset, upto, max_bytes, buf, cap, out);
+	read_unlock(log);
+	return rc;
+}
+
+static int time_locked(struct km_log *log, int64_t ts, int64_t *offset)
 {
 	int64_t appended = km_log_appended_offset(log);
 	struct walk_hdr w;
 	uint64_t pos;
 	int rc;
 
-	memset(out, 0, sizeof(*out));
-	out->first_offset = -1;
-	out->next_offset = offset;
-	upto = upto < appended ? upto : appended;
-	if (offset < log->start_offset || offset > upto)
-		return -ERANGE;
-	for (uint32_t i = km_log_find_segment(log, offset);
-	     i < log->n_segs && offset < upto; i++) {
-		struct km_segment *s = &log->segs[i];
-
-		if ((rc = find_batch(s, offset, INT64_MIN, &pos, &w)) < 0)
-			return rc;
-		if (pos < s->size_bytes)
-			return w.base >= upto ? 0
-					      : copy_batches(s, pos, w.size, upto,
-							     max_bytes, buf, cap,
-							     out);
-	}
-	return 0;
-}
-
-int km_log_offset_for_time(struct km_log *log, int64_t ts, int64_t *offset)
-{
-	struct walk_hdr w;
-	uint64_t pos;
-	int rc;
-
-	*offset = -1;
 	for (uint32_t i = 0; i < log->n_segs; i++) {
-		struct km_segment *s = &log->segs[i];
+		const struct km_segment *s = &log->segs[i];
+		uint64_t end = km_segment_readable(s);
 
-		if (s->max_timestamp < ts && i + 1 < log->n_segs)
+		/* Sealed segments only: the active one's maximum moves with
+		 * every append, and only the owner may read it. */
+		if (i + 1 < log->n_segs && s->max_timestamp < ts)
 			continue;
-		rc = find_batch(s, km_segment_time_lookup(s, ts), ts, &pos, &w);
+		rc = find_batch(s, end, km_segment_time_lookup(s, ts), ts, &pos,
+				&w);
 		if (rc < 0)
 			return rc;
-		if (pos < s->size_bytes) {
-			*offset = w.base;
+		if (pos < end) {
+			/* Readable but not yet appended: not there yet. */
+			if (w.base < appended)
+				*offset = w.base;
 			return 0;
 		}
 	}
 	return 0;
 }
 
-int km_log_aborted_txns(struct km_log *log, int64_t from, int64_t upto,
-			struct km_aborted_txn *out, uint32_t max)
+int km_log_offset_for_time(struct km_log *log, int64_t ts, int64_t *offset)
+{
+	int rc;
+
+	*offset = -1;
+	read_lock(log);
+	rc = time_locked(log, ts, offset);
+	read_unlock(log);
+	return rc;
+}
+
+static int txns_locked(struct km_log *log, int64_t from, int64_t upto,
+		       struct km_aborted_txn *out, uint32_t max)
 {
 	uint32_t found = 0;
 
 	for (uint32_t i = km_log_find_segment(log, from); i < log->n_segs; i++) {
-		struct km_segment *s = &log->segs[i];
+		const struct km_segment *s = &log->segs[i];
 		int n;
 
 		/* No early stop at upto: the entry sits with the marker,
@@ -183,4 +264,15 @@ int km_log_aborted_txns(struct km_log *log, int64_t from, int64_t upto,
 		found += (uint32_t)n;
 	}
 	return (int)found;
+}
+
+int km_log_aborted_txns(struct km_log *log, int64_t from, int64_t upto,
+			struct km_aborted_txn *out, uint32_t max)
+{
+	int rc;
+
+	read_lock(log);
+	rc = txns_locked(log, from, upto, out, max);
+	read_unlock(log);
+	return rc;
 }

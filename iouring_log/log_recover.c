@@ -362,10 +362,13 @@ static int rescan_from(struct km_log *log, int64_t snap,
 		rc = rescan_segment(log, i, &r);
 	if (rc < 0)
 		return rc;
-	/* Rebuilt segments other than the last become sealed again. */
-	for (uint32_t i = first; i + 1 < log->n_segs && rc == 0; i++)
+	/* Rebuilt segments other than the last become sealed again (no
+	 * reader yet: the retired maps can go at once). */
+	for (uint32_t i = first; i + 1 < log->n_segs && rc == 0; i++) {
 		if (log->segs[i].active)
 			rc = km_segment_seal(&log->segs[i]);
+		km_segment_drop_retired(&log->segs[i]);
+	}
 	return rc;
 }
 
@@ -401,9 +404,12 @@ static int unclean_open(struct km_log *log, struct km_log_recovery *rec)
 
 int km_log_recover(struct km_log *log, struct km_log_recovery *rec)
 {
-	bool clean = km_log_clean_marker_exists(log);
-	int rc;
+	/* A reset the last run began is finished before anything is read. */
+	int rc = km_log_reset_redo(log);
+	bool clean = rc == 0 && km_log_clean_marker_exists(log);
 
+	if (rc < 0)
+		return rc;
 	/* Opening changes files (the active segment's indexes are extended
 	 * for appends): from here a crash must be recovered by a scan, so
 	 * the marker goes first. */
@@ -417,7 +423,8 @@ int km_log_recover(struct km_log *log, struct km_log_recovery *rec)
 	rec->snapshot_offset = -1;
 	if (rc < 0)
 		return rc;
-	log->start_offset = log->segs[0].base_offset;
+	atomic_store_explicit(&log->start_offset, log->segs[0].base_offset,
+			      memory_order_release);
 	if (!clean || clean_open(log, rec) < 0)
 		rc = unclean_open(log, rec);
 	if (rc < 0)
@@ -478,7 +485,7 @@ int km_log_rebuild_pstate(struct km_log *log, struct km_pstate *ps,
 {
 	int64_t snaps[SNAPSHOTS_MAX];
 	int k = km_log_list_snapshots(log, snaps, SNAPSHOTS_MAX);
-	int64_t from = log->start_offset;
+	int64_t from = log_start(log);
 
 	if (k < 0)
 		return k;

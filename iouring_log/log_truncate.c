@@ -1,5 +1,7 @@
 /* Truncation and the R4 transaction-clean cut. Control-path operations: they
- * wait for in-flight I/O and may allocate. */
+ * wait for in-flight I/O and may allocate. A truncation works out what to
+ * remove by reading first, then changes the files under the segment lock
+ * (log_read.c); the clean cut only reads and takes no lock. */
 #include <errno.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -90,62 +92,105 @@ static int activate_last(struct km_log *log)
 	return rc;
 }
 
-static int cut_segments(struct km_log *log, int64_t offset, uint64_t *bytes,
-			uint32_t *batches)
-{
-	uint32_t i = km_log_find_segment(log, offset);
-	struct km_segment *s;
+/* What a truncation removes, worked out by reading before the segments are
+ * locked: segments [keep, n_segs) go; segment keep - 1 is cut at .log
+ * position pos and then ends before offset next. */
+struct cut_plan {
+	uint32_t keep;
 	uint64_t pos;
 	int64_t next;
+	uint64_t bytes;
+	uint32_t batches;
+};
+
+static int plan_cut(struct km_log *log, int64_t offset, struct cut_plan *p)
+{
 	int rc;
 
-	/* Never delete the first segment: the log keeps at least one. */
-	while (log->n_segs > i + 1 ||
-	       (log->n_segs > 1 && log_active(log)->base_offset >= offset)) {
-		s = log_active(log);
-		if ((rc = count_from(log, s, 0, bytes, batches)) < 0 ||
-		    (rc = km_segment_delete(s, log->dir_fd)) < 0)
-			return rc;
-		log->n_segs--;
-	}
-	s = log_active(log);
-	if ((rc = cut_position(log, s, offset, &pos, &next)) < 0)
-		return rc;
-	if (pos == 0 && log->n_segs > 1) {
+	p->keep = km_log_find_segment(log, offset) + 1;
+	/* Never drop the first segment: the log keeps at least one. */
+	if (p->keep > 1 && log->segs[p->keep - 1].base_offset >= offset)
+		p->keep--;
+	rc = cut_position(log, &log->segs[p->keep - 1], offset, &p->pos,
+			  &p->next);
+	if (rc == 0 && p->pos == 0 && p->keep > 1) {
 		/* Nothing of it stays: drop it, as a cut at its base does,
 		 * so the end is the offset after the last batch kept. */
-		if ((rc = count_from(log, s, 0, bytes, batches)) < 0 ||
-		    (rc = km_segment_delete(s, log->dir_fd)) < 0)
-			return rc;
-		log->n_segs--;
-		s = log_active(log);
-		if ((rc = cut_position(log, s, offset, &pos, &next)) < 0)
-			return rc;
+		p->keep--;
+		rc = cut_position(log, &log->segs[p->keep - 1], offset, &p->pos,
+				  &p->next);
 	}
-	if ((rc = count_from(log, s, pos, bytes, batches)) < 0 ||
-	    (rc = km_segment_truncate(s, pos, next)) < 0)
+	for (uint32_t i = p->keep; i < log->n_segs && rc == 0; i++)
+		rc = count_from(log, &log->segs[i], 0, &p->bytes, &p->batches);
+	if (rc == 0)
+		rc = count_from(log, &log->segs[p->keep - 1], p->pos, &p->bytes,
+				&p->batches);
+	return rc;
+}
+
+/* Under the segment lock. */
+static int apply_cut(struct km_log *log, const struct cut_plan *p)
+{
+	int rc = 0;
+
+	while (log->n_segs > p->keep && rc == 0) {
+		rc = km_segment_delete(log_active(log), log->dir_fd);
+		log->n_segs--; /* closed even if a file stayed behind */
+	}
+	if (rc == 0)
+		rc = km_segment_truncate(log_active(log), p->pos, p->next);
+	if (rc < 0)
 		return rc;
-	log->leo = next;
+	log->leo = p->next;
 	if ((rc = activate_last(log)) < 0 ||
 	    (rc = reload_max_timestamp(log, log_active(log))) < 0)
 		return rc;
-	return fsync(log_active(log)->log_fd) < 0 ? -errno : 0;
+	return 0;
+}
+
+static void publish_end(struct km_log *log)
+{
+	atomic_store_explicit(&log->appended, log->leo, memory_order_release);
+	atomic_store_explicit(&log->durable, log->leo, memory_order_release);
+}
+
+/* Apply p (NULL: nothing to cut) and make everything kept durable, whatever
+ * the flush policy left unsynced, before it becomes the durable offset.
+ * Readers wait from the first file changed until the published offsets
+ * match the files again. */
+static int cut(struct km_log *log, const struct cut_plan *p)
+{
+	int rc;
+
+	if (p == NULL) {
+		if (fdatasync(log_active(log)->log_fd) < 0)
+			return -errno;
+		publish_end(log);
+		return 0;
+	}
+	km_log_lock_segments(log);
+	rc = apply_cut(log, p);
+	/* fsync, not fdatasync: the new file size must stick too. */
+	if (rc == 0 && fsync(log_active(log)->log_fd) < 0)
+		rc = -errno;
+	if (rc == 0)
+		publish_end(log);
+	km_log_unlock_segments(log);
+	return rc;
 }
 
 int64_t km_log_truncate_to(struct km_log *log, int64_t offset,
 			   uint64_t *removed_bytes, uint32_t *removed_batches)
 {
-	uint64_t bytes = 0;
-	uint32_t batches = 0;
+	struct cut_plan p = { 0 };
 	int64_t snap;
 	int rc = km_log_sync(log);
+	bool cutting = rc == 0 && offset < log->leo;
 
-	if (rc == 0 && offset < log->leo)
-		rc = cut_segments(log, offset, &bytes, &batches);
-	/* Everything kept becomes the durable offset below: sync it first,
-	 * whatever the flush policy left unsynced. */
-	if (rc == 0 && fdatasync(log_active(log)->log_fd) < 0)
-		rc = -errno;
+	if (cutting)
+		rc = plan_cut(log, offset, &p);
+	if (rc == 0)
+		rc = cut(log, cutting ? &p : NULL);
 	if (rc == 0)
 		rc = km_log_epoch_truncate(log, log->leo);
 	if (rc == 0)
@@ -157,15 +202,13 @@ int64_t km_log_truncate_to(struct km_log *log, int64_t offset,
 		km_log_set_error(log, rc);
 		return rc;
 	}
-	atomic_store_explicit(&log->appended, log->leo, memory_order_release);
-	atomic_store_explicit(&log->durable, log->leo, memory_order_release);
 	if (removed_bytes)
-		*removed_bytes = bytes;
+		*removed_bytes = p.bytes;
 	if (removed_batches)
-		*removed_batches = batches;
+		*removed_batches = p.batches;
 	KM_INFO("log", "%s: truncated to offset %lld: %u batches, %llu bytes "
-		"removed", log->dir, (long long)log->leo, batches,
-		(unsigned long long)bytes);
+		"removed", log->dir, (long long)log->leo, p.batches,
+		(unsigned long long)p.bytes);
 	return log->leo;
 }
 

@@ -12,6 +12,12 @@
 #include "common/endian.h"
 #include "common/km_assert.h"
 
+/* The [pub] fields of struct km_segment (segment.h): the owner stores them
+ * with release once what they cover is in place; readers on other threads
+ * load them with acquire. The owner's own reads stay plain. */
+#define PUBLISH(field, v) __atomic_store_n(&(field), (v), __ATOMIC_RELEASE)
+#define PUBLISHED(field) __atomic_load_n(&(field), __ATOMIC_ACQUIRE)
+
 static const char *const suffixes[4] = { ".log", ".index", ".timeindex",
 					 ".txnindex" };
 
@@ -38,14 +44,48 @@ static void close_fd(int *fd)
 	*fd = -1;
 }
 
+/* Both index mappings of a segment, at one length. */
+struct maps {
+	uint8_t *index;
+	uint8_t *time;
+	uint32_t len;
+};
+
+static void unmap_pair(const struct maps *m)
+{
+	if (m->index != NULL)
+		munmap(m->index, m->len);
+	if (m->time != NULL)
+		munmap(m->time, m->len);
+}
+
+/* Point readers at m: a reader that loads a pointer sees the mapping. */
+static void set_maps(struct km_segment *s, const struct maps *m)
+{
+	PUBLISH(s->index_map, m->index);
+	PUBLISH(s->time_map, m->time);
+	s->map_bytes = m->len;
+}
+
+void km_segment_drop_retired(struct km_segment *s)
+{
+	struct maps old = { s->retired_index_map, s->retired_time_map,
+			    s->retired_bytes };
+
+	unmap_pair(&old);
+	s->retired_index_map = s->retired_time_map = NULL;
+	s->retired_bytes = 0;
+}
+
+/* Only with no reader on the segment (write lock held, or not shared). */
 static void unmap(struct km_segment *s)
 {
-	if (s->index_map != NULL)
-		munmap(s->index_map, s->map_bytes);
-	if (s->time_map != NULL)
-		munmap(s->time_map, s->map_bytes);
-	s->index_map = s->time_map = NULL;
-	s->map_bytes = 0;
+	struct maps old = { s->index_map, s->time_map, s->map_bytes };
+	static const struct maps none = { NULL, NULL, 0 };
+
+	set_maps(s, &none);
+	unmap_pair(&old);
+	km_segment_drop_retired(s);
 }
 
 /* Size fd to at least len with its blocks allocated. */
@@ -58,11 +98,13 @@ static int alloc_file(int fd, uint32_t len)
 	return ftruncate(fd, len);
 }
 
-/* Map both indexes at len bytes; writable maps size the files to len. */
-static int map_indexes(struct km_segment *s, uint32_t len, bool writable)
+/* Map both indexes at len bytes into m; writable maps size the files. */
+static int map_pair(const struct km_segment *s, uint32_t len, bool writable,
+		    struct maps *m)
 {
 	int prot = PROT_READ | (writable ? PROT_WRITE : 0);
 
+	*m = (struct maps){ NULL, NULL, len };
 	if (len == 0)
 		return 0;
 	/* Read-only: map what is there (entries are counted from each
@@ -71,19 +113,29 @@ static int map_indexes(struct km_segment *s, uint32_t len, bool writable)
 	if (writable && (alloc_file(s->index_fd, len) < 0 ||
 			 alloc_file(s->time_fd, len) < 0))
 		return -errno;
-	s->index_map = mmap(NULL, len, prot, MAP_SHARED, s->index_fd, 0);
-	s->time_map = mmap(NULL, len, prot, MAP_SHARED, s->time_fd, 0);
-	if (s->index_map == MAP_FAILED || s->time_map == MAP_FAILED) {
+	m->index = mmap(NULL, len, prot, MAP_SHARED, s->index_fd, 0);
+	m->time = mmap(NULL, len, prot, MAP_SHARED, s->time_fd, 0);
+	if (m->index == MAP_FAILED || m->time == MAP_FAILED) {
 		int err = -errno;
 
-		s->index_map = s->index_map == MAP_FAILED ? NULL : s->index_map;
-		s->time_map = s->time_map == MAP_FAILED ? NULL : s->time_map;
-		s->map_bytes = len;
-		unmap(s);
+		m->index = m->index == MAP_FAILED ? NULL : m->index;
+		m->time = m->time == MAP_FAILED ? NULL : m->time;
+		unmap_pair(m);
+		*m = (struct maps){ NULL, NULL, 0 };
 		return err;
 	}
-	s->map_bytes = len;
 	return 0;
+}
+
+/* Map a segment no reader can see yet (or under the write lock). */
+static int map_indexes(struct km_segment *s, uint32_t len, bool writable)
+{
+	struct maps m;
+	int rc = map_pair(s, len, writable, &m);
+
+	if (rc == 0)
+		set_maps(s, &m);
+	return rc;
 }
 
 static int open_files(struct km_segment *s, int dir_fd, int64_t base, int flags)
@@ -125,26 +177,30 @@ int km_segment_create(struct km_segment *s, int dir_fd, int64_t base,
 	return rc;
 }
 
-static int64_t index_offset(const struct km_segment *s, uint32_t i)
+/* Entry accessors take the map a caller loaded, so that a reader uses one
+ * mapping and one entry count it loaded together. */
+static int64_t index_offset(const struct km_segment *s, const uint8_t *map,
+			    uint32_t i)
 {
 	return s->base_offset +
-	       (int32_t)km_load_be32(s->index_map + i * KM_INDEX_ENTRY_BYTES);
+	       (int32_t)km_load_be32(map + i * KM_INDEX_ENTRY_BYTES);
 }
 
-static uint32_t index_position(const struct km_segment *s, uint32_t i)
+static uint32_t index_position(const uint8_t *map, uint32_t i)
 {
-	return km_load_be32(s->index_map + i * KM_INDEX_ENTRY_BYTES + 4);
+	return km_load_be32(map + i * KM_INDEX_ENTRY_BYTES + 4);
 }
 
-static int64_t time_ts(const struct km_segment *s, uint32_t i)
+static int64_t time_ts(const uint8_t *map, uint32_t i)
 {
-	return (int64_t)km_load_be64(s->time_map + i * KM_TIMEINDEX_ENTRY_BYTES);
+	return (int64_t)km_load_be64(map + i * KM_TIMEINDEX_ENTRY_BYTES);
 }
 
-static int64_t time_offset(const struct km_segment *s, uint32_t i)
+static int64_t time_offset(const struct km_segment *s, const uint8_t *map,
+			   uint32_t i)
 {
 	return s->base_offset +
-	       (int32_t)km_load_be32(s->time_map + i * KM_TIMEINDEX_ENTRY_BYTES + 8);
+	       (int32_t)km_load_be32(map + i * KM_TIMEINDEX_ENTRY_BYTES + 8);
 }
 
 /* Sizes on disk decide entry counts; the newest time entry seeds the max. */
@@ -157,11 +213,15 @@ static int load_sizes(struct km_segment *s, uint32_t *map_len)
 		if (fstat(fds[i], &st[i]) < 0)
 			return -errno;
 	s->size_bytes = (uint64_t)st[0].st_size;
+	km_segment_set_readable(s, s->size_bytes);
 	s->reserved_bytes = s->size_bytes;
-	s->index_entries = (uint32_t)(st[1].st_size / KM_INDEX_ENTRY_BYTES);
-	s->time_entries = (uint32_t)(st[2].st_size / KM_TIMEINDEX_ENTRY_BYTES);
-	s->txn_bytes = (uint64_t)st[3].st_size -
-		       (uint64_t)st[3].st_size % KM_TXNINDEX_ENTRY_BYTES;
+	PUBLISH(s->index_entries,
+		(uint32_t)(st[1].st_size / KM_INDEX_ENTRY_BYTES));
+	PUBLISH(s->time_entries,
+		(uint32_t)(st[2].st_size / KM_TIMEINDEX_ENTRY_BYTES));
+	PUBLISH(s->txn_bytes, (uint64_t)st[3].st_size -
+				      (uint64_t)st[3].st_size %
+					      KM_TXNINDEX_ENTRY_BYTES);
 	*map_len = (uint32_t)(st[1].st_size > st[2].st_size ? st[1].st_size
 							    : st[2].st_size);
 	return 0;
@@ -185,8 +245,9 @@ int km_segment_open(struct km_segment *s, int dir_fd, int64_t base,
 	if ((rc = map_indexes(s, len, active)) < 0)
 		goto out_close;
 	if (s->time_entries > 0) {
-		s->max_timestamp = time_ts(s, s->time_entries - 1);
-		s->max_timestamp_offset = time_offset(s, s->time_entries - 1);
+		s->max_timestamp = time_ts(s->time_map, s->time_entries - 1);
+		s->max_timestamp_offset =
+			time_offset(s, s->time_map, s->time_entries - 1);
 	}
 	return 0;
 out_close:
@@ -194,22 +255,35 @@ out_close:
 	return rc;
 }
 
-/* Shrink both index files to their entries and map them read-only. */
-static int trim_indexes(struct km_segment *s)
+/* Shrink both index files to their entries and map them read-only. The
+ * new maps are published before the old ones go: with retire, the old ones
+ * are kept for readers that loaded them (see km_segment_drop_retired),
+ * otherwise no reader may be using the segment. Shrinking the files under
+ * an old map is safe for readers: they read published entries only, which
+ * the new sizes still hold. */
+static int trim_indexes(struct km_segment *s, bool retire)
 {
 	uint32_t ilen = s->index_entries * KM_INDEX_ENTRY_BYTES;
 	uint32_t tlen = s->time_entries * KM_TIMEINDEX_ENTRY_BYTES;
-	uint32_t len = ilen > tlen ? ilen : tlen;
+	struct maps old = { s->index_map, s->time_map, s->map_bytes }, m;
 	int rc;
 
 	if (s->index_map != NULL && msync(s->index_map, s->map_bytes, MS_SYNC) < 0)
 		return -errno;
 	if (s->time_map != NULL && msync(s->time_map, s->map_bytes, MS_SYNC) < 0)
 		return -errno;
-	unmap(s);
-	rc = map_indexes(s, len, false);
-	if (rc < 0)
+	if ((rc = map_pair(s, ilen > tlen ? ilen : tlen, false, &m)) < 0)
 		return rc;
+	set_maps(s, &m);
+	if (retire) {
+		KM_ASSERT(s->retired_index_map == NULL);
+		KM_ASSERT(s->retired_time_map == NULL);
+		s->retired_index_map = old.index;
+		s->retired_time_map = old.time;
+		s->retired_bytes = old.len;
+	} else {
+		unmap_pair(&old);
+	}
 	if (ftruncate(s->index_fd, ilen) < 0 || ftruncate(s->time_fd, tlen) < 0)
 		return -errno;
 	return 0;
@@ -218,10 +292,16 @@ static int trim_indexes(struct km_segment *s)
 void km_segment_close(struct km_segment *s)
 {
 	if (s->active && s->index_fd >= 0)
-		(void)trim_indexes(s);
+		(void)trim_indexes(s, false);
 	/* Give back fallocate'd blocks past the end of the data. */
 	if (s->log_fd >= 0 && s->reserved_bytes > s->size_bytes)
 		(void)ftruncate(s->log_fd, (off_t)s->size_bytes);
+	/* Nothing stays readable (a failed structural change may leave the
+	 * closed segment in the log's array). */
+	PUBLISH(s->index_entries, 0);
+	PUBLISH(s->time_entries, 0);
+	PUBLISH(s->txn_bytes, 0);
+	km_segment_set_readable(s, 0);
 	unmap(s);
 	close_fd(&s->log_fd);
 	close_fd(&s->index_fd);
@@ -260,12 +340,13 @@ static void time_maybe_append(struct km_segment *s, int64_t ts, int64_t offset)
 {
 	uint8_t *e;
 
-	if (ts <= (s->time_entries > 0 ? time_ts(s, s->time_entries - 1) : -1))
+	if (ts <= (s->time_entries > 0 ? time_ts(s->time_map, s->time_entries - 1)
+				       : -1))
 		return;
 	e = s->time_map + s->time_entries * KM_TIMEINDEX_ENTRY_BYTES;
 	km_store_be64(e, (uint64_t)ts);
 	km_store_be32(e + 8, (uint32_t)(offset - s->base_offset));
-	s->time_entries++;
+	PUBLISH(s->time_entries, s->time_entries + 1); /* after its bytes */
 }
 
 int km_segment_index_batch(struct km_segment *s, int64_t base_offset,
@@ -288,7 +369,7 @@ int km_segment_index_batch(struct km_segment *s, int64_t base_offset,
 		e = s->index_map + s->index_entries * KM_INDEX_ENTRY_BYTES;
 		km_store_be32(e, (uint32_t)(last_offset - s->base_offset));
 		km_store_be32(e + 4, (uint32_t)position);
-		s->index_entries++;
+		PUBLISH(s->index_entries, s->index_entries + 1);
 		time_maybe_append(s, s->max_timestamp, s->max_timestamp_offset);
 		s->bytes_since_index = 0;
 	}
@@ -304,7 +385,7 @@ int km_segment_seal(struct km_segment *s)
 	KM_ASSERT(s->active);
 	if (s->max_timestamp >= 0 && !km_segment_index_full(s))
 		time_maybe_append(s, s->max_timestamp, s->max_timestamp_offset);
-	if ((rc = trim_indexes(s)) < 0)
+	if ((rc = trim_indexes(s, true)) < 0)
 		return rc;
 	/* Give back the blocks reserved past the data; KEEP_SIZE leaves the
 	 * file size (and writes still in flight below it) alone. */
@@ -324,33 +405,36 @@ int km_segment_seal(struct km_segment *s)
 
 uint64_t km_segment_lookup(const struct km_segment *s, int64_t target)
 {
-	uint32_t lo = 0, hi = s->index_entries;
+	/* Count first: every mapping published since holds that many. */
+	uint32_t lo = 0, hi = PUBLISHED(s->index_entries);
+	const uint8_t *map = PUBLISHED(s->index_map);
 
 	/* Binary search for the last entry with offset <= target. */
 	while (lo < hi) {
 		uint32_t mid = lo + (hi - lo) / 2;
 
-		if (index_offset(s, mid) <= target)
+		if (index_offset(s, map, mid) <= target)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
-	return lo == 0 ? 0 : index_position(s, lo - 1);
+	return lo == 0 ? 0 : index_position(map, lo - 1);
 }
 
 int64_t km_segment_time_lookup(const struct km_segment *s, int64_t ts)
 {
-	uint32_t lo = 0, hi = s->time_entries;
+	uint32_t lo = 0, hi = PUBLISHED(s->time_entries);
+	const uint8_t *map = PUBLISHED(s->time_map);
 
 	while (lo < hi) {
 		uint32_t mid = lo + (hi - lo) / 2;
 
-		if (time_ts(s, mid) <= ts)
+		if (time_ts(map, mid) <= ts)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
-	return lo == 0 ? s->base_offset : time_offset(s, lo - 1);
+	return lo == 0 ? s->base_offset : time_offset(s, map, lo - 1);
 }
 
 int km_segment_reserve(struct km_segment *s, uint64_t end, uint64_t chunk_bytes)
@@ -388,7 +472,7 @@ int km_segment_txn_append(struct km_segment *s, const struct km_aborted_txn *t)
 		return -errno;
 	if (n != (ssize_t)sizeof(e))
 		return -EIO;
-	s->txn_bytes += sizeof(e);
+	PUBLISH(s->txn_bytes, s->txn_bytes + sizeof(e)); /* after the pwrite */
 	return 0;
 }
 
@@ -404,10 +488,13 @@ int km_segment_txn_read(const struct km_segment *s, int64_t from, int64_t to,
 			struct km_aborted_txn *out, uint32_t max)
 {
 	uint8_t buf[KM_TXNINDEX_ENTRY_BYTES * 64];
+	/* Bytes past it may be an entry the owner is writing right now. */
+	uint64_t end = PUBLISHED(s->txn_bytes);
 	uint32_t found = 0;
 
-	for (uint64_t pos = 0; pos < s->txn_bytes; pos += sizeof(buf)) {
-		ssize_t n = pread(s->txn_fd, buf, sizeof(buf), (off_t)pos);
+	for (uint64_t pos = 0; pos < end; pos += sizeof(buf)) {
+		size_t want = end - pos < sizeof(buf) ? end - pos : sizeof(buf);
+		ssize_t n = pread(s->txn_fd, buf, want, (off_t)pos);
 
 		if (n < 0)
 			return -errno;
@@ -432,7 +519,8 @@ static uint32_t count_below(const struct km_segment *s, bool time,
 {
 	uint32_t n = time ? s->time_entries : s->index_entries;
 
-	while (n > 0 && (time ? time_offset(s, n - 1) : index_offset(s, n - 1)) >=
+	while (n > 0 && (time ? time_offset(s, s->time_map, n - 1)
+			      : index_offset(s, s->index_map, n - 1)) >=
 				next_offset)
 		n--;
 	return n;
@@ -456,25 +544,29 @@ int km_segment_txn_truncate(struct km_segment *s, int64_t next_offset)
 	}
 	if (ftruncate(s->txn_fd, (off_t)keep) < 0)
 		return -errno;
-	s->txn_bytes = keep;
+	PUBLISH(s->txn_bytes, keep);
 	return 0;
 }
 
 int km_segment_truncate(struct km_segment *s, uint64_t pos, int64_t next_offset)
 {
+	/* Under the log's write lock: no reader sees the steps in between. */
 	if (ftruncate(s->log_fd, (off_t)pos) < 0)
 		return -errno;
 	s->size_bytes = pos;
+	km_segment_set_readable(s, pos);
 	s->reserved_bytes = pos;
-	s->index_entries = count_below(s, false, next_offset);
-	s->time_entries = count_below(s, true, next_offset);
+	PUBLISH(s->index_entries, count_below(s, false, next_offset));
+	PUBLISH(s->time_entries, count_below(s, true, next_offset));
 	s->next_offset = next_offset;
 	s->bytes_since_index = 0;
-	s->max_timestamp = s->time_entries ? time_ts(s, s->time_entries - 1) : -1;
+	s->max_timestamp =
+		s->time_entries ? time_ts(s->time_map, s->time_entries - 1) : -1;
 	s->max_timestamp_offset =
-		s->time_entries ? time_offset(s, s->time_entries - 1) : s->base_offset;
+		s->time_entries ? time_offset(s, s->time_map, s->time_entries - 1)
+				: s->base_offset;
 	if (!s->active) {
-		int rc = trim_indexes(s);
+		int rc = trim_indexes(s, false);
 
 		if (rc < 0)
 			return rc;
@@ -485,8 +577,8 @@ int km_segment_truncate(struct km_segment *s, uint64_t pos, int64_t next_offset)
 void km_segment_reset_indexes(struct km_segment *s)
 {
 	KM_ASSERT(s->active);
-	s->index_entries = 0;
-	s->time_entries = 0;
+	PUBLISH(s->index_entries, 0);
+	PUBLISH(s->time_entries, 0);
 	s->bytes_since_index = 0;
 	s->max_timestamp = -1;
 	s->max_timestamp_offset = s->base_offset;

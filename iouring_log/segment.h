@@ -36,7 +36,14 @@ struct km_aborted_txn {
 	int64_t last_stable_offset;
 };
 
-/* Fields are private to iouring_log/; the log embeds segments by value. */
+/* Fields are private to iouring_log/; the log embeds segments by value.
+ *
+ * Threading (log.h): the owner changes every field. Readers on other
+ * threads read the fields marked [pub] while the owner appends: the owner
+ * stores them with release after what they cover is in place (entry bytes,
+ * file bytes, a new mapping), readers load them with acquire
+ * (km_segment_published_*; GCC builtins, since this header is also C++).
+ * base_offset and the fds change only under the log's write lock. */
 struct km_segment {
 	int64_t base_offset;
 	int64_t next_offset;	  /* last offset in the segment + 1 */
@@ -44,19 +51,38 @@ struct km_segment {
 	int index_fd;
 	int time_fd;
 	int txn_fd;
-	uint64_t size_bytes;	  /* .log bytes appended */
+	uint64_t size_bytes;	  /* .log bytes appended (some maybe in flight) */
+	uint64_t readable_bytes;  /* [pub] .log bytes whose writes completed */
 	uint64_t reserved_bytes;  /* .log blocks reserved with fallocate */
-	uint8_t *index_map;
-	uint8_t *time_map;
+	uint8_t *index_map;	  /* [pub] */
+	uint8_t *time_map;	  /* [pub] */
 	uint32_t map_bytes;	  /* mapping length of each index */
-	uint32_t index_entries;
-	uint32_t time_entries;
+	uint32_t index_entries;	  /* [pub] */
+	uint32_t time_entries;	  /* [pub] */
 	uint32_t bytes_since_index;
 	int64_t max_timestamp;	  /* largest batch maxTimestamp so far */
 	int64_t max_timestamp_offset;
-	uint64_t txn_bytes;
+	uint64_t txn_bytes;	  /* [pub] */
+	/* Mappings a seal replaced: a reader may still be using them, so they
+	 * are unmapped by km_segment_drop_retired() after a grace period. */
+	uint8_t *retired_index_map;
+	uint8_t *retired_time_map;
+	uint32_t retired_bytes;
 	bool active;
 };
+
+/** Publish that the .log bytes below end are written (owner thread). */
+static inline void km_segment_set_readable(struct km_segment *s, uint64_t end)
+{
+	/* Release: a reader that loads end also sees the completed write. */
+	__atomic_store_n(&s->readable_bytes, end, __ATOMIC_RELEASE);
+}
+
+/** .log bytes any thread may read: every write below them has completed. */
+static inline uint64_t km_segment_readable(const struct km_segment *s)
+{
+	return __atomic_load_n(&s->readable_bytes, __ATOMIC_ACQUIRE);
+}
 
 /** "<dir>/<20-digit base><suffix>" into out (PATH_MAX). */
 void km_segment_path(char *out, const char *dir, int64_t base,
@@ -79,7 +105,8 @@ int km_segment_create(struct km_segment *s, int dir_fd, int64_t base,
 int km_segment_open(struct km_segment *s, int dir_fd, int64_t base,
 		    uint32_t index_bytes_max, bool active);
 
-/** Unmap and close. Trims the indexes first if the segment was active. */
+/** Unmap (retired maps too) and close. Trims the indexes first if the
+ *  segment was active. No reader may be using the segment. */
 void km_segment_close(struct km_segment *s);
 
 /** Remove the segment's four files (closing it first). @return 0 or -errno. */
@@ -104,19 +131,26 @@ bool km_segment_index_full(const struct km_segment *s);
 /**
  * Make the segment inactive: final time-index entry (Kafka's
  * onBecomeInactiveSegment), indexes trimmed to their entries and synced,
- * .log reservation released and synced. @return 0 or -errno.
+ * .log reservation released and synced. Readers may use the segment
+ * meanwhile: the writable index maps are replaced by read-only ones and
+ * kept as retired until km_segment_drop_retired(). @return 0 or -errno.
  */
 int km_segment_seal(struct km_segment *s);
 
+/** Unmap the maps a seal retired, once no reader can be using them. */
+void km_segment_drop_retired(struct km_segment *s);
+
 /**
  * Byte position in .log of the last indexed batch with offset <= target:
- * where a scan for target starts. 0 if none.
+ * where a scan for target starts. 0 if none. Any thread (published entries
+ * only); an entry may name a batch whose write has not completed yet.
  */
 uint64_t km_segment_lookup(const struct km_segment *s, int64_t target);
 
 /**
  * Offset to start a scan from for the first record with timestamp >= ts:
  * the time index's last entry with timestamp <= ts, else base_offset.
+ * Any thread, as km_segment_lookup.
  */
 int64_t km_segment_time_lookup(const struct km_segment *s, int64_t ts);
 
@@ -132,7 +166,7 @@ int km_segment_txn_append(struct km_segment *s, const struct km_aborted_txn *t);
 
 /**
  * Aborted transactions in this segment whose lastOffset >= from and
- * firstOffset < to.
+ * firstOffset < to. Any thread: only published entries are read.
  * @return how many matched; at most max are written to out; or -errno.
  */
 int km_segment_txn_read(const struct km_segment *s, int64_t from, int64_t to,

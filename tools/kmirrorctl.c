@@ -295,7 +295,8 @@ static int value_width(const json_t *v)
 }
 
 static const char *const preferred_cols[] = {
-	"partition", "state", "leo", "hw", "lso", "lag", "bytes_per_sec",
+	"partition", "state", "leo", "hw", "lso", "lag", "records_per_sec",
+	"bytes_per_sec",
 };
 #define COLS_MAX 32
 
@@ -332,6 +333,8 @@ static void header_name(const char *key, char *out, size_t len)
 
 	if (strcmp(key, "bytes_per_sec") == 0)
 		key = "bytes/s";
+	else if (strcmp(key, "records_per_sec") == 0)
+		key = "records/s";
 	for (i = 0; key[i] != '\0' && i + 1 < len; i++)
 		out[i] = (key[i] >= 'a' && key[i] <= 'z') ? (char)(key[i] - 32)
 							  : key[i];

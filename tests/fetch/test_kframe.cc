@@ -4,7 +4,8 @@
 // Method: a fake km_net whose release op records buffer ids; a stream of
 // frames is pushed cut at every position (and byte by byte); each frame
 // must come out whole with its body, and the released ids must be exactly
-// the buffers wholly before the consumed frames' end.
+// the buffers wholly before the consumed frames' end. The size of the next
+// frame can be peeked before it is complete.
 #include <gtest/gtest.h>
 
 #include <set>
@@ -155,6 +156,48 @@ TEST(KFrame, SharedBufferKeptUntilLastFrame)
 	EXPECT_EQ(std::multiset<uint32_t>({7}), released);
 	km_kframe_release(&k);
 	EXPECT_EQ(std::multiset<uint32_t>({7, 8, 9}), released);
+}
+
+// The size field of the next frame can be read as soon as its 4 bytes are
+// in, before the frame is complete, and not while a frame is held (the
+// fetcher names the size of a response that can never fit its buffers).
+TEST(KFrame, PeekSizeBeforeTheFrameIsComplete)
+{
+	km_net net = {&fake_ops};
+	static km_kframe k;
+	km_kframe_init(&k, &net, 1 << 20);
+	released.clear();
+	auto a = Frame(std::string(10, 'a')), b = Frame(std::string(300, 'b'));
+	std::vector<uint8_t> s0(a.begin(), a.end());
+	s0.insert(s0.end(), b.begin(), b.begin() + 2);
+	std::vector<uint8_t> s1(b.begin() + 2, b.begin() + 50);
+	uint32_t size = 0;
+	EXPECT_EQ(0, km_kframe_peek_size(&k, &size)) << "nothing queued";
+	iovec iv = {s0.data(), 3};
+	uint32_t id = 1;
+	km_chain ch = {&iv, 1};
+	ASSERT_EQ(0, km_kframe_push(&k, &ch, &id));
+	EXPECT_EQ(0, km_kframe_peek_size(&k, &size)) << "3 bytes of 4";
+	iovec iv2 = {s0.data() + 3, s0.size() - 3};
+	uint32_t id2 = 2;
+	km_chain ch2 = {&iv2, 1};
+	ASSERT_EQ(0, km_kframe_push(&k, &ch2, &id2));
+	ASSERT_EQ(1, km_kframe_peek_size(&k, &size));
+	EXPECT_EQ(10u, size);
+	const km_kframe_frame *fr;
+	ASSERT_EQ(1, km_kframe_next(&k, &fr));
+	EXPECT_EQ(0, km_kframe_peek_size(&k, &size)) << "a frame is held";
+	km_kframe_release(&k);
+	// b's size field straddles buffers 2 and 3; b itself is incomplete.
+	iovec iv3 = {s1.data(), s1.size()};
+	uint32_t id3 = 3;
+	km_chain ch3 = {&iv3, 1};
+	ASSERT_EQ(0, km_kframe_push(&k, &ch3, &id3));
+	ASSERT_EQ(0, km_kframe_next(&k, &fr));
+	ASSERT_EQ(1, km_kframe_peek_size(&k, &size));
+	EXPECT_EQ(300u, size);
+	km_kframe_reset(&k);
+	EXPECT_EQ(std::multiset<uint32_t>({1, 2, 3}), released);
 }
 
 TEST(KFrame, HostileSizeAndResetAndRequests)

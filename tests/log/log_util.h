@@ -29,6 +29,22 @@ struct TempDir {
 	~TempDir() { std::filesystem::remove_all(path); }
 };
 
+// A temp dir on tmpfs (/dev/shm) where there is one, else in /tmp: for
+// tests whose point is not the disk but that sync a lot (every roll syncs
+// ~7 times, a few ms each on a disk). A SIGKILL leaves the files as the page
+// cache holds them, the same on tmpfs as on a disk.
+struct FastTempDir {
+	std::string path;
+	FastTempDir()
+	{
+		char shm[] = "/dev/shm/kmirror-log-XXXXXX";
+		char tmp[] = "/tmp/kmirror-log-XXXXXX";
+		const char *p = mkdtemp(shm);
+		path = p != nullptr ? p : mkdtemp(tmp);
+	}
+	~FastTempDir() { std::filesystem::remove_all(path); }
+};
+
 // Owned bytes of one batch plus a parsed view over them.
 struct Batch {
 	std::vector<uint8_t> bytes;

@@ -1,19 +1,12 @@
 /* A small raw Kafka client (Fetch v4, Produce v3) for tests; see raw_kafka.h.
  * Goal: read and write a broker's stored RecordBatch bytes verbatim.
- * Method: hand-written big-endian encoder/decoder over a blocking socket,
- * every wait bounded by poll() and a deadline. */
+ * Method: hand-written big-endian encoder/decoder over one socket, every
+ * wait bounded by poll() and a deadline (tests/support/blocking_io.h). */
 #include "raw_kafka.h"
 
-#include <arpa/inet.h>
-#include <cerrno>
-#include <chrono>
-#include <cstring>
-#include <fcntl.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
-#include <poll.h>
-#include <sys/socket.h>
 #include <unistd.h>
+
+#include <chrono>
 
 namespace rawkafka {
 
@@ -24,14 +17,9 @@ const int16_t kApiFetch = 1;
 const char kClientId[] = "kmirror-raw-test";
 const int32_t kMaxResponseBytes = 64 * 1024 * 1024;
 
-using Clock = std::chrono::steady_clock;
-
-int ms_left(Clock::time_point deadline)
-{
-	auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-		deadline - Clock::now());
-	return left.count() > 0 ? (int)left.count() : 0;
-}
+using kmtest::Clock;
+using kmtest::io_all;
+using kmtest::ms_left;
 
 /* Big-endian writer. */
 struct Writer {
@@ -131,58 +119,7 @@ uint64_t load_be(const uint8_t *p, int n)
 	return v;
 }
 
-/* Send or receive exactly len bytes before the deadline. */
-std::string io_all(int fd, uint8_t *buf, size_t len, bool sending,
-		   Clock::time_point deadline)
-{
-	size_t done = 0;
-
-	while (done < len) {
-		struct pollfd pfd = { fd, (short)(sending ? POLLOUT : POLLIN),
-				      0 };
-		int left = ms_left(deadline);
-		int rc = left > 0 ? poll(&pfd, 1, left) : 0;
-		ssize_t n;
-
-		if (rc < 0 && errno == EINTR)
-			continue;
-		if (rc < 0)
-			return std::string("poll: ") + strerror(errno);
-		if (rc == 0)
-			return sending ? "send timed out" : "receive timed out";
-		n = sending ? send(fd, buf + done, len - done, MSG_NOSIGNAL)
-			    : recv(fd, buf + done, len - done, 0);
-		if (n < 0 && (errno == EINTR || errno == EAGAIN))
-			continue;
-		if (n < 0)
-			return std::string(sending ? "send: " : "recv: ") +
-			       strerror(errno);
-		if (n == 0)
-			return "connection closed by peer";
-		done += (size_t)n;
-	}
-	return "";
-}
-
 } // namespace
-
-bool parse_bootstrap(const std::string &bootstraps, std::string *host,
-		     uint16_t *port)
-{
-	std::string first = bootstraps.substr(0, bootstraps.find(','));
-	size_t colon = first.rfind(':');
-	unsigned long p;
-	char *end = nullptr;
-
-	if (colon == std::string::npos || colon == 0)
-		return false;
-	p = strtoul(first.c_str() + colon + 1, &end, 10);
-	if (*end != '\0' || p == 0 || p > 65535)
-		return false;
-	*host = first.substr(0, colon);
-	*port = (uint16_t)p;
-	return true;
-}
 
 Conn::~Conn()
 {
@@ -193,29 +130,9 @@ Conn::~Conn()
 std::string Conn::connect(const std::string &host, uint16_t port,
 			  int timeout_ms)
 {
-	struct sockaddr_in sa;
-	struct pollfd pfd;
-	int err = 0, one = 1;
-	socklen_t errlen = sizeof(err);
-
-	memset(&sa, 0, sizeof(sa));
-	sa.sin_family = AF_INET;
-	sa.sin_port = htons(port);
-	if (inet_pton(AF_INET, host.c_str(), &sa.sin_addr) != 1)
-		return "not an IPv4 literal: " + host;
-	fd_ = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (fd_ < 0)
-		return std::string("socket: ") + strerror(errno);
-	setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-	if (::connect(fd_, (struct sockaddr *)&sa, sizeof(sa)) == 0)
-		return "";
-	if (errno != EINPROGRESS)
-		return std::string("connect: ") + strerror(errno);
-	pfd = { fd_, POLLOUT, 0 };
-	if (poll(&pfd, 1, timeout_ms) != 1)
-		return "connect timed out";
-	getsockopt(fd_, SOL_SOCKET, SO_ERROR, &err, &errlen);
-	return err ? std::string("connect: ") + strerror(err) : "";
+	if (fd_ >= 0)
+		close(fd_);
+	return kmtest::tcp_connect(host, port, timeout_ms, &fd_);
 }
 
 std::string Conn::roundtrip(int16_t api_key, int16_t api_version,

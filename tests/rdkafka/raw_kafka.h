@@ -12,7 +12,8 @@
  *   response = size int32 | correlationId int32 | body
  *   STRING = int16 length + bytes (-1 = null); BYTES = int32 length + bytes;
  *   ARRAY = int32 count + items (-1 = null).
- * Every wait is bounded (poll() with a deadline); errors come back as text.
+ * Every wait is bounded (poll() with a deadline, tests/support/blocking_io.h);
+ * errors come back as text.
  */
 #ifndef KM_TESTS_RDKAFKA_RAW_KAFKA_H
 #define KM_TESTS_RDKAFKA_RAW_KAFKA_H
@@ -21,14 +22,14 @@
 #include <string>
 #include <vector>
 
+#include "tests/support/blocking_io.h"
+
 namespace rawkafka {
 
 using Bytes = std::vector<uint8_t>;
 
-/* "host:port" of the first entry of a bootstrap list such as librdkafka's
- * mock cluster returns ("127.0.0.1:PORT,..."). Returns false if malformed. */
-bool parse_bootstrap(const std::string &bootstraps, std::string *host,
-		     uint16_t *port);
+/* "host:port" of the first entry of a bootstrap list (tests/support). */
+using kmtest::parse_bootstrap;
 
 /* One partition of a Fetch v4 response. */
 struct FetchPartition {

@@ -2,7 +2,7 @@
 // wrote: librdkafka 2.0.2's mock cluster (rdkafka_mock.h), which advertises
 // ApiVersions 0-2, Metadata 0-2, Fetch 0-11, ListOffsets 0-5, Produce 0-7
 // and InitProducerId 0-4 (flexible from v2).
-// Method: start a 3-broker mock in-process; over plain blocking sockets send
+// Method: start a 3-broker mock in-process (tests/support); over sockets send
 // requests encoded by kafka/proto_*.c (records passed as external iovecs and
 // sent with sendmsg) and decode the real responses with the decoders: the
 // client path kmirror uses against a source cluster. Metadata finds the
@@ -11,20 +11,15 @@
 #include <gtest/gtest.h>
 
 #include <arpa/inet.h>
-#include <librdkafka/rdkafka.h>
-#include <librdkafka/rdkafka_mock.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
-#include <poll.h>
-#include <sys/socket.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
-#include <chrono>
 #include <map>
 
 #include "common/km_limits.h"
 #include "kafka/batch.h"
 #include "kafka/records.h"
+#include "tests/support/kafka_peers.h"
 #include "wire_util.h"
 
 namespace {
@@ -35,7 +30,7 @@ using wt::Name;
 const char kTopic[] = "wire-mock";
 const int kTimeoutMs = 5000;
 
-// One blocking connection; every wait bounded by poll().
+// One connection; every wait bounded by poll() (tests/support).
 class Conn {
 public:
 	~Conn()
@@ -43,34 +38,21 @@ public:
 		if (fd_ >= 0)
 			close(fd_);
 	}
-	std::string Connect(const std::string &host, int port)
+	std::string Connect(const std::string &host, uint16_t port)
 	{
-		sockaddr_in sa = {};
-		sa.sin_family = AF_INET;
-		sa.sin_port = htons((uint16_t)port);
-		if (inet_pton(AF_INET, host.c_str(), &sa.sin_addr) != 1)
-			return "bad host " + host;
-		fd_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-		int one = 1;
-		setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-		if (connect(fd_, (sockaddr *)&sa, sizeof(sa)) != 0)
-			return std::string("connect: ") + strerror(errno);
-		return "";
+		return kmtest::tcp_connect(host, port, kTimeoutMs, &fd_);
 	}
 	// Send the iovecs, receive one whole response frame.
 	std::string RoundTrip(const iovec *iov, int n, Bytes *resp)
 	{
-		msghdr mh = {};
-		size_t total = 0;
-		for (int i = 0; i < n; i++)
-			total += iov[i].iov_len;
-		mh.msg_iov = const_cast<iovec *>(iov);
-		mh.msg_iovlen = (size_t)n;
-		// Test frames are small: one sendmsg takes them whole.
-		if (sendmsg(fd_, &mh, MSG_NOSIGNAL) != (ssize_t)total)
-			return "short sendmsg";
+		auto deadline = kmtest::deadline_in(kTimeoutMs);
+		std::vector<iovec> left(iov, iov + n);
+		std::string err = kmtest::sendmsg_all(fd_, left.data(),
+						      left.size(), deadline);
+		if (!err.empty())
+			return err;
 		uint8_t be[4];
-		std::string err = Recv(be, 4);
+		err = kmtest::io_all(fd_, be, 4, false, deadline);
 		if (!err.empty())
 			return err;
 		uint32_t size = ntohl(*(uint32_t *)be);
@@ -78,68 +60,24 @@ public:
 			return "response too large";
 		resp->assign(be, be + 4);
 		resp->resize(4 + size);
-		return Recv(resp->data() + 4, size);
+		return kmtest::io_all(fd_, resp->data() + 4, size, false,
+				      deadline);
 	}
 
 private:
-	std::string Recv(uint8_t *p, size_t n)
-	{
-		auto deadline = std::chrono::steady_clock::now() +
-				std::chrono::milliseconds(kTimeoutMs);
-		size_t done = 0;
-		while (done < n) {
-			auto left = std::chrono::duration_cast<
-				std::chrono::milliseconds>(
-				deadline - std::chrono::steady_clock::now());
-			pollfd pfd = {fd_, POLLIN, 0};
-			if (left.count() <= 0 ||
-			    poll(&pfd, 1, (int)left.count()) != 1)
-				return "receive timed out";
-			ssize_t k = recv(fd_, p + done, n - done, 0);
-			if (k <= 0)
-				return "connection closed";
-			done += (size_t)k;
-		}
-		return "";
-	}
 	int fd_ = -1;
 };
 
+// The 3-broker mock with kTopic (2 partitions, replication 2).
 struct World {
-	rd_kafka_t *rk = nullptr;
-	rd_kafka_mock_cluster_t *mock = nullptr;
-	std::string host;
-	int port = 0;
+	kmtest::MockCluster mock{3};
 	std::string err;
 
 	World()
 	{
-		char errstr[256];
-		rd_kafka_conf_t *conf = rd_kafka_conf_new();
-		rd_kafka_conf_set(conf, "log_level", "3", errstr, sizeof(errstr));
-		rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, sizeof(errstr));
-		if (!rk) {
-			err = errstr;
-			return;
-		}
-		mock = rd_kafka_mock_cluster_new(rk, 3);
-		if (!mock) {
-			err = "rd_kafka_mock_cluster_new failed";
-			return;
-		}
-		std::string boot = rd_kafka_mock_cluster_bootstraps(mock);
-		std::string first = boot.substr(0, boot.find(','));
-		host = first.substr(0, first.rfind(':'));
-		port = atoi(first.c_str() + first.rfind(':') + 1);
-		if (rd_kafka_mock_topic_create(mock, kTopic, 2, 2))
-			err = "rd_kafka_mock_topic_create failed";
-	}
-	~World()
-	{
-		if (mock)
-			rd_kafka_mock_cluster_destroy(mock);
-		if (rk)
-			rd_kafka_destroy(rk);
+		err = mock.error();
+		if (err.empty())
+			err = mock.create_topic(kTopic, 2, 2);
 	}
 };
 
@@ -201,11 +139,12 @@ protected:
 	void SetUp() override
 	{
 		ASSERT_EQ("", world->err);
-		ASSERT_EQ("", boot_.Connect(world->host, world->port));
+		ASSERT_EQ("", boot_.Connect(world->mock.host(),
+					    world->mock.port()));
 	}
 
 	// Metadata v1 for kTopic; leader's address of partition p.
-	std::string Leader(int32_t p, std::string *host, int *port);
+	std::string Leader(int32_t p, std::string *host, uint16_t *port);
 
 	Conn boot_;
 	int32_t corr_ = 1;
@@ -258,7 +197,7 @@ TEST_F(WireMock, ApiVersionsV3GetsUnsupportedVersion)
 		<< km_strerror(rc);
 }
 
-std::string WireMock::Leader(int32_t p, std::string *host, int *port)
+std::string WireMock::Leader(int32_t p, std::string *host, uint16_t *port)
 {
 	Request q(KM_API_METADATA, 1, corr_++);
 	km_wire_name topics[1] = {Name(kTopic)};
@@ -284,7 +223,7 @@ std::string WireMock::Leader(int32_t p, std::string *host, int *port)
 		for (uint32_t i = 0; i < md.n_brokers; i++)
 			if (b[i].node_id == parts[j].leader_id) {
 				*host = b[i].host.s;
-				*port = b[i].port;
+				*port = (uint16_t)b[i].port;
 				return "";
 			}
 	}
@@ -362,7 +301,7 @@ Bytes MakeBatch(int64_t base_offset, int n)
 TEST_F(WireMock, ProduceFetchListOffsets)
 {
 	std::string host;
-	int port = 0;
+	uint16_t port = 0;
 	ASSERT_EQ("", Leader(1, &host, &port));
 	Conn leader;
 	ASSERT_EQ("", leader.Connect(host, port));

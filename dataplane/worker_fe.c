@@ -1,0 +1,198 @@
+/* The worker's Kafka side: the front-end (on the worker that listens) and
+ * local writes, with Produce forwarded to the owning worker when the
+ * front-end's worker does not own the partition (one writer per
+ * partition). A forwarded Produce travels as one message: PRODUCE to the
+ * owner with a copy of the records, back as PRODUCED with the outcome. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/errors.h"
+#include "common/log.h"
+#include "dataplane/frontend.h"
+#include "dataplane/local_write.h"
+#include "dataplane/worker_pvt.h"
+
+/* Records a writable partition holds in flight, and Produce requests. */
+#define LW_MEM_BYTES (8u << 20)
+#define LW_PENDING_MAX 256u
+
+/* ---- local writers ------------------------------------------------------ */
+
+int km_wfe_open_writer(struct km_worker *w, struct wpart *wp)
+{
+	struct km_local_write_config c = {
+		.log = wp->log,
+		.mem_bytes = LW_MEM_BYTES,
+		.pending_max = LW_PENDING_MAX,
+	};
+
+	(void)w;
+	if (km_part_get_mode(wp->part) != KM_PART_WRITABLE)
+		return 0;
+	return km_local_write_create(&c, &wp->lw);
+}
+
+static bool writers_idle(struct km_worker *w)
+{
+	for (uint32_t i = 0; i < w->n_wparts; i++)
+		if (w->wparts[i].lw && km_local_write_pending(w->wparts[i].lw))
+			return false;
+	return true;
+}
+
+/* ---- Produce, local or forwarded ------------------------------------------ */
+
+static void on_forward_done(void *arg, const struct km_part_produced *res)
+{
+	struct wmsg *m = arg;
+	struct km_worker *owner = m->u.produce.owner;
+
+	m->u.produce.res = *res;
+	free(m->u.produce.bytes);
+	m->u.produce.bytes = NULL;
+	m->type = WMSG_PRODUCED;
+	km_worker_send(owner, m->u.produce.from, m);
+}
+
+/* On the owner: append a Produce another worker received. */
+void km_wfe_on_produce(struct km_worker *w, struct wmsg *m)
+{
+	struct wpart *wp = km_worker_find(w, m->part);
+	int rc = KM_EPARTOFFLINE;
+
+	m->u.produce.owner = w;
+	if (wp != NULL && wp->lw != NULL && !w->done)
+		rc = km_local_write_submit(wp->lw, m->u.produce.bytes,
+					   m->u.produce.len, m->u.produce.acks,
+					   on_forward_done, m);
+	if (rc < 0) {
+		struct km_part_produced res = { .err = rc,
+						.base_offset = -1,
+						.log_start = -1 };
+
+		on_forward_done(m, &res);
+	}
+}
+
+/* On the front-end's worker: the owner's answer. */
+void km_wfe_on_produced(struct km_worker *w, struct wmsg *m)
+{
+	w->fwd_pending--;
+	m->u.produce.done(m->u.produce.arg, &m->u.produce.res);
+	free(m);
+}
+
+static int forward(struct km_worker *w, struct km_part *p,
+		   const void *records, uint32_t len, int16_t acks,
+		   km_part_produced_fn done, void *arg)
+{
+	struct wmsg *m = calloc(1, sizeof(*m));
+
+	if (m == NULL || (m->u.produce.bytes = malloc(len)) == NULL) {
+		free(m);
+		return -ENOMEM;
+	}
+	memcpy(m->u.produce.bytes, records, len);
+	m->type = WMSG_PRODUCE;
+	m->part = p;
+	m->u.produce.from = w->cfg.id;
+	m->u.produce.acks = acks;
+	m->u.produce.len = len;
+	m->u.produce.done = done;
+	m->u.produce.arg = arg;
+	w->fwd_pending++;
+	km_worker_send(w, p->owner, m);
+	return 0;
+}
+
+int km_wfe_produce(void *ctx, struct km_part *p, const void *records,
+		   uint32_t len, int16_t acks, km_part_produced_fn done,
+		   void *arg)
+{
+	struct km_worker *w = ctx;
+	struct wpart *wp;
+
+	if (km_part_get_mode(p) != KM_PART_WRITABLE)
+		return KM_EMIRRORED;
+	if (p->owner != w->cfg.id)
+		return forward(w, p, records, len, acks, done, arg);
+	wp = km_worker_find(w, p);
+	if (wp == NULL || wp->lw == NULL)
+		return KM_EPARTOFFLINE;
+	return km_local_write_submit(wp->lw, records, len, acks, done, arg);
+}
+
+/* ---- the front-end ---------------------------------------------------------- */
+
+int km_wfe_listen(struct km_worker *w, const char *ipv4, uint16_t port,
+		  uint16_t *bound)
+{
+	struct km_frontend_config c;
+	int rc;
+
+	if (w->fe != NULL)
+		return -EALREADY;
+	memset(&c, 0, sizeof(c));
+	c.net = w->net;
+	c.parts = w->cfg.parts;
+	c.ops = &w->ops;
+	c.cluster_id = w->cfg.cluster_id;
+	c.node_id = w->cfg.node_id;
+	c.advertised_host = w->cfg.advertised_host[0] ? w->cfg.advertised_host
+						      : ipv4;
+	c.advertised_port = w->cfg.advertised_port;
+	c.frame_bytes_max = w->cfg.frame_bytes_max;
+	c.conns_max = w->cfg.net.conns_max / 2;
+	c.fetch_buf_bytes = 8u << 20;
+	c.fetch_bufs = 8;
+	c.send_iov_max = w->cfg.net.send_iov_max;
+	if ((rc = km_frontend_create(&c, &w->fe)) < 0)
+		return rc;
+	if ((rc = km_frontend_listen(w->fe, ipv4, port)) < 0) {
+		km_frontend_destroy(w->fe);
+		w->fe = NULL;
+		return rc;
+	}
+	*bound = km_frontend_port(w->fe);
+	return 0;
+}
+
+void km_wfe_poll(struct km_worker *w)
+{
+	for (uint32_t i = 0; i < w->n_wparts; i++)
+		if (w->wparts[i].lw != NULL)
+			km_local_write_poll(w->wparts[i].lw);
+	if (w->fe != NULL)
+		km_frontend_tick(w->fe, w->now_ms);
+}
+
+void km_wfe_stop(struct km_worker *w)
+{
+	if (w->fe != NULL)
+		km_frontend_stop(w->fe);
+}
+
+bool km_wfe_idle(struct km_worker *w)
+{
+	if (w->fwd_pending > 0 || !writers_idle(w))
+		return false;
+	return w->fe == NULL || km_frontend_idle(w->fe);
+}
+
+void km_wfe_free(struct km_worker *w)
+{
+	if (w->fe != NULL)
+		km_frontend_destroy(w->fe);
+	w->fe = NULL;
+}
+
+/* After the logs are closed: nothing reads the copies any more. */
+void km_wfe_free_writers(struct km_worker *w)
+{
+	for (uint32_t i = 0; i < w->n_wparts; i++) {
+		if (w->wparts[i].lw != NULL)
+			km_local_write_destroy(w->wparts[i].lw);
+		w->wparts[i].lw = NULL;
+	}
+}

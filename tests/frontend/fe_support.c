@@ -1,0 +1,127 @@
+/* C helpers for the front-end tests: see fe_support.h. */
+#include "fe_support.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "common/errors.h"
+#include "dataplane/local_write.h"
+#include "dataplane/part.h"
+#include "iouring_log/log.h"
+
+struct fe_parts {
+	struct km_part_table table;
+	struct km_part_ops ops;
+	struct km_local_write **lws;
+	uint64_t *calls;
+	int64_t next_pid;
+};
+
+static int produce(void *ctx, struct km_part *p, const void *records,
+		   uint32_t len, int16_t acks, km_part_produced_fn done,
+		   void *arg)
+{
+	struct fe_parts *t = ctx;
+	uint32_t i = (uint32_t)(p - t->table.parts);
+
+	if (km_part_get_mode(p) != KM_PART_WRITABLE)
+		return KM_EMIRRORED;
+	if (t->lws[i] == NULL)
+		return KM_EPARTOFFLINE;
+	t->calls[i]++;
+	return km_local_write_submit(t->lws[i], records, len, acks, done, arg);
+}
+
+static int alloc_pid(void *ctx, int64_t *pid, int16_t *epoch)
+{
+	struct fe_parts *t = ctx;
+
+	*pid = t->next_pid++;
+	*epoch = 0;
+	return 0;
+}
+
+struct fe_parts *fe_parts_new(uint32_t n, int64_t first_pid)
+{
+	struct fe_parts *t = calloc(1, sizeof(*t));
+
+	if (t == NULL)
+		return NULL;
+	t->table.parts = calloc(n, sizeof(*t->table.parts));
+	t->lws = calloc(n, sizeof(*t->lws));
+	t->calls = calloc(n, sizeof(*t->calls));
+	t->table.n = n;
+	t->ops.produce = produce;
+	t->ops.alloc_pid = alloc_pid;
+	t->ops.ctx = t;
+	t->next_pid = first_pid;
+	if (!t->table.parts || !t->lws || !t->calls) {
+		fe_parts_free(t);
+		return NULL;
+	}
+	return t;
+}
+
+void fe_parts_set(struct fe_parts *t, uint32_t i, const char *topic,
+		  int32_t partition, int writable, struct km_log *log,
+		  struct km_local_write *lw)
+{
+	struct km_part *p = &t->table.parts[i];
+
+	snprintf(p->topic, sizeof(p->topic), "%s", topic);
+	p->partition = partition;
+	p->owner = 0;
+	p->log = log;
+	atomic_store(&p->mode, writable ? KM_PART_WRITABLE : KM_PART_MIRROR);
+	atomic_store(&p->error, 0);
+	t->lws[i] = lw;
+}
+
+const struct km_part_table *fe_parts_table(struct fe_parts *t)
+{
+	return &t->table;
+}
+
+const struct km_part_ops *fe_parts_ops(struct fe_parts *t)
+{
+	return &t->ops;
+}
+
+uint64_t fe_parts_produce_calls(const struct fe_parts *t, uint32_t i)
+{
+	return t->calls[i];
+}
+
+void fe_parts_set_error(struct fe_parts *t, uint32_t i, int err)
+{
+	atomic_store(&t->table.parts[i].error, err);
+}
+
+void fe_parts_free(struct fe_parts *t)
+{
+	if (t == NULL)
+		return;
+	free(t->table.parts);
+	free(t->lws);
+	free(t->calls);
+	free(t);
+}
+
+static void on_outcome(void *arg, const struct km_part_produced *res)
+{
+	struct fe_outcome *o = arg;
+
+	o->done++;
+	o->err = res->err;
+	o->base_offset = res->base_offset;
+	o->log_start = res->log_start;
+	o->durable_at_done = km_log_durable_offset(o->log);
+	o->appended_at_done = km_log_appended_offset(o->log);
+}
+
+int fe_lw_submit(struct km_local_write *lw, const void *records, uint32_t len,
+		 int16_t acks, struct fe_outcome *out)
+{
+	return km_local_write_submit(lw, records, len, acks, on_outcome, out);
+}

@@ -1,0 +1,752 @@
+// Goal: the front-end holds up against peers no client library would be:
+// garbage, negative and huge size prefixes, unknown API keys, unsupported
+// versions, malformed and trailing bodies, a frame cut off by a close. Each
+// such connection is closed (counted as a protocol error), its receive
+// buffers come back, and the server goes on serving a real client. And the
+// protocol details a library hides: responses leave in request order while
+// a Fetch long-polls or a Produce waits for durability; ApiVersions answers
+// an unknown version with UNSUPPORTED_VERSION in a v0 body; acks=0 gets no
+// response; every refused Produce, Fetch and InitProducerId gets its Kafka
+// error code; MaxBytes, partition max bytes and KIP-74; ListOffsets v0 and
+// v1; an offline partition.
+// Method: fe_harness.h's server; requests built with kafka/proto.h's
+// encoders (or by hand when they must be wrong) over a blocking socket,
+// responses decoded with kafka/proto.h's decoders; every read bounded by a
+// deadline (poll(2)).
+#include <gtest/gtest.h>
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <librdkafka/rdkafka.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "common/errors.h"
+#include "fe_harness.h"
+#include "kafka/batch.h"
+#include "kafka/control.h"
+#include "kafka/proto.h"
+#include "kafka/records.h"
+#include "kafka/wire.h"
+
+namespace {
+
+using fetest::Bytes;
+using fetest::MonoMs;
+using fetest::PartSpec;
+using fetest::Server;
+
+const std::vector<PartSpec> kParts = {
+	{"alpha", 0, true}, {"alpha", 1, true}, {"alpha", 2, true},
+	{"mirror", 0, false}, {"txn", 0, true},
+};
+
+class RawConn {
+public:
+	~RawConn() { Close(); }
+	std::string Connect(uint16_t port)
+	{
+		sockaddr_in a = {};
+		int one = 1;
+		fd_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		if (fd_ < 0)
+			return "socket failed";
+		a.sin_family = AF_INET;
+		a.sin_port = htons(port);
+		inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
+		if (connect(fd_, (sockaddr *)&a, sizeof(a)) < 0)
+			return std::string("connect: ") + strerror(errno);
+		setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+		return "";
+	}
+	bool Send(const Bytes &b)
+	{
+		for (size_t off = 0; off < b.size();) {
+			ssize_t n = send(fd_, b.data() + off, b.size() - off,
+					 MSG_NOSIGNAL);
+			if (n <= 0)
+				return false;
+			off += (size_t)n;
+		}
+		return true;
+	}
+	// One response: its body (after the size). "" or why not.
+	std::string ReadFrame(Bytes *body, int timeout_ms = 10000)
+	{
+		uint64_t end = MonoMs() + (uint64_t)timeout_ms;
+		uint8_t sz[4];
+		std::string err = ReadN(sz, 4, end);
+		if (!err.empty())
+			return err;
+		uint32_t n = (uint32_t)sz[0] << 24 | (uint32_t)sz[1] << 16 |
+			     (uint32_t)sz[2] << 8 | sz[3];
+		if (n > (64u << 20))
+			return "absurd response size";
+		body->resize(n);
+		return ReadN(body->data(), n, end);
+	}
+	// True once the server closed the connection (EOF or reset).
+	bool WaitClosed(int timeout_ms = 10000)
+	{
+		uint64_t end = MonoMs() + (uint64_t)timeout_ms;
+		uint8_t buf[4096];
+		while (MonoMs() < end) {
+			pollfd p = {fd_, POLLIN, 0};
+			if (poll(&p, 1, 50) <= 0)
+				continue;
+			ssize_t n = recv(fd_, buf, sizeof(buf), 0);
+			if (n == 0 || (n < 0 && errno == ECONNRESET))
+				return true;
+		}
+		return false;
+	}
+	void Close()
+	{
+		if (fd_ >= 0)
+			close(fd_);
+		fd_ = -1;
+	}
+
+private:
+	std::string ReadN(uint8_t *p, size_t n, uint64_t end)
+	{
+		size_t got = 0;
+		while (got < n) {
+			pollfd pf = {fd_, POLLIN, 0};
+			if (MonoMs() > end)
+				return "timed out";
+			if (poll(&pf, 1, 50) <= 0)
+				continue;
+			ssize_t r = recv(fd_, p + got, n - got, 0);
+			if (r == 0)
+				return "closed by the server";
+			if (r < 0)
+				return std::string("recv: ") + strerror(errno);
+			got += (size_t)r;
+		}
+		return "";
+	}
+	int fd_ = -1;
+};
+
+using BodyFn = std::function<void(km_wire_wr *)>;
+
+Bytes Req(int16_t key, int16_t ver, int32_t corr, const BodyFn &body)
+{
+	Bytes buf(4 << 20);
+	km_wire_wr w;
+	km_reqhdr h = {};
+	km_wire_wr_init(&w, buf.data(), buf.size());
+	h.api_key = key;
+	h.api_version = ver;
+	h.correlation_id = corr;
+	km_wire_name_set(&h.client_id, "raw-test");
+	km_proto_req_begin(&w, &h);
+	if (body)
+		body(&w);
+	int n = km_wire_wr_frame_end(&w);
+	EXPECT_GT(n, 0) << km_strerror(n);
+	buf.resize(n > 0 ? (size_t)n : 0);
+	return buf;
+}
+
+// A response body with a reader past its header.
+struct Resp {
+	Bytes body;
+	iovec v;
+	km_chain ch;
+	km_wire_rd r;
+	int32_t corr = -1;
+};
+
+void Open(Resp *x, int16_t key, int16_t ver)
+{
+	x->v = {x->body.data(), x->body.size()};
+	x->ch = {&x->v, 1};
+	km_wire_rd_init(&x->r, &x->ch, km_chain_start(&x->ch),
+			(uint32_t)x->body.size(), &km_wire_limits_default);
+	EXPECT_EQ(0, km_resphdr_decode(&x->r, key, ver, &x->corr));
+}
+
+Bytes Batch(int n, size_t value_bytes = 16, int16_t attrs = 0,
+	    int64_t pid = -1)
+{
+	std::vector<std::string> vals(n);
+	std::vector<km_record_spec> recs(n);
+	for (int i = 0; i < n; i++) {
+		vals[i] = fetest::RandomBytes(value_bytes, (uint64_t)i + 1);
+		recs[i] = {};
+		recs[i].key_len = -1;
+		recs[i].value = vals[i].data();
+		recs[i].value_len = (int32_t)vals[i].size();
+		recs[i].timestamp = 1700000000000LL + i;
+	}
+	km_batch_spec spec = {0, -1, attrs, pid, (int16_t)(pid < 0 ? -1 : 0),
+			      pid < 0 ? -1 : 0};
+	Bytes out(km_records_build_size(recs.data(), n));
+	EXPECT_EQ((int)out.size(), km_records_build(out.data(), out.size(),
+						     &spec, recs.data(), n));
+	return out;
+}
+
+struct ProducePart {
+	std::string topic;
+	int32_t partition;
+	const Bytes *records; /* nullptr: null records */
+};
+
+Bytes ProduceReq(int32_t corr, int16_t ver, int16_t acks,
+		 const std::vector<ProducePart> &parts)
+{
+	return Req(KM_API_PRODUCE, ver, corr, [&](km_wire_wr *w) {
+		km_proto_enc e;
+		km_wire_name txn, t;
+		km_wire_name_set_null(&txn);
+		km_produce_req_enc_begin(&e, w, ver, &txn, acks, 5000);
+		for (const ProducePart &p : parts) {
+			km_wire_name_set(&t, p.topic.c_str());
+			km_produce_req_enc_topic(&e, &t);
+			km_produce_req_enc_partition(
+				&e, p.partition,
+				p.records ? p.records->data() : nullptr,
+				p.records ? (int32_t)p.records->size() : -1);
+		}
+		km_produce_req_enc_end(&e);
+	});
+}
+
+struct FetchPart {
+	std::string topic;
+	int32_t partition;
+	int64_t offset;
+	int32_t max_bytes;
+};
+
+Bytes FetchReq(int32_t corr, int16_t ver, int32_t max_wait, int32_t max_bytes,
+	       const std::vector<FetchPart> &parts, int32_t session_id = 0,
+	       int32_t session_epoch = -1, int8_t isolation = 0)
+{
+	std::vector<km_proto_topic> topics;
+	std::vector<km_fetch_req_part> ps;
+	for (const FetchPart &p : parts) {
+		if (topics.empty() ||
+		    strcmp(topics.back().name.s, p.topic.c_str()) != 0) {
+			km_proto_topic t = {};
+			km_wire_name_set(&t.name, p.topic.c_str());
+			t.first = (uint32_t)ps.size();
+			topics.push_back(t);
+		}
+		topics.back().count++;
+		ps.push_back({p.partition, -1, p.offset, -1, p.max_bytes});
+	}
+	km_fetch_req m = {};
+	m.replica_id = -1;
+	m.max_wait_ms = max_wait;
+	m.min_bytes = 1;
+	m.max_bytes = max_bytes;
+	m.isolation_level = isolation;
+	m.session_id = session_id;
+	m.session_epoch = session_epoch;
+	m.topics = topics.data();
+	m.n_topics = m.topics_max = (uint32_t)topics.size();
+	m.parts = ps.data();
+	m.n_parts = m.parts_max = (uint32_t)ps.size();
+	km_wire_name_set(&m.rack_id, "");
+	return Req(KM_API_FETCH, ver, corr,
+		   [&](km_wire_wr *w) { km_fetch_req_encode(w, ver, &m); });
+}
+
+struct FetchOut {
+	int16_t top_error = 0;
+	struct Part {
+		std::string topic;
+		int32_t partition;
+		int16_t error;
+		int64_t hw;
+		int64_t lso;
+		int64_t log_start;
+		std::vector<int64_t> batch_bases; /* of whole batches */
+		uint32_t bytes;
+	};
+	std::vector<Part> parts;
+};
+
+void DecodeFetch(Resp *x, int16_t ver, FetchOut *out)
+{
+	km_fetch_aborted ab[64];
+	km_fetch_resp_iter it;
+	km_fetch_part p;
+	ASSERT_EQ(0, km_fetch_resp_begin(&it, &x->r, ver, ab, 64));
+	out->top_error = it.error_code;
+	int rc;
+	while ((rc = km_fetch_resp_next_partition(&it, &p)) == 1) {
+		FetchOut::Part o = {it.cur.topic.s, p.partition, p.error_code,
+				    p.high_watermark, p.last_stable_offset,
+				    p.log_start_offset, {}, 0};
+		o.bytes = p.records.len > 0 ? (uint32_t)p.records.len : 0;
+		km_chain_cur cur = p.records.cur;
+		uint32_t left = o.bytes;
+		while (left > 0) {
+			km_batch b;
+			int n = km_batch_parse(&b, &x->ch, cur, left);
+			ASSERT_GT(n, 0) << "a partial or bad batch was served";
+			o.batch_bases.push_back(km_batch_base_offset(&b));
+			km_chain_advance(&x->ch, &cur, (size_t)n);
+			left -= (uint32_t)n;
+		}
+		out->parts.push_back(o);
+	}
+	ASSERT_EQ(0, rc) << km_strerror(rc);
+}
+
+class Raw : public ::testing::Test {
+protected:
+	void SetUp() override
+	{
+		ASSERT_EQ("", srv_.Start(kParts));
+		ASSERT_EQ("", c_.Connect(srv_.port()));
+	}
+	void TearDown() override
+	{
+		c_.Close();
+		srv_.Stop();
+		EXPECT_EQ("", srv_.LoopError());
+	}
+	void RoundTrip(const Bytes &req, int16_t key, int16_t ver, Resp *x)
+	{
+		ASSERT_TRUE(c_.Send(req));
+		ASSERT_EQ("", c_.ReadFrame(&x->body));
+		Open(x, key, ver);
+	}
+	int16_t ProduceOne(const std::string &topic, int32_t partition,
+			   const Bytes *records, int16_t acks = 1,
+			   int64_t *base = nullptr)
+	{
+		Resp x;
+		km_proto_topic t[2];
+		km_produce_resp_part ps[2];
+		km_produce_resp m = {t, 2, 0, ps, 2, 0, 0};
+		RoundTrip(ProduceReq(7, 7, acks, {{topic, partition, records}}),
+			  KM_API_PRODUCE, 7, &x);
+		EXPECT_EQ(7, x.corr);
+		EXPECT_EQ(0, km_produce_resp_decode(&x.r, 7, &m));
+		EXPECT_EQ(1u, m.n_parts);
+		if (base != nullptr)
+			*base = ps[0].base_offset;
+		return m.n_parts == 1 ? ps[0].error_code : -999;
+	}
+	void Fetch(const Bytes &req, int16_t ver, FetchOut *out)
+	{
+		Resp x;
+		ASSERT_NO_FATAL_FAILURE(RoundTrip(req, KM_API_FETCH, ver, &x));
+		ASSERT_NO_FATAL_FAILURE(DecodeFetch(&x, ver, out));
+	}
+	Server srv_;
+	RawConn c_;
+};
+
+TEST_F(Raw, HostileClientsAreDroppedAndTheServerSurvives)
+{
+	struct Case {
+		const char *what;
+		Bytes bytes;
+	};
+	std::string http = "GET / HTTP/1.1\r\nHost: x\r\n\r\n";
+	Bytes huge = {0x7f, 0xff, 0xff, 0xff};
+	huge.resize(104, 'x');
+	Bytes trailing = Req(KM_API_METADATA, 1, 1, [](km_wire_wr *w) {
+		km_wire_wr_array(w, false, true, -1);
+		km_wire_wr_i32(w, 12345);
+	});
+	std::vector<Case> cases = {
+		{"http garbage", Bytes(http.begin(), http.end())},
+		{"negative size", {0xff, 0xff, 0xff, 0xf0, 0, 0, 0, 0}},
+		{"huge size", huge},
+		{"short header", {0, 0, 0, 2, 0, 3}},
+		{"unknown API key", Req(9999, 0, 1, nullptr)},
+		{"unsupported version", Req(KM_API_FETCH, 3, 1, nullptr)},
+		{"array past the frame", Req(KM_API_METADATA, 1, 1,
+			[](km_wire_wr *w) { km_wire_wr_i32(w, 5); })},
+		{"trailing bytes", trailing},
+	};
+	for (const Case &cs : cases) {
+		RawConn c;
+		ASSERT_EQ("", c.Connect(srv_.port()));
+		ASSERT_TRUE(c.Send(cs.bytes)) << cs.what;
+		EXPECT_TRUE(c.WaitClosed()) << cs.what << ": not closed";
+	}
+	// A frame cut off by the client's close: nothing to answer, and the
+	// buffers it held go back to the pool.
+	{
+		RawConn c;
+		ASSERT_EQ("", c.Connect(srv_.port()));
+		Bytes cut = {0, 0, 0x10, 0};
+		cut.resize(600, 'y');
+		ASSERT_TRUE(c.Send(cut));
+	}
+	// A client that leaves while its Produce waits for the fsync: the
+	// write still lands, and the connection's slot is reused only after
+	// the outcome came back (the sanitizer build checks the memory).
+	{
+		RawConn c;
+		Bytes b = Batch(2);
+		ASSERT_EQ("", c.Connect(srv_.port()));
+		ASSERT_TRUE(c.Send(ProduceReq(1, 7, -1, {{"alpha", 2, &b}})));
+	}
+	c_.Close();
+	uint64_t end = MonoMs() + 10000;
+	while (MonoMs() < end &&
+	       (srv_.Stats().conns != 0 || srv_.NetStats().rx_bufs_held != 0 ||
+		km_log_durable_offset(srv_.log(2)) < 2))
+		srv_.Run([] {});
+	EXPECT_EQ(2, km_log_durable_offset(srv_.log(2)));
+	km_frontend_stats st = srv_.Stats();
+	EXPECT_EQ(0u, st.conns);
+	EXPECT_EQ(0u, srv_.NetStats().rx_bufs_held);
+	EXPECT_EQ(cases.size(), st.protocol_errors);
+	EXPECT_EQ(1u, st.requests_other);
+
+	// And a real client is served.
+	fetest::Producer p;
+	ASSERT_EQ("", p.Create(srv_.bootstrap(), {{"acks", "all"}}));
+	const rd_kafka_metadata_t *md = nullptr;
+	ASSERT_EQ(RD_KAFKA_RESP_ERR_NO_ERROR,
+		  rd_kafka_metadata(static_cast<rd_kafka_t *>(p.rk), 1, nullptr,
+				    &md, 10000));
+	EXPECT_EQ(1, md->broker_cnt);
+	EXPECT_EQ(7, md->brokers[0].id);
+	EXPECT_EQ(3, md->topic_cnt);
+	rd_kafka_metadata_destroy(md);
+	std::vector<fetest::Msg> msgs(1);
+	msgs[0].key_null = msgs[0].value_null = false;
+	msgs[0].value = "after the storm";
+	ASSERT_EQ("", p.Send("alpha", &msgs, 20000));
+	EXPECT_EQ(0, msgs[0].err);
+	fetest::Consumer con;
+	ASSERT_EQ("", con.Start(srv_.bootstrap(), "alpha", {0},
+				RD_KAFKA_OFFSET_BEGINNING, {}));
+	ASSERT_TRUE(con.PollUntil([&] { return !con.msgs.empty(); }, 20000));
+	EXPECT_EQ("after the storm", con.msgs[0].value);
+}
+
+TEST_F(Raw, ApiVersionsUnknownVersionGetsV0Body)
+{
+	const km_api_range want[] = {
+		{KM_API_PRODUCE, 3, 7},	     {KM_API_FETCH, 4, 11},
+		{KM_API_LIST_OFFSETS, 0, 5}, {KM_API_METADATA, 0, 4},
+		{KM_API_API_VERSIONS, 0, 3}, {KM_API_INIT_PRODUCER_ID, 0, 4},
+	};
+	// v4: a flexible request this broker does not know. The body is
+	// v3's (compact names + tags), written by hand.
+	Bytes v4 = Req(KM_API_API_VERSIONS, 4, 41, [](km_wire_wr *w) {
+		km_wire_wr_string(w, true, false, "raw", 3);
+		km_wire_wr_string(w, true, false, "1.0", 3);
+		km_wire_wr_tags(w);
+	});
+	for (int16_t ver : {4, 3, 0}) {
+		Resp x;
+		km_api_range keys[16];
+		km_apiversions_resp m = {0, keys, 16, 0, 0};
+		int16_t body_ver = ver == 4 ? 0 : ver;
+		Bytes req = ver == 4 ? v4
+				     : Req(KM_API_API_VERSIONS, ver, 41 + ver,
+					   [&](km_wire_wr *w) {
+						   km_apiversions_req r;
+						   km_wire_name_set(&r.sw_name, "raw");
+						   km_wire_name_set(&r.sw_version, "1.0");
+						   km_apiversions_req_encode(w, ver, &r);
+					   });
+		ASSERT_NO_FATAL_FAILURE(
+			RoundTrip(req, KM_API_API_VERSIONS, body_ver, &x));
+		EXPECT_EQ(41 + (ver == 4 ? 0 : ver), x.corr);
+		ASSERT_EQ(0, km_apiversions_resp_decode(&x.r, body_ver, &m))
+			<< "v" << ver;
+		EXPECT_EQ(ver == 4 ? KM_KERR_UNSUPPORTED_VERSION : 0,
+			  m.error_code) << "v" << ver;
+		ASSERT_EQ(6u, m.n_keys);
+		for (int i = 0; i < 6; i++) {
+			EXPECT_EQ(want[i].api_key, keys[i].api_key);
+			EXPECT_EQ(want[i].min_version, keys[i].min_version);
+			EXPECT_EQ(want[i].max_version, keys[i].max_version);
+		}
+	}
+}
+
+// A Fetch parked on an empty partition holds back the answers of the
+// Metadata and ApiVersions requests sent after it; a Produce waiting for
+// its fsync holds back the Metadata after it.
+TEST_F(Raw, ResponsesLeaveInRequestOrder)
+{
+	Bytes all = FetchReq(1, 11, 400, 1 << 20, {{"alpha", 0, 0, 1 << 20}});
+	Bytes md = Req(KM_API_METADATA, 1, 2, [](km_wire_wr *w) {
+		km_wire_wr_array(w, false, true, -1);
+	});
+	Bytes av = Req(KM_API_API_VERSIONS, 0, 3, nullptr);
+	all.insert(all.end(), md.begin(), md.end());
+	all.insert(all.end(), av.begin(), av.end());
+	uint64_t t0 = MonoMs();
+	ASSERT_TRUE(c_.Send(all));
+	const struct {
+		int16_t key, ver;
+	} order[] = {{KM_API_FETCH, 11}, {KM_API_METADATA, 1},
+		     {KM_API_API_VERSIONS, 0}};
+	for (int i = 0; i < 3; i++) {
+		Resp x;
+		ASSERT_EQ("", c_.ReadFrame(&x.body));
+		Open(&x, order[i].key, order[i].ver);
+		EXPECT_EQ(i + 1, x.corr) << "responses out of request order";
+		if (i == 0) {
+			EXPECT_GE(MonoMs() - t0, 300u) << "the Fetch did not wait";
+		}
+	}
+	Bytes batch = Batch(3);
+	Bytes pr = ProduceReq(4, 7, -1, {{"alpha", 0, &batch}});
+	Bytes md2 = Req(KM_API_METADATA, 4, 5, [](km_wire_wr *w) {
+		km_wire_wr_array(w, false, true, 0);
+		km_wire_wr_bool(w, false);
+	});
+	pr.insert(pr.end(), md2.begin(), md2.end());
+	ASSERT_TRUE(c_.Send(pr));
+	Resp x;
+	ASSERT_EQ("", c_.ReadFrame(&x.body));
+	Open(&x, KM_API_PRODUCE, 7);
+	EXPECT_EQ(4, x.corr) << "Metadata overtook the Produce";
+	km_proto_topic t[2];
+	km_produce_resp_part ps[2];
+	km_produce_resp m = {t, 2, 0, ps, 2, 0, 0};
+	ASSERT_EQ(0, km_produce_resp_decode(&x.r, 7, &m));
+	EXPECT_EQ(0, ps[0].error_code);
+	EXPECT_EQ(0, ps[0].base_offset);
+	EXPECT_GE(km_log_durable_offset(srv_.log(0)), 3) << "acked before fsync";
+	Resp y;
+	ASSERT_EQ("", c_.ReadFrame(&y.body));
+	Open(&y, KM_API_METADATA, 4);
+	EXPECT_EQ(5, y.corr);
+}
+
+TEST_F(Raw, ProduceRefusalsHaveTheirCodesAndWriteNothing)
+{
+	Bytes good = Batch(2);
+	Bytes bad = Batch(2);
+	bad.back() ^= 0x40;
+	Bytes marker(KM_CTRL_MARKER_BATCH_BYTES);
+	km_ctrl_spec cs = {0, 0, 1700000000000LL};
+	ASSERT_EQ((int)marker.size(),
+		  km_ctrl_build_marker(marker.data(), marker.size(), &cs, 1000,
+				       0, true, 0));
+	Bytes txn = Batch(1, 16, KM_BATCH_ATTR_TRANSACTIONAL, 1000);
+	EXPECT_EQ(KM_KERR_CORRUPT_MESSAGE, ProduceOne("alpha", 0, &bad));
+	EXPECT_EQ(KM_KERR_INVALID_RECORD, ProduceOne("alpha", 0, &marker));
+	EXPECT_EQ(KM_KERR_INVALID_RECORD, ProduceOne("alpha", 0, &txn));
+	EXPECT_EQ(KM_KERR_INVALID_RECORD, ProduceOne("alpha", 0, nullptr));
+	EXPECT_EQ(KM_KERR_UNKNOWN_TOPIC_OR_PARTITION,
+		  ProduceOne("alpha", 9, &good));
+	EXPECT_EQ(KM_KERR_UNKNOWN_TOPIC_OR_PARTITION,
+		  ProduceOne("nope", 0, &good));
+	EXPECT_EQ(KM_KERR_POLICY_VIOLATION, ProduceOne("mirror", 0, &good));
+	EXPECT_EQ(KM_KERR_INVALID_REQUIRED_ACKS,
+		  ProduceOne("alpha", 0, &good, 2));
+	EXPECT_EQ(0, srv_.EndOffset(0));
+	EXPECT_EQ(0, srv_.EndOffset(3));
+	int64_t base = -1;
+	EXPECT_EQ(0, ProduceOne("alpha", 0, &good, 1, &base));
+	EXPECT_EQ(0, base);
+	// Offline: not open or failed. Retriable for clients.
+	srv_.SetError(1, -EIO);
+	EXPECT_EQ(KM_KERR_NOT_LEADER_OR_FOLLOWER, ProduceOne("alpha", 1, &good));
+	EXPECT_GE(srv_.Stats().partition_errors, 9u);
+}
+
+TEST_F(Raw, AcksZeroIsNotAnsweredAndRefusalCloses)
+{
+	Bytes good = Batch(2);
+	Bytes pr = ProduceReq(1, 3, 0, {{"alpha", 2, &good}});
+	Bytes md = Req(KM_API_METADATA, 1, 2, [](km_wire_wr *w) {
+		km_wire_wr_array(w, false, true, 0);
+	});
+	pr.insert(pr.end(), md.begin(), md.end());
+	ASSERT_TRUE(c_.Send(pr));
+	Resp x;
+	ASSERT_EQ("", c_.ReadFrame(&x.body));
+	Open(&x, KM_API_METADATA, 1);
+	EXPECT_EQ(2, x.corr) << "acks=0 was answered";
+	uint64_t end = MonoMs() + 10000;
+	while (km_log_appended_offset(srv_.log(2)) < 2 && MonoMs() < end)
+		srv_.Run([] {});
+	EXPECT_EQ(2, km_log_appended_offset(srv_.log(2)));
+	// Kafka closes an acks=0 connection whose write fails: it is the
+	// only way the client hears of it.
+	ASSERT_TRUE(c_.Send(ProduceReq(3, 3, 0, {{"mirror", 0, &good}})));
+	EXPECT_TRUE(c_.WaitClosed());
+}
+
+TEST_F(Raw, InitProducerIdAndFetchErrors)
+{
+	for (int16_t ver : {0, 2, 4}) {
+		Resp x;
+		km_initpid_req q = {};
+		km_initpid_resp m = {};
+		km_wire_name_set_null(&q.transactional_id);
+		q.transaction_timeout_ms = -1;
+		q.producer_id = -1;
+		q.producer_epoch = -1;
+		ASSERT_NO_FATAL_FAILURE(RoundTrip(
+			Req(KM_API_INIT_PRODUCER_ID, ver, 9,
+			    [&](km_wire_wr *w) { km_initpid_req_encode(w, ver, &q); }),
+			KM_API_INIT_PRODUCER_ID, ver, &x));
+		ASSERT_EQ(0, km_initpid_resp_decode(&x.r, ver, &m));
+		EXPECT_EQ(0, m.error_code);
+		EXPECT_EQ(1000 + ver / 2, m.producer_id) << "v" << ver;
+		EXPECT_EQ(0, m.producer_epoch);
+		km_wire_name_set(&q.transactional_id, "my-txn");
+		ASSERT_NO_FATAL_FAILURE(RoundTrip(
+			Req(KM_API_INIT_PRODUCER_ID, ver, 10,
+			    [&](km_wire_wr *w) { km_initpid_req_encode(w, ver, &q); }),
+			KM_API_INIT_PRODUCER_ID, ver, &x));
+		ASSERT_EQ(0, km_initpid_resp_decode(&x.r, ver, &m));
+		EXPECT_EQ(KM_KERR_TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+			  m.error_code);
+		EXPECT_EQ(-1, m.producer_id);
+	}
+	FetchOut f;
+	ASSERT_NO_FATAL_FAILURE(Fetch(FetchReq(1, 11, 0, 1 << 20,
+					       {{"alpha", 0, 5, 1 << 20},
+						{"alpha", 7, 0, 1 << 20},
+						{"ghost", 0, 0, 1 << 20}}),
+				      11, &f));
+	ASSERT_EQ(3u, f.parts.size());
+	EXPECT_EQ(KM_KERR_OFFSET_OUT_OF_RANGE, f.parts[0].error);
+	EXPECT_EQ(KM_KERR_UNKNOWN_TOPIC_OR_PARTITION, f.parts[1].error);
+	EXPECT_EQ("ghost", f.parts[2].topic);
+	EXPECT_EQ(KM_KERR_UNKNOWN_TOPIC_OR_PARTITION, f.parts[2].error);
+	FetchOut s;
+	ASSERT_NO_FATAL_FAILURE(Fetch(FetchReq(2, 11, 0, 1 << 20,
+					       {{"alpha", 0, 0, 1 << 20}}, 99, 1),
+				      11, &s));
+	EXPECT_EQ(KM_KERR_FETCH_SESSION_ID_NOT_FOUND, s.top_error);
+	EXPECT_TRUE(s.parts.empty());
+	FetchOut e;
+	ASSERT_NO_FATAL_FAILURE(Fetch(FetchReq(3, 11, 0, 1 << 20,
+					       {{"alpha", 0, 0, 1 << 20}}, 0, 3),
+				      11, &e));
+	EXPECT_EQ(KM_KERR_INVALID_FETCH_SESSION_EPOCH, e.top_error);
+	// A partition taken offline.
+	srv_.SetError(1, -EIO);
+	FetchOut o;
+	ASSERT_NO_FATAL_FAILURE(Fetch(FetchReq(4, 4, 0, 1 << 20,
+					       {{"alpha", 1, 0, 1 << 20}}),
+				      4, &o));
+	EXPECT_EQ(KM_KERR_NOT_LEADER_OR_FOLLOWER, o.parts[0].error);
+	Resp x;
+	km_metadata_broker br[2];
+	km_metadata_topic mt[8];
+	km_metadata_part mp[16];
+	int32_t nodes[64];
+	km_metadata_resp m = {};
+	m.brokers = br;
+	m.brokers_max = 2;
+	m.topics = mt;
+	m.topics_max = 8;
+	m.parts = mp;
+	m.parts_max = 16;
+	m.nodes = nodes;
+	m.nodes_max = 64;
+	ASSERT_NO_FATAL_FAILURE(RoundTrip(
+		Req(KM_API_METADATA, 2, 5, [](km_wire_wr *w) {
+			km_wire_name n1, n2;
+			km_wire_name_set(&n1, "alpha");
+			km_wire_name_set(&n2, "nope");
+			km_wire_wr_array(w, false, false, 2);
+			km_wire_wr_name(w, false, false, &n1);
+			km_wire_wr_name(w, false, false, &n2);
+		}),
+		KM_API_METADATA, 2, &x));
+	ASSERT_EQ(0, km_metadata_resp_decode(&x.r, 2, &m));
+	EXPECT_STREQ("kmirror-frontend-test", m.cluster_id.s);
+	EXPECT_EQ(7, m.controller_id);
+	ASSERT_EQ(2u, m.n_topics);
+	EXPECT_EQ(0, mt[0].error_code);
+	ASSERT_EQ(3u, mt[0].count);
+	EXPECT_EQ(0, mp[0].error_code);
+	EXPECT_EQ(7, mp[0].leader_id);
+	EXPECT_EQ(KM_KERR_LEADER_NOT_AVAILABLE, mp[1].error_code);
+	EXPECT_EQ(-1, mp[1].leader_id);
+	EXPECT_EQ(KM_KERR_UNKNOWN_TOPIC_OR_PARTITION, mt[1].error_code);
+}
+
+// KIP-74: the first batch of the first partition with data is served even
+// if larger than the limits; after it, partition and response MaxBytes
+// hold. ListOffsets v0 (old style) and v1 agree.
+TEST_F(Raw, FetchMaxBytesAndKip74)
+{
+	Bytes big = Batch(1, 100 * 1024);
+	for (int i = 0; i < 3; i++)
+		ASSERT_EQ(0, ProduceOne("alpha", 0, &big, -1));
+	ASSERT_EQ(0, ProduceOne("alpha", 1, &big, -1));
+	struct {
+		int32_t max_bytes, part_max;
+		size_t want0, want1;
+	} cases[] = {
+		{1 << 20, 1000, 1, 0},	   // partition limit; KIP-74 for p0
+		{150 * 1024, 1 << 20, 1, 0}, // response limit
+		{250 * 1024, 1 << 20, 2, 0},
+		{10 << 20, 1 << 20, 3, 1},
+		{0, 0, 1, 0},		   // still one batch: progress
+	};
+	for (const auto &c : cases) {
+		FetchOut f;
+		ASSERT_NO_FATAL_FAILURE(Fetch(
+			FetchReq(1, 11, 0, c.max_bytes,
+				 {{"alpha", 0, 0, c.part_max},
+				  {"alpha", 1, 0, c.part_max}}),
+			11, &f));
+		ASSERT_EQ(2u, f.parts.size());
+		EXPECT_EQ(c.want0, f.parts[0].batch_bases.size())
+			<< c.max_bytes << "/" << c.part_max;
+		EXPECT_EQ(c.want1, f.parts[1].batch_bases.size())
+			<< c.max_bytes << "/" << c.part_max;
+		EXPECT_EQ(3, f.parts[0].hw);
+		EXPECT_EQ(3, f.parts[0].lso);
+		EXPECT_EQ(0, f.parts[0].log_start);
+	}
+	// From the middle of the log, with fetch v4 (no log start field).
+	FetchOut mid;
+	ASSERT_NO_FATAL_FAILURE(Fetch(FetchReq(2, 4, 0, 1 << 20,
+					       {{"alpha", 0, 2, 1 << 20}}),
+				      4, &mid));
+	ASSERT_EQ(1u, mid.parts[0].batch_bases.size());
+	EXPECT_EQ(2, mid.parts[0].batch_bases[0]);
+	for (int16_t ver : {0, 1, 5}) {
+		Resp x;
+		km_proto_topic t = {};
+		km_listoffsets_req_part q[2] = {{0, -1, -2, 1}, {0, -1, -1, 1}};
+		km_listoffsets_req req = {};
+		km_wire_name_set(&t.name, "alpha");
+		t.count = 2;
+		req.replica_id = -1;
+		req.topics = &t;
+		req.topics_max = req.n_topics = 1;
+		req.parts = q;
+		req.parts_max = req.n_parts = 2;
+		ASSERT_NO_FATAL_FAILURE(RoundTrip(
+			Req(KM_API_LIST_OFFSETS, ver, 6,
+			    [&](km_wire_wr *w) { km_listoffsets_req_encode(w, ver, &req); }),
+			KM_API_LIST_OFFSETS, ver, &x));
+		km_proto_topic rt[2];
+		km_listoffsets_resp_part rp[4];
+		km_listoffsets_resp m = {0, rt, 2, 0, rp, 4, 0};
+		ASSERT_EQ(0, km_listoffsets_resp_decode(&x.r, ver, &m));
+		ASSERT_EQ(2u, m.n_parts);
+		EXPECT_EQ(0, rp[0].offset) << "v" << ver << " earliest";
+		EXPECT_EQ(3, rp[1].offset) << "v" << ver << " latest";
+	}
+}
+
+} // namespace

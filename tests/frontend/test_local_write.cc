@@ -1,0 +1,322 @@
+// Goal: km_local_write, the owner-side writer behind local Produce, appends
+// client batches with Kafka's CLIENT rules and reports each outcome exactly
+// once, from km_local_write_poll() only: after the append for acks 0/1,
+// after the data is durable for acks -1 (without waiting for the log's
+// flush timer), with the original offset for a duplicate, and with a code
+// for every refused batch (corrupt, control, transactional, a mirrored
+// producer's id, truncated, too many batches) while nothing of it is
+// written. Memory and pending slots are bounded and come back once the log
+// is done with the copies; a full write queue is retried in order.
+// Method: a real km_log on a real io_uring in a temporary directory, driven
+// on the test thread (poll with a deadline, no sleeps); batches are built
+// with km_records_build / km_ctrl_build_marker.
+#include <gtest/gtest.h>
+
+#include <liburing.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "common/errors.h"
+#include "dataplane/local_write.h"
+#include "fe_support.h"
+#include "iouring_log/log.h"
+#include "kafka/batch.h"
+#include "kafka/control.h"
+#include "kafka/records.h"
+
+namespace {
+
+using Bytes = std::vector<uint8_t>;
+using Clock = std::chrono::steady_clock;
+
+// One uncompressed batch of n records, valued "v<i>" padded to value_bytes.
+Bytes Batch(int n, int64_t pid = -1, int16_t epoch = -1, int32_t seq = -1,
+	    int16_t attrs = 0, size_t value_bytes = 16)
+{
+	std::vector<std::string> vals(n);
+	std::vector<km_record_spec> recs(n);
+	for (int i = 0; i < n; i++) {
+		vals[i] = "v" + std::to_string(i);
+		vals[i].resize(value_bytes, 'x');
+		recs[i] = {};
+		recs[i].key = nullptr;
+		recs[i].key_len = -1;
+		recs[i].value = vals[i].data();
+		recs[i].value_len = (int32_t)vals[i].size();
+		recs[i].timestamp = 1700000000000LL + i;
+	}
+	km_batch_spec spec = {0, -1, attrs, pid, epoch, seq};
+	int size = km_records_build_size(recs.data(), n);
+	EXPECT_GT(size, 0);
+	Bytes out(size > 0 ? size : 0);
+	EXPECT_EQ(size, km_records_build(out.data(), out.size(), &spec,
+					 recs.data(), n));
+	return out;
+}
+
+class LocalWrite : public ::testing::Test {
+protected:
+	void SetUp() override
+	{
+		char tmpl[] = "/tmp/km-lw-XXXXXX";
+		ASSERT_NE(nullptr, mkdtemp(tmpl));
+		dir_ = tmpl;
+		ASSERT_EQ(0, km_uring_init(&ring_, 256));
+		km_log_config lc;
+		km_log_config_defaults(&lc, dir_.c_str(), "t", 0);
+		lc.segment_bytes = 1 << 20;
+		lc.index_bytes_max = 64 * 1024;
+		lc.prealloc_bytes = 1 << 20;
+		// Only an explicit flush makes data durable here: acks=-1
+		// must not wait for a timer.
+		lc.flush_interval_ms = 3600 * 1000;
+		lc.flush_bytes = 1ull << 40;
+		int rc = km_log_open(&log_, &lc, &ring_, nullptr);
+		ASSERT_EQ(0, rc) << km_strerror(rc);
+		ASSERT_NO_FATAL_FAILURE(Create(1 << 20, 256));
+	}
+	void TearDown() override
+	{
+		if (log_) {
+			EXPECT_EQ(0, km_log_close(log_));
+		}
+		km_local_write_destroy(lw_);
+		km_uring_exit(&ring_);
+		if (!dir_.empty()) {
+			EXPECT_EQ(0, system(("rm -rf " + dir_).c_str()));
+		}
+	}
+	void Create(uint32_t mem, uint32_t pending)
+	{
+		km_local_write_destroy(lw_);
+		lw_ = nullptr;
+		km_local_write_config c = {};
+		c.log = log_;
+		c.mem_bytes = mem;
+		c.pending_max = pending;
+		ASSERT_EQ(0, km_local_write_create(&c, &lw_));
+	}
+	int Submit(const Bytes &b, int16_t acks, fe_outcome *o)
+	{
+		*o = {};
+		o->log = log_;
+		return fe_lw_submit(lw_, b.data(), (uint32_t)b.size(), acks, o);
+	}
+	void Pump()
+	{
+		ASSERT_GE(km_uring_submit(&ring_), 0);
+		if (km_uring_busy(&ring_) > 0) {
+			__kernel_timespec ts{0, 5 * 1000000LL};
+			io_uring_cqe *cqe;
+			(void)io_uring_wait_cqe_timeout(&ring_.ring, &cqe, &ts);
+		}
+		ASSERT_GE(km_uring_poll(&ring_, false), 0);
+		km_local_write_poll(lw_);
+	}
+	template <class P> void Until(P pred)
+	{
+		auto end = Clock::now() + std::chrono::seconds(10);
+		while (!pred() && Clock::now() < end)
+			ASSERT_NO_FATAL_FAILURE(Pump());
+		ASSERT_TRUE(pred()) << "timed out";
+	}
+	void Done(const fe_outcome &o)
+	{
+		Until([&] { return o.done > 0; });
+	}
+
+	std::string dir_;
+	km_uring ring_ = {};
+	km_log *log_ = nullptr;
+	km_local_write *lw_ = nullptr;
+};
+
+TEST_F(LocalWrite, AppendsAndReportsOnlyFromPoll)
+{
+	fe_outcome a, b;
+	ASSERT_EQ(0, Submit(Batch(3), 1, &a));
+	ASSERT_EQ(0, Submit(Batch(2), 0, &b));
+	EXPECT_EQ(0, a.done) << "reported from inside submit";
+	EXPECT_EQ(0, b.done);
+	ASSERT_NO_FATAL_FAILURE(Done(a));
+	ASSERT_NO_FATAL_FAILURE(Done(b));
+	EXPECT_EQ(0, a.err);
+	EXPECT_EQ(0, a.base_offset);
+	EXPECT_EQ(0, b.err);
+	EXPECT_EQ(3, b.base_offset);
+	EXPECT_EQ(0, a.log_start);
+	// acks 0/1: answered once appended.
+	EXPECT_GE(a.appended_at_done, 3);
+	EXPECT_EQ(5, km_log_end_offset(log_));
+	for (int i = 0; i < 20; i++)
+		ASSERT_NO_FATAL_FAILURE(Pump());
+	EXPECT_EQ(1, a.done) << "reported twice";
+	EXPECT_EQ(1, b.done);
+	EXPECT_EQ(0u, km_local_write_pending(lw_));
+	km_local_write_stats st;
+	km_local_write_get_stats(lw_, &st);
+	EXPECT_EQ(2u, st.submits);
+	EXPECT_EQ(2u, st.batches);
+	EXPECT_EQ(0u, st.errors);
+}
+
+// acks=-1 is answered once the batch is durable (R6), and the writer
+// flushes itself: the log's timer would take an hour here.
+TEST_F(LocalWrite, AcksAllWaitsForDurable)
+{
+	fe_outcome a;
+	ASSERT_EQ(0, Submit(Batch(4), -1, &a));
+	ASSERT_NO_FATAL_FAILURE(Done(a));
+	EXPECT_EQ(0, a.err);
+	EXPECT_EQ(0, a.base_offset);
+	EXPECT_GE(a.durable_at_done, 4);
+	EXPECT_EQ(4, km_log_durable_offset(log_));
+	// acks=1 is not held back for durability: nothing flushes it.
+	fe_outcome b;
+	ASSERT_EQ(0, Submit(Batch(1), 1, &b));
+	ASSERT_NO_FATAL_FAILURE(Done(b));
+	EXPECT_EQ(4, b.base_offset);
+	EXPECT_EQ(4, km_log_durable_offset(log_));
+}
+
+// Kafka answers a resent batch with the original's offsets (and so a
+// retried Produce succeeds); a sequence gap is refused.
+TEST_F(LocalWrite, DuplicateGetsOriginalOffsetAndGapIsRefused)
+{
+	fe_outcome a, dup, gap;
+	ASSERT_EQ(0, Submit(Batch(2), 1, &a));
+	ASSERT_NO_FATAL_FAILURE(Done(a));
+	Bytes idem = Batch(3, 1000, 0, 0);
+	ASSERT_EQ(0, Submit(idem, -1, &a));
+	ASSERT_NO_FATAL_FAILURE(Done(a));
+	ASSERT_EQ(0, a.err);
+	EXPECT_EQ(2, a.base_offset);
+	ASSERT_EQ(0, Submit(idem, -1, &dup));
+	ASSERT_NO_FATAL_FAILURE(Done(dup));
+	EXPECT_EQ(0, dup.err) << km_strerror(dup.err);
+	EXPECT_EQ(2, dup.base_offset);
+	EXPECT_EQ(5, km_log_end_offset(log_));
+	ASSERT_EQ(0, Submit(Batch(1, 1000, 0, 7), -1, &gap));
+	ASSERT_NO_FATAL_FAILURE(Done(gap));
+	EXPECT_EQ(KM_EOUTOFORDERSEQ, gap.err);
+	EXPECT_EQ(-1, gap.base_offset);
+	ASSERT_EQ(0, Submit(Batch(1, 1000, 0, 3), 1, &a));
+	ASSERT_NO_FATAL_FAILURE(Done(a));
+	EXPECT_EQ(0, a.err);
+	EXPECT_EQ(5, a.base_offset);
+	km_local_write_stats st;
+	km_local_write_get_stats(lw_, &st);
+	EXPECT_EQ(1u, st.duplicates);
+}
+
+// Everything a client may not write, or that is not a whole valid batch,
+// is refused with its own code and nothing of the submit is written.
+TEST_F(LocalWrite, RefusedBatchesWriteNothing)
+{
+	struct Case {
+		const char *what;
+		Bytes bytes;
+		int err;
+	};
+	std::vector<Case> cases;
+	Bytes bad = Batch(2);
+	bad.back() ^= 0x01;
+	cases.push_back({"bad crc", bad, KM_EBADCRC});
+	Bytes marker(KM_CTRL_MARKER_BATCH_BYTES);
+	km_ctrl_spec cs = {0, 0, 1700000000000LL};
+	ASSERT_EQ((int)marker.size(),
+		  km_ctrl_build_marker(marker.data(), marker.size(), &cs, 1000,
+				       0, false, 0));
+	cases.push_back({"control batch", marker, -EPERM});
+	cases.push_back({"transactional", Batch(1, 1000, 0, 0,
+						KM_BATCH_ATTR_TRANSACTIONAL),
+			 -EPERM});
+	cases.push_back({"mirrored producer id", Batch(1, -7, 0, 0), -EPERM});
+	Bytes cut = Batch(2);
+	cut.resize(cut.size() - 5);
+	cases.push_back({"truncated", cut, KM_EWIRETRUNC});
+	Bytes two = Batch(1);
+	Bytes second = Batch(1);
+	second[KM_BATCH_OFF_MAGIC] = 1; // a valid first batch, then garbage
+	two.insert(two.end(), second.begin(), second.end());
+	cases.push_back({"second batch bad magic", two, KM_EBADMAGIC});
+	Bytes many;
+	for (int i = 0; i < KM_LOCAL_WRITE_BATCHES_MAX + 1; i++) {
+		Bytes b = Batch(1);
+		many.insert(many.end(), b.begin(), b.end());
+	}
+	cases.push_back({"too many batches", many, -E2BIG});
+	for (const Case &c : cases) {
+		fe_outcome o;
+		ASSERT_EQ(0, Submit(c.bytes, -1, &o)) << c.what;
+		ASSERT_NO_FATAL_FAILURE(Done(o));
+		EXPECT_EQ(c.err, o.err) << c.what << ": " << km_strerror(o.err);
+		EXPECT_EQ(-1, o.base_offset) << c.what;
+	}
+	EXPECT_EQ(0, km_log_end_offset(log_));
+	fe_outcome o;
+	ASSERT_EQ(0, Submit(Batch(1), 1, &o)); // still writable
+	ASSERT_NO_FATAL_FAILURE(Done(o));
+	EXPECT_EQ(0, o.base_offset);
+	EXPECT_EQ(-EINVAL, Submit(Batch(1), 2, &o));
+	EXPECT_EQ(-EINVAL, fe_lw_submit(lw_, "", 0, 1, &o));
+}
+
+// Memory and slots are bounded: a submit that does not fit now is
+// -ENOBUFS (retry later), one that can never fit is KM_EBATCHMAX; both
+// come back once the log has written the copies.
+TEST_F(LocalWrite, BoundedMemoryAndSlots)
+{
+	Bytes b = Batch(1, -1, -1, -1, 0, 1500); // ~1.6 KB
+	ASSERT_NO_FATAL_FAILURE(Create((uint32_t)b.size() * 2 + 100, 3));
+	fe_outcome o[4];
+	ASSERT_EQ(0, Submit(b, 1, &o[0]));
+	ASSERT_EQ(0, Submit(b, 1, &o[1]));
+	EXPECT_EQ(-ENOBUFS, Submit(b, 1, &o[2])) << "memory is full";
+	Bytes huge = Batch(1, -1, -1, -1, 0, 4000);
+	EXPECT_EQ(KM_EBATCHMAX, Submit(huge, 1, &o[3]));
+	ASSERT_NO_FATAL_FAILURE(Done(o[0]));
+	ASSERT_NO_FATAL_FAILURE(Done(o[1]));
+	Until([&] { return km_local_write_pending(lw_) == 0; });
+	Bytes small = Batch(1);
+	ASSERT_EQ(0, Submit(small, 1, &o[0]));
+	ASSERT_EQ(0, Submit(small, 1, &o[1]));
+	ASSERT_EQ(0, Submit(small, 1, &o[2]));
+	EXPECT_EQ(-ENOBUFS, Submit(small, 1, &o[3])) << "slots are full";
+	for (int i = 0; i < 3; i++)
+		ASSERT_NO_FATAL_FAILURE(Done(o[i]));
+	EXPECT_EQ(2, o[0].base_offset);
+	EXPECT_EQ(4, o[2].base_offset);
+	km_local_write_stats st;
+	km_local_write_get_stats(lw_, &st);
+	EXPECT_EQ(2u, st.refused_full);
+}
+
+// More submits than the log's write queue takes at once: the rest wait in
+// order and go in on later polls; offsets follow submit order.
+TEST_F(LocalWrite, FullWriteQueueIsRetriedInOrder)
+{
+	const int n = 200;
+	std::vector<fe_outcome> o(n);
+	Bytes b = Batch(2);
+	for (int i = 0; i < n; i++)
+		ASSERT_EQ(0, Submit(b, i % 2 ? -1 : 1, &o[i])) << i;
+	EXPECT_LT(km_log_end_offset(log_), 2 * n) << "the queue never filled";
+	Until([&] {
+		for (const fe_outcome &x : o)
+			if (x.done == 0)
+				return false;
+		return true;
+	});
+	for (int i = 0; i < n; i++) {
+		EXPECT_EQ(0, o[i].err) << i;
+		EXPECT_EQ(2 * i, o[i].base_offset) << i;
+	}
+	EXPECT_EQ(2 * n, km_log_end_offset(log_));
+}
+
+} // namespace
