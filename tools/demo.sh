@@ -2,8 +2,10 @@
 # ./kmirror demo: a live mirror, end to end, on this machine.
 #   1. an embedded source: librdkafka's mock cluster (3 brokers) in a helper
 #      process, with topics `orders` (3 partitions) and `payments` (2);
-#   2. real librdkafka producers: plain+gzip, idempotent+zstd,
-#      transactional+lz4, with keys and headers;
+#   2. real librdkafka producers: plain+gzip and idempotent+zstd, with keys
+#      and headers (the mock cluster writes no transaction markers, so a
+#      transactional producer would look forever open on a mirror: see
+#      ../shared/spec/test-peers.md; transactions are tested elsewhere);
 #   3. kmirrord mirroring both topics, progress shown live from
 #      `kmirrorctl status` (records/s, bytes/s, lag per partition);
 #   4. kcat reading the mirror back, compared with the source, and a dump
@@ -44,7 +46,7 @@ wait_for "the mock cluster" 20 test -s "$DIR/source.ready"
 SRC=$(sed -n 's/^bootstrap=//p' "$DIR/source.ready")
 echo "bootstrap=$SRC"
 
-say "2. producers: plain+gzip, idempotent+zstd, transactional+lz4"
+say "2. producers: plain+gzip on orders, idempotent+zstd on payments"
 RATE=4000
 COUNT=$((RATE * SECS))
 "$BUILD/tools/kmirror-produce" --bootstrap "$SRC" --topic orders \
@@ -55,11 +57,7 @@ P1=$!
 	--mode idempotent --compression zstd --keys random --size 500 \
 	--count "$COUNT" --rate "$RATE" >"$DIR/p2.log" 2>&1 &
 P2=$!
-"$BUILD/tools/kmirror-produce" --bootstrap "$SRC" --topic orders \
-	--mode transactional --txn-size 100 --compression lz4 --size 300 \
-	--count $((COUNT / 4)) --rate $((RATE / 4)) >"$DIR/p3.log" 2>&1 &
-P3=$!
-PIDS+=("$P1" "$P2" "$P3")
+PIDS+=("$P1" "$P2")
 
 say "3. kmirrord mirroring orders and payments"
 cat >"$DIR/kmirrord.properties" <<EOF
@@ -81,8 +79,7 @@ PORT=$(cat "$DIR/data/kmirrord.port")
 CTL=("$BUILD/tools/kmirrorctl" --socket "$DIR/kmirrord.sock")
 
 # Live progress until the producers are done and every lag is 0.
-producing() { kill -0 "$P1" 2>/dev/null || kill -0 "$P2" 2>/dev/null ||
-	kill -0 "$P3" 2>/dev/null; }
+producing() { kill -0 "$P1" 2>/dev/null || kill -0 "$P2" 2>/dev/null; }
 caught_up() {
 	"${CTL[@]}" status --json | python3 -c '
 import json, sys
@@ -97,7 +94,7 @@ for _ in $(seq $((SECS * 4 + 120))); do
 	if ! producing && caught_up; then break; fi
 	sleep 1
 done
-for p in "$P1" "$P2" "$P3"; do wait "$p"; done
+for p in "$P1" "$P2"; do wait "$p"; done
 echo
 cat "$DIR"/p?.log
 
@@ -115,11 +112,11 @@ for t in orders:0 orders:1 orders:2 payments:0 payments:1; do
 done
 echo "first messages of orders:0 from the mirror:"
 kcat -C -b "127.0.0.1:$PORT" -t orders -p 0 -o beginning -c 3 -q \
-	-f '  offset %o key %k headers %h value %.40s...\n' || true
+	-f '  offset %o key %k headers %h value %s\n' | cut -c1-100 || true
 
 say "5. the mirrored segment: producer ids mapped into the negative space"
 "$BUILD/tools/kmirror-dump-log" --deep \
-	"$DIR/data/payments-0/00000000000000000000.log" | head -n 6
+	"$DIR/data/payments-0/00000000000000000000.log" | sed -n 1,6p
 
 say "6. SIGTERM: flush, snapshots, clean shutdown"
 kill -TERM "$KMD"
