@@ -115,6 +115,7 @@ static void fill(json_t *row, PartStatus *p)
 	p->source_hw = jint(row, "source_hw");
 	p->corrupt = jint(row, "corrupt");
 	p->reconnects = jint(row, "reconnects");
+	p->worker = jint(row, "worker");
 }
 
 std::string Daemon::status(std::map<std::string, PartStatus> *out)

@@ -20,6 +20,7 @@ struct PartStatus {
 	std::string state, reason;
 	int64_t leo = -1, hw = -1, lso = -1, lag = -1, source_hw = -1;
 	int64_t corrupt = 0, reconnects = 0;
+	int64_t worker = -1;
 };
 
 class Daemon {

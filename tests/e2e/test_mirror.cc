@@ -242,35 +242,49 @@ TEST_F(Mirror, KillNineMidStreamThenRestartCompletes)
 	expect_same_content(d);
 }
 
+/* Two workers: the front-end runs on worker 0, so Produce for partitions
+ * worker 1 owns travels there and back as messages. */
 TEST_F(Mirror, LocalWritableTopicTakesIdempotentProducer)
 {
-	Daemon d(dir_.path(), mirror_sets({ "local.topics=loc:2" }));
+	constexpr int kLocal = 4;
+	Daemon d(dir_.path(), mirror_sets({ "local.topics=loc:4", "workers=2" }));
 	ASSERT_EQ("", d.start());
 
-	ProduceSpec s;
-	s.topic = "loc";
-	s.partition = 1;
-	s.count = 300;
-	s.mode = ProducerMode::kIdempotent;
-	s.compression = "lz4";
-	s.headers = 1;
-	s.flush_every = 30;
-	ASSERT_EQ("", produce(d.bootstrap(), s));
+	for (int p = 0; p < kLocal; p++) {
+		ProduceSpec s;
+		s.topic = "loc";
+		s.partition = p;
+		s.count = 200;
+		s.mode = ProducerMode::kIdempotent;
+		s.compression = p % 2 ? "lz4" : "none";
+		s.headers = 1;
+		s.flush_every = 30;
+		s.seed = (uint64_t)p;
+		ASSERT_EQ("", produce(d.bootstrap(), s)) << "partition " << p;
 
-	std::vector<Message> got;
-	ConsumeSpec cs;
-	cs.topic = "loc";
-	cs.partition = 1;
-	ASSERT_EQ("", consume(d.bootstrap(), cs, &got));
-	ASSERT_EQ(300u, got.size());
-	for (size_t i = 0; i < got.size(); i++) {
-		EXPECT_EQ((int64_t)i, got[i].offset);
-		EXPECT_EQ(payload_value(s.seed, 1, (int64_t)i, s.value_size),
-			  got[i].value);
+		std::vector<Message> got;
+		ConsumeSpec cs;
+		cs.topic = "loc";
+		cs.partition = p;
+		ASSERT_EQ("", consume(d.bootstrap(), cs, &got));
+		ASSERT_EQ(200u, got.size());
+		for (size_t i = 0; i < got.size(); i++) {
+			EXPECT_EQ((int64_t)i, got[i].offset);
+			EXPECT_EQ(payload_value(s.seed, p, (int64_t)i, s.value_size),
+				  got[i].value);
+		}
+		/* Local producers get positive ids. */
+		for (int64_t id : dumped_pids(dir_.path() + "/loc-" + std::to_string(p)))
+			EXPECT_GE(id, 0);
 	}
-	/* Local producers get positive ids. */
-	for (int64_t id : dumped_pids(dir_.path() + "/loc-1"))
-		EXPECT_GE(id, 0);
+	std::map<std::string, PartStatus> st;
+	ASSERT_EQ("", d.status(&st));
+	std::set<int64_t> workers;
+	for (int p = 0; p < kLocal; p++) {
+		EXPECT_EQ("WRITABLE", st["loc:" + std::to_string(p)].state);
+		workers.insert(st["loc:" + std::to_string(p)].worker);
+	}
+	EXPECT_EQ(2u, workers.size()) << "the hash must spread 4 partitions";
 
 	/* The mirrored topic refuses writes, and nothing lands in it. */
 	ProduceSpec m;
@@ -281,9 +295,13 @@ TEST_F(Mirror, LocalWritableTopicTakesIdempotentProducer)
 	ProduceResult pr;
 	EXPECT_NE("", produce(d.bootstrap(), m, &pr));
 	EXPECT_EQ(0, pr.delivered);
-	std::map<std::string, PartStatus> st;
+	st.clear();
 	ASSERT_EQ("", d.status(&st));
 	EXPECT_EQ(0, st["mir:0"].leo);
+
+	ChildResult res;
+	ASSERT_EQ("", d.stop(30000, &res));
+	EXPECT_EQ(0, res.exit_code) << res.describe();
 }
 
 } // namespace
