@@ -284,7 +284,8 @@ static void open_conn(struct km_fetcher *f)
 		f->stats.reconnects++;
 	f->opened_once = true;
 	f->phase = KM_FPH_CONNECT;
-	f->target_leader = false;
+	/* Straight to the leader Metadata named: no Metadata again there. */
+	f->target_leader = !f->need_metadata && target_is_leader(f);
 	rc = km_fetcher_resolve(f, f->target.host, f->target_ip);
 	if (rc < 0 && rc != -EAGAIN && target_is_leader(f)) {
 		km_fetcher_fail(f, "leader %d at %s:%u: %s (not an IPv4 "

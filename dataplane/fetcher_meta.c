@@ -56,7 +56,10 @@ static void step_down(struct km_fetcher *f, const struct km_kframe_frame *fr,
 		if ((k = find_key(&v0, KM_API_API_VERSIONS)) != NULL)
 			max = k->max_version;
 	}
-	f->v_api_ask = max >= 0 && max < sent ? max : 0;
+	if (max < 0)
+		f->v_api_ask = 0;
+	else
+		f->v_api_ask = max < sent - 1 ? max : (int16_t)(sent - 1);
 	km_fetcher_want(f, KM_FREQ_APIVERSIONS, 0);
 }
 

@@ -244,6 +244,8 @@ int km_frontend_create(const struct km_frontend_config *cfg,
 	fe->ops = cfg->ops;
 	fe->node_id = cfg->node_id;
 	fe->worker_id = cfg->worker_id;
+	fe->refused.fe = fe;
+	fe->refused.closing = true;
 	fe->adv_port = cfg->advertised_port;
 	snprintf(fe->cluster_id, sizeof(fe->cluster_id), "%s", cfg->cluster_id);
 	snprintf(fe->host, sizeof(fe->host), "%s", cfg->advertised_host);
@@ -394,7 +396,7 @@ static void on_accept(struct km_net_conn *c)
 		fe->st.refused++;
 		KM_WARN("frontend", "%u connections open (the limit): a new "
 			"one is reset", fe->conns_max);
-		km_net_conn_set_ctx(c, NULL);
+		km_net_conn_set_ctx(c, &fe->refused);
 		km_net_abort(c);
 		return;
 	}
@@ -410,8 +412,8 @@ static void on_recv(struct km_net_conn *c, const struct km_chain *data,
 {
 	struct fe_conn *fc = km_net_conn_ctx(c);
 
-	if (fc == NULL || fc->closing) {
-		km_net_release(c->net, buf_ids, data->n_iov);
+	if (fc->closing) {
+		km_net_release(fc->fe->net, buf_ids, data->n_iov);
 		return;
 	}
 	if (km_kframe_push(&fc->kf, data, buf_ids) < 0) {
@@ -426,7 +428,7 @@ static void on_close(struct km_net_conn *c, int reason)
 {
 	struct fe_conn *fc = km_net_conn_ctx(c);
 
-	if (fc == NULL)
+	if (fc == &fc->fe->refused)
 		return; /* turned away at accept */
 	KM_DEBUG("frontend", "connection %u closed: %s", fc->id,
 		 reason ? km_strerror(reason) : "by the client");

@@ -38,7 +38,11 @@
  *    partition errors, or the wait passes. OFFSET_OUT_OF_RANGE below the log
  *    start or above the high watermark. Sessionless (SessionId 0; a client
  *    naming a session gets FETCH_SESSION_ID_NOT_FOUND), throttle 0,
- *    preferred read replica -1.
+ *    preferred read replica -1. Records are read with km_log_read() into
+ *    one of fetch_bufs shared buffers, held from the read until the
+ *    response is sent and then sent from there (no copy); a Fetch that
+ *    finds none free waits for one, or answers without records once its
+ *    MaxWaitMs is over.
  *  - Produce: per partition through ops->produce (never the log directly).
  *    A MIRROR partition (km_part_get_mode) is refused with POLICY_VIOLATION
  *    (44), logged at WARN with the reason. Why 44: in librdkafka 2.0.2

@@ -238,7 +238,7 @@ static void on_produced(void *arg, const struct km_part_produced *res)
 }
 
 /* acks=0: nothing is answered, so a failure closes the connection, as
- * Kafka does ("the client will not know" otherwise). */
+ * Kafka's KafkaApis does: closing is the only way the client hears of it. */
 static void on_produced_noack(void *arg, const struct km_part_produced *res)
 {
 	struct fe_conn *fc = arg;

@@ -137,6 +137,7 @@ struct km_frontend {
 	uint32_t iov_max;
 	uint32_t fetch_buf_bytes;
 	struct fe_conn *conns;
+	struct fe_conn refused;	/* ctx of connections turned away */
 	uint32_t conns_max;
 	uint32_t conns_used;
 	uint32_t next_id;

@@ -51,6 +51,7 @@ struct km_local_write {
 	uint32_t ents_max;
 	uint32_t head;
 	uint32_t count;
+	bool pumping;		/* a roll inside an append polls the ring */
 	struct km_local_write_stats st;
 };
 
@@ -238,11 +239,17 @@ static bool append_entry(struct km_local_write *lw, struct lw_entry *e)
 }
 
 /* Queued entries to the log in submit order; one flush for every acks=-1
- * entry handed over in this pass (a group commit). */
+ * entry handed over in this pass (a group commit). Not reentrant: a
+ * segment roll inside km_log_append_burst() waits on the worker's ring,
+ * whose other completions may submit more (they are queued, and appended
+ * by this pass or the next). */
 static void pump(struct km_local_write *lw)
 {
 	bool flush = false;
 
+	if (lw->pumping)
+		return;
+	lw->pumping = true;
 	for (uint32_t i = 0; i < lw->count; i++) {
 		struct lw_entry *e = ent(lw, i);
 
@@ -254,6 +261,7 @@ static void pump(struct km_local_write *lw)
 	}
 	if (flush)
 		(void)km_log_flush(lw->log); /* a failure is sticky: poll sees it */
+	lw->pumping = false;
 }
 
 int km_local_write_submit(struct km_local_write *lw, const void *records,
@@ -292,7 +300,6 @@ int km_local_write_submit(struct km_local_write *lw, const void *records,
 	e->err = parse_all(lw, e);
 	e->state = e->err != 0 ? LW_DONE : LW_QUEUED;
 	lw->st.submits++;
-	pump(lw);
 	return 0;
 }
 
@@ -342,12 +349,13 @@ static void free_reported(struct km_local_write *lw)
 	}
 }
 
-int km_local_write_poll(struct km_local_write *lw)
+/* Collect up to REPORT_BURST finished outcomes, free what may be freed,
+ * then run the callbacks. @return how many ran. */
+static uint32_t report_burst(struct km_local_write *lw)
 {
 	struct lw_report reports[REPORT_BURST];
 	uint32_t n = 0;
 
-	pump(lw);
 	for (uint32_t i = 0; i < lw->count && n < REPORT_BURST; i++) {
 		struct lw_entry *e = ent(lw, i);
 
@@ -359,7 +367,22 @@ int km_local_write_poll(struct km_local_write *lw)
 	free_reported(lw);
 	for (uint32_t i = 0; i < n; i++)
 		reports[i].fn(reports[i].arg, &reports[i].res);
-	return (int)n;
+	return n;
+}
+
+int km_local_write_poll(struct km_local_write *lw)
+{
+	uint32_t total = 0, n = REPORT_BURST;
+
+	pump(lw);
+	/* Bounded by pending_max: a callback may submit, but what it submits
+	 * is only queued, not done. */
+	for (uint32_t pass = 0; n == REPORT_BURST &&
+				pass <= lw->ents_max / REPORT_BURST; pass++) {
+		n = report_burst(lw);
+		total += n;
+	}
+	return (int)total;
 }
 
 uint32_t km_local_write_pending(const struct km_local_write *lw)

@@ -6,8 +6,12 @@
  * network at once), validates every record batch (km_batch_parse: length,
  * magic, CRC), refuses what a client may not write, and appends the batches
  * with KM_ORIGIN_CLIENT through km_log_append_burst(), which assigns their
- * offsets and runs Kafka's producer checks (R2). A write queue that is full
- * is retried on the next km_local_write_poll(), in submit order.
+ * offsets and runs Kafka's producer checks (R2). The appends happen in
+ * km_local_write_poll(), in submit order, never inside submit: a segment
+ * roll inside an append waits on the worker's ring and runs its other
+ * completions, which must not find a caller (the front-end, on a network
+ * callback) half-way through its own work. A write queue that is full is
+ * retried on the next poll.
  *
  * The outcome is reported through the km_part_produced_fn given to submit,
  * always from km_local_write_poll() and never from inside submit, once:
@@ -84,7 +88,7 @@ void km_local_write_destroy(struct km_local_write *lw);
 
 /**
  * Take one Produce partition's records (copied: the caller may reuse them
- * on return) and append them as described above.
+ * on return) and validate them; km_local_write_poll() appends them.
  * @param acks  0, 1 or -1 (any other value is -EINVAL).
  * @return 0 (done will run exactly once, from km_local_write_poll), or,
  *         with done never run:
@@ -106,8 +110,9 @@ int km_local_write_submit(struct km_local_write *lw, const void *records,
 			  void *arg);
 
 /**
- * Retry appends the write queue refused, report every finished submit, free
- * copies the log is done with. Call every loop turn, after km_uring_poll().
+ * Append what was submitted (and what the write queue refused before),
+ * report every finished submit, free copies the log is done with. Call
+ * every loop turn, after km_uring_poll() and km_net_poll().
  * Bounded work per call (pending_max). A callback may call
  * km_local_write_submit().
  * @return the number of outcomes reported.

@@ -139,6 +139,7 @@ int km_wfe_listen(struct km_worker *w, const char *ipv4, uint16_t port,
 	c.ops = &w->ops;
 	c.cluster_id = w->cfg.cluster_id;
 	c.node_id = w->cfg.node_id;
+	c.worker_id = w->cfg.id;
 	c.advertised_host = w->cfg.advertised_host[0] ? w->cfg.advertised_host
 						      : ipv4;
 	c.advertised_port = w->cfg.advertised_port;

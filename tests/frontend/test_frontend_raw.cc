@@ -749,4 +749,31 @@ TEST_F(Raw, FetchMaxBytesAndKip74)
 	}
 }
 
+// Past conns_max (32 here) a new connection is reset at once; a freed
+// slot serves the next one.
+TEST_F(Raw, ConnectionLimit)
+{
+	std::vector<RawConn> conns(31);
+	for (RawConn &c : conns)
+		ASSERT_EQ("", c.Connect(srv_.port()));
+	uint64_t end = MonoMs() + 10000;
+	while (srv_.Stats().conns < 32 && MonoMs() < end)
+		srv_.Run([] {});
+	ASSERT_EQ(32u, srv_.Stats().conns);
+	RawConn extra;
+	ASSERT_EQ("", extra.Connect(srv_.port()));
+	EXPECT_TRUE(extra.WaitClosed()) << "connection 33 was served";
+	EXPECT_EQ(1u, srv_.Stats().refused);
+	conns[0].Close();
+	while (srv_.Stats().conns > 31 && MonoMs() < end)
+		srv_.Run([] {});
+	RawConn next;
+	Resp x;
+	ASSERT_EQ("", next.Connect(srv_.port()));
+	ASSERT_TRUE(next.Send(Req(KM_API_API_VERSIONS, 0, 77, nullptr)));
+	ASSERT_EQ("", next.ReadFrame(&x.body));
+	Open(&x, KM_API_API_VERSIONS, 0);
+	EXPECT_EQ(77, x.corr);
+}
+
 } // namespace
