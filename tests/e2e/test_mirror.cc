@@ -304,4 +304,36 @@ TEST_F(Mirror, LocalWritableTopicTakesIdempotentProducer)
 	EXPECT_EQ(0, res.exit_code) << res.describe();
 }
 
+/* Leaders move and requests fail on the source while producers write:
+ * nothing lost, nothing duplicated. */
+TEST_F(Mirror, SourceFaultsLoseAndDuplicateNothing)
+{
+	ASSERT_EQ("", produce_mix(mock_.bootstrap(), 100, 20));
+	Daemon d(dir_.path(), mirror_sets());
+	ASSERT_EQ("", d.start());
+	ASSERT_EQ("", wait_caught_up(d));
+	for (int round = 0; round < 3; round++) {
+		for (int p = 0; p < kParts; p++)
+			ASSERT_EQ("", mock_.set_leader(kTopic, p, 1 + (p + round + 1) % 3));
+		mock_.push_request_errors(
+			1 /* Fetch */,
+			{ RD_KAFKA_RESP_ERR_NOT_LEADER_FOR_PARTITION,
+			  RD_KAFKA_RESP_ERR_LEADER_NOT_AVAILABLE,
+			  RD_KAFKA_RESP_ERR_REQUEST_TIMED_OUT });
+		mock_.push_request_errors(
+			3 /* Metadata */, { RD_KAFKA_RESP_ERR_LEADER_NOT_AVAILABLE });
+		ASSERT_EQ("", produce_mix(mock_.bootstrap(), 60, 21 + round));
+		ASSERT_EQ("", wait_caught_up(d));
+	}
+	expect_same_content(d);
+	std::map<std::string, PartStatus> st;
+	ASSERT_EQ("", d.status(&st));
+	int64_t reconnects = 0;
+	for (auto &[k, v] : st) {
+		EXPECT_EQ("MIRRORING", v.state) << k << " " << v.reason;
+		reconnects += v.reconnects;
+	}
+	EXPECT_GT(reconnects, 0) << "the leader moves must have been seen";
+}
+
 } // namespace
