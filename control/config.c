@@ -415,7 +415,7 @@ void km_config_defaults(struct km_config *cfg)
 	memset(cfg, 0, sizeof(*cfg));
 	cfg->listener.port = 9092; /* Kafka's PLAINTEXT://:9092 */
 	cfg->node_id = 1;
-	cfg->workers = 1;
+	cfg->workers = km_config_default_workers();
 	cfg->net_mode = KM_CONFIG_NET_KERNEL;
 	cfg->dpdk.netmask_be = htonl(0xffffff00u);
 	cfg->segment_bytes = log.segment_bytes;
@@ -428,6 +428,16 @@ void km_config_defaults(struct km_config *cfg)
 	cfg->fetch_bytes_max = 52428800; /* Kafka consumer's fetch.max.bytes */
 	cfg->fetch_wait_ms_max = 500;	 /* ... and fetch.max.wait.ms */
 	cfg->batch_bytes_max = log.batch_bytes_max;
+}
+
+/* One worker per online core, as the design wants. */
+uint32_t km_config_default_workers(void)
+{
+	long n = sysconf(_SC_NPROCESSORS_ONLN);
+
+	if (n < 1)
+		return 1;
+	return n > (long)KM_CONFIG_WORKERS_MAX ? KM_CONFIG_WORKERS_MAX : (uint32_t)n;
 }
 
 static int check_local(const struct km_config *cfg, const char *origin,

@@ -133,6 +133,9 @@ struct km_config {
 /* One-line usage for kmirrord's --help and argument errors. */
 #define KM_CONFIG_USAGE "usage: kmirrord --config FILE [--set key=value]..."
 
+/** `workers` when not configured: the online cores, at most WORKERS_MAX. */
+uint32_t km_config_default_workers(void);
+
 /** Every optional key at its default; data.dir and the lists empty. */
 void km_config_defaults(struct km_config *cfg);
 

@@ -56,7 +56,7 @@ TEST(Config, Defaults)
 	EXPECT_STREQ("", l->cluster_id);
 	EXPECT_FALSE(l->cluster_id_configured);
 	EXPECT_EQ(1, l->node_id);
-	EXPECT_EQ(1u, l->workers);
+	EXPECT_EQ(km_config_default_workers(), l->workers);
 	EXPECT_EQ(KM_CONFIG_NET_KERNEL, l->net_mode);
 	EXPECT_STREQ("", l->dpdk.eal_args);
 	EXPECT_STREQ("", l->dpdk.port);
@@ -498,7 +498,7 @@ TEST(Config, EmptyValueResetsToDefault)
 	ASSERT_EQ(0, l.rc) << l.err;
 	EXPECT_EQ(0u, l->topics_count);
 	EXPECT_EQ(0u, l->bootstrap_count);
-	EXPECT_EQ(1u, l->workers);
+	EXPECT_EQ(km_config_default_workers(), l->workers);
 }
 
 TEST(Config, SetErrors)
@@ -726,7 +726,8 @@ TEST(Config, FormatReadsBackToTheSameStruct)
 
 TEST(Config, FormatText)
 {
-	Loaded l = load(nullptr, { "data.dir=/d", "listeners=127.0.0.1:9092" });
+	Loaded l = load(nullptr, { "data.dir=/d", "listeners=127.0.0.1:9092",
+				   "workers=1" });
 	ASSERT_EQ(0, l.rc);
 	char text[4096];
 	ASSERT_GT(km_config_format(l.cfg.get(), text, sizeof(text)), 0);
