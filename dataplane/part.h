@@ -63,7 +63,7 @@ struct km_part_stats {
 	_Atomic uint64_t reconnects;
 	_Atomic uint64_t produced_bytes; /* local Produce */
 	_Atomic int fetch_state;	/* enum km_part_fetch */
-	char reason[160];
+	char reason[320];	/* KM_FETCHER_REASON_BYTES */
 };
 
 struct km_part {

@@ -259,7 +259,7 @@ static void fetch_share(struct km_worker *w, struct km_fetcher_config *fc)
 	uint32_t share = w->cfg.net.rx_buf_count / 2 / n;
 
 	fc->rx_buf_bytes = w->cfg.net.rx_buf_bytes;
-	fc->rx_bufs_max = share > 2 ? share : 2;
+	fc->rx_bufs_max = share > 4 ? share : 4;
 	fc->scratch = w->scratch;
 	fc->resolve = resolve;
 	fc->resolve_ctx = w;

@@ -94,7 +94,7 @@ TEST_F(FetchCluster, LeaderIsNotTheBootstrapBroker)
 	EXPECT_EQ(Broker(3).host, Stats().leader.host);
 	EXPECT_EQ(Broker(3).port, Stats().leader.port);
 	EXPECT_EQ(1u, Stats().reconnects) << "bootstrap, then the leader";
-	EXPECT_GE(Stats().metadata_refreshes, 1u);
+	EXPECT_EQ(1u, Stats().metadata_refreshes) << "none at the leader";
 	EXPECT_EQ(0u, Stats().leader_changes);
 	EXPECT_STRNE("", km_fetcher_cluster_id(f_.get()));
 	ASSERT_NO_FATAL_FAILURE(Stop());
@@ -221,10 +221,12 @@ TEST_F(FetchCluster, LeaderMovesWhileProducing)
 }
 
 // Errors injected on Fetch (NOT_LEADER_OR_FOLLOWER, LEADER_NOT_AVAILABLE,
-// REQUEST_TIMED_OUT), then on Metadata (the mock injects Metadata errors
-// as the topic's error code: LEADER_NOT_AVAILABLE, then REQUEST_TIMED_OUT):
-// each is counted by kind, retried with Metadata or backoff, and the
-// content is the same.
+// REQUEST_TIMED_OUT), then on Metadata: librdkafka 2.0.2's mock never pops
+// rd_kafka_mock_push_request_errors for Metadata (its handler does not ask
+// for them), so those go in as the topic's error code with
+// rd_kafka_mock_topic_set_error: LEADER_NOT_AVAILABLE, then
+// REQUEST_TIMED_OUT. Each is counted by kind, answered with Metadata or a
+// retry after backoff, and the content is the same.
 TEST_F(FetchCluster, InjectedErrorsOnFetchAndMetadata)
 {
 	ASSERT_EQ("", Produce(true, 300, 0));
