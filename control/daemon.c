@@ -201,7 +201,7 @@ static int start_fetchers(struct km_daemon *d)
 		struct km_worker_reply r;
 		int rc;
 
-		if (!d->mirrored[i])
+		if (!d->mirrored[i] || d->mstates[i].state != KM_MSTATE_MIRRORING)
 			continue;
 		if ((rc = fetcher_config(d, p, &fc)) < 0 ||
 		    (rc = km_worker_fetch(d->workers[p->owner], p, &fc, &r)) < 0 ||
@@ -295,6 +295,7 @@ static void cleanup(struct km_daemon *d)
 	free(d->table.parts);
 	free(d->mirrored);
 	free(d->rates);
+	free(d->mstates);
 }
 
 /* ---- the control loop ---------------------------------------------------- */
@@ -360,11 +361,13 @@ static int start(struct km_daemon *d)
 {
 	int rc;
 
-	if ((rc = prepare(d)) < 0 || (rc = km_daemon_find_parts(d)) < 0)
+	if ((rc = prepare(d)) < 0 || (rc = km_daemon_find_parts(d)) < 0 ||
+	    (rc = km_daemon_load_states(d)) < 0)
 		return rc;
 	KM_INFO("daemon", "cluster id %s; %u partitions on %u workers",
 		d->cfg->cluster_id, d->table.n, d->n_workers);
 	if ((rc = start_workers(d)) < 0 || (rc = open_parts(d)) < 0 ||
+	    (rc = km_daemon_resume_stops(d)) < 0 ||
 	    (rc = km_daemon_ctl_open(d)) < 0 || (rc = start_listener(d)) < 0)
 		return rc;
 	return start_fetchers(d);

@@ -29,13 +29,17 @@ static const char *fetch_state_name(int st)
 }
 
 /* What an operator calls the partition's state. */
-static const char *state_name(const struct km_part *p, bool mirrored)
+static const char *state_name(const struct km_daemon *d, uint32_t i)
 {
+	const struct km_part *p = &d->table.parts[i];
+	bool mirrored = d->mirrored[i];
 	int st = atomic_load_explicit(&p->stats.fetch_state,
 				      memory_order_acquire);
 
 	if (atomic_load_explicit(&p->error, memory_order_relaxed) != 0)
 		return "FAILED";
+	if (d->mstates[i].state != KM_MSTATE_MIRRORING)
+		return km_mstate_name(d->mstates[i].state);
 	if (!mirrored)
 		return km_part_get_mode(p) == KM_PART_WRITABLE ? "WRITABLE"
 							      : "SERVING";
@@ -69,7 +73,7 @@ static json_t *part_row(struct km_daemon *d, uint32_t i, uint64_t now)
 
 	snprintf(name, sizeof(name), "%s:%d", p->topic, p->partition);
 	row = json_pack("{s:s, s:s, s:I, s:I, s:I, s:I, s:i}", "partition",
-			name, "state", state_name(p, d->mirrored[i]), "leo",
+			name, "state", state_name(d, i), "leo",
 			(json_int_t)leo, "hw", (json_int_t)LOAD(p, hw), "lso",
 			(json_int_t)LOAD(p, lso), "log_start",
 			(json_int_t)LOAD(p, log_start), "worker", (int)p->owner);
@@ -89,7 +93,7 @@ static json_t *part_row(struct km_daemon *d, uint32_t i, uint64_t now)
 		json_object_set_new(row, "reconnects",
 				    json_integer((json_int_t)LOAD(p, reconnects)));
 	}
-	if (strcmp(state_name(p, d->mirrored[i]), "FAILED") == 0)
+	if (strcmp(state_name(d, i), "FAILED") == 0)
 		json_object_set_new(row, "reason", json_string(p->stats.reason));
 	return row;
 }
@@ -233,6 +237,7 @@ int km_daemon_ctl_open(struct km_daemon *d)
 	}
 	km_ctlsock_register(d->ctl, KM_CTL_STATUS, on_status, d);
 	km_ctlsock_register(d->ctl, KM_CTL_METRICS, on_metrics, d);
+	km_ctlsock_register(d->ctl, KM_CTL_STOP, km_daemon_on_stop, d);
 	KM_INFO("daemon", "control socket %s", d->cfg->control_socket);
 	return 0;
 }

@@ -17,6 +17,9 @@
 #define SOURCE_TIMEOUT_MS 5000
 #define SOURCE_RETRY_MS 1000
 
+static bool parse_dir(const char *name, char *topic, size_t cap,
+		      int32_t *partition);
+
 struct plan {
 	struct km_part *parts;
 	bool *mirrored;
@@ -86,6 +89,55 @@ static int ask_source(struct km_daemon *d, struct km_srcmeta *m)
 	}
 }
 
+/* Partitions of topic already in data.dir (a restart), or 0. */
+static uint32_t local_partitions(const struct km_daemon *d, const char *topic)
+{
+	DIR *dir = opendir(d->cfg->data_dir);
+	char t[KM_WIRE_NAME_BYTES_MAX + 1];
+	struct dirent *e;
+	int32_t part;
+	uint32_t n = 0;
+
+	while (dir != NULL && (e = readdir(dir)) != NULL)
+		if (parse_dir(e->d_name, t, sizeof(t), &part) &&
+		    strcmp(t, topic) == 0 && (uint32_t)part + 1 > n)
+			n = (uint32_t)part + 1;
+	if (dir != NULL)
+		closedir(dir);
+	return n;
+}
+
+/* On a restart every mirrored topic is already on disk: a source that is
+ * down (after a failover, typically) must not keep the partitions from
+ * being served. Ask it once, and fall back on what the disk holds. */
+static bool all_local(const struct km_daemon *d, struct km_srcmeta *m)
+{
+	for (uint32_t t = 0; t < d->cfg->topics_count; t++)
+		if ((m->partitions[t] = local_partitions(d, d->cfg->topics[t])) == 0)
+			return false;
+	return true;
+}
+
+static int discover(struct km_daemon *d, struct km_srcmeta *m)
+{
+	struct km_srcmeta local;
+	char err[512];
+	int rc;
+
+	if (!all_local(d, &local))
+		return ask_source(d, m);
+	rc = km_srcmeta_fetch(d->cfg, SOURCE_TIMEOUT_MS, m, err, sizeof(err));
+	for (uint32_t t = 0; rc == 0 && t < d->cfg->topics_count; t++)
+		if (m->partitions[t] < local.partitions[t])
+			m->partitions[t] = local.partitions[t];
+	if (rc < 0) {
+		KM_WARN("daemon", "%s; serving the partitions in data.dir, and "
+			"their fetch sessions keep retrying", err);
+		*m = local;
+	}
+	return 0;
+}
+
 static int add_mirrored(struct km_daemon *d, struct plan *p)
 {
 	struct km_srcmeta *m;
@@ -95,17 +147,16 @@ static int add_mirrored(struct km_daemon *d, struct plan *p)
 		return 0;
 	if ((m = calloc(1, sizeof(*m))) == NULL)
 		return -ENOMEM;
-	rc = ask_source(d, m);
+	rc = discover(d, m);
 	for (uint32_t t = 0; rc == 0 && t < d->cfg->topics_count; t++)
 		for (uint32_t i = 0; rc == 0 && i < m->partitions[t]; i++)
 			rc = plan_add(p, d->cfg->topics[t], (int32_t)i, true,
 				      KM_PART_MIRROR);
-	if (rc == 0) {
+	if (rc == 0 && m->cluster_id[0] != '\0') {
 		snprintf(d->source_cluster_id, sizeof(d->source_cluster_id),
 			 "%s", m->cluster_id);
 		KM_INFO("daemon", "source cluster %s: %u topics to mirror",
-			m->cluster_id[0] ? m->cluster_id : "(no id)",
-			d->cfg->topics_count);
+			m->cluster_id, d->cfg->topics_count);
 	}
 	free(m);
 	return rc;

@@ -8,6 +8,7 @@
 
 #include "control/config.h"
 #include "control/ctlsock.h"
+#include "control/mstate.h"
 #include "dataplane/part.h"
 #include "dataplane/worker.h"
 
@@ -38,6 +39,7 @@ struct km_daemon {
 	struct km_part_table table;
 	bool *mirrored;		/* per table entry: has a source */
 	struct km_rate *rates;	/* per table entry */
+	struct km_mstate_rec *mstates; /* per table entry: persisted state */
 	struct km_worker **workers;
 	uint32_t n_workers;
 	int ctl_efd;
@@ -57,6 +59,11 @@ int km_pid_alloc_init(struct km_pid_alloc *a, const char *data_dir,
 		      int64_t max_seen);
 void km_pid_alloc_fini(struct km_pid_alloc *a);
 int km_pid_alloc_next(void *ctx, int64_t *pid, int16_t *epoch);
+
+/* daemon_stop.c: R4 (stop) on the control thread */
+int km_daemon_load_states(struct km_daemon *d);
+int km_daemon_resume_stops(struct km_daemon *d);
+int km_daemon_on_stop(void *ctx, const json_t *req, json_t *resp);
 
 /* daemon_ctl.c: control socket verbs */
 int km_daemon_ctl_open(struct km_daemon *d);

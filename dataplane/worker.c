@@ -121,7 +121,7 @@ static int flush_outbox(struct km_worker *w)
 	return n;
 }
 
-static int post(struct km_worker *w, struct wmsg *m)
+int km_worker_post(struct km_worker *w, struct wmsg *m)
 {
 	if (!km_spsc_push(&w->ctl_q, m)) {
 		free(m);
@@ -131,8 +131,8 @@ static int post(struct km_worker *w, struct wmsg *m)
 	return 0;
 }
 
-static struct wmsg *msg_new(enum wmsg_type type, struct km_part *p,
-			    struct km_worker_reply *reply)
+struct wmsg *km_worker_msg_new(enum wmsg_type type, struct km_part *p,
+			       struct km_worker_reply *reply)
 {
 	struct wmsg *m = calloc(1, sizeof(*m));
 
@@ -152,45 +152,45 @@ int km_worker_open(struct km_worker *w, struct km_part *p,
 		   const struct km_log_config *cfg,
 		   struct km_worker_reply *reply)
 {
-	struct wmsg *m = msg_new(WMSG_OPEN, p, reply);
+	struct wmsg *m = km_worker_msg_new(WMSG_OPEN, p, reply);
 
 	if (m == NULL)
 		return -ENOMEM;
 	m->u.open = *cfg;
-	return post(w, m);
+	return km_worker_post(w, m);
 }
 
 int km_worker_fetch(struct km_worker *w, struct km_part *p,
 		    const struct km_fetcher_config *cfg,
 		    struct km_worker_reply *reply)
 {
-	struct wmsg *m = msg_new(WMSG_FETCH, p, reply);
+	struct wmsg *m = km_worker_msg_new(WMSG_FETCH, p, reply);
 
 	if (m == NULL)
 		return -ENOMEM;
 	m->u.fetch = *cfg;
-	return post(w, m);
+	return km_worker_post(w, m);
 }
 
 int km_worker_listen(struct km_worker *w, const char *ipv4, uint16_t port,
 		     struct km_worker_reply *reply)
 {
-	struct wmsg *m = msg_new(WMSG_LISTEN, NULL, reply);
+	struct wmsg *m = km_worker_msg_new(WMSG_LISTEN, NULL, reply);
 
 	if (m == NULL)
 		return -ENOMEM;
 	snprintf(m->u.listen.host, sizeof(m->u.listen.host), "%s", ipv4);
 	m->u.listen.port = port;
-	return post(w, m);
+	return km_worker_post(w, m);
 }
 
 int km_worker_shutdown(struct km_worker *w, struct km_worker_reply *reply)
 {
-	struct wmsg *m = msg_new(WMSG_SHUTDOWN, NULL, reply);
+	struct wmsg *m = km_worker_msg_new(WMSG_SHUTDOWN, NULL, reply);
 
 	if (m == NULL)
 		return -ENOMEM;
-	return post(w, m);
+	return km_worker_post(w, m);
 }
 
 /* ---- message handlers (worker thread) --------------------------------- */
@@ -322,6 +322,12 @@ static void handle(struct km_worker *w, struct wmsg *m)
 		break;
 	case WMSG_SHUTDOWN:
 		on_shutdown(w, m);
+		break;
+	case WMSG_STOP:
+		km_wstop_on_stop(w, m);
+		return; /* kept until the fetcher has ended */
+	case WMSG_WRITABLE:
+		km_wstop_on_writable(w, m);
 		break;
 	case WMSG_PRODUCE:
 		km_wfe_on_produce(w, m);
@@ -471,6 +477,8 @@ static int step_parts(struct km_worker *w, bool tick)
 	for (uint32_t i = 0; i < w->n_wparts; i++) {
 		struct wpart *wp = &w->wparts[i];
 
+		if (wp->stopping != NULL)
+			n += km_wstop_step(w, wp);
 		if (wp->fetcher != NULL) {
 			int rc = km_fetcher_step(wp->fetcher);
 
@@ -665,7 +673,7 @@ static int setup(struct km_worker *w)
 		return rc;
 	}
 	w->ops.produce = km_wfe_produce;
-	w->ops.alloc_pid = w->cfg.alloc_pid;
+	w->ops.alloc_pid = km_wfe_alloc_pid;
 	w->ops.ctx = w;
 	w->now_ms = now_ms();
 	return 0;

@@ -58,6 +58,17 @@ struct km_worker_config {
 	uint32_t frame_bytes_max;
 };
 
+/* What a stop did (R4), per partition. */
+struct km_stop_result {
+	int64_t cut_offset;		/* log end after the cut */
+	uint64_t removed_bytes;		/* truncate mode */
+	uint32_t removed_batches;
+	int64_t removed_records;	/* offsets removed: old end - cut */
+	uint32_t aborted;		/* abort mode: ABORT markers written */
+	int64_t barrier_offset;		/* where the barrier is */
+	bool resumed;			/* the barrier was already there */
+};
+
 /* A reply the control thread waits for: written by the worker, then
  * `done` is set (release) and ctl_efd is written. */
 struct km_worker_reply {
@@ -67,6 +78,7 @@ struct km_worker_reply {
 	uint16_t port;			/* LISTEN: the bound port */
 	int64_t max_pid;		/* OPEN: largest positive producer id */
 	struct km_log_recovery rec;	/* OPEN: what recovery did */
+	struct km_stop_result stop;	/* STOP */
 };
 
 /**
@@ -94,6 +106,25 @@ int km_worker_fetch(struct km_worker *w, struct km_part *p,
 /** Serve the Kafka API on ipv4:port (0: ephemeral); reply.port. */
 int km_worker_listen(struct km_worker *w, const char *ipv4, uint16_t port,
 		     struct km_worker_reply *reply);
+enum km_stop_mode {
+	KM_STOP_TRUNCATE = 0, /* cut back to a transaction-clean offset */
+	KM_STOP_ABORT = 1,    /* keep everything, ABORT open transactions */
+};
+
+/**
+ * R4 steps 1-4 on p's owner: remove the fetcher, fdatasync, cut by mode,
+ * append the MIRROR_PID_RESET barrier carrying source_cluster_id, fdatasync
+ * and snapshot. If the log already ends with that barrier (a stop resumed
+ * after a crash), nothing is cut or written again. reply.stop says what
+ * happened. The partition stays refusing writes: see km_worker_open_writes.
+ */
+int km_worker_stop(struct km_worker *w, struct km_part *p,
+		   enum km_stop_mode mode, const char *source_cluster_id,
+		   struct km_worker_reply *reply);
+/** R4 step 6: p takes local Produce from now on. */
+int km_worker_open_writes(struct km_worker *w, struct km_part *p,
+			  struct km_worker_reply *reply);
+
 /** Stop fetchers and the front-end, close every log cleanly (flush,
  *  snapshot, clean-shutdown marker), end the thread. */
 int km_worker_shutdown(struct km_worker *w, struct km_worker_reply *reply);

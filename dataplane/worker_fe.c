@@ -106,6 +106,16 @@ static int forward(struct km_worker *w, struct km_part *p,
 	return 0;
 }
 
+/* The ops' ctx is the worker; the allocator has its own. */
+int km_wfe_alloc_pid(void *ctx, int64_t *pid, int16_t *epoch)
+{
+	struct km_worker *w = ctx;
+
+	if (w->cfg.alloc_pid == NULL)
+		return -ENOTSUP;
+	return w->cfg.alloc_pid(w->cfg.alloc_pid_ctx, pid, epoch);
+}
+
 int km_wfe_produce(void *ctx, struct km_part *p, const void *records,
 		   uint32_t len, int16_t acks, km_part_produced_fn done,
 		   void *arg)

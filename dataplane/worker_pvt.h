@@ -16,6 +16,8 @@ enum wmsg_type {
 	WMSG_FETCH,
 	WMSG_LISTEN,
 	WMSG_SHUTDOWN,
+	WMSG_STOP,
+	WMSG_WRITABLE,
 	WMSG_PRODUCE,	/* front-end worker -> owner */
 	WMSG_PRODUCED,	/* owner -> front-end worker */
 };
@@ -28,6 +30,10 @@ struct wmsg {
 	union {
 		struct km_log_config open;
 		struct km_fetcher_config fetch;
+		struct {
+			enum km_stop_mode mode;
+			char cluster_id[256];
+		} stop;
 		struct {
 			char host[64];
 			uint16_t port;
@@ -52,6 +58,7 @@ struct wpart {
 	struct km_fetcher *fetcher;	/* NULL unless mirroring */
 	struct km_local_write *lw;	/* local Produce */
 	bool fetch_failed_logged;
+	struct wmsg *stopping;	/* a STOP waiting for the fetcher to end */
 };
 
 struct km_worker {
@@ -94,11 +101,21 @@ void km_wfe_free(struct km_worker *w);
 void km_wfe_free_writers(struct km_worker *w);
 void km_wfe_on_produce(struct km_worker *w, struct wmsg *m);
 void km_wfe_on_produced(struct km_worker *w, struct wmsg *m);
+int km_wfe_alloc_pid(void *ctx, int64_t *pid, int16_t *epoch);
 int km_wfe_produce(void *ctx, struct km_part *p, const void *records,
 		   uint32_t len, int16_t acks, km_part_produced_fn done,
 		   void *arg);
 
+/* worker_stop.c: R4 on the owner */
+void km_wstop_on_stop(struct km_worker *w, struct wmsg *m);
+void km_wstop_on_writable(struct km_worker *w, struct wmsg *m);
+/* Finish stops whose fetcher has ended. @return stops finished. */
+int km_wstop_step(struct km_worker *w, struct wpart *wp);
+
 /* worker.c */
+struct wmsg *km_worker_msg_new(enum wmsg_type type, struct km_part *p,
+			       struct km_worker_reply *reply);
+int km_worker_post(struct km_worker *w, struct wmsg *m);
 struct wpart *km_worker_find(struct km_worker *w, const struct km_part *p);
 bool km_worker_send(struct km_worker *w, uint32_t to, struct wmsg *m);
 void km_worker_reply_done(struct km_worker *w, struct km_worker_reply *r,

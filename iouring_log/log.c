@@ -195,6 +195,13 @@ int km_log_write_snapshot(struct km_log *log, int64_t offset)
 					(size_t)n);
 }
 
+int km_log_checkpoint(struct km_log *log)
+{
+	int rc = km_log_sync(log);
+
+	return rc < 0 ? rc : km_log_write_snapshot(log, log->leo);
+}
+
 int64_t km_log_start_offset(const struct km_log *log)
 {
 	return log_start(log);

@@ -1,0 +1,242 @@
+/* R4 on the control thread: the stop verb and its resumption on restart.
+ * Per partition: persist STOPPING, let the owner run steps 1-4
+ * (km_worker_stop), persist STOPPED with the barrier's offset, then open
+ * the partition for writes. A crash anywhere resumes from the persisted
+ * state; the owner finds its own barrier and does not write a second. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/errors.h"
+#include "common/log.h"
+#include "control/daemon_pvt.h"
+#include "control/mstate.h"
+
+#define STOP_TIMEOUT_MS (10 * 60 * 1000)
+#define REPLY_TIMEOUT_MS 10000
+
+static void part_dir(const struct km_daemon *d, const struct km_part *p,
+		     char *out, size_t cap)
+{
+	snprintf(out, cap, "%s/%s-%d", d->cfg->data_dir, p->topic,
+		 p->partition);
+}
+
+int km_daemon_load_states(struct km_daemon *d)
+{
+	char dir[4096];
+	int rc;
+
+	d->mstates = calloc(d->table.n ? d->table.n : 1, sizeof(*d->mstates));
+	if (d->mstates == NULL)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < d->table.n; i++) {
+		part_dir(d, &d->table.parts[i], dir, sizeof(dir));
+		if ((rc = km_mstate_load(dir, &d->mstates[i])) < 0) {
+			KM_ERROR("daemon", "%s/%s: %s", dir, KM_MSTATE_FILE,
+				 km_strerror(rc));
+			return rc;
+		}
+	}
+	return 0;
+}
+
+static int open_writes(struct km_daemon *d, uint32_t i)
+{
+	struct km_part *p = &d->table.parts[i];
+	struct km_worker_reply r;
+	int rc = km_worker_open_writes(d->workers[p->owner], p, &r);
+
+	return rc < 0 ? rc : km_worker_wait(d->ctl_efd, &r, REPLY_TIMEOUT_MS);
+}
+
+/* Steps 1-6 for partition i, from STOPPING on. */
+static int finish_stop(struct km_daemon *d, uint32_t i,
+		       struct km_stop_result *res, char *err, size_t err_len)
+{
+	struct km_mstate_rec *ms = &d->mstates[i];
+	struct km_part *p = &d->table.parts[i];
+	struct km_worker_reply r;
+	char dir[4096];
+	int rc;
+
+	part_dir(d, p, dir, sizeof(dir));
+	rc = km_worker_stop(d->workers[p->owner], p,
+			    (enum km_stop_mode)ms->stop_mode,
+			    ms->source_cluster_id, &r);
+	if (rc == 0)
+		rc = km_worker_wait(d->ctl_efd, &r, STOP_TIMEOUT_MS);
+	if (rc < 0) {
+		snprintf(err, err_len, "%.200s-%d: %.256s", p->topic, p->partition,
+			 r.msg);
+		return rc;
+	}
+	*res = r.stop;
+	ms->state = KM_MSTATE_STOPPED;
+	ms->last_mirrored_offset = r.stop.barrier_offset;
+	if ((rc = km_mstate_save(dir, ms)) < 0 || (rc = open_writes(d, i)) < 0)
+		snprintf(err, err_len, "%s-%d: after the barrier: %s", p->topic,
+			 p->partition, km_strerror(rc));
+	return rc;
+}
+
+static int begin_stop(struct km_daemon *d, uint32_t i, int mode,
+		      struct km_stop_result *res, char *err, size_t err_len)
+{
+	struct km_mstate_rec *ms = &d->mstates[i];
+	struct km_part *p = &d->table.parts[i];
+	char dir[4096];
+	int rc;
+
+	if (d->source_cluster_id[0] == '\0') {
+		snprintf(err, err_len, "%s-%d: the source's cluster id is not "
+			 "known, so the barrier cannot name it", p->topic,
+			 p->partition);
+		return KM_ESOURCE;
+	}
+	part_dir(d, p, dir, sizeof(dir));
+	ms->state = KM_MSTATE_STOPPING;
+	ms->stop_mode = mode;
+	snprintf(ms->source_cluster_id, sizeof(ms->source_cluster_id), "%s",
+		 d->source_cluster_id);
+	if ((rc = km_mstate_save(dir, ms)) < 0) {
+		snprintf(err, err_len, "%.300s/%s: %s", dir, KM_MSTATE_FILE,
+			 km_strerror(rc));
+		return rc;
+	}
+	return finish_stop(d, i, res, err, err_len);
+}
+
+/* On start, after the logs are open: finish interrupted stops and open
+ * stopped partitions for writes; neither gets a fetcher. */
+int km_daemon_resume_stops(struct km_daemon *d)
+{
+	char err[512];
+	struct km_stop_result res;
+	int rc = 0;
+
+	for (uint32_t i = 0; rc == 0 && i < d->table.n; i++) {
+		struct km_part *p = &d->table.parts[i];
+
+		if (d->mstates[i].state == KM_MSTATE_STOPPING) {
+			KM_INFO("daemon", "partition %s-%d: resuming an interrupted stop",
+				p->topic, p->partition);
+			if ((rc = finish_stop(d, i, &res, err, sizeof(err))) < 0)
+				KM_ERROR("daemon", "%s", err);
+		} else if (d->mstates[i].state == KM_MSTATE_STOPPED) {
+			rc = open_writes(d, i);
+		}
+	}
+	return rc;
+}
+
+/* ---- the `stop` verb ------------------------------------------------------ */
+
+static json_t *stop_row(const struct km_part *p, const struct km_stop_result *r)
+{
+	char name[KM_WIRE_NAME_BYTES_MAX + 16];
+
+	snprintf(name, sizeof(name), "%s:%d", p->topic, p->partition);
+	return json_pack("{s:s, s:I, s:I, s:I, s:i, s:I, s:b}", "partition", name,
+			 "cut_offset", (json_int_t)r->cut_offset,
+			 "removed_records", (json_int_t)r->removed_records,
+			 "removed_bytes", (json_int_t)r->removed_bytes,
+			 "aborted", (int)r->aborted,
+			 "barrier_offset", (json_int_t)r->barrier_offset,
+			 "resumed", r->resumed);
+}
+
+/* Does request item `want` ("topic" or "topic:N") name partition i? */
+static bool selected(const struct km_daemon *d, uint32_t i, const json_t *req)
+{
+	const struct km_part *p = &d->table.parts[i];
+	const json_t *list = json_object_get(req, "partitions"), *v;
+	char topic[KM_CTLPROTO_TOPIC_BYTES_MAX];
+	int32_t part;
+	size_t k;
+
+	if (json_is_true(json_object_get(req, "all")))
+		return true;
+	json_array_foreach(list, k, v) {
+		if (km_ctlproto_partition_parse(json_string_value(v), topic,
+						&part, NULL, 0) == 0 &&
+		    strcmp(topic, p->topic) == 0 &&
+		    (part < 0 || part == p->partition))
+			return true;
+	}
+	return false;
+}
+
+static int stop_mode_of(const struct km_daemon *d, const json_t *req)
+{
+	const char *m = json_string_value(json_object_get(req, "mode"));
+
+	if (m == NULL)
+		return d->cfg->stop_mode == KM_CONFIG_STOP_ABORT ? KM_STOP_ABORT
+								 : KM_STOP_TRUNCATE;
+	return strcmp(m, "abort") == 0 ? KM_STOP_ABORT : KM_STOP_TRUNCATE;
+}
+
+/* Only partitions that mirror can be stopped; naming anything else
+ * explicitly is refused before any partition is touched. */
+static int check_selection(struct km_daemon *d, const json_t *req,
+			   json_t *resp, uint32_t *count)
+{
+	char msg[512];
+
+	*count = 0;
+	for (uint32_t i = 0; i < d->table.n; i++) {
+		if (!selected(d, i, req))
+			continue;
+		if (d->mirrored[i] && d->mstates[i].state == KM_MSTATE_MIRRORING) {
+			(*count)++;
+		} else if (!json_is_true(json_object_get(req, "all"))) {
+			snprintf(msg, sizeof(msg), "%s-%d is %s: only a mirroring "
+				 "partition can be stopped",
+				 d->table.parts[i].topic, d->table.parts[i].partition,
+				 d->mirrored[i] ? km_mstate_name(d->mstates[i].state)
+						: "not mirrored");
+			json_object_set_new(resp, "message", json_string(msg));
+			return KM_ECTLREQ;
+		}
+	}
+	if (*count == 0 && !json_is_true(json_object_get(req, "all"))) {
+		json_object_set_new(resp, "message",
+				    json_string("no such partition here"));
+		return KM_EUNKNOWNPART;
+	}
+	return 0;
+}
+
+int km_daemon_on_stop(void *ctx, const json_t *req, json_t *resp)
+{
+	struct km_daemon *d = ctx;
+	json_t *rows = json_array();
+	struct km_stop_result res;
+	char err[512];
+	uint32_t count;
+	int rc = check_selection(d, req, resp, &count);
+
+	for (uint32_t i = 0; rc == 0 && i < d->table.n; i++) {
+		if (!selected(d, i, req) || !d->mirrored[i] ||
+		    d->mstates[i].state != KM_MSTATE_MIRRORING)
+			continue;
+		rc = begin_stop(d, i, stop_mode_of(d, req), &res, err, sizeof(err));
+		if (rc < 0) {
+			json_object_set_new(resp, "message", json_string(err));
+			break;
+		}
+		json_t *row = stop_row(&d->table.parts[i], &res);
+		char msg[400];
+		snprintf(msg, sizeof(msg), "%s-%d stopped: barrier at %lld",
+			 d->table.parts[i].topic, d->table.parts[i].partition,
+			 (long long)res.barrier_offset);
+		json_t *prog = json_pack("{s:s}", "message", msg);
+		km_ctlsock_progress(d->ctl, 0, prog);
+		json_decref(prog);
+		json_array_append_new(rows, row);
+	}
+	json_object_set_new(resp, "partitions", rows);
+	return rc;
+}

@@ -1,0 +1,92 @@
+/* kmirror.state: read and replace. */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/errors.h"
+#include "common/file.h"
+#include "control/mstate.h"
+
+static const char *const names[] = { "MIRRORING", "STOPPING", "STOPPED" };
+static const char *const modes[] = { "truncate", "abort" };
+
+const char *km_mstate_name(enum km_mstate s)
+{
+	return (unsigned)s < 3 ? names[s] : "?";
+}
+
+static int lookup(const char *v, const char *const *tab, int n)
+{
+	for (int i = 0; i < n; i++)
+		if (strcmp(v, tab[i]) == 0)
+			return i;
+	return -1;
+}
+
+static int parse_line(char *line, struct km_mstate_rec *r)
+{
+	char *eq = strchr(line, '=');
+	int i;
+
+	if (eq == NULL)
+		return line[0] == '\0' || line[0] == '#' ? 0 : KM_EMETAPROPS;
+	*eq++ = '\0';
+	if (strcmp(line, "state") == 0) {
+		if ((i = lookup(eq, names, 3)) < 0)
+			return KM_EMETAPROPS;
+		r->state = (enum km_mstate)i;
+	} else if (strcmp(line, "stop.mode") == 0) {
+		if ((i = lookup(eq, modes, 2)) < 0)
+			return KM_EMETAPROPS;
+		r->stop_mode = i;
+	} else if (strcmp(line, "source.cluster.id") == 0) {
+		snprintf(r->source_cluster_id, sizeof(r->source_cluster_id),
+			 "%s", eq);
+	} else if (strcmp(line, "last.mirrored.offset") == 0) {
+		r->last_mirrored_offset = strtoll(eq, NULL, 10);
+	}
+	return 0;
+}
+
+int km_mstate_load(const char *dir, struct km_mstate_rec *out)
+{
+	char path[4096], buf[2048], *line, *save = NULL;
+	int fd, rc = 0;
+	ssize_t n;
+
+	memset(out, 0, sizeof(*out));
+	out->last_mirrored_offset = -1;
+	snprintf(path, sizeof(path), "%s/%s", dir, KM_MSTATE_FILE);
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+		return errno == ENOENT ? 0 : -errno;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n < 0)
+		return -errno;
+	buf[n] = '\0';
+	for (line = strtok_r(buf, "\n", &save); rc == 0 && line != NULL;
+	     line = strtok_r(NULL, "\n", &save))
+		rc = parse_line(line, out);
+	return rc;
+}
+
+int km_mstate_save(const char *dir, const struct km_mstate_rec *r)
+{
+	char buf[1024];
+	int n = snprintf(buf, sizeof(buf),
+			 "state=%s\nstop.mode=%s\nsource.cluster.id=%s\n"
+			 "last.mirrored.offset=%" PRId64 "\n",
+			 km_mstate_name(r->state), modes[r->stop_mode ? 1 : 0],
+			 r->source_cluster_id, r->last_mirrored_offset);
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC), rc;
+
+	if (fd < 0)
+		return -errno;
+	rc = km_file_write_atomic(fd, KM_MSTATE_FILE, buf, (size_t)n);
+	close(fd);
+	return rc;
+}

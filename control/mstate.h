@@ -1,0 +1,50 @@
+/* The mirror state of a partition, persisted in its directory
+ * (`kmirror.state`, Kafka-style properties, replaced atomically) so that a
+ * restart resumes where the state machine was (R4 step 5, R7).
+ *
+ *   state=STOPPING|STOPPED
+ *   stop.mode=truncate|abort
+ *   source.cluster.id=...
+ *   last.mirrored.offset=N   (the barrier's offset, once STOPPED)
+ *
+ * No file means the partition has never been stopped: it mirrors if its
+ * topic is in `topics`.
+ */
+#ifndef KM_CONTROL_MSTATE_H
+#define KM_CONTROL_MSTATE_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define KM_MSTATE_FILE "kmirror.state"
+
+enum km_mstate {
+	KM_MSTATE_MIRRORING = 0, /* also: no file */
+	KM_MSTATE_STOPPING = 1,
+	KM_MSTATE_STOPPED = 2,
+};
+
+struct km_mstate_rec {
+	enum km_mstate state;
+	int stop_mode;			/* enum km_stop_mode */
+	char source_cluster_id[256];
+	int64_t last_mirrored_offset;	/* -1 until STOPPED */
+};
+
+/**
+ * Read dir/kmirror.state. A missing file gives MIRRORING.
+ * @return 0, -errno, or KM_EMETAPROPS for a malformed file.
+ */
+int km_mstate_load(const char *dir, struct km_mstate_rec *out);
+/** Replace dir/kmirror.state (write, fsync, rename, fsync dir). */
+int km_mstate_save(const char *dir, const struct km_mstate_rec *rec);
+const char *km_mstate_name(enum km_mstate s);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,246 @@
+/* R4, the owner's part of a stop: remove the fetcher, fdatasync, cut,
+ * append the MIRROR_PID_RESET barrier, fdatasync and snapshot. The control
+ * thread persists the state around it (STOPPING before, STOPPED after) and
+ * then opens the partition for writes. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "common/errors.h"
+#include "common/log.h"
+#include "dataplane/worker_pvt.h"
+#include "kafka/control.h"
+
+/* Batches a stop writes: one ABORT marker per open transaction, then the
+ * barrier; each at most this big. */
+#define CTRL_BATCH_BYTES 512
+#define ABORTS_MAX 1024
+
+int km_worker_stop(struct km_worker *w, struct km_part *p,
+		   enum km_stop_mode mode, const char *source_cluster_id,
+		   struct km_worker_reply *reply)
+{
+	struct wmsg *m = km_worker_msg_new(WMSG_STOP, p, reply);
+
+	if (m == NULL)
+		return -ENOMEM;
+	m->u.stop.mode = mode;
+	snprintf(m->u.stop.cluster_id, sizeof(m->u.stop.cluster_id), "%s",
+		 source_cluster_id);
+	return km_worker_post(w, m);
+}
+
+int km_worker_open_writes(struct km_worker *w, struct km_part *p,
+			  struct km_worker_reply *reply)
+{
+	struct wmsg *m = km_worker_msg_new(WMSG_WRITABLE, p, reply);
+
+	if (m == NULL)
+		return -ENOMEM;
+	return km_worker_post(w, m);
+}
+
+static int64_t now_wall_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Append one control batch built in buf (len bytes) with CONTROL origin
+ * and wait until it is written. *offset gets where it went. */
+static int append_control(struct km_log *log, uint8_t *buf, int len,
+			  int64_t *offset)
+{
+	struct iovec iov = { buf, (size_t)len };
+	struct km_chain ch = { &iov, 1 };
+	struct km_chain_cur cur = { 0, 0 };
+	struct km_log_append_result res;
+	struct km_batch b;
+	int rc = km_batch_parse(&b, &ch, cur, (uint32_t)len);
+
+	if (rc <= 0)
+		return rc < 0 ? rc : KM_EBATCHLEN;
+	rc = km_log_append_burst(log, &b, 1, KM_ORIGIN_CONTROL, &res);
+	if (rc == 0)
+		rc = -EBUSY; /* the write queue is full right after a sync: a bug */
+	if (rc < 0)
+		return rc;
+	*offset = res.first_offset;
+	return km_log_sync(log); /* the bytes are ours until written */
+}
+
+/* The last batch of the log, if it is a MIRROR_PID_RESET for cluster_id:
+ * a stop that crashed after its barrier must not write another. */
+static bool ends_with_barrier(struct km_log *log, const char *cluster_id,
+			      int64_t *offset)
+{
+	uint8_t buf[CTRL_BATCH_BYTES * 2];
+	int64_t end = km_log_end_offset(log);
+	struct km_log_read_result rr;
+	struct iovec iov = { buf, 0 };
+	struct km_chain ch = { &iov, 1 };
+	struct km_chain_cur cur = { 0, 0 };
+	struct km_batch b;
+	struct km_ctrl c;
+
+	if (end <= km_log_start_offset(log) ||
+	    km_log_read(log, end - 1, end, 0, buf, sizeof(buf), &rr) < 0 ||
+	    rr.batches == 0)
+		return false;
+	iov.iov_len = rr.bytes;
+	if (km_batch_parse(&b, &ch, cur, rr.bytes) <= 0 ||
+	    km_ctrl_parse(&b, &c) < 0 || c.type != KM_CTRL_MIRROR_PID_RESET)
+		return false;
+	*offset = rr.first_offset;
+	return strcmp(c.cluster_id, cluster_id) == 0;
+}
+
+static int cut_truncate(struct km_log *log, struct km_stop_result *r)
+{
+	int64_t end = km_log_end_offset(log);
+	int64_t cut = km_log_clean_cut(log);
+
+	if (cut < 0)
+		return (int)cut;
+	if (cut < end) {
+		int64_t rc = km_log_truncate_to(log, cut, &r->removed_bytes,
+						&r->removed_batches);
+		if (rc < 0)
+			return (int)rc;
+	}
+	r->removed_records = end - cut;
+	return 0;
+}
+
+static int cut_abort(struct km_log *log, struct km_stop_result *r)
+{
+	struct km_producer_info *open = calloc(ABORTS_MAX, sizeof(*open));
+	uint8_t buf[CTRL_BATCH_BYTES];
+	uint32_t n;
+	int rc = 0;
+
+	if (open == NULL)
+		return -ENOMEM;
+	n = km_pstate_open_txns(km_log_pstate(log), open, ABORTS_MAX);
+	if (n > ABORTS_MAX)
+		rc = KM_EPSTATEFULL;
+	for (uint32_t i = 0; rc == 0 && i < n; i++) {
+		struct km_ctrl_spec s = { .base_offset = 0, .leader_epoch = -1,
+					  .timestamp = now_wall_ms() };
+		int64_t at;
+		int len = km_ctrl_build_marker(buf, sizeof(buf), &s,
+					       open[i].producer_id, open[i].epoch,
+					       false, open[i].coordinator_epoch);
+
+		rc = len < 0 ? len : append_control(log, buf, len, &at);
+		r->aborted += rc == 0;
+	}
+	free(open);
+	return rc;
+}
+
+static int write_barrier(struct km_log *log, const char *cluster_id,
+			 int64_t *offset)
+{
+	struct km_ctrl_spec s = { .base_offset = 0, .leader_epoch = -1,
+				  .timestamp = now_wall_ms() };
+	uint8_t buf[CTRL_BATCH_BYTES];
+	int len;
+
+	/* R3: never over an open mirrored transaction. */
+	if (km_pstate_has_open_negative_txn(km_log_pstate(log)))
+		return KM_ETXNOPEN;
+	len = km_ctrl_build_pid_reset(buf, sizeof(buf), &s, cluster_id);
+	return len < 0 ? len : append_control(log, buf, len, offset);
+}
+
+/* Steps 2-4, with the fetcher gone. */
+static int run_stop(struct km_log *log, const struct wmsg *m,
+		    struct km_stop_result *r)
+{
+	int rc;
+
+	memset(r, 0, sizeof(*r));
+	if ((rc = km_log_sync(log)) < 0)
+		return rc;
+	if (ends_with_barrier(log, m->u.stop.cluster_id, &r->barrier_offset)) {
+		r->resumed = true;
+		r->cut_offset = r->barrier_offset;
+		return km_log_checkpoint(log);
+	}
+	rc = m->u.stop.mode == KM_STOP_ABORT ? cut_abort(log, r)
+					      : cut_truncate(log, r);
+	r->cut_offset = km_log_end_offset(log);
+	if (rc == 0)
+		rc = write_barrier(log, m->u.stop.cluster_id, &r->barrier_offset);
+	return rc < 0 ? rc : km_log_checkpoint(log);
+}
+
+static void finish(struct km_worker *w, struct wpart *wp)
+{
+	struct wmsg *m = wp->stopping;
+	struct km_stop_result r;
+	int rc = run_stop(wp->log, m, &r);
+
+	wp->stopping = NULL;
+	if (m->reply != NULL)
+		m->reply->stop = r;
+	if (rc < 0)
+		KM_ERROR("worker", "partition %s-%d: stop: %s", wp->part->topic,
+			 wp->part->partition, km_strerror(rc));
+	else
+		KM_INFO("worker", "partition %s-%d: stopped: cut at %lld "
+			"(%lld records, %llu bytes removed, %u aborted), barrier "
+			"at %lld%s", wp->part->topic, wp->part->partition,
+			(long long)r.cut_offset, (long long)r.removed_records,
+			(unsigned long long)r.removed_bytes, r.aborted,
+			(long long)r.barrier_offset,
+			r.resumed ? " (already there: resumed)" : "");
+	atomic_store_explicit(&wp->part->stats.fetch_state, KM_PART_FETCH_NONE,
+			      memory_order_release);
+	km_worker_reply_done(w, m->reply, rc, NULL);
+	free(m);
+}
+
+int km_wstop_step(struct km_worker *w, struct wpart *wp)
+{
+	if (wp->fetcher != NULL && !km_fetcher_idle(wp->fetcher))
+		return 0;
+	free(wp->fetcher);
+	wp->fetcher = NULL;
+	finish(w, wp);
+	return 1;
+}
+
+void km_wstop_on_stop(struct km_worker *w, struct wmsg *m)
+{
+	struct wpart *wp = km_worker_find(w, m->part);
+
+	if (wp == NULL || wp->stopping != NULL) {
+		km_worker_reply_done(w, m->reply, wp ? -EALREADY : -ENOENT,
+				     wp ? "a stop is already running"
+					: "not this worker's partition");
+		free(m);
+		return;
+	}
+	wp->stopping = m;
+	if (wp->fetcher != NULL)
+		km_fetcher_stop(wp->fetcher);
+}
+
+void km_wstop_on_writable(struct km_worker *w, struct wmsg *m)
+{
+	struct wpart *wp = km_worker_find(w, m->part);
+	int rc = wp ? 0 : -ENOENT;
+
+	if (wp != NULL && wp->lw == NULL) {
+		atomic_store_explicit(&wp->part->mode, KM_PART_WRITABLE,
+				      memory_order_release);
+		rc = km_wfe_open_writer(w, wp);
+	}
+	km_worker_reply_done(w, m->reply, rc, rc ? NULL : "writable");
+}

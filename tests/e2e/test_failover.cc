@@ -1,0 +1,168 @@
+/* Failover (R4) end to end: kmirrord A serves a writable topic, kmirrord B
+ * mirrors it; `kmirrorctl stop` on B cuts, writes the MIRROR_PID_RESET
+ * barrier naming A's cluster id, and opens B for writes. Real librdkafka
+ * producers and consumers on both sides. */
+#include <unistd.h>
+
+#include <cstdlib>
+#include <regex>
+
+#include <gtest/gtest.h>
+
+#include "tests/e2e/daemon.h"
+#include "tests/support/kafka_peers.h"
+
+using namespace kmtest;
+
+namespace {
+
+constexpr int kParts = 2;
+
+std::string cluster_id_of(const std::string &data_dir)
+{
+	std::string s = read_file(data_dir + "/meta.properties");
+	std::smatch m;
+	std::regex re("cluster\\.id=([A-Za-z0-9_.-]+)");
+
+	return std::regex_search(s, m, re) ? m[1].str() : "";
+}
+
+std::string dump(const std::string &log_file)
+{
+	const char *exe = getenv("KM_DUMP_LOG");
+	ChildResult r = run_command({ exe ? exe : "kmirror-dump-log", "--deep",
+				      log_file },
+				    30000);
+	return r.exit_code == 0 ? r.out : "dump failed: " + r.describe();
+}
+
+std::vector<int64_t> pids_in(const std::string &text)
+{
+	std::vector<int64_t> v;
+	std::regex re("producerId: (-?[0-9]+)");
+
+	for (std::sregex_iterator it(text.begin(), text.end(), re), end;
+	     it != end; ++it)
+		v.push_back(std::stoll((*it)[1]));
+	return v;
+}
+
+std::string ctl(const Daemon &d, const std::vector<std::string> &args,
+		ChildResult *out)
+{
+	const char *exe = getenv("KM_KMIRRORCTL");
+	std::vector<std::string> argv = { exe ? exe : "kmirrorctl", "--socket",
+					  d.socket() };
+
+	argv.insert(argv.end(), args.begin(), args.end());
+	*out = run_command(argv, 60000);
+	return out->exit_code == 0 ? "" : out->describe();
+}
+
+ProduceSpec idempotent(const std::string &topic, int32_t p, int64_t n,
+		       uint64_t seed)
+{
+	ProduceSpec s;
+	s.topic = topic;
+	s.partition = p;
+	s.count = n;
+	s.mode = ProducerMode::kIdempotent;
+	s.compression = "zstd";
+	s.seed = seed;
+	s.flush_every = 25;
+	return s;
+}
+
+TEST(Failover, StopWritesTheBarrierAndOpensForIdempotentProducers)
+{
+	TempDir ta("km-fo-a"), tb("km-fo-b");
+	Daemon a(ta.path(), { "local.topics=t:2" });
+	ASSERT_EQ("", a.start());
+	for (int p = 0; p < kParts; p++)
+		ASSERT_EQ("", produce(a.bootstrap(), idempotent("t", p, 300, p)));
+
+	Daemon b(tb.path(), { "source.bootstrap.servers=" + a.bootstrap(),
+			      "topics=t" });
+	ASSERT_EQ("", b.start());
+	ASSERT_EQ("", b.wait_status(
+			      [](const std::map<std::string, PartStatus> &st) {
+				      return st.size() == kParts &&
+					     st.at("t:0").hw == 300 &&
+					     st.at("t:1").hw == 300;
+			      },
+			      60000));
+
+	ChildResult r;
+	ASSERT_EQ("", ctl(b, { "stop", "--all", "--json" }, &r));
+	EXPECT_NE(std::string::npos, r.out.find("\"barrier_offset\":300")) << r.out;
+
+	/* The barrier names A's cluster id, right after A's data. */
+	std::string a_id = cluster_id_of(ta.path());
+	ASSERT_FALSE(a_id.empty());
+	for (int p = 0; p < kParts; p++) {
+		std::string text = dump(tb.path() + "/t-" + std::to_string(p) +
+					"/00000000000000000000.log");
+		EXPECT_NE(std::string::npos,
+			  text.find("MirrorPidReset {\"version\":0,\"sourceClusterId\":\"" +
+				    a_id + "\"}"))
+			<< text.substr(text.size() > 2000 ? text.size() - 2000 : 0);
+		EXPECT_NE(std::string::npos,
+			  text.find("baseOffset: 300 lastOffset: 300 count: 1 "
+				    "baseSequence: -1 lastSequence: -1 producerId: -1"));
+	}
+	std::map<std::string, PartStatus> st;
+	ASSERT_EQ("", b.status(&st));
+	EXPECT_EQ("STOPPED", st["t:0"].state);
+	EXPECT_EQ(301, st["t:0"].leo);
+
+	/* B now takes idempotent producers; a read_committed consumer sees A's
+	 * data at A's offsets, then B's own after the barrier. */
+	for (int p = 0; p < kParts; p++)
+		ASSERT_EQ("", produce(b.bootstrap(), idempotent("t", p, 100, 10 + p)));
+	for (int p = 0; p < kParts; p++) {
+		std::vector<Message> got, src;
+		ConsumeSpec cs;
+		cs.topic = "t";
+		cs.partition = p;
+		cs.read_committed = true;
+		ASSERT_EQ("", consume(b.bootstrap(), cs, &got));
+		ASSERT_EQ("", consume(a.bootstrap(), cs, &src));
+		ASSERT_EQ(400u, got.size());
+		for (size_t i = 0; i < 300; i++) {
+			EXPECT_EQ(src[i].offset, got[i].offset);
+			EXPECT_EQ(src[i].value, got[i].value);
+		}
+		for (size_t i = 300; i < 400; i++) {
+			EXPECT_EQ((int64_t)i + 1, got[i].offset) << "after the barrier";
+			EXPECT_EQ(payload_value(10 + p, p, (int64_t)i - 300, 100),
+				  got[i].value);
+		}
+		/* Mirrored ids stay mapped; B's own producer has a fresh,
+		 * positive id from B's first block. */
+		for (int64_t id : pids_in(dump(tb.path() + "/t-" + std::to_string(p) +
+					       "/00000000000000000000.log")))
+			EXPECT_TRUE(id <= -1 || (id >= 0 && id < 2000)) << id;
+	}
+
+	/* A restart without the source (it is gone after a failover): B
+	 * serves and takes writes at once, still STOPPED. */
+	ChildResult res;
+	ASSERT_EQ("", a.stop(30000, &res));
+	ASSERT_EQ("", b.stop(30000, &res));
+	ASSERT_EQ(0, res.exit_code) << res.describe();
+	ASSERT_EQ("", b.start());
+	st.clear();
+	ASSERT_EQ("", b.status(&st));
+	EXPECT_EQ("STOPPED", st["t:1"].state);
+	EXPECT_EQ(401, st["t:1"].leo);
+	ASSERT_EQ("", produce(b.bootstrap(), idempotent("t", 1, 50, 20)));
+	st.clear();
+	ASSERT_EQ("", b.status(&st));
+	EXPECT_EQ(451, st["t:1"].leo);
+
+	/* A second stop is refused with the reason. */
+	EXPECT_NE("", ctl(b, { "stop", "t:0" }, &r));
+	EXPECT_NE(std::string::npos, r.err.find("only a mirroring partition")) << r.err;
+}
+
+} // namespace
