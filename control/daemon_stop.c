@@ -62,6 +62,7 @@ static int finish_stop(struct km_daemon *d, uint32_t i,
 	int rc;
 
 	part_dir(d, p, dir, sizeof(dir));
+	km_test_crash_point("stop-after-stopping");
 	rc = km_worker_stop(d->workers[p->owner], p,
 			    (enum km_stop_mode)ms->stop_mode,
 			    ms->source_cluster_id, &r);
@@ -75,7 +76,9 @@ static int finish_stop(struct km_daemon *d, uint32_t i,
 	*res = r.stop;
 	ms->state = KM_MSTATE_STOPPED;
 	ms->last_mirrored_offset = r.stop.barrier_offset;
-	if ((rc = km_mstate_save(dir, ms)) < 0 || (rc = open_writes(d, i)) < 0)
+	if ((rc = km_mstate_save(dir, ms)) == 0)
+		km_test_crash_point("stop-after-stopped");
+	if (rc < 0 || (rc = open_writes(d, i)) < 0)
 		snprintf(err, err_len, "%s-%d: after the barrier: %s", p->topic,
 			 p->partition, km_strerror(rc));
 	return rc;

@@ -121,6 +121,9 @@ enum km_stop_mode {
 int km_worker_stop(struct km_worker *w, struct km_part *p,
 		   enum km_stop_mode mode, const char *source_cluster_id,
 		   struct km_worker_reply *reply);
+/** Test-only: SIGKILL the process if $KMIRROR_TEST_CRASH equals point. */
+void km_test_crash_point(const char *point);
+
 /** R4 step 6: p takes local Produce from now on. */
 int km_worker_open_writes(struct km_worker *w, struct km_part *p,
 			  struct km_worker_reply *reply);

@@ -13,6 +13,8 @@
 #include "dataplane/worker_pvt.h"
 #include "kafka/control.h"
 
+#include <signal.h>
+
 /* Batches a stop writes: one ABORT marker per open transaction, then the
  * barrier; each at most this big. */
 #define CTRL_BATCH_BYTES 512
@@ -158,6 +160,19 @@ static int write_barrier(struct km_log *log, const char *cluster_id,
 	return len < 0 ? len : append_control(log, buf, len, offset);
 }
 
+/* Test-only (README, "Testing switches"): KMIRROR_TEST_CRASH=<point> kills
+ * the process with SIGKILL at that point of a stop, to prove a restart
+ * resumes it. */
+void km_test_crash_point(const char *point)
+{
+	const char *want = getenv("KMIRROR_TEST_CRASH");
+
+	if (want != NULL && strcmp(want, point) == 0) {
+		KM_WARN("worker", "KMIRROR_TEST_CRASH=%s: killing the process", point);
+		raise(SIGKILL);
+	}
+}
+
 /* Steps 2-4, with the fetcher gone. */
 static int run_stop(struct km_log *log, const struct wmsg *m,
 		    struct km_stop_result *r)
@@ -175,9 +190,15 @@ static int run_stop(struct km_log *log, const struct wmsg *m,
 	rc = m->u.stop.mode == KM_STOP_ABORT ? cut_abort(log, r)
 					      : cut_truncate(log, r);
 	r->cut_offset = km_log_end_offset(log);
-	if (rc == 0)
+	if (rc == 0) {
+		km_test_crash_point("stop-after-cut");
 		rc = write_barrier(log, m->u.stop.cluster_id, &r->barrier_offset);
-	return rc < 0 ? rc : km_log_checkpoint(log);
+	}
+	if (rc == 0)
+		rc = km_log_checkpoint(log);
+	if (rc == 0)
+		km_test_crash_point("stop-after-barrier");
+	return rc;
 }
 
 static void finish(struct km_worker *w, struct wpart *wp)

@@ -649,7 +649,7 @@ void km_tcp_conn_set_user(struct km_tcp_conn *c, void *user)
 	c->user = user;
 }
 
-void km_tcp_conn_info(const struct km_tcp_conn *c,
+void km_tcp_conn_get_info(const struct km_tcp_conn *c,
 		      struct km_tcp_conn_info *o)
 {
 	memset(o, 0, sizeof(*o));
@@ -684,13 +684,13 @@ void km_tcp_conn_info(const struct km_tcp_conn *c,
 	o->keepalive_probes = c->keep_probes;
 }
 
-void km_tcp_conn_stats(const struct km_tcp_conn *c,
+void km_tcp_conn_get_stats(const struct km_tcp_conn *c,
 		       struct km_tcp_counters *out)
 {
 	*out = c->st;
 }
 
-void km_tcp_stats(const struct km_tcp_ep *ep, struct km_tcp_stats *out)
+void km_tcp_get_stats(const struct km_tcp_ep *ep, struct km_tcp_stats *out)
 {
 	*out = ep->st;
 }

@@ -384,11 +384,11 @@ uint32_t km_tcp_send_space(const struct km_tcp_conn *c);
 enum km_tcp_state km_tcp_conn_state(const struct km_tcp_conn *c);
 void *km_tcp_conn_user(const struct km_tcp_conn *c);
 void km_tcp_conn_set_user(struct km_tcp_conn *c, void *user);
-void km_tcp_conn_info(const struct km_tcp_conn *c,
-		      struct km_tcp_conn_info *out);
-void km_tcp_conn_stats(const struct km_tcp_conn *c,
-		       struct km_tcp_counters *out);
-void km_tcp_stats(const struct km_tcp_ep *ep, struct km_tcp_stats *out);
+void km_tcp_conn_get_info(const struct km_tcp_conn *c,
+			  struct km_tcp_conn_info *out);
+void km_tcp_conn_get_stats(const struct km_tcp_conn *c,
+			   struct km_tcp_counters *out);
+void km_tcp_get_stats(const struct km_tcp_ep *ep, struct km_tcp_stats *out);
 
 /** Names for logs and tests ("ESTABLISHED", "ip_frag", ...). */
 const char *km_tcp_state_name(enum km_tcp_state s);

@@ -59,7 +59,7 @@ std::string Daemon::start(int timeout_ms)
 		argv.push_back("--set");
 		argv.push_back(s);
 	}
-	if (std::string e = child_.spawn(argv); !e.empty())
+	if (std::string e = child_.spawn(argv, env_); !e.empty())
 		return e;
 	bool up = poll_until(
 		[&] {

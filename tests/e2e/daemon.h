@@ -31,6 +31,8 @@ public:
 	~Daemon();
 
 	std::string start(int timeout_ms = 30000);
+	/* "NAME=value" entries for the next start() (test-only switches). */
+	void set_env(std::vector<std::string> env) { env_ = std::move(env); }
 	/* SIGTERM and wait: the exit code and output in *res. */
 	std::string stop(int timeout_ms, ChildResult *res);
 	/* SIGKILL and reap. */
@@ -52,7 +54,7 @@ public:
 
 private:
 	std::string dir_, socket_;
-	std::vector<std::string> sets_;
+	std::vector<std::string> sets_, env_;
 	Child child_;
 	uint16_t port_ = 0;
 };

@@ -2,6 +2,7 @@
  * mirrors it; `kmirrorctl stop` on B cuts, writes the MIRROR_PID_RESET
  * barrier naming A's cluster id, and opens B for writes. Real librdkafka
  * producers and consumers on both sides. */
+#include <signal.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -238,6 +239,63 @@ TEST(Failover, StopModesSettleOpenTransactions)
 		ASSERT_EQ(50u, got.size()) << "read_committed never sees aborted data";
 		for (size_t i = 0; i < got.size(); i++)
 			EXPECT_EQ((int64_t)i, got[i].offset);
+	}
+}
+
+} // namespace
+
+namespace {
+
+int count_of(const std::string &text, const std::string &what)
+{
+	int n = 0;
+
+	for (size_t at = text.find(what); at != std::string::npos;
+	     at = text.find(what, at + 1))
+		n++;
+	return n;
+}
+
+/* kill -9 in each step of STOPPING (KMIRROR_TEST_CRASH), restart: the stop
+ * completes with exactly one barrier, and the partition is writable. */
+TEST(Failover, CrashInEachStopStepResumesWithOneBarrier)
+{
+	TempDir ta("km-fo-crash-a");
+	Daemon a(ta.path(), { "local.topics=c:1" });
+	ASSERT_EQ("", a.start());
+	ASSERT_EQ("", produce(a.bootstrap(), idempotent("c", 0, 120, 3)));
+
+	for (const char *point : { "stop-after-stopping", "stop-after-cut",
+				   "stop-after-barrier", "stop-after-stopped" }) {
+		SCOPED_TRACE(point);
+		TempDir tb("km-fo-crash-b");
+		Daemon b(tb.path(), { "source.bootstrap.servers=" + a.bootstrap(),
+				      "topics=c" });
+		b.set_env({ std::string("KMIRROR_TEST_CRASH=") + point });
+		ASSERT_EQ("", b.start());
+		ASSERT_EQ("", b.wait_status(
+				      [](const std::map<std::string, PartStatus> &st) {
+					      return st.count("c:0") && st.at("c:0").hw == 120;
+				      },
+				      60000));
+		ChildResult r, res;
+		EXPECT_NE("", ctl(b, { "stop", "--all" }, &r)) << "it must die";
+		ASSERT_EQ("", b.child().wait(20000, &res));
+		EXPECT_EQ(SIGKILL, res.signal) << res.describe();
+
+		b.set_env({});
+		ASSERT_EQ("", b.start());
+		std::map<std::string, PartStatus> st;
+		ASSERT_EQ("", b.status(&st));
+		EXPECT_EQ("STOPPED", st["c:0"].state);
+		EXPECT_EQ(121, st["c:0"].leo);
+		std::string text = dump(tb.path() + "/c-0/00000000000000000000.log");
+		EXPECT_EQ(1, count_of(text, "MirrorPidReset")) << text;
+		ASSERT_EQ("", produce(b.bootstrap(), idempotent("c", 0, 10, 4)));
+		st.clear();
+		ASSERT_EQ("", b.status(&st));
+		EXPECT_EQ(131, st["c:0"].leo);
+		ASSERT_EQ("", b.stop(30000, &res));
 	}
 }
 
