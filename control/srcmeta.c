@@ -153,8 +153,9 @@ static int decode(const struct km_config *cfg, uint8_t *body, uint32_t len,
 		return -ENOMEM;
 	km_wire_rd_init(&r, &ch, cur, len, &km_wire_limits_default);
 	if ((rc = km_resphdr_decode(&r, KM_API_METADATA, META_VERSION,
-				    &corr)) == 0 &&
-	    (rc = km_metadata_resp_decode(&r, META_VERSION, &m)) == 0) {
+				    &corr)) == 0 && corr != 1)
+		rc = KM_EWIREVALUE; /* not the answer to our request */
+	if (rc == 0 && (rc = km_metadata_resp_decode(&r, META_VERSION, &m)) == 0) {
 		for (uint32_t t = 0; t < m.n_topics; t++)
 			for (uint32_t i = 0; i < cfg->topics_count; i++)
 				if (m.topics[t].error_code == 0 &&

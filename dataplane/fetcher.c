@@ -12,6 +12,7 @@
 #include "common/errors.h"
 #include "common/km_assert.h"
 #include "common/km_limits.h"
+#include "common/log.h"
 
 static void on_connect(struct km_net_conn *c, int res);
 static void on_recv(struct km_net_conn *c, const struct km_chain *data,
@@ -37,6 +38,7 @@ static const char *const err_names[KM_FETCHER_ERR_KINDS] = {
 	[KM_FETCHER_ERR_TIMEOUT] = "timeout",
 	[KM_FETCHER_ERR_CORRUPT] = "corrupt",
 	[KM_FETCHER_ERR_STALL] = "stall",
+	[KM_FETCHER_ERR_PROTOCOL] = "protocol",
 };
 
 const char *km_fetcher_err_name(enum km_fetcher_err kind)
@@ -79,6 +81,33 @@ void km_fetcher_drop(struct km_fetcher *f)
 	f->dropping = true;
 	f->next = KM_FREQ_NONE;
 	km_net_abort(f->conn);
+}
+
+/* A source that breaks the protocol (garbage, a bad size, a wrong
+ * correlation id, a malformed answer) may be a transient fault on the way:
+ * log it, drop the connection and reconnect with backoff; the same fault
+ * KM_FETCHER_PROTO_MAX times in a row without a good Fetch answer between
+ * fails the session, as repeated corruption does. */
+void km_fetcher_protocol_error(struct km_fetcher *f, const char *fmt, ...)
+{
+	char what[200];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(what, sizeof(what), fmt, ap);
+	va_end(ap);
+	f->stats.errors[KM_FETCHER_ERR_PROTOCOL]++;
+	if (++f->proto_streak >= KM_FETCHER_PROTO_MAX) {
+		km_fetcher_fail(f, "source %s:%u broke the protocol %u times in "
+				"a row, last: %s", f->target.host,
+				(unsigned)f->target.port, f->proto_streak, what);
+		return;
+	}
+	KM_WARN("fetcher", "%s-%d: source %s:%u: %s; reconnecting",
+		f->cfg.topic, (int)f->cfg.partition, f->target.host,
+		(unsigned)f->target.port, what);
+	f->need_metadata = true;
+	km_fetcher_drop(f);
 }
 
 uint32_t km_fetcher_backoff(struct km_fetcher *f)
@@ -324,10 +353,13 @@ static void on_close(struct km_net_conn *c, int reason)
 {
 	struct km_fetcher *f = km_net_conn_ctx(c);
 
-	(void)reason;
 	f->conn = NULL;
 	f->phase = KM_FPH_IDLE;
 	if (!f->dropping && !f->failed && !f->stopped) {
+		KM_WARN("fetcher", "%s-%d: connection to %s:%u lost: %s; "
+			"reconnecting", f->cfg.topic, (int)f->cfg.partition,
+			f->target.host, (unsigned)f->target.port,
+			reason ? km_strerror(reason) : "closed by the source");
 		f->stats.errors[KM_FETCHER_ERR_DISCONNECT]++;
 		f->need_metadata = true;
 	}
@@ -551,11 +583,12 @@ static void handle_frame(struct km_fetcher *f, const struct km_kframe_frame *fr)
 		km_fetcher_fail(f, "a response with no request in flight");
 	else if ((rc = km_resphdr_decode(&r, api_key(req), f->inflight_ver,
 					 &corr)) < 0)
-		km_fetcher_fail(f, "response header: %s", km_strerror(rc));
+		km_fetcher_protocol_error(f, "response header: %s",
+					  km_strerror(rc));
 	else if (corr != f->corr)
-		km_fetcher_fail(f, "response correlation id %d, expected %d",
-				(int)corr, (int)f->corr);
-	if (f->failed) {
+		km_fetcher_protocol_error(f, "response correlation id %d, "
+					  "expected %d", (int)corr, (int)f->corr);
+	if (f->failed || f->dropping) {
 		km_kframe_release(&f->kf);
 		return;
 	}
@@ -605,14 +638,19 @@ static void frame_error(struct km_fetcher *f, int rc)
 	uint32_t size = 0;
 
 	if (rc != KM_EWIREFRAMEMAX) {
-		km_fetcher_fail(f, "response framing: %s", km_strerror(rc));
+		km_fetcher_protocol_error(f, "response framing: %s",
+					  km_strerror(rc));
 		return;
 	}
+	/* Either a record batch larger than every buffer this session may
+	 * hold, or a bogus size: the same answer KM_FETCHER_PROTO_MAX times
+	 * fails the session with both explanations. */
 	km_kframe_peek_size(&f->kf, &size);
-	km_fetcher_fail(f, "a %u-byte response exceeds the %llu bytes of "
-			"receive buffers this session may hold (a record batch "
-			"that large cannot be mirrored with these buffers)",
-			size, (unsigned long long)f->budget_bytes);
+	km_fetcher_protocol_error(f, "a %u-byte response exceeds the %llu bytes "
+				  "of receive buffers this session may hold (a "
+				  "bogus size, or a record batch too large for "
+				  "these buffers)", size,
+				  (unsigned long long)f->budget_bytes);
 }
 
 static void pump(struct km_fetcher *f)
@@ -664,6 +702,10 @@ static void check_timeout(struct km_fetcher *f)
 	if (km_fetcher_now_ms() - f->sent_at_ms <= limit)
 		return;
 	f->stats.errors[KM_FETCHER_ERR_TIMEOUT]++;
+	KM_WARN("fetcher", "%s-%d: source %s:%u did not answer within %llu ms; "
+		"reconnecting", f->cfg.topic, (int)f->cfg.partition,
+		f->target.host, (unsigned)f->target.port,
+		(unsigned long long)limit);
 	f->need_metadata = true;
 	km_fetcher_drop(f);
 }

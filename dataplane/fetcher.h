@@ -103,6 +103,10 @@ struct km_fetcher_scratch {
 /* Refetches of one corrupt batch before the session gives up (FAILED): a
  * transient corruption on the wire heals on refetch, a stored one never. */
 #define KM_FETCHER_CORRUPT_MAX 5
+/* Protocol violations by the source (garbage, a bad frame size, a wrong
+ * correlation id, a malformed answer) in a row, each answered by a
+ * reconnect, before the session gives up (FAILED). */
+#define KM_FETCHER_PROTO_MAX 5
 /* Leader-type errors in a row answered on one connection before Metadata
  * is asked of the next broker in the rotation (a broker's metadata may lag). */
 #define KM_FETCHER_ROTATE_AFTER 3u
@@ -169,6 +173,7 @@ enum km_fetcher_err {
 	KM_FETCHER_ERR_TIMEOUT,		    /* no answer in request_timeout_ms */
 	KM_FETCHER_ERR_CORRUPT,		    /* batch rejected (= stats.corrupt) */
 	KM_FETCHER_ERR_STALL,		    /* response outgrew the buffers */
+	KM_FETCHER_ERR_PROTOCOL,	    /* garbage, bad size, bad answer */
 	KM_FETCHER_ERR_KINDS,
 };
 
@@ -270,6 +275,7 @@ struct km_fetcher {
 	int64_t oor_start;
 	int64_t corrupt_offset;	   /* where the last corrupt batch sat */
 	uint32_t corrupt_streak;   /* rejections there in a row */
+	uint32_t proto_streak;	   /* protocol errors since a good Fetch */
 	/* The Fetch response being appended (the held frame). */
 	const struct km_kframe_frame *frame;
 	struct km_chain_cur rec_cur; /* next batch in the records span */

@@ -8,6 +8,7 @@
 
 #include "common/endian.h"
 #include "common/errors.h"
+#include "common/log.h"
 
 /* Parse-and-append rounds per call (STYLE 13): the rest of a large
  * response waits for the next step. */
@@ -55,6 +56,9 @@ int km_fetcher_enc_fetch(struct km_fetcher *f, struct km_wire_wr *w)
  * fails the session instead of refetching forever. */
 static void reject_corrupt(struct km_fetcher *f, const char *why)
 {
+	KM_WARN("fetcher", "%s-%d: batch at offset %lld rejected: %s; "
+		"refetching", f->cfg.topic, (int)f->cfg.partition,
+		(long long)f->next_offset, why);
 	f->stats.corrupt++;
 	f->stats.errors[KM_FETCHER_ERR_CORRUPT]++;
 	f->rec_left = 0;
@@ -278,12 +282,18 @@ bool km_fetcher_on_fetch(struct km_fetcher *f, const struct km_kframe_frame *fr,
 	}
 	if (rc == 0)
 		rc = our_partition(f, &it, &p);
-	if (rc <= 0) {
-		km_fetcher_fail(f, "Fetch v%d: %s", (int)f->inflight_ver,
-				rc < 0 ? km_strerror(rc) : "partition missing");
+	if (rc < 0) {
+		km_fetcher_protocol_error(f, "Fetch v%d answer: %s",
+					  (int)f->inflight_ver, km_strerror(rc));
+		return false;
+	}
+	if (rc == 0) {
+		km_fetcher_fail(f, "Fetch v%d: partition missing",
+				(int)f->inflight_ver);
 		return false;
 	}
 	f->stats.fetches++;
+	f->proto_streak = 0;
 	if (p.high_watermark >= 0)
 		f->stats.high_watermark = p.high_watermark;
 	if (p.log_start_offset >= 0)

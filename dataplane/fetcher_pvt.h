@@ -39,6 +39,8 @@ void km_fetcher_fail(struct km_fetcher *f, const char *fmt, ...)
 /** Close the connection on purpose; reconnect after backoff (or at once if
  *  quick_reconnect is set). */
 void km_fetcher_drop(struct km_fetcher *f);
+void km_fetcher_protocol_error(struct km_fetcher *f, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
 
 /** Ask for request r, sent once `delay_ms` has passed and the connection
  *  is free. */

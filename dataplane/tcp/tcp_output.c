@@ -312,16 +312,13 @@ void tcp_send_keepalive(struct km_tcp_conn *c)
 	CONN_COUNT(c, keepalives, 1);
 }
 
-/* Zero-window probe (RFC 9293 3.8.6.1): one byte past the window. */
+/* Zero-window probe. RFC 9293 3.8.6.1 lets the probe carry a byte of new
+ * data; like Linux we send none and use an old sequence number instead:
+ * any peer must answer that with an ACK carrying its window, and no
+ * sequence space is taken that would need a retransmission later. */
 void tcp_send_probe(struct km_tcp_conn *c)
 {
-	KM_ASSERT_HOT(c->snd_len > 0);
-	emit(c, TCP_ACK, c->snd_una, 1);
-	if (c->snd_nxt == c->snd_una)
-		c->snd_nxt++;
-	if (seq_gt(c->snd_nxt, c->snd_max))
-		c->snd_max = c->snd_nxt;
-	c->flags &= ~CF_RTT;
+	emit(c, TCP_ACK, c->snd_una - 1, 0);
 	CONN_COUNT(c, window_probes, 1);
 }
 
