@@ -156,6 +156,12 @@ static int write_barrier(struct km_log *log, const char *cluster_id,
 	/* R3: never over an open mirrored transaction. */
 	if (km_pstate_has_open_negative_txn(km_log_pstate(log)))
 		return KM_ETXNOPEN;
+	/* Test-only: show what happens downstream without the barrier. */
+	if (getenv("KMIRROR_TEST_NO_BARRIER") != NULL) {
+		KM_WARN("worker", "KMIRROR_TEST_NO_BARRIER: no barrier written");
+		*offset = km_log_end_offset(log);
+		return 0;
+	}
 	len = km_ctrl_build_pid_reset(buf, sizeof(buf), &s, cluster_id);
 	return len < 0 ? len : append_control(log, buf, len, offset);
 }
