@@ -126,8 +126,13 @@ std::string Daemon::status(std::map<std::string, PartStatus> *out)
 				      10000);
 	json_error_t jerr;
 	json_t *root, *parts, *row;
+	std::string line;
 	size_t i;
 
+	/* Keep kmirrord's stderr pipe drained (into stderr_so_far()): a full
+	 * pipe would block its logging, and so the daemon. */
+	if (child_.running())
+		child_.read_line(1, &line);
 	if (res.exit_code != 0)
 		return "kmirrorctl status: " + res.describe();
 	root = json_loads(res.out.c_str(), 0, &jerr);
