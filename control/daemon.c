@@ -193,25 +193,29 @@ static int fetcher_config(const struct km_daemon *d, const struct km_part *p,
 	return 0;
 }
 
+int km_daemon_start_fetch(struct km_daemon *d, uint32_t i)
+{
+	struct km_part *p = &d->table.parts[i];
+	struct km_fetcher_config fc;
+	struct km_worker_reply r;
+	int rc;
+
+	if ((rc = fetcher_config(d, p, &fc)) < 0 ||
+	    (rc = km_worker_fetch(d->workers[p->owner], p, &fc, &r)) < 0 ||
+	    (rc = km_worker_wait(d->ctl_efd, &r, REPLY_TIMEOUT_MS)) < 0)
+		KM_ERROR("daemon", "partition %s-%d: fetch: %s", p->topic,
+			 p->partition, km_strerror(rc));
+	return rc;
+}
+
 static int start_fetchers(struct km_daemon *d)
 {
-	for (uint32_t i = 0; i < d->table.n; i++) {
-		struct km_part *p = &d->table.parts[i];
-		struct km_fetcher_config fc;
-		struct km_worker_reply r;
-		int rc;
+	int rc = 0;
 
-		if (!d->mirrored[i] || d->mstates[i].state != KM_MSTATE_MIRRORING)
-			continue;
-		if ((rc = fetcher_config(d, p, &fc)) < 0 ||
-		    (rc = km_worker_fetch(d->workers[p->owner], p, &fc, &r)) < 0 ||
-		    (rc = km_worker_wait(d->ctl_efd, &r, REPLY_TIMEOUT_MS)) < 0) {
-			KM_ERROR("daemon", "partition %s-%d: fetch: %s", p->topic,
-				 p->partition, km_strerror(rc));
-			return rc;
-		}
-	}
-	return 0;
+	for (uint32_t i = 0; rc == 0 && i < d->table.n; i++)
+		if (d->mirrored[i] && d->mstates[i].state == KM_MSTATE_MIRRORING)
+			rc = km_daemon_start_fetch(d, i);
+	return rc;
 }
 
 /* ---- the Kafka listener ---------------------------------------------- */

@@ -238,6 +238,8 @@ int km_daemon_ctl_open(struct km_daemon *d)
 	km_ctlsock_register(d->ctl, KM_CTL_STATUS, on_status, d);
 	km_ctlsock_register(d->ctl, KM_CTL_METRICS, on_metrics, d);
 	km_ctlsock_register(d->ctl, KM_CTL_STOP, km_daemon_on_stop, d);
+	km_ctlsock_register(d->ctl, KM_CTL_PAUSE, km_daemon_on_pause, d);
+	km_ctlsock_register(d->ctl, KM_CTL_RESUME, km_daemon_on_resume, d);
 	KM_INFO("daemon", "control socket %s", d->cfg->control_socket);
 	return 0;
 }

@@ -60,10 +60,21 @@ int km_pid_alloc_init(struct km_pid_alloc *a, const char *data_dir,
 void km_pid_alloc_fini(struct km_pid_alloc *a);
 int km_pid_alloc_next(void *ctx, int64_t *pid, int16_t *epoch);
 
+/* daemon.c */
+int km_daemon_start_fetch(struct km_daemon *d, uint32_t i);
+
 /* daemon_stop.c: R4 (stop) on the control thread */
 int km_daemon_load_states(struct km_daemon *d);
 int km_daemon_resume_stops(struct km_daemon *d);
 int km_daemon_on_stop(void *ctx, const json_t *req, json_t *resp);
+bool km_daemon_selected(const struct km_daemon *d, uint32_t i,
+			const json_t *req);
+void km_daemon_part_dir(const struct km_daemon *d, const struct km_part *p,
+			char *out, size_t cap);
+
+/* daemon_pause.c: pause and resume */
+int km_daemon_on_pause(void *ctx, const json_t *req, json_t *resp);
+int km_daemon_on_resume(void *ctx, const json_t *req, json_t *resp);
 
 /* daemon_ctl.c: control socket verbs */
 int km_daemon_ctl_open(struct km_daemon *d);

@@ -16,8 +16,8 @@
 #define STOP_TIMEOUT_MS (10 * 60 * 1000)
 #define REPLY_TIMEOUT_MS 10000
 
-static void part_dir(const struct km_daemon *d, const struct km_part *p,
-		     char *out, size_t cap)
+void km_daemon_part_dir(const struct km_daemon *d, const struct km_part *p,
+			char *out, size_t cap)
 {
 	snprintf(out, cap, "%s/%s-%d", d->cfg->data_dir, p->topic,
 		 p->partition);
@@ -32,7 +32,7 @@ int km_daemon_load_states(struct km_daemon *d)
 	if (d->mstates == NULL)
 		return -ENOMEM;
 	for (uint32_t i = 0; i < d->table.n; i++) {
-		part_dir(d, &d->table.parts[i], dir, sizeof(dir));
+		km_daemon_part_dir(d, &d->table.parts[i], dir, sizeof(dir));
 		if ((rc = km_mstate_load(dir, &d->mstates[i])) < 0) {
 			KM_ERROR("daemon", "%s/%s: %s", dir, KM_MSTATE_FILE,
 				 km_strerror(rc));
@@ -61,7 +61,7 @@ static int finish_stop(struct km_daemon *d, uint32_t i,
 	char dir[4096];
 	int rc;
 
-	part_dir(d, p, dir, sizeof(dir));
+	km_daemon_part_dir(d, p, dir, sizeof(dir));
 	km_test_crash_point("stop-after-stopping");
 	rc = km_worker_stop(d->workers[p->owner], p,
 			    (enum km_stop_mode)ms->stop_mode,
@@ -98,7 +98,7 @@ static int begin_stop(struct km_daemon *d, uint32_t i, int mode,
 			 p->partition);
 		return KM_ESOURCE;
 	}
-	part_dir(d, p, dir, sizeof(dir));
+	km_daemon_part_dir(d, p, dir, sizeof(dir));
 	ms->state = KM_MSTATE_STOPPING;
 	ms->stop_mode = mode;
 	snprintf(ms->source_cluster_id, sizeof(ms->source_cluster_id), "%s",
@@ -151,7 +151,8 @@ static json_t *stop_row(const struct km_part *p, const struct km_stop_result *r)
 }
 
 /* Does request item `want` ("topic" or "topic:N") name partition i? */
-static bool selected(const struct km_daemon *d, uint32_t i, const json_t *req)
+bool km_daemon_selected(const struct km_daemon *d, uint32_t i,
+			const json_t *req)
 {
 	const struct km_part *p = &d->table.parts[i];
 	const json_t *list = json_object_get(req, "partitions"), *v;
@@ -190,7 +191,7 @@ static int check_selection(struct km_daemon *d, const json_t *req,
 
 	*count = 0;
 	for (uint32_t i = 0; i < d->table.n; i++) {
-		if (!selected(d, i, req))
+		if (!km_daemon_selected(d, i, req))
 			continue;
 		if (d->mirrored[i] && d->mstates[i].state == KM_MSTATE_MIRRORING) {
 			(*count)++;
@@ -222,7 +223,7 @@ int km_daemon_on_stop(void *ctx, const json_t *req, json_t *resp)
 	int rc = check_selection(d, req, resp, &count);
 
 	for (uint32_t i = 0; rc == 0 && i < d->table.n; i++) {
-		if (!selected(d, i, req) || !d->mirrored[i] ||
+		if (!km_daemon_selected(d, i, req) || !d->mirrored[i] ||
 		    d->mstates[i].state != KM_MSTATE_MIRRORING)
 			continue;
 		rc = begin_stop(d, i, stop_mode_of(d, req), &res, err, sizeof(err));

@@ -11,12 +11,14 @@
 #include "common/file.h"
 #include "control/mstate.h"
 
-static const char *const names[] = { "MIRRORING", "STOPPING", "STOPPED" };
+static const char *const names[] = { "MIRRORING", "STOPPING", "STOPPED",
+				      "PAUSED" };
+#define N_NAMES 4
 static const char *const modes[] = { "truncate", "abort" };
 
 const char *km_mstate_name(enum km_mstate s)
 {
-	return (unsigned)s < 3 ? names[s] : "?";
+	return (unsigned)s < N_NAMES ? names[s] : "?";
 }
 
 static int lookup(const char *v, const char *const *tab, int n)
@@ -36,7 +38,7 @@ static int parse_line(char *line, struct km_mstate_rec *r)
 		return line[0] == '\0' || line[0] == '#' ? 0 : KM_EMETAPROPS;
 	*eq++ = '\0';
 	if (strcmp(line, "state") == 0) {
-		if ((i = lookup(eq, names, 3)) < 0)
+		if ((i = lookup(eq, names, N_NAMES)) < 0)
 			return KM_EMETAPROPS;
 		r->state = (enum km_mstate)i;
 	} else if (strcmp(line, "stop.mode") == 0) {

@@ -2,7 +2,7 @@
  * (`kmirror.state`, Kafka-style properties, replaced atomically) so that a
  * restart resumes where the state machine was (R4 step 5, R7).
  *
- *   state=STOPPING|STOPPED
+ *   state=MIRRORING|PAUSED|STOPPING|STOPPED
  *   stop.mode=truncate|abort
  *   source.cluster.id=...
  *   last.mirrored.offset=N   (the barrier's offset, once STOPPED)
@@ -25,6 +25,7 @@ enum km_mstate {
 	KM_MSTATE_MIRRORING = 0, /* also: no file */
 	KM_MSTATE_STOPPING = 1,
 	KM_MSTATE_STOPPED = 2,
+	KM_MSTATE_PAUSED = 3,	 /* mirrored, fetch session removed */
 };
 
 struct km_mstate_rec {

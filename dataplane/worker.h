@@ -109,6 +109,7 @@ int km_worker_listen(struct km_worker *w, const char *ipv4, uint16_t port,
 enum km_stop_mode {
 	KM_STOP_TRUNCATE = 0, /* cut back to a transaction-clean offset */
 	KM_STOP_ABORT = 1,    /* keep everything, ABORT open transactions */
+	KM_STOP_PAUSE = 2,    /* only remove the fetcher (pause) */
 };
 
 /**
@@ -117,6 +118,7 @@ enum km_stop_mode {
  * and snapshot. If the log already ends with that barrier (a stop resumed
  * after a crash), nothing is cut or written again. reply.stop says what
  * happened. The partition stays refusing writes: see km_worker_open_writes.
+ * KM_STOP_PAUSE only does step 1 (pause: resume with km_worker_fetch).
  */
 int km_worker_stop(struct km_worker *w, struct km_part *p,
 		   enum km_stop_mode mode, const char *source_cluster_id,

@@ -210,8 +210,18 @@ static int run_stop(struct km_log *log, const struct wmsg *m,
 static void finish(struct km_worker *w, struct wpart *wp)
 {
 	struct wmsg *m = wp->stopping;
-	struct km_stop_result r;
-	int rc = run_stop(wp->log, m, &r);
+	struct km_stop_result r = { .cut_offset = -1, .barrier_offset = -1 };
+	int rc;
+
+	if (m->u.stop.mode == KM_STOP_PAUSE) {
+		wp->stopping = NULL;
+		atomic_store_explicit(&wp->part->stats.fetch_state,
+				      KM_PART_FETCH_NONE, memory_order_release);
+		km_worker_reply_done(w, m->reply, 0, "paused");
+		free(m);
+		return;
+	}
+	rc = run_stop(wp->log, m, &r);
 
 	wp->stopping = NULL;
 	if (m->reply != NULL)
