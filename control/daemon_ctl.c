@@ -79,8 +79,12 @@ static json_t *part_row(struct km_daemon *d, uint32_t i, uint64_t now)
 			(json_int_t)LOAD(p, log_start), "worker", (int)p->owner);
 	if (row == NULL)
 		return NULL;
-	json_object_set_new(row, "lag", src >= 0 ? json_integer(src > leo ? src - leo : 0)
-						 : json_null());
+	/* Lag means something only while the partition follows a source. */
+	bool follows = d->mirrored[i] && (d->mstates[i].state == KM_MSTATE_MIRRORING ||
+					  d->mstates[i].state == KM_MSTATE_PAUSED);
+	json_object_set_new(row, "lag", follows && src >= 0
+						? json_integer(src > leo ? src - leo : 0)
+						: json_null());
 	rate(&d->rates[i], bytes, leo, now);
 	json_object_set_new(row, "records_per_sec",
 			    json_integer((json_int_t)d->rates[i].records_per_sec));

@@ -9,7 +9,9 @@
 #   3. kmirrord mirroring both topics, progress shown live from
 #      `kmirrorctl status` (records/s, bytes/s, lag per partition);
 #   4. kcat reading the mirror back, compared with the source, and a dump
-#      of a mirrored segment showing the mapped (negative) producer ids.
+#      of a mirrored segment showing the mapped (negative) producer ids;
+#   5. a failover of one topic (kmirrorctl stop): the MIRROR_PID_RESET
+#      barrier, then local idempotent producers on the former mirror.
 # usage: tools/demo.sh BUILD_DIR [SECONDS_OF_PRODUCING]
 set -euo pipefail
 
@@ -118,7 +120,16 @@ say "5. the mirrored segment: producer ids mapped into the negative space"
 "$BUILD/tools/kmirror-dump-log" --deep \
 	"$DIR/data/payments-0/00000000000000000000.log" | sed -n 1,6p
 
-say "6. SIGTERM: flush, snapshots, clean shutdown"
+say "6. failover of payments: kmirrorctl stop, then local producers"
+kill "${PIDS[0]}" # the source goes away, as in a real failover
+"${CTL[@]}" stop payments
+"$BUILD/tools/kmirror-dump-log" --deep \
+	"$DIR/data/payments-0/00000000000000000000.log" | tail -n 1
+"$BUILD/tools/kmirror-produce" --bootstrap "127.0.0.1:$PORT" --topic payments \
+	--mode idempotent --count 1000 --seed 99
+"${CTL[@]}" status | grep -E 'PARTITION|payments'
+
+say "7. SIGTERM: flush, snapshots, clean shutdown"
 kill -TERM "$KMD"
 wait "$KMD" && echo "kmirrord exited 0"
 tail -n 3 "$DIR/kmirrord.log"
