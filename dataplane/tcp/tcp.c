@@ -139,10 +139,13 @@ static void layout(const struct km_tcp_config *c, struct layout *l)
 	l->conns = ALIGN64(sizeof(struct km_tcp_ep));
 	l->ring = l->conns + ALIGN64(n * sizeof(struct km_tcp_conn));
 	l->ooo = l->ring + n * ALIGN64(c->snd_buf_bytes);
-	l->pend_iov = l->ooo + n * ALIGN64(c->ooo_max * sizeof(struct tcp_piece));
-	l->pend_ids = l->pend_iov + n * ALIGN64(l->pend_max * sizeof(struct iovec));
+	l->pend_iov = l->ooo +
+		      n * ALIGN64(c->ooo_max * sizeof(struct tcp_piece));
+	l->pend_ids = l->pend_iov +
+		      n * ALIGN64(l->pend_max * sizeof(struct iovec));
 	l->bufs = l->pend_ids + n * ALIGN64(l->pend_max * sizeof(uint32_t));
-	l->arp = l->bufs + ALIGN64((size_t)c->bufs_max * sizeof(struct tcp_buf));
+	l->arp = l->bufs +
+		 ALIGN64((size_t)c->bufs_max * sizeof(struct tcp_buf));
 	l->total = l->arp + ALIGN64(km_arp_memsize(c->arp_entries));
 }
 
@@ -221,7 +224,7 @@ int km_tcp_init(void *mem, size_t mem_bytes, const struct km_tcp_config *cfg,
 	return 0;
 }
 
-/* ---- slots ------------------------------------------------------------ */
+/* ---- slots --------------------------------------------------------------- */
 
 struct km_tcp_conn *tcp_lookup(struct km_tcp_ep *ep, uint32_t rip,
 			       uint16_t rport, uint16_t lport)
@@ -410,7 +413,7 @@ int tcp_reap(struct km_tcp_ep *ep)
 	return n;
 }
 
-/* ---- buffers ---------------------------------------------------------- */
+/* ---- buffers ------------------------------------------------------------- */
 
 void tcp_bufs_flush(struct km_tcp_ep *ep)
 {
@@ -484,7 +487,7 @@ void tcp_arp_resolved(struct km_tcp_ep *ep, uint32_t ip)
 	}
 }
 
-/* ---- user calls ------------------------------------------------------- */
+/* ---- user calls ---------------------------------------------------------- */
 
 static uint32_t iov_total(const struct iovec *iov, uint32_t n)
 {
@@ -584,7 +587,7 @@ void km_tcp_abort(struct km_tcp_conn *c)
 	tcp_bufs_flush(ep);
 }
 
-/* ---- burst end, poll ---------------------------------------------------- */
+/* ---- burst end, poll ----------------------------------------------------- */
 
 int km_tcp_input_burst_end(struct km_tcp_ep *ep)
 {
@@ -598,7 +601,7 @@ int km_tcp_input_burst_end(struct km_tcp_ep *ep)
 		c->flags &= ~CF_TOUCHED;
 		n++;
 		tcp_rx_flush(c);
-		if (state_synced(c->state) && !(c->flags & CF_REAP))
+		if (state_synced(c->state))
 			tcp_rx_ack_decide(c);
 	}
 	tcp_reap(ep);
@@ -632,7 +635,7 @@ uint64_t km_tcp_next_timer_ms(const struct km_tcp_ep *ep)
 	return t;
 }
 
-/* ---- introspection ------------------------------------------------------ */
+/* ---- introspection ------------------------------------------------------- */
 
 enum km_tcp_state km_tcp_conn_state(const struct km_tcp_conn *c)
 {
@@ -711,7 +714,7 @@ const char *km_tcp_state_name(enum km_tcp_state s)
 const char *km_tcp_drop_name(enum km_tcp_drop d)
 {
 	static const char *const names[KM_TCP_DROP_COUNT] = {
-		"eth_short", "eth_dst", "eth_type", "frame_segs", "arp_bad",
+		"eth_short", "eth_dst", "eth_src", "eth_type", "frame_segs", "arp_bad",
 		"arp_src", "ip_short", "ip_version", "ip_hlen", "ip_options",
 		"ip_len", "ip_csum", "ip_frag", "ip_dst", "ip_src", "ip_proto",
 		"tcp_short", "tcp_doff", "tcp_csum", "tcp_opts", "tcp_flags",

@@ -5,11 +5,14 @@
  * open only) and send small requests. Ethernet II + ARP + IPv4 (no options,
  * no fragments) + TCP (RFC 9293) with MSS and window scaling (RFC 7323),
  * RTO estimation (RFC 6298), RFC 5961's RST/SYN/ACK checks, an out-of-order
- * queue that keeps received buffers by reference, one ACK per receive burst
- * plus a delayed-ACK timer, keepalive, and software checksums unless the
- * port offloads them. No SACK, no timestamps, no urgent data (URG is
- * ignored, its bytes are ordinary data), no passive open, no IPv6, no
- * ICMP, no path MTU discovery.
+ * queue that keeps received buffers by reference and is described to the
+ * sender by SACK blocks (RFC 2018: without them a Linux sender repairs one
+ * hole per round trip and backs its RTO off to seconds), one ACK per
+ * receive burst plus a delayed-ACK timer, keepalive, and software checksums
+ * unless the port offloads them. Not supported: SACK blocks the peer sends
+ * (our requests are small: go-back-N), timestamps, urgent data (URG is
+ * ignored, its bytes are ordinary data), passive open, IPv6, ICMP, path
+ * MTU discovery.
  *
  * Nothing here names a DPDK type: frames come in as buffer chains
  * (common/chain.h, one segment per mbuf of a chain) and go out through a
@@ -122,6 +125,7 @@ enum km_tcp_event {
 enum km_tcp_drop {
 	KM_TCP_DROP_ETH_SHORT = 0, /* frame shorter than its Ethernet header */
 	KM_TCP_DROP_ETH_DST,	   /* not our MAC (broadcast only for ARP) */
+	KM_TCP_DROP_ETH_SRC,	   /* source MAC zero or multicast */
 	KM_TCP_DROP_ETH_TYPE,	   /* not IPv4 or ARP (VLAN tags included) */
 	KM_TCP_DROP_FRAME_SEGS,	   /* chain longer than KM_TCP_FRAME_SEGS_MAX */
 	KM_TCP_DROP_ARP_BAD,	   /* ARP not Ethernet/IPv4, bad op, short */
@@ -145,7 +149,7 @@ enum km_tcp_drop {
 	KM_TCP_DROP_NO_CONN,	   /* no connection: answered with RST */
 	KM_TCP_DROP_STATE,	   /* unexpected in the connection's state */
 	KM_TCP_DROP_SEQ,	   /* outside the receive window: ACK sent */
-	KM_TCP_DROP_ACK,	   /* acks unsent or ancient data (RFC 5961 5.2) */
+	KM_TCP_DROP_ACK,	   /* acks unsent or ancient data (RFC 5961) */
 	KM_TCP_DROP_RST_WINDOW,	   /* RST outside the window: ignored */
 	KM_TCP_DROP_RST_CHALLENGE, /* RST in window, not exact: challenge ACK */
 	KM_TCP_DROP_RST_TIMEWAIT,  /* RST in TIME-WAIT: ignored (RFC 1337) */
@@ -222,8 +226,11 @@ struct km_tcp_conn_info {
 };
 
 /* Everything is sized at init (STYLE 9). Memory: about
- *   conns_max * (1 KiB + snd_buf_bytes + (2 * ooo_max + 64) * 24 B)
- *   + bufs_max * 16 B + arp_entries * 40 B. */
+ *   conns_max * (2.2 KiB + snd_buf_bytes + ooo_max * 44 B)
+ *   + bufs_max * 16 B + arp_entries * 40 B
+ * (5 MiB with the defaults). Received bytes live in the port's buffers:
+ * a connection keeps at most ooo_max of them queued, plus what its
+ * consumer holds, which the window bounds to rcv_buf_bytes of payload. */
 struct km_tcp_config {
 	uint8_t mac[6];		    /* the port's unicast MAC */
 	uint32_t ip;		    /* our IPv4 address */
@@ -238,14 +245,14 @@ struct km_tcp_config {
 	uint32_t ooo_max;	    /* out-of-order pieces per conn, 1..4096 */
 	uint32_t arp_entries;	    /* 1..4096 */
 	uint32_t arp_timeout_ms;    /* an entry is re-requested after this */
-	uint32_t arp_retry_ms;	    /* requests for one address at most this often */
+	uint32_t arp_retry_ms;	    /* one request per address per this */
 	uint32_t rto_init_ms;	    /* RFC 6298 2.1: 1 s */
 	uint32_t rto_min_ms;
 	uint32_t rto_max_ms;
 	uint32_t syn_retries;	    /* SYN retransmissions before -ETIMEDOUT */
 	uint32_t retries;	    /* data retransmissions before -ETIMEDOUT */
-	uint32_t delack_ms;	    /* delayed ACK for less than 2 full segments */
-	uint32_t time_wait_ms;	    /* TIME-WAIT length (a client's short 2MSL) */
+	uint32_t delack_ms;	    /* delayed ACK: less than 2 segments came */
+	uint32_t time_wait_ms;	    /* TIME-WAIT (a client's short 2MSL) */
 	uint32_t close_timeout_ms;  /* graceful close: wait this long for the
 				       peer's FIN, then reset */
 	uint32_t keepalive_idle_ms; /* 0: no keepalive */

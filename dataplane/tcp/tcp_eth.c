@@ -46,7 +46,7 @@ static int drop(struct km_tcp_ep *ep, const struct rx_frame *f,
 	return -EBADMSG;
 }
 
-/* ---- out ---------------------------------------------------------------- */
+/* ---- out ----------------------------------------------------------------- */
 
 void tcp_tx_frame(struct km_tcp_ep *ep, const struct iovec *iov,
 		  uint32_t n_iov, uint32_t flags)
@@ -85,7 +85,7 @@ bool tcp_resolve(struct km_tcp_ep *ep, uint32_t nexthop, uint8_t mac[6])
 	return false;
 }
 
-/* ---- ARP in --------------------------------------------------------------- */
+/* ---- ARP in -------------------------------------------------------------- */
 
 static bool mac_unicast(const uint8_t mac[6])
 {
@@ -130,7 +130,7 @@ static int arp_input(struct km_tcp_ep *ep, struct rx_frame *f)
 	return 0;
 }
 
-/* ---- IPv4 + TCP in ---------------------------------------------------- */
+/* ---- IPv4 + TCP in ------------------------------------------------------- */
 
 /* RFC 9293 3.1 options; malformed lengths drop the segment. */
 static int tcp_options(const uint8_t *o, uint32_t len, struct tcp_seg *s)
@@ -155,11 +155,18 @@ static int tcp_options(const uint8_t *o, uint32_t len, struct tcp_seg *s)
 			return -EBADMSG;
 		if (kind == TCPOPT_WS && olen != TCPOPT_WS_LEN)
 			return -EBADMSG;
+		if (kind == TCPOPT_SACK_PERM && olen != TCPOPT_SACK_PERM_LEN)
+			return -EBADMSG;
+		/* SACK blocks the peer sends are not used: what we send is
+		 * small, go-back-N recovers it. */
+		if (kind == TCPOPT_SACK_PERM)
+			s->sack_ok = true;
 		if (kind == TCPOPT_MSS)
 			s->mss = km_load_be16(o + i + 2);
 		/* RFC 7323 2.3: a shift above 14 is used as 14. */
 		if (kind == TCPOPT_WS)
-			s->wscale = o[i + 2] > TCP_WS_MAX ? TCP_WS_MAX : o[i + 2];
+			s->wscale = o[i + 2] > TCP_WS_MAX ?
+				    TCP_WS_MAX : o[i + 2];
 		i += olen;
 	}
 	return 0;
@@ -312,6 +319,10 @@ static int frame_input(struct km_tcp_ep *ep, struct rx_frame *f)
 	if (f->hl < ETH_HDR_LEN)
 		return drop(ep, f, KM_TCP_DROP_ETH_SHORT);
 	type = km_load_be16(f->hdr + ETH_OFF_TYPE);
+	/* IEEE 802.3: a source address is never a group address; we would
+	 * answer to it. */
+	if (!mac_unicast(f->hdr + ETH_OFF_SRC))
+		return drop(ep, f, KM_TCP_DROP_ETH_SRC);
 	if (type == ETH_TYPE_ARP) {
 		if (memcmp(dst, ep->cfg.mac, 6) != 0 &&
 		    memcmp(dst, mac_bcast, 6) != 0)

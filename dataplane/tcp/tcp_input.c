@@ -25,6 +25,9 @@ static void syn_options(struct km_tcp_conn *c, const struct tcp_seg *s)
 	if (mss > ep->rcv_mss)
 		mss = ep->rcv_mss;
 	c->snd_mss = (uint16_t)mss;
+	/* RFC 2018 2: SACK only if the SYN permitted it (ours always does). */
+	if (s->sack_ok)
+		c->flags |= CF_SACK;
 	/* RFC 7323 2.2: scaling is on only if both SYNs carried WS. */
 	if (s->wscale >= 0) {
 		c->flags |= CF_WSCALE;

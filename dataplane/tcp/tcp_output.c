@@ -26,6 +26,8 @@ struct seg_out {
 	uint16_t win;
 	uint16_t mss;		/* SYN: our MSS and window scale options */
 	uint8_t wscale;
+	uint32_t n_sack;	/* ACK: SACK blocks (start, end) pairs */
+	uint32_t sack[2 * TCP_SACK_BLOCKS_MAX];
 	const struct iovec *pay;
 	uint32_t n_pay;
 	uint32_t pay_len;
@@ -52,6 +54,35 @@ static void build_ip(struct km_tcp_ep *ep, uint8_t *ip, uint32_t dst,
 	}
 }
 
+/* MSS, NOP, NOP, SACK-permitted, NOP, WS (RFC 9293, 2018, 7323). */
+static uint32_t syn_options(const struct seg_out *o, uint8_t *p)
+{
+	p[0] = TCPOPT_MSS;
+	p[1] = TCPOPT_MSS_LEN;
+	km_store_be16(p + 2, o->mss);
+	p[4] = TCPOPT_NOP;
+	p[5] = TCPOPT_NOP;
+	p[6] = TCPOPT_SACK_PERM;
+	p[7] = TCPOPT_SACK_PERM_LEN;
+	p[8] = TCPOPT_NOP;
+	p[9] = TCPOPT_WS;
+	p[10] = TCPOPT_WS_LEN;
+	p[11] = o->wscale;
+	return TCP_SYN_OPTS_LEN;
+}
+
+/* NOP, NOP, SACK with n blocks (RFC 2018 3). */
+static uint32_t sack_option(const struct seg_out *o, uint8_t *p)
+{
+	p[0] = TCPOPT_NOP;
+	p[1] = TCPOPT_NOP;
+	p[2] = TCPOPT_SACK;
+	p[3] = (uint8_t)(2 + 8 * o->n_sack);
+	for (uint32_t i = 0; i < 2 * o->n_sack; i++)
+		km_store_be32(p + 4 + 4 * i, o->sack[i]);
+	return 4 + 8 * o->n_sack;
+}
+
 static uint32_t build_tcp(const struct seg_out *o, uint8_t *t)
 {
 	uint32_t hl = TCP_HDR_LEN;
@@ -63,18 +94,11 @@ static uint32_t build_tcp(const struct seg_out *o, uint8_t *t)
 	km_store_be32(t + TCP_OFF_ACK, o->ack);
 	t[TCP_OFF_FLAGS] = o->flags;
 	km_store_be16(t + TCP_OFF_WIN, o->win);
-	if (o->flags & TCP_SYN) {
-		uint8_t *p = t + TCP_HDR_LEN;
-
-		p[0] = TCPOPT_MSS;
-		p[1] = TCPOPT_MSS_LEN;
-		km_store_be16(p + 2, o->mss);
-		p[4] = TCPOPT_NOP;
-		p[5] = TCPOPT_WS;
-		p[6] = TCPOPT_WS_LEN;
-		p[7] = o->wscale;
-		hl += TCP_SYN_OPTS_LEN;
-	}
+	if (o->flags & TCP_SYN)
+		hl += syn_options(o, t + TCP_HDR_LEN);
+	else if (o->n_sack)
+		hl += sack_option(o, t + TCP_HDR_LEN);
+	KM_ASSERT_HOT(hl % 4 == 0);
 	t[TCP_OFF_DOFF] = (uint8_t)((hl / 4) << 4);
 	return hl;
 }
@@ -171,6 +195,8 @@ static void emit(struct km_tcp_conn *c, uint8_t flags, uint32_t seq,
 	if (flags & TCP_ACK) {
 		o.ack = c->rcv_nxt;
 		o.win = (flags & TCP_RST) ? 0 : (uint16_t)tcp_rcv_window(c);
+		if ((c->flags & CF_SACK) && !(flags & TCP_RST) && c->ooo_n)
+			o.n_sack = tcp_sack_blocks(c, o.sack);
 		c->rcv_acked = c->rcv_nxt;
 		c->t_delack = 0;
 		c->flags &= ~CF_ACK_NOW;

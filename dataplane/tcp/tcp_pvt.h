@@ -57,6 +57,7 @@ enum {
 	CF_ABORTED = 1u << 13,	   /* km_tcp_abort(): no more callbacks */
 	CF_HAVE_RTT = 1u << 14,	   /* srtt/rttvar hold a measurement */
 	CF_WND_CHECK = 1u << 15,   /* on the release list */
+	CF_SACK = 1u << 16,	   /* the peer's SYN permitted SACK */
 };
 
 /* Events waiting for the burst end, in report order. */
@@ -112,6 +113,7 @@ struct km_tcp_conn {
 	uint32_t rx_held;	/* delivered or pending, not released */
 	struct tcp_piece *ooo;	/* sorted by seq, disjoint */
 	uint32_t ooo_n, ooo_bytes;
+	uint32_t sack_recent;	/* seq of the latest piece queued (RFC 2018) */
 	struct iovec *pend_iov;	/* in-order payload waiting for delivery */
 	uint32_t *pend_ids;
 	uint32_t pend_n;
@@ -166,6 +168,7 @@ struct tcp_seg {
 	uint16_t win;		/* raw field */
 	uint16_t mss;		/* option, 0 if absent */
 	int16_t wscale;		/* option, -1 if absent */
+	bool sack_ok;		/* SACK-permitted option */
 	uint32_t len;		/* payload bytes */
 	uint8_t src_mac[6];
 	uint32_t n;		/* pieces (at most KM_TCP_FRAME_SEGS_MAX) */
@@ -214,6 +217,7 @@ void tcp_rx_text(struct km_tcp_conn *c, struct tcp_seg *s, uint32_t seq);
 void tcp_rx_fin_check(struct km_tcp_conn *c, struct tcp_seg *s,
 		      uint32_t seq);
 uint32_t tcp_rcv_window(struct km_tcp_conn *c);
+uint32_t tcp_sack_blocks(const struct km_tcp_conn *c, uint32_t *blk);
 void tcp_rx_flush(struct km_tcp_conn *c);
 void tcp_rx_prepare(struct km_tcp_conn *c, uint32_t n_pieces);
 void tcp_rx_drop_all(struct km_tcp_conn *c);

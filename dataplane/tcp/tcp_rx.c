@@ -22,7 +22,7 @@
 #include "dataplane/tcp/tcp_pvt.h"
 #include "dataplane/tcp/wire.h"
 
-/* ---- buffer states ---------------------------------------------------- */
+/* ---- buffer states ------------------------------------------------------- */
 
 static void buf_set(struct km_tcp_conn *c, uint32_t id, uint32_t state,
 		    uint32_t bytes)
@@ -150,9 +150,11 @@ static void ooo_insert(struct km_tcp_conn *c, struct tcp_piece *p)
 	}
 	CONN_COUNT(c, dup_bytes, len0 - p->len);
 	if (c->ooo_n == c->ep->cfg.ooo_max) {
-		/* Keep what is nearest the gap: it is needed first. */
+		/* Full. With SACK the newcomer goes: what we reported must
+		 * stay (no reneging, RFC 2018 8). Without, keep what is
+		 * nearest the gap: it is needed first. */
 		conn_drop(c, KM_TCP_DROP_OOO_FULL);
-		if (at == c->ooo_n) {
+		if (at == c->ooo_n || (c->flags & CF_SACK)) {
 			tcp_buf_put(c->ep, p->buf_id);
 			return;
 		}
@@ -164,6 +166,7 @@ static void ooo_insert(struct km_tcp_conn *c, struct tcp_piece *p)
 	c->ooo[at] = *p;
 	c->ooo_n++;
 	c->ooo_bytes += p->len;
+	c->sack_recent = p->seq;
 	piece_to_ooo(c, p);
 	CONN_COUNT(c, ooo_segs, 1);
 }
@@ -191,7 +194,47 @@ static void ooo_drain(struct km_tcp_conn *c)
 		tcp_fin_received(c);
 }
 
-/* ---- text --------------------------------------------------------------- */
+/* Contiguous queued data from piece *i on, as a SACK block [start, end);
+ * *i moves past it. */
+static void next_block(const struct km_tcp_conn *c, uint32_t *i,
+		       uint32_t *start, uint32_t *end)
+{
+	*start = c->ooo[*i].seq;
+	*end = piece_end(&c->ooo[*i]);
+	while (++*i < c->ooo_n && c->ooo[*i].seq == *end)
+		*end = piece_end(&c->ooo[*i]);
+}
+
+/* RFC 2018 4: "The first SACK block ... MUST specify the contiguous block
+ * of data containing the segment which triggered this ACK"; the others
+ * follow from the lowest up, so the holes nearest snd_una are described. */
+uint32_t tcp_sack_blocks(const struct km_tcp_conn *c, uint32_t *blk)
+{
+	uint32_t n = 1, i = 0, a, b, ra = 0, rb = 0;
+
+	while (i < c->ooo_n) {
+		next_block(c, &i, &a, &b);
+		if (seq_le(a, c->sack_recent) && seq_lt(c->sack_recent, b)) {
+			ra = a;
+			rb = b;
+		}
+	}
+	if (ra == rb)
+		n = 0;
+	blk[0] = ra;
+	blk[1] = rb;
+	for (i = 0; i < c->ooo_n && n < TCP_SACK_BLOCKS_MAX;) {
+		next_block(c, &i, &a, &b);
+		if (a == ra && b == rb)
+			continue;
+		blk[2 * n] = a;
+		blk[2 * n + 1] = b;
+		n++;
+	}
+	return n;
+}
+
+/* ---- text ---------------------------------------------------------------- */
 
 /* One piece: trim to [rcv_nxt, rcv_adv), then deliver or queue it.
  * Returns true if it went to the out-of-order queue. */
@@ -292,7 +335,7 @@ void tcp_rx_fin_check(struct km_tcp_conn *c, struct tcp_seg *s, uint32_t seq)
 	}
 }
 
-/* ---- window and ACKs ------------------------------------------------------ */
+/* ---- window and ACKs ----------------------------------------------------- */
 
 static uint32_t min_u32(uint32_t a, uint32_t b)
 {
@@ -362,7 +405,7 @@ void tcp_rx_ack_decide(struct km_tcp_conn *c)
 		c->t_delack = ep->now + ep->cfg.delack_ms;
 }
 
-/* ---- delivery ------------------------------------------------------------- */
+/* ---- delivery ------------------------------------------------------------ */
 
 static void deliver_pending(struct km_tcp_conn *c)
 {

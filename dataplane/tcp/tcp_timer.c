@@ -31,7 +31,8 @@ void tcp_rtt_sample(struct km_tcp_conn *c, uint64_t rtt_ms)
 	} else {
 		uint64_t d = c->srtt_us > r ? c->srtt_us - r : r - c->srtt_us;
 
-		c->rttvar_us = (uint32_t)((3u * (uint64_t)c->rttvar_us + d) / 4);
+		c->rttvar_us =
+			(uint32_t)((3u * (uint64_t)c->rttvar_us + d) / 4);
 		c->srtt_us = (uint32_t)((7u * (uint64_t)c->srtt_us + r) / 8);
 	}
 	var4 = 4u * (uint64_t)c->rttvar_us;
@@ -114,7 +115,8 @@ static void rtx_timeout(struct km_tcp_conn *c)
 		return;
 	}
 	CONN_COUNT(c, rto_expiries, 1);
-	c->ssthresh = flight / 2 > 2u * c->snd_mss ? flight / 2 : 2u * c->snd_mss;
+	c->ssthresh = flight / 2 > 2u * c->snd_mss ?
+		      flight / 2 : 2u * c->snd_mss;
 	c->cwnd = c->snd_mss;
 	c->dupacks = 0;
 	c->snd_nxt = c->snd_una;

@@ -73,17 +73,25 @@
 #define TCPOPT_NOP 1u
 #define TCPOPT_MSS 2u
 #define TCPOPT_WS 3u
+#define TCPOPT_SACK_PERM 4u
+#define TCPOPT_SACK 5u
 #define TCPOPT_MSS_LEN 4u
 #define TCPOPT_WS_LEN 3u
+#define TCPOPT_SACK_PERM_LEN 2u
 /* RFC 7323 2.3: "the shift count must be limited to 14". */
 #define TCP_WS_MAX 14u
-/* What our SYN carries: MSS, NOP, WS = 8 bytes. */
-#define TCP_SYN_OPTS_LEN 8u
+/* What our SYN carries: MSS, NOP, NOP, SACK-permitted, NOP, WS. */
+#define TCP_SYN_OPTS_LEN 12u
+/* RFC 2018 3: without timestamps an ACK has room for 4 SACK blocks
+ * (2 NOPs + kind + length + 4 * 8 bytes = 36 of the 40 option bytes). */
+#define TCP_SACK_BLOCKS_MAX 4u
+#define TCP_SACK_OPTS_MAX (4u + 8u * TCP_SACK_BLOCKS_MAX)
 /* RFC 9293 3.7.1: without an MSS option assume 536. */
 #define TCP_MSS_DEFAULT 536u
 
-/* Our largest header: Ethernet + IPv4 + TCP with the SYN options. */
-#define FRAME_HDR_MAX (ETH_HDR_LEN + IP_HDR_LEN + TCP_HDR_LEN + TCP_SYN_OPTS_LEN)
+/* Our largest header: Ethernet + IPv4 + TCP with 4 SACK blocks. */
+#define FRAME_HDR_MAX                                                          \
+	(ETH_HDR_LEN + IP_HDR_LEN + TCP_HDR_LEN + TCP_SACK_OPTS_MAX)
 /* The largest header a received frame can have (copied to parse it). */
 #define RX_HDR_MAX (ETH_HDR_LEN + IP_HDR_LEN + TCP_HDR_MAX)
 
@@ -92,6 +100,9 @@ static_assert(IP_OFF_DST + 4 == IP_HDR_LEN, "IPv4 layout");
 static_assert(TCP_OFF_URP + 2 == TCP_HDR_LEN, "TCP layout");
 static_assert(TCP_SYN_OPTS_LEN % 4 == 0, "TCP options pad to 32 bits");
 static_assert(ETH_HDR_LEN + ARP_LEN <= ETH_FRAME_MIN, "ARP pads");
-static_assert(FRAME_HDR_MAX == 62u, "SYN header");
+static_assert(TCP_SACK_OPTS_MAX <= TCP_HDR_MAX - TCP_HDR_LEN, "SACK fits");
+static_assert(TCP_SYN_OPTS_LEN <= TCP_SACK_OPTS_MAX, "SYN fits");
+static_assert(TCP_SACK_OPTS_MAX % 4 == 0, "SACK pads to 32 bits");
+static_assert(FRAME_HDR_MAX == 90u, "largest header");
 
 #endif
