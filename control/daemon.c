@@ -14,8 +14,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/clock.h"
 #include "common/errors.h"
 #include "common/file.h"
+#include "common/resolve.h"
 #include "common/log.h"
 #include "control/cluster_id.h"
 #include "control/daemon.h"
@@ -29,10 +31,7 @@
 
 uint64_t km_daemon_now_ms(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+	return km_clock_ms();
 }
 
 /* ---- workers ------------------------------------------------------- */
@@ -157,21 +156,6 @@ static int open_parts(struct km_daemon *d)
 	return rc;
 }
 
-/* The fetch sessions take an IPv4 literal. */
-static int resolve_ipv4(const char *host, char *out, size_t cap)
-{
-	struct addrinfo hints = { .ai_family = AF_INET,
-				  .ai_socktype = SOCK_STREAM };
-	struct addrinfo *res;
-
-	if (getaddrinfo(host, NULL, &hints, &res) != 0)
-		return -EHOSTUNREACH;
-	inet_ntop(AF_INET, &((struct sockaddr_in *)res->ai_addr)->sin_addr,
-		  out, (socklen_t)cap);
-	freeaddrinfo(res);
-	return 0;
-}
-
 static int fetcher_config(const struct km_daemon *d, const struct km_part *p,
 			  struct km_fetcher_config *fc)
 {
@@ -241,7 +225,7 @@ static int start_listener(struct km_daemon *d)
 	int rc = 0;
 
 	if (d->cfg->listener.host[0] != '\0')
-		rc = resolve_ipv4(d->cfg->listener.host, ip, sizeof(ip));
+		rc = km_resolve_ipv4(d->cfg->listener.host, ip, sizeof(ip));
 	if (rc == 0 &&
 	    (rc = km_worker_listen(d->workers[0], ip, d->cfg->listener.port,
 				   &r)) == 0)

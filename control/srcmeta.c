@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/clock.h"
 #include "common/endian.h"
 #include "common/errors.h"
 #include "control/srcmeta.h"
@@ -22,10 +23,7 @@
 
 static long long ms_now(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	return (long long)km_clock_ms();
 }
 
 /* Wait for fd to be ready for events before deadline. */

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/clock.h"
 #include "common/errors.h"
 #include "common/km_assert.h"
 #include "common/km_limits.h"
@@ -50,10 +51,7 @@ const char *km_fetcher_err_name(enum km_fetcher_err kind)
 
 uint64_t km_fetcher_now_ms(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+	return km_clock_ms();
 }
 
 void km_fetcher_fail(struct km_fetcher *f, const char *fmt, ...)

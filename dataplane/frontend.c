@@ -10,6 +10,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/clock.h"
 #include "common/errors.h"
 #include "common/km_assert.h"
 #include "common/log.h"
@@ -43,10 +44,7 @@ static const struct km_net_handler fe_handler = {
 
 uint64_t fe_now_ms(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+	return km_clock_ms();
 }
 
 const char *fe_api_name(int16_t api_key)

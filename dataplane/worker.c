@@ -3,24 +3,21 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <arpa/inet.h>
-#include <netdb.h>
 #include <sys/eventfd.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "common/clock.h"
 #include "common/crc32c.h"
 #include "common/errors.h"
 #include "common/km_assert.h"
 #include "common/log.h"
+#include "common/resolve.h"
 #include "dataplane/worker_pvt.h"
 
 static uint64_t now_ms(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+	return km_clock_ms();
 }
 
 uint32_t km_worker_hash(const char *topic, int32_t partition, uint32_t n)
@@ -229,6 +226,7 @@ static void on_open(struct km_worker *w, struct wmsg *m)
 	if (r != NULL)
 		r->max_pid = km_pstate_max_positive_pid(km_log_pstate(wp->log));
 	m->part->log = wp->log;
+	km_worker_publish(wp); /* fresh figures before the reply */
 	km_worker_reply_done(w, r, 0, "opened");
 }
 
@@ -237,17 +235,8 @@ static void on_open(struct km_worker *w, struct wmsg *m)
 static int resolve(void *ctx, const char *host,
 		   char ipv4[KM_FETCHER_IPV4_BYTES])
 {
-	struct addrinfo hints = { .ai_family = AF_INET,
-				  .ai_socktype = SOCK_STREAM };
-	struct addrinfo *res;
-
 	(void)ctx;
-	if (getaddrinfo(host, NULL, &hints, &res) != 0)
-		return -EHOSTUNREACH;
-	inet_ntop(AF_INET, &((struct sockaddr_in *)res->ai_addr)->sin_addr,
-		  ipv4, KM_FETCHER_IPV4_BYTES);
-	freeaddrinfo(res);
-	return 0;
+	return km_resolve_ipv4(host, ipv4, KM_FETCHER_IPV4_BYTES);
 }
 
 /* Each fetch session may hold an equal share of half the receive pool
@@ -444,7 +433,7 @@ static void publish_fetch(struct km_part *p, const struct km_fetcher *f)
 	atomic_store_explicit(&s->fetch_state, st, memory_order_release);
 }
 
-static void publish(struct wpart *wp)
+void km_worker_publish(struct wpart *wp)
 {
 	struct km_part_stats *s = &wp->part->stats;
 
@@ -489,7 +478,7 @@ static int step_parts(struct km_worker *w, bool tick)
 		}
 		if (tick) {
 			km_log_tick(wp->log, w->now_ms);
-			publish(wp);
+			km_worker_publish(wp);
 		}
 	}
 	return n;
@@ -514,7 +503,7 @@ static int close_logs(struct km_worker *w)
 		struct wpart *wp = &w->wparts[i];
 		int rc;
 
-		publish(wp);
+		km_worker_publish(wp);
 		free(wp->fetcher);
 		wp->fetcher = NULL;
 		wp->part->log = NULL;

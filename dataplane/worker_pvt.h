@@ -113,6 +113,8 @@ void km_wstop_on_writable(struct km_worker *w, struct wmsg *m);
 int km_wstop_step(struct km_worker *w, struct wpart *wp);
 
 /* worker.c */
+/* Refresh the partition's published figures (status, metrics). */
+void km_worker_publish(struct wpart *wp);
 struct wmsg *km_worker_msg_new(enum wmsg_type type, struct km_part *p,
 			       struct km_worker_reply *reply);
 int km_worker_post(struct km_worker *w, struct wmsg *m);

@@ -239,6 +239,7 @@ static void finish(struct km_worker *w, struct wpart *wp)
 			r.resumed ? " (already there: resumed)" : "");
 	atomic_store_explicit(&wp->part->stats.fetch_state, KM_PART_FETCH_NONE,
 			      memory_order_release);
+	km_worker_publish(wp); /* the reply's reader sees the cut and barrier */
 	km_worker_reply_done(w, m->reply, rc, NULL);
 	free(m);
 }

@@ -9,15 +9,13 @@
 
 #include "common/errors.h"
 #include "common/km_assert.h"
+#include "common/clock.h"
 #include "common/log.h"
 #include "iouring_log/log_pvt.h"
 
 uint64_t km_log_now_ms(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+	return km_clock_ms();
 }
 
 void km_log_set_error(struct km_log *log, int err)
