@@ -145,13 +145,13 @@ std::string Server::LoopError()
 void Server::RunTasks()
 {
 	// Bounded: what was queued when we looked.
-	std::deque<std::function<void()> *> todo;
+	std::deque<std::function<void()> *> queued;
 	{
 		std::lock_guard<std::mutex> g(mu_);
-		todo.swap(tasks_);
+		queued.swap(tasks_);
 		has_tasks_ = false;
 	}
-	for (auto *t : todo)
+	for (auto *t : queued)
 		(*t)();
 }
 

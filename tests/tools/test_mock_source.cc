@@ -91,7 +91,7 @@ protected:
 	void SetUp() override
 	{
 		if (Exe().empty())
-			GTEST_SKIP() << "KM_MOCK_SOURCE not set (run via meson)";
+			FAIL() << "KM_MOCK_SOURCE not set (run via meson)";
 		ASSERT_EQ("", dir_.error());
 	}
 	kmtest::TempDir dir_{"km-mock-source"};

@@ -173,7 +173,7 @@ protected:
 	void SetUp() override
 	{
 		if (Env("KM_MOCK_SOURCE").empty() || Env("KM_PRODUCE").empty())
-			GTEST_SKIP() << "KM_MOCK_SOURCE/KM_PRODUCE not set "
+			FAIL() << "KM_MOCK_SOURCE/KM_PRODUCE not set "
 					"(run via meson)";
 		ASSERT_EQ("", start_error_);
 	}
