@@ -8,7 +8,8 @@
  *   start     "partitions":[P...] (>= 1), "truncate_to":INT>=0?, "from_start":BOOL?
  *             (truncate_to and from_start exclude each other)
  *   stop      "partitions":[P...] | "all":true, "mode":"truncate"|"abort"?
- *   failback  "partitions":[P...] (>= 1), "source":"HOST:PORT"
+ *   failback  "partitions":[P...] (>= 1), "source":"HOST:PORT",
+ *             "truncate_to":INT>=0?, "from_start":BOOL? (as start)
  *   pause     "partitions":[P...] | "all":true
  *   resume    "partitions":[P...] | "all":true
  *   P is "TOPIC" (every partition) or "TOPIC:PARTITION" (PARTITION a

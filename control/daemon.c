@@ -28,6 +28,7 @@
 #define OPEN_TIMEOUT_MS (10 * 60 * 1000)
 #define SHUTDOWN_TIMEOUT_MS (2 * 60 * 1000)
 #define REPLY_TIMEOUT_MS 10000
+#define WATCH_MS 1000
 
 uint64_t km_daemon_now_ms(void)
 {
@@ -156,19 +157,43 @@ static int open_parts(struct km_daemon *d)
 	return rc;
 }
 
-static int fetcher_config(const struct km_daemon *d, const struct km_part *p,
+/* A failback's source (kmirror.state `source`), else the config's. */
+static int fetch_source(const struct km_daemon *d, uint32_t i,
+			struct km_fetcher_config *fc)
+{
+	const char *s = d->mstates[i].source, *colon = strrchr(s, ':');
+
+	if (s[0] != '\0') {
+		if (colon == NULL ||
+		    (size_t)(colon - s) >= sizeof(fc->bootstrap[0].host))
+			return -EINVAL;
+		snprintf(fc->bootstrap[0].host, sizeof(fc->bootstrap[0].host),
+			 "%.*s", (int)(colon - s), s);
+		fc->bootstrap[0].port = (uint16_t)atoi(colon + 1);
+		fc->n_bootstrap = 1;
+		return 0;
+	}
+	for (uint32_t k = 0; k < d->cfg->bootstrap_count &&
+			     k < KM_FETCHER_BOOTSTRAP_MAX; k++) {
+		snprintf(fc->bootstrap[k].host, sizeof(fc->bootstrap[k].host),
+			 "%s", d->cfg->bootstrap[k].host);
+		fc->bootstrap[k].port = d->cfg->bootstrap[k].port;
+		fc->n_bootstrap++;
+	}
+	return fc->n_bootstrap ? 0 : -ENOENT;
+}
+
+static int fetcher_config(const struct km_daemon *d, uint32_t i,
 			  struct km_fetcher_config *fc)
 {
+	const struct km_part *p = &d->table.parts[i];
+	int rc;
+
 	memset(fc, 0, sizeof(*fc));
 	snprintf(fc->topic, sizeof(fc->topic), "%s", p->topic);
 	fc->partition = p->partition;
-	for (uint32_t i = 0; i < d->cfg->bootstrap_count &&
-			     i < KM_FETCHER_BOOTSTRAP_MAX; i++) {
-		snprintf(fc->bootstrap[i].host, sizeof(fc->bootstrap[i].host),
-			 "%s", d->cfg->bootstrap[i].host);
-		fc->bootstrap[i].port = d->cfg->bootstrap[i].port;
-		fc->n_bootstrap++;
-	}
+	if ((rc = fetch_source(d, i, fc)) < 0)
+		return rc;
 	fc->max_wait_ms = (int32_t)d->cfg->fetch_wait_ms_max;
 	fc->max_bytes = (int32_t)d->cfg->fetch_bytes_max;
 	fc->batch_bytes_max = d->cfg->batch_bytes_max;
@@ -184,7 +209,7 @@ int km_daemon_start_fetch(struct km_daemon *d, uint32_t i)
 	struct km_worker_reply r;
 	int rc;
 
-	if ((rc = fetcher_config(d, p, &fc)) < 0 ||
+	if ((rc = fetcher_config(d, i, &fc)) < 0 ||
 	    (rc = km_worker_fetch(d->workers[p->owner], p, &fc, &r)) < 0 ||
 	    (rc = km_worker_wait(d->ctl_efd, &r, REPLY_TIMEOUT_MS)) < 0)
 		KM_ERROR("daemon", "partition %s-%d: fetch: %s", p->topic,
@@ -297,8 +322,10 @@ static int serve(struct km_daemon *d)
 	struct signalfd_siginfo si;
 
 	for (;;) {
-		if (poll(pfd, 2, -1) < 0 && errno != EINTR)
+		/* The timeout persists FAILED partitions (km_daemon_watch). */
+		if (poll(pfd, 2, WATCH_MS) < 0 && errno != EINTR)
 			return -errno;
+		km_daemon_watch(d);
 		if (pfd[0].revents & POLLIN) {
 			if (read(d->sig_fd, &si, sizeof(si)) == sizeof(si))
 				KM_INFO("daemon", "%s: shutting down",
@@ -356,6 +383,7 @@ static int start(struct km_daemon *d)
 		d->cfg->cluster_id, d->table.n, d->n_workers);
 	if ((rc = start_workers(d)) < 0 || (rc = open_parts(d)) < 0 ||
 	    (rc = km_daemon_resume_stops(d)) < 0 ||
+	    (rc = km_daemon_resume_prepares(d)) < 0 ||
 	    (rc = km_daemon_ctl_open(d)) < 0 || (rc = start_listener(d)) < 0)
 		return rc;
 	return start_fetchers(d);

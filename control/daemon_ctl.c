@@ -98,7 +98,10 @@ static json_t *part_row(struct km_daemon *d, uint32_t i, uint64_t now)
 				    json_integer((json_int_t)LOAD(p, reconnects)));
 	}
 	if (strcmp(state_name(d, i), "FAILED") == 0)
-		json_object_set_new(row, "reason", json_string(p->stats.reason));
+		json_object_set_new(row, "reason",
+				    json_string(p->stats.reason[0]
+						? p->stats.reason
+						: d->mstates[i].failed_reason));
 	return row;
 }
 
@@ -242,6 +245,8 @@ int km_daemon_ctl_open(struct km_daemon *d)
 	km_ctlsock_register(d->ctl, KM_CTL_STATUS, on_status, d);
 	km_ctlsock_register(d->ctl, KM_CTL_METRICS, on_metrics, d);
 	km_ctlsock_register(d->ctl, KM_CTL_STOP, km_daemon_on_stop, d);
+	km_ctlsock_register(d->ctl, KM_CTL_START, km_daemon_on_start, d);
+	km_ctlsock_register(d->ctl, KM_CTL_FAILBACK, km_daemon_on_failback, d);
 	km_ctlsock_register(d->ctl, KM_CTL_PAUSE, km_daemon_on_pause, d);
 	km_ctlsock_register(d->ctl, KM_CTL_RESUME, km_daemon_on_resume, d);
 	KM_INFO("daemon", "control socket %s", d->cfg->control_socket);

@@ -72,6 +72,12 @@ bool km_daemon_selected(const struct km_daemon *d, uint32_t i,
 void km_daemon_part_dir(const struct km_daemon *d, const struct km_part *p,
 			char *out, size_t cap);
 
+/* daemon_start.c: R5 (start, failback) and FAILED on the control thread */
+int km_daemon_on_start(void *ctx, const json_t *req, json_t *resp);
+int km_daemon_on_failback(void *ctx, const json_t *req, json_t *resp);
+int km_daemon_resume_prepares(struct km_daemon *d);
+void km_daemon_watch(struct km_daemon *d);
+
 /* daemon_pause.c: pause and resume */
 int km_daemon_on_pause(void *ctx, const json_t *req, json_t *resp);
 int km_daemon_on_resume(void *ctx, const json_t *req, json_t *resp);

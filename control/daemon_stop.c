@@ -23,6 +23,20 @@ void km_daemon_part_dir(const struct km_daemon *d, const struct km_part *p,
 		 p->partition);
 }
 
+/* Only the mirror paths write a state file: a partition that has one and
+ * is not STOPPED mirrors (a local topic failed back, say), whatever the
+ * config says, and refuses Produce until it is stopped again. */
+static void adopt_state(struct km_daemon *d, uint32_t i)
+{
+	const struct km_mstate_rec *ms = &d->mstates[i];
+
+	if (!ms->exists || ms->state == KM_MSTATE_STOPPED)
+		return;
+	d->mirrored[i] = true;
+	atomic_store_explicit(&d->table.parts[i].mode, KM_PART_MIRROR,
+			      memory_order_relaxed);
+}
+
 int km_daemon_load_states(struct km_daemon *d)
 {
 	char dir[4096];
@@ -38,6 +52,7 @@ int km_daemon_load_states(struct km_daemon *d)
 				 km_strerror(rc));
 			return rc;
 		}
+		adopt_state(d, i);
 	}
 	return 0;
 }
@@ -92,7 +107,13 @@ static int begin_stop(struct km_daemon *d, uint32_t i, int mode,
 	char dir[4096];
 	int rc;
 
-	if (d->source_cluster_id[0] == '\0') {
+	/* A failback's upstream named itself when it was asked (R5); so did
+	 * the source of a `start` that found none at boot. */
+	const char *cid = ms->source[0] || d->source_cluster_id[0] == '\0'
+				  ? ms->source_cluster_id
+				  : d->source_cluster_id;
+
+	if (cid[0] == '\0') {
 		snprintf(err, err_len, "%s-%d: the source's cluster id is not "
 			 "known, so the barrier cannot name it", p->topic,
 			 p->partition);
@@ -101,8 +122,9 @@ static int begin_stop(struct km_daemon *d, uint32_t i, int mode,
 	km_daemon_part_dir(d, p, dir, sizeof(dir));
 	ms->state = KM_MSTATE_STOPPING;
 	ms->stop_mode = mode;
-	snprintf(ms->source_cluster_id, sizeof(ms->source_cluster_id), "%s",
-		 d->source_cluster_id);
+	if (cid != ms->source_cluster_id)
+		snprintf(ms->source_cluster_id, sizeof(ms->source_cluster_id),
+			 "%s", cid);
 	if ((rc = km_mstate_save(dir, ms)) < 0) {
 		snprintf(err, err_len, "%.300s/%s: %s", dir, KM_MSTATE_FILE,
 			 km_strerror(rc));
@@ -182,6 +204,14 @@ static int stop_mode_of(const struct km_daemon *d, const json_t *req)
 	return strcmp(m, "abort") == 0 ? KM_STOP_ABORT : KM_STOP_TRUNCATE;
 }
 
+/* A FAILED mirror is failed over like a healthy one: its log is a clean
+ * copy up to where it stopped. */
+static bool stoppable(const struct km_daemon *d, uint32_t i)
+{
+	return d->mirrored[i] && (d->mstates[i].state == KM_MSTATE_MIRRORING ||
+				  d->mstates[i].state == KM_MSTATE_FAILED);
+}
+
 /* Only partitions that mirror can be stopped; naming anything else
  * explicitly is refused before any partition is touched. */
 static int check_selection(struct km_daemon *d, const json_t *req,
@@ -193,7 +223,7 @@ static int check_selection(struct km_daemon *d, const json_t *req,
 	for (uint32_t i = 0; i < d->table.n; i++) {
 		if (!km_daemon_selected(d, i, req))
 			continue;
-		if (d->mirrored[i] && d->mstates[i].state == KM_MSTATE_MIRRORING) {
+		if (stoppable(d, i)) {
 			(*count)++;
 		} else if (!json_is_true(json_object_get(req, "all"))) {
 			snprintf(msg, sizeof(msg), "%s-%d is %s: only a mirroring "
@@ -223,8 +253,7 @@ int km_daemon_on_stop(void *ctx, const json_t *req, json_t *resp)
 	int rc = check_selection(d, req, resp, &count);
 
 	for (uint32_t i = 0; rc == 0 && i < d->table.n; i++) {
-		if (!km_daemon_selected(d, i, req) || !d->mirrored[i] ||
-		    d->mstates[i].state != KM_MSTATE_MIRRORING)
+		if (!km_daemon_selected(d, i, req) || !stoppable(d, i))
 			continue;
 		rc = begin_stop(d, i, stop_mode_of(d, req), &res, err, sizeof(err));
 		if (rc < 0) {

@@ -12,8 +12,8 @@
 #include "control/mstate.h"
 
 static const char *const names[] = { "MIRRORING", "STOPPING", "STOPPED",
-				      "PAUSED" };
-#define N_NAMES 4
+				      "PAUSED", "PREPARING", "FAILED" };
+#define N_NAMES 6
 static const char *const modes[] = { "truncate", "abort" };
 
 const char *km_mstate_name(enum km_mstate s)
@@ -50,6 +50,14 @@ static int parse_line(char *line, struct km_mstate_rec *r)
 			 "%s", eq);
 	} else if (strcmp(line, "last.mirrored.offset") == 0) {
 		r->last_mirrored_offset = strtoll(eq, NULL, 10);
+	} else if (strcmp(line, "source") == 0) {
+		snprintf(r->source, sizeof(r->source), "%s", eq);
+	} else if (strcmp(line, "prepare.truncate.to") == 0) {
+		r->prepare_truncate_to = strtoll(eq, NULL, 10);
+	} else if (strcmp(line, "prepare.from.start") == 0) {
+		r->prepare_from_start = strcmp(eq, "true") == 0;
+	} else if (strcmp(line, "failed.reason") == 0) {
+		snprintf(r->failed_reason, sizeof(r->failed_reason), "%s", eq);
 	}
 	return 0;
 }
@@ -62,6 +70,7 @@ int km_mstate_load(const char *dir, struct km_mstate_rec *out)
 
 	memset(out, 0, sizeof(*out));
 	out->last_mirrored_offset = -1;
+	out->prepare_truncate_to = -1;
 	snprintf(path, sizeof(path), "%s/%s", dir, KM_MSTATE_FILE);
 	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
 		return errno == ENOENT ? 0 : -errno;
@@ -70,22 +79,39 @@ int km_mstate_load(const char *dir, struct km_mstate_rec *out)
 	if (n < 0)
 		return -errno;
 	buf[n] = '\0';
+	out->exists = true;
 	for (line = strtok_r(buf, "\n", &save); rc == 0 && line != NULL;
 	     line = strtok_r(NULL, "\n", &save))
 		rc = parse_line(line, out);
 	return rc;
 }
 
+/* One line: a reason may quote what a peer sent. */
+static void one_line(char *dst, size_t cap, const char *src)
+{
+	size_t i = 0;
+
+	for (; src[i] != '\0' && i + 1 < cap; i++)
+		dst[i] = src[i] == '\n' || src[i] == '\r' ? ' ' : src[i];
+	dst[i] = '\0';
+}
+
 int km_mstate_save(const char *dir, const struct km_mstate_rec *r)
 {
-	char buf[1024];
-	int n = snprintf(buf, sizeof(buf),
-			 "state=%s\nstop.mode=%s\nsource.cluster.id=%s\n"
-			 "last.mirrored.offset=%" PRId64 "\n",
-			 km_mstate_name(r->state), modes[r->stop_mode ? 1 : 0],
-			 r->source_cluster_id, r->last_mirrored_offset);
-	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC), rc;
+	char buf[2048], reason[sizeof(r->failed_reason)];
+	int n, fd, rc;
 
+	one_line(reason, sizeof(reason), r->failed_reason);
+	n = snprintf(buf, sizeof(buf),
+		     "state=%s\nstop.mode=%s\nsource.cluster.id=%s\n"
+		     "last.mirrored.offset=%" PRId64 "\nsource=%s\n"
+		     "prepare.truncate.to=%" PRId64 "\nprepare.from.start=%s\n"
+		     "failed.reason=%s\n",
+		     km_mstate_name(r->state), modes[r->stop_mode ? 1 : 0],
+		     r->source_cluster_id, r->last_mirrored_offset, r->source,
+		     r->prepare_truncate_to,
+		     r->prepare_from_start ? "true" : "false", reason);
+	fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
 	rc = km_file_write_atomic(fd, KM_MSTATE_FILE, buf, (size_t)n);

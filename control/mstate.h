@@ -2,17 +2,23 @@
  * (`kmirror.state`, Kafka-style properties, replaced atomically) so that a
  * restart resumes where the state machine was (R4 step 5, R7).
  *
- *   state=MIRRORING|PAUSED|STOPPING|STOPPED
+ *   state=MIRRORING|PAUSED|STOPPING|STOPPED|PREPARING|FAILED
  *   stop.mode=truncate|abort
- *   source.cluster.id=...
+ *   source.cluster.id=...    (the cluster mirrored from: the barrier names it)
  *   last.mirrored.offset=N   (the barrier's offset, once STOPPED)
+ *   source=HOST:PORT         (set by failback: mirror from there instead of
+ *                             source.bootstrap.servers)
+ *   prepare.truncate.to=N    (PREPARING: cut the log to N; -1: no cut)
+ *   prepare.from.start=true  (PREPARING: empty the log instead)
+ *   failed.reason=...        (FAILED: why, one line)
  *
  * No file means the partition has never been stopped: it mirrors if its
- * topic is in `topics`.
+ * topic is in `topics`, else it is a local (writable) or read-only one.
  */
 #ifndef KM_CONTROL_MSTATE_H
 #define KM_CONTROL_MSTATE_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #ifdef __cplusplus
@@ -26,6 +32,8 @@ enum km_mstate {
 	KM_MSTATE_STOPPING = 1,
 	KM_MSTATE_STOPPED = 2,
 	KM_MSTATE_PAUSED = 3,	 /* mirrored, fetch session removed */
+	KM_MSTATE_PREPARING = 4, /* start/failback: cutting back (R5) */
+	KM_MSTATE_FAILED = 5,	 /* mirroring gave up: failed.reason */
 };
 
 struct km_mstate_rec {
@@ -33,6 +41,11 @@ struct km_mstate_rec {
 	int stop_mode;			/* enum km_stop_mode */
 	char source_cluster_id[256];
 	int64_t last_mirrored_offset;	/* -1 until STOPPED */
+	char source[272];		/* "HOST:PORT" or "" */
+	int64_t prepare_truncate_to;	/* -1: none */
+	bool prepare_from_start;
+	char failed_reason[320];
+	bool exists;			/* loaded from a file */
 };
 
 /**

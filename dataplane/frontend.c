@@ -62,6 +62,8 @@ const char *fe_api_name(int16_t api_key)
 		return "ApiVersions";
 	case KM_API_INIT_PRODUCER_ID:
 		return "InitProducerId";
+	case KM_API_KMIRROR_BARRIER:
+		return "KmirrorBarrier";
 	default:
 		return "API";
 	}
@@ -618,6 +620,8 @@ static int dispatch(struct fe_conn *fc, const struct km_reqhdr *h,
 		return fe_handle_produce(fc, h, r);
 	case KM_API_INIT_PRODUCER_ID:
 		return fe_handle_initpid(fc, h, r);
+	case KM_API_KMIRROR_BARRIER:
+		return fe_handle_barrier(fc, h, r);
 	default:
 		return fe_conn_fail(fc, "API key %d v%d is not served",
 				    h->api_key, h->api_version);

@@ -190,6 +190,10 @@ int16_t fe_part_state_err(const struct km_part *p);
 /* The partition's last stable offset, from this thread. */
 int64_t fe_part_lso(const struct km_frontend *fe, struct km_part *p);
 
+/* frontend_barrier.c: kmirror's own KmirrorBarrier (failback). */
+int fe_handle_barrier(struct fe_conn *fc, const struct km_reqhdr *h,
+		      struct km_wire_rd *r);
+
 /* frontend_fetch.c */
 int fe_handle_fetch(struct fe_conn *fc, const struct km_reqhdr *h,
 		    struct km_wire_rd *r);

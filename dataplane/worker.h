@@ -110,6 +110,7 @@ enum km_stop_mode {
 	KM_STOP_TRUNCATE = 0, /* cut back to a transaction-clean offset */
 	KM_STOP_ABORT = 1,    /* keep everything, ABORT open transactions */
 	KM_STOP_PAUSE = 2,    /* only remove the fetcher (pause) */
+	KM_STOP_PREPARE = 3,  /* km_worker_prepare (internal) */
 };
 
 /**
@@ -125,6 +126,20 @@ int km_worker_stop(struct km_worker *w, struct km_part *p,
 		   struct km_worker_reply *reply);
 /** Test-only: SIGKILL the process if $KMIRROR_TEST_CRASH equals point. */
 void km_test_crash_point(const char *point);
+
+/**
+ * R5, PREPARING on p's owner: refuse Produce from now on (POLICY_VIOLATION,
+ * as any mirrored partition), wait for the local writes already taken to
+ * be appended, fdatasync, then cut the log to truncate_to (nothing if it is
+ * at or past the log end; an empty log restarting there if it is below the
+ * log start), or, from_start, empty it and restart it at offset 0. Then
+ * fdatasync and snapshot. reply.stop: cut_offset is the new log end,
+ * removed_* what went. Idempotent: a PREPARING resumed after a crash runs
+ * it again. The partition has no fetcher (start one with km_worker_fetch).
+ */
+int km_worker_prepare(struct km_worker *w, struct km_part *p,
+		      int64_t truncate_to, bool from_start,
+		      struct km_worker_reply *reply);
 
 /** R4 step 6: p takes local Produce from now on. */
 int km_worker_open_writes(struct km_worker *w, struct km_part *p,

@@ -62,7 +62,9 @@ void km_wfe_on_produce(struct km_worker *w, struct wmsg *m)
 	int rc = KM_EPARTOFFLINE;
 
 	m->u.produce.owner = w;
-	if (wp != NULL && wp->lw != NULL && !w->done)
+	if (km_part_get_mode(m->part) != KM_PART_WRITABLE)
+		rc = KM_EMIRRORED; /* a failback began after it was sent */
+	else if (wp != NULL && wp->lw != NULL && !w->done)
 		rc = km_local_write_submit(wp->lw, m->u.produce.bytes,
 					   m->u.produce.len, m->u.produce.acks,
 					   on_forward_done, m);

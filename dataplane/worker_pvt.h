@@ -33,6 +33,8 @@ struct wmsg {
 		struct {
 			enum km_stop_mode mode;
 			char cluster_id[256];
+			int64_t truncate_to;	/* KM_STOP_PREPARE */
+			bool from_start;	/* KM_STOP_PREPARE */
 		} stop;
 		struct {
 			char host[64];
@@ -111,6 +113,10 @@ void km_wstop_on_stop(struct km_worker *w, struct wmsg *m);
 void km_wstop_on_writable(struct km_worker *w, struct wmsg *m);
 /* Finish stops whose fetcher has ended. @return stops finished. */
 int km_wstop_step(struct km_worker *w, struct wpart *wp);
+
+/* worker_prepare.c: R5's cut on the owner, once nothing writes. */
+int km_wprep_run(struct km_worker *w, struct wpart *wp, const struct wmsg *m,
+		 struct km_stop_result *r);
 
 /* worker.c */
 /* Refresh the partition's published figures (status, metrics). */

@@ -10,6 +10,7 @@
 
 #include "common/errors.h"
 #include "common/log.h"
+#include "dataplane/local_write.h"
 #include "dataplane/worker_pvt.h"
 #include "kafka/control.h"
 
@@ -221,15 +222,18 @@ static void finish(struct km_worker *w, struct wpart *wp)
 		free(m);
 		return;
 	}
-	rc = run_stop(wp->log, m, &r);
+	rc = m->u.stop.mode == KM_STOP_PREPARE ? km_wprep_run(w, wp, m, &r)
+					       : run_stop(wp->log, m, &r);
 
 	wp->stopping = NULL;
 	if (m->reply != NULL)
 		m->reply->stop = r;
 	if (rc < 0)
-		KM_ERROR("worker", "partition %s-%d: stop: %s", wp->part->topic,
-			 wp->part->partition, km_strerror(rc));
-	else
+		KM_ERROR("worker", "partition %s-%d: %s: %s", wp->part->topic,
+			 wp->part->partition,
+			 m->u.stop.mode == KM_STOP_PREPARE ? "prepare" : "stop",
+			 km_strerror(rc));
+	else if (m->u.stop.mode != KM_STOP_PREPARE)
 		KM_INFO("worker", "partition %s-%d: stopped: cut at %lld "
 			"(%lld records, %llu bytes removed, %u aborted), barrier "
 			"at %lld%s", wp->part->topic, wp->part->partition,
@@ -247,6 +251,10 @@ static void finish(struct km_worker *w, struct wpart *wp)
 int km_wstop_step(struct km_worker *w, struct wpart *wp)
 {
 	if (wp->fetcher != NULL && !km_fetcher_idle(wp->fetcher))
+		return 0;
+	/* A Produce taken before the mode changed is appended (and answered)
+	 * before the cut, never after it. */
+	if (wp->lw != NULL && km_local_write_pending(wp->lw) > 0)
 		return 0;
 	free(wp->fetcher);
 	wp->fetcher = NULL;
@@ -266,6 +274,9 @@ void km_wstop_on_stop(struct km_worker *w, struct wmsg *m)
 		return;
 	}
 	wp->stopping = m;
+	if (m->u.stop.mode == KM_STOP_PREPARE)
+		atomic_store_explicit(&wp->part->mode, KM_PART_MIRROR,
+				      memory_order_release);
 	if (wp->fetcher != NULL)
 		km_fetcher_stop(wp->fetcher);
 }

@@ -199,6 +199,17 @@ int km_log_aborted_txns(struct km_log *log, int64_t from, int64_t upto,
 			struct km_aborted_txn *out, uint32_t max);
 
 /**
+ * The offset of the latest MIRROR_PID_RESET barrier below upto (capped at
+ * the appended offset) whose SourceClusterId is cluster_id, or *offset = -1
+ * (failback, R5: the point up to which a downstream's log and ours agree).
+ * Walks batch headers from the newest segment back, reading whole only the
+ * control batches: one pread per batch, for a rare operator's request. Any
+ * thread. @return 0, or -errno / KM_ECORRUPT from the reads.
+ */
+int km_log_find_barrier(struct km_log *log, const char *cluster_id,
+			int64_t upto, int64_t *offset);
+
+/**
  * Truncate the log to below offset: segments, indexes, .txnindex entries,
  * snapshots and producer state rebuilt consistently. An offset inside a batch
  * cuts before that batch. Waits for in-flight I/O first.

@@ -44,6 +44,7 @@
 #include "common/errors.h"
 #include "common/km_assert.h"
 #include "iouring_log/log_pvt.h"
+#include "kafka/control.h"
 
 /* The header fields a walk needs: through maxTimestamp. */
 #define WALK_HDR_BYTES (KM_BATCH_OFF_MAX_TIMESTAMP + 8)
@@ -273,6 +274,73 @@ int km_log_aborted_txns(struct km_log *log, int64_t from, int64_t upto,
 
 	read_lock(log);
 	rc = txns_locked(log, from, upto, out, max);
+	read_unlock(log);
+	return rc;
+}
+
+/* ---- the latest barrier for a cluster id (failback, R5) ---- */
+
+/* Control batches are one small record; anything bigger is not a barrier
+ * of ours and is not read whole. */
+#define BARRIER_BATCH_MAX 1024u
+
+/* Is the control batch at pos (size bytes) a MIRROR_PID_RESET naming
+ * cluster_id? */
+static bool is_barrier_for(const struct km_segment *s, uint64_t pos,
+			   uint32_t size, const char *cluster_id)
+{
+	uint8_t buf[BARRIER_BATCH_MAX];
+	struct iovec iov = { buf, size };
+	struct km_chain ch = { &iov, 1 };
+	struct km_chain_cur cur = { 0, 0 };
+	struct km_batch b;
+	struct km_ctrl c;
+
+	if (size > sizeof(buf) || pread_all(s->log_fd, buf, size, pos) < 0 ||
+	    km_batch_parse(&b, &ch, cur, size) <= 0 || km_ctrl_parse(&b, &c) < 0)
+		return false;
+	return c.type == KM_CTRL_MIRROR_PID_RESET &&
+	       strcmp(c.cluster_id, cluster_id) == 0;
+}
+
+/* The last matching barrier of s below upto, or -1. Walks headers only:
+ * one pread of the header per batch, and of the batch for control ones. */
+static int barrier_in_segment(const struct km_segment *s, int64_t upto,
+			      const char *cluster_id, int64_t *found)
+{
+	uint64_t end = km_segment_readable(s);
+	uint8_t h[WALK_HDR_BYTES];
+	struct walk_hdr w;
+	int rc;
+
+	*found = -1;
+	for (uint64_t pos = 0; pos + WALK_HDR_BYTES <= end; pos += w.size) {
+		if ((rc = pread_all(s->log_fd, h, sizeof(h), pos)) < 0)
+			return rc;
+		decode_hdr(h, &w);
+		if (w.size <= KM_BATCH_LOG_OVERHEAD || w.base >= upto)
+			return w.size <= KM_BATCH_LOG_OVERHEAD ? KM_ECORRUPT : 0;
+		if ((km_load_be16(h + KM_BATCH_OFF_ATTRIBUTES) &
+		     KM_BATCH_ATTR_CONTROL) &&
+		    is_barrier_for(s, pos, w.size, cluster_id))
+			*found = w.base;
+	}
+	return 0;
+}
+
+int km_log_find_barrier(struct km_log *log, const char *cluster_id,
+			int64_t upto, int64_t *offset)
+{
+	int rc = 0;
+
+	*offset = -1;
+	read_lock(log);
+	/* Loaded before any readable bytes (see the top). */
+	int64_t appended = km_log_appended_offset(log);
+
+	upto = upto < appended ? upto : appended;
+	for (uint32_t i = log->n_segs; rc == 0 && *offset < 0 && i-- > 0;)
+		rc = barrier_in_segment(&log->segs[i], upto, cluster_id, offset);
 	read_unlock(log);
 	return rc;
 }

@@ -70,6 +70,9 @@ enum km_api_key {
 	KM_API_CONTROLLED_SHUTDOWN = 7, /* header v0 only; not decoded */
 	KM_API_API_VERSIONS = 18,
 	KM_API_INIT_PRODUCER_ID = 22,
+	/* kmirror's own API (README, "Failback"): the latest MIRROR_PID_RESET
+	 * barrier a partition holds for a cluster id. Far above Kafka's keys. */
+	KM_API_KMIRROR_BARRIER = 10000,
 };
 
 /* Kafka error codes (Errors.java) that kmirror reads or sends. */
@@ -135,7 +138,7 @@ struct km_api_range {
 	int16_t max_version;
 };
 
-enum { KM_PROTO_APIS = 6 }; /* APIs this codec speaks */
+enum { KM_PROTO_APIS = 7 }; /* APIs this codec speaks */
 
 /**
  * The versions this codec encodes and decodes for api_key.
@@ -642,6 +645,36 @@ int km_initpid_resp_encode(struct km_wire_wr *w, int16_t version,
 			   const struct km_initpid_resp *m);
 int km_initpid_resp_decode(struct km_wire_rd *r, int16_t version,
 			   struct km_initpid_resp *m);
+
+/* ---- KmirrorBarrier (10000), v0, never flexible: kmirror's own ----
+ *
+ * Request: Topic STRING, Partition int32, SourceClusterId STRING (the
+ * cluster whose barrier is sought: the asker's own cluster id).
+ * Response: ErrorCode int16, BarrierOffset int64 (-1: none), LogStartOffset
+ * int64, HighWatermark int64, ClusterId STRING (the answering host's). */
+
+struct km_barrier_req {
+	struct km_wire_name topic;
+	int32_t partition;
+	struct km_wire_name source_cluster_id;
+};
+
+struct km_barrier_resp {
+	int16_t error_code;
+	int64_t barrier_offset;
+	int64_t log_start_offset;
+	int64_t high_watermark;
+	struct km_wire_name cluster_id;
+};
+
+int km_barrier_req_encode(struct km_wire_wr *w, int16_t version,
+			  const struct km_barrier_req *m);
+int km_barrier_req_decode(struct km_wire_rd *r, int16_t version,
+			  struct km_barrier_req *m);
+int km_barrier_resp_encode(struct km_wire_wr *w, int16_t version,
+			   const struct km_barrier_resp *m);
+int km_barrier_resp_decode(struct km_wire_rd *r, int16_t version,
+			   struct km_barrier_resp *m);
 
 #ifdef __cplusplus
 }

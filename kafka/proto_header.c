@@ -24,6 +24,7 @@ static const struct api_info apis[] = {
 	{ KM_API_CONTROLLED_SHUTDOWN, 0, 0, 3, false },
 	{ KM_API_API_VERSIONS, 0, 3, 3, true },
 	{ KM_API_INIT_PRODUCER_ID, 0, 4, 2, true },
+	{ KM_API_KMIRROR_BARRIER, 0, 0, INT16_MAX, true },
 };
 
 static const struct api_info *find_api(int16_t key)

@@ -32,7 +32,7 @@ static const char usage_text[] =
 	"  status\n"
 	"  start TOPIC[:PARTITION]... [--truncate-to N | --from-start]\n"
 	"  stop (--all | TOPIC[:PARTITION]...) [--mode truncate|abort]\n"
-	"  failback TOPIC[:PARTITION]... --source HOST:PORT\n"
+	"  failback TOPIC[:PARTITION]... --source HOST:PORT [--truncate-to N | --from-start]\n"
 	"  pause (--all | TOPIC[:PARTITION]...)\n"
 	"  resume (--all | TOPIC[:PARTITION]...)\n"
 	"  metrics\n"
@@ -130,7 +130,8 @@ static int check_verb_opts(int verb, const struct opts *o)
 		return usage("%s takes no TOPIC arguments", o->verb);
 	if (o->all && !all_ok)
 		return usage("%s takes no --all", o->verb);
-	if ((o->truncate_to || o->from_start) && verb != KM_CTL_START)
+	if ((o->truncate_to || o->from_start) && verb != KM_CTL_START &&
+	    verb != KM_CTL_FAILBACK)
 		return usage("%s takes no --truncate-to/--from-start", o->verb);
 	if (o->truncate_to && o->from_start)
 		return usage("%s", "--truncate-to and --from-start exclude each other");

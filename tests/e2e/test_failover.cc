@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include "tests/e2e/daemon.h"
+#include "tests/e2e/e2e_util.h"
 #include "tests/support/kafka_peers.h"
 
 using namespace kmtest;
@@ -18,61 +19,6 @@ using namespace kmtest;
 namespace {
 
 constexpr int kParts = 2;
-
-std::string cluster_id_of(const std::string &data_dir)
-{
-	std::string s = read_file(data_dir + "/meta.properties");
-	std::smatch m;
-	std::regex re("cluster\\.id=([A-Za-z0-9_.-]+)");
-
-	return std::regex_search(s, m, re) ? m[1].str() : "";
-}
-
-std::string dump(const std::string &log_file)
-{
-	const char *exe = getenv("KM_DUMP_LOG");
-	ChildResult r = run_command({ exe ? exe : "kmirror-dump-log", "--deep",
-				      log_file },
-				    30000);
-	return r.exit_code == 0 ? r.out : "dump failed: " + r.describe();
-}
-
-std::vector<int64_t> pids_in(const std::string &text)
-{
-	std::vector<int64_t> v;
-	std::regex re("producerId: (-?[0-9]+)");
-
-	for (std::sregex_iterator it(text.begin(), text.end(), re), end;
-	     it != end; ++it)
-		v.push_back(std::stoll((*it)[1]));
-	return v;
-}
-
-std::string ctl(const Daemon &d, const std::vector<std::string> &args,
-		ChildResult *out)
-{
-	const char *exe = getenv("KM_KMIRRORCTL");
-	std::vector<std::string> argv = { exe ? exe : "kmirrorctl", "--socket",
-					  d.socket() };
-
-	argv.insert(argv.end(), args.begin(), args.end());
-	*out = run_command(argv, 60000);
-	return out->exit_code == 0 ? "" : out->describe();
-}
-
-ProduceSpec idempotent(const std::string &topic, int32_t p, int64_t n,
-		       uint64_t seed)
-{
-	ProduceSpec s;
-	s.topic = topic;
-	s.partition = p;
-	s.count = n;
-	s.mode = ProducerMode::kIdempotent;
-	s.compression = "zstd";
-	s.seed = seed;
-	s.flush_every = 25;
-	return s;
-}
 
 TEST(Failover, StopWritesTheBarrierAndOpensForIdempotentProducers)
 {

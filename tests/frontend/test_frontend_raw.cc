@@ -442,6 +442,7 @@ TEST_F(Raw, ApiVersionsUnknownVersionGetsV0Body)
 		{KM_API_PRODUCE, 3, 7},	     {KM_API_FETCH, 4, 11},
 		{KM_API_LIST_OFFSETS, 0, 5}, {KM_API_METADATA, 0, 4},
 		{KM_API_API_VERSIONS, 0, 3}, {KM_API_INIT_PRODUCER_ID, 0, 4},
+		{KM_API_KMIRROR_BARRIER, 0, 0},
 	};
 	// v4: a flexible request this broker does not know. The body is
 	// v3's (compact names + tags), written by hand.
@@ -470,8 +471,8 @@ TEST_F(Raw, ApiVersionsUnknownVersionGetsV0Body)
 			<< "v" << ver;
 		EXPECT_EQ(ver == 4 ? KM_KERR_UNSUPPORTED_VERSION : 0,
 			  m.error_code) << "v" << ver;
-		ASSERT_EQ(6u, m.n_keys);
-		for (int i = 0; i < 6; i++) {
+		ASSERT_EQ(7u, m.n_keys);
+		for (int i = 0; i < 7; i++) {
 			EXPECT_EQ(want[i].api_key, keys[i].api_key);
 			EXPECT_EQ(want[i].min_version, keys[i].min_version);
 			EXPECT_EQ(want[i].max_version, keys[i].max_version);

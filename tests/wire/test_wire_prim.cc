@@ -429,7 +429,8 @@ TEST(WireProto, VersionTable)
 	ASSERT_EQ(KM_PROTO_APIS, km_proto_supported(all, KM_PROTO_APIS));
 	EXPECT_EQ(KM_ENOSPACE, km_proto_supported(all, KM_PROTO_APIS - 1));
 	const int want[][3] = {{0, 3, 7}, {1, 4, 11}, {2, 0, 5},
-			       {3, 0, 4}, {18, 0, 3}, {22, 0, 4}};
+			       {3, 0, 4}, {18, 0, 3}, {22, 0, 4},
+			       {KM_API_KMIRROR_BARRIER, 0, 0}};
 	for (int i = 0; i < KM_PROTO_APIS; i++) {
 		EXPECT_EQ(want[i][0], all[i].api_key);
 		EXPECT_EQ(want[i][1], all[i].min_version);
@@ -659,3 +660,40 @@ TEST(WireRecords, FetchedBatchParsesFromTheSpan)
 }
 
 } // namespace
+
+// KmirrorBarrier v0 (kmirror's own API, README "Failback"): the bytes are
+// plain non-flexible Kafka types, decoded at every split, and a cut body
+// is refused.
+TEST(WireProto, KmirrorBarrierBytes)
+{
+	B req, resp;
+	req.str("orders").i32(3).str("clusterA");
+	resp.i16(0).i64(300).i64(0).i64(401).str("clusterB");
+	for (size_t cut = 0; cut <= req.b.size(); cut++) {
+		Rd t(req.b, {cut});
+		km_barrier_req m;
+		ASSERT_EQ(0, km_barrier_req_decode(&t.r, 0, &m)) << cut;
+		EXPECT_STREQ("orders", m.topic.s);
+		EXPECT_EQ(3, m.partition);
+		EXPECT_STREQ("clusterA", m.source_cluster_id.s);
+	}
+	Rd t(resp.b);
+	km_barrier_resp m;
+	ASSERT_EQ(0, km_barrier_resp_decode(&t.r, 0, &m));
+	EXPECT_EQ(300, m.barrier_offset);
+	EXPECT_EQ(401, m.high_watermark);
+	EXPECT_STREQ("clusterB", m.cluster_id.s);
+
+	uint8_t buf[128];
+	km_wire_wr w;
+	km_wire_wr_init(&w, buf, sizeof(buf));
+	ASSERT_EQ(0, km_barrier_resp_encode(&w, 0, &m));
+	EXPECT_EQ(resp.b, Bytes(buf, buf + w.pos));
+
+	Bytes cut(resp.b.begin(), resp.b.end() - 3);
+	Rd c(cut);
+	EXPECT_EQ(KM_EWIRETRUNC, km_barrier_resp_decode(&c.r, 0, &m));
+	Rd v1(req.b);
+	km_barrier_req r1;
+	EXPECT_EQ(KM_EWIREVERSION, km_barrier_req_decode(&v1.r, 1, &r1));
+}

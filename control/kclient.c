@@ -1,0 +1,166 @@
+/* Blocking Kafka requests for the control thread (kclient.h). */
+#include <errno.h>
+#include <netdb.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "common/clock.h"
+#include "common/endian.h"
+#include "common/errors.h"
+#include "control/kclient.h"
+
+#define REQ_BYTES_MAX (64u * 1024)
+
+/* Wait for fd to be ready for events before the deadline. */
+static int wait_fd(const struct km_kclient *c, short events)
+{
+	struct pollfd p = { .fd = c->fd, .events = events };
+	int64_t left = c->deadline_ms - (int64_t)km_clock_ms();
+	int rc;
+
+	if (left <= 0)
+		return -ETIMEDOUT;
+	do
+		rc = poll(&p, 1, (int)left);
+	while (rc < 0 && errno == EINTR);
+	if (rc < 0)
+		return -errno;
+	return rc == 0 ? -ETIMEDOUT : 0;
+}
+
+static int connect_fd(struct km_kclient *c, const struct addrinfo *ai)
+{
+	int soerr = 0, rc;
+	socklen_t len = sizeof(soerr);
+
+	c->fd = socket(ai->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
+		       0);
+	if (c->fd < 0)
+		return -errno;
+	rc = connect(c->fd, ai->ai_addr, ai->ai_addrlen);
+	if (rc < 0 && errno != EINPROGRESS)
+		return -errno;
+	if ((rc = wait_fd(c, POLLOUT)) < 0)
+		return rc;
+	if (getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &soerr, &len) < 0)
+		return -errno;
+	return -soerr;
+}
+
+int km_kclient_open(struct km_kclient *c, const struct km_config_addr *a,
+		    int timeout_ms)
+{
+	struct addrinfo hints = { .ai_socktype = SOCK_STREAM }, *res;
+	char port[8];
+	int rc;
+
+	memset(c, 0, sizeof(*c));
+	c->fd = -1;
+	c->deadline_ms = (int64_t)km_clock_ms() + timeout_ms;
+	snprintf(port, sizeof(port), "%u", a->port);
+	if (getaddrinfo(a->host, port, &hints, &res) != 0)
+		return -EHOSTUNREACH;
+	rc = connect_fd(c, res);
+	freeaddrinfo(res);
+	if (rc < 0)
+		km_kclient_close(c);
+	return rc;
+}
+
+static int io_all(struct km_kclient *c, void *buf, size_t len, bool out)
+{
+	size_t done = 0;
+
+	while (done < len) {
+		ssize_t n = out ? send(c->fd, (char *)buf + done, len - done,
+				       MSG_NOSIGNAL)
+				: recv(c->fd, (char *)buf + done, len - done, 0);
+		int rc;
+
+		if (n > 0) {
+			done += (size_t)n;
+			continue;
+		}
+		if (n == 0)
+			return -ECONNRESET;
+		if (errno != EAGAIN && errno != EINTR)
+			return -errno;
+		if ((rc = wait_fd(c, out ? POLLOUT : POLLIN)) < 0)
+			return rc;
+	}
+	return 0;
+}
+
+static int send_request(struct km_kclient *c, int16_t api_key, int16_t version,
+			int (*encode)(struct km_wire_wr *, int16_t, const void *),
+			const void *req)
+{
+	struct km_reqhdr h = { .api_key = api_key, .api_version = version,
+			       .correlation_id = ++c->corr };
+	uint8_t *buf = malloc(REQ_BYTES_MAX);
+	struct km_wire_wr w;
+	int rc;
+
+	if (buf == NULL)
+		return -ENOMEM;
+	km_wire_name_set(&h.client_id, "kmirrord");
+	km_wire_wr_init(&w, buf, REQ_BYTES_MAX);
+	/* The encoders return a count or a negative code. */
+	if ((rc = km_proto_req_begin(&w, &h)) >= 0 &&
+	    (rc = encode(&w, version, req)) >= 0 &&
+	    (rc = km_wire_wr_frame_end(&w)) >= 0)
+		rc = io_all(c, buf, w.pos, true);
+	free(buf);
+	return rc;
+}
+
+static int read_response(struct km_kclient *c)
+{
+	uint8_t hdr[4];
+	int rc = io_all(c, hdr, sizeof(hdr), false);
+
+	free(c->resp);
+	c->resp = NULL;
+	if (rc < 0)
+		return rc;
+	c->resp_len = km_load_be32(hdr);
+	if (c->resp_len > KM_KCLIENT_RESP_BYTES_MAX)
+		return KM_EWIREFRAMEMAX;
+	if ((c->resp = malloc(c->resp_len ? c->resp_len : 1)) == NULL)
+		return -ENOMEM;
+	return io_all(c, c->resp, c->resp_len, false);
+}
+
+int km_kclient_call(struct km_kclient *c, int16_t api_key, int16_t version,
+		    int (*encode)(struct km_wire_wr *w, int16_t version,
+				  const void *req),
+		    const void *req, struct km_wire_rd *r)
+{
+	struct km_chain_cur cur = { 0, 0 };
+	int32_t corr;
+	int rc;
+
+	if ((rc = send_request(c, api_key, version, encode, req)) < 0 ||
+	    (rc = read_response(c)) < 0)
+		return rc;
+	c->iov = (struct iovec){ c->resp, c->resp_len };
+	c->chain = (struct km_chain){ &c->iov, 1 };
+	km_wire_rd_init(r, &c->chain, cur, c->resp_len, &km_wire_limits_default);
+	if ((rc = km_resphdr_decode(r, api_key, version, &corr)) == 0 &&
+	    corr != c->corr)
+		rc = KM_EWIREVALUE; /* not the answer to our request */
+	return rc;
+}
+
+void km_kclient_close(struct km_kclient *c)
+{
+	if (c->fd >= 0)
+		close(c->fd);
+	c->fd = -1;
+	free(c->resp);
+	c->resp = NULL;
+}

@@ -1,0 +1,57 @@
+/* A small blocking Kafka client for the control thread: one connection,
+ * one request at a time, a deadline over everything. For the rare
+ * questions the control thread asks a source itself (startup discovery,
+ * failback's barrier lookup), never for data: the workers fetch. */
+#ifndef KM_CONTROL_KCLIENT_H
+#define KM_CONTROL_KCLIENT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "control/config.h"
+#include "kafka/proto.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Responses above this are refused (KM_EWIREFRAMEMAX). */
+#define KM_KCLIENT_RESP_BYTES_MAX (16u * 1024 * 1024)
+
+struct km_kclient {
+	int fd;
+	int64_t deadline_ms;	/* km_clock_ms() */
+	int32_t corr;		/* last correlation id sent */
+	uint8_t *resp;		/* the last response body (malloc) */
+	uint32_t resp_len;
+	struct iovec iov;	/* the reader's view of resp */
+	struct km_chain chain;
+};
+
+/** Connect to a (a host name or IPv4 literal) within timeout_ms, which
+ *  also bounds every later call. @return 0, or -errno (-ETIMEDOUT,
+ *  -ECONNREFUSED, -EHOSTUNREACH for a name that does not resolve). */
+int km_kclient_open(struct km_kclient *c, const struct km_config_addr *a,
+		    int timeout_ms);
+
+/**
+ * Send one request and read its response. encode writes the request body
+ * for (api_key, version); the response's header is checked (correlation
+ * id) and r is left at its body, which stays valid until the next call.
+ * @return 0, -errno from the socket (-ECONNRESET: the peer closed, as a
+ *         Kafka broker does on an API key it does not know), or a wire
+ *         error (KM_EWIREFRAMEMAX, KM_EWIREVALUE for a wrong correlation
+ *         id, ...).
+ */
+int km_kclient_call(struct km_kclient *c, int16_t api_key, int16_t version,
+		    int (*encode)(struct km_wire_wr *w, int16_t version,
+				  const void *req),
+		    const void *req, struct km_wire_rd *r);
+
+void km_kclient_close(struct km_kclient *c);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

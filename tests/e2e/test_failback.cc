@@ -1,0 +1,232 @@
+/* Failback (R5) end to end. A is the primary (a writable topic), B mirrors
+ * it and fails over; A, back, mirrors B's log: it asks B (KmirrorBarrier,
+ * kmirror's own API on B's Kafka port) for the latest barrier naming A's
+ * cluster id, cuts its own log there (the writes A took after B's failover
+ * go, and are reported), copies B's barrier and B's new data, then stops
+ * again and takes local writes. Offsets are identical on A and B at every
+ * step. Real librdkafka producers and consumers. */
+#include <signal.h>
+
+#include <functional>
+#include <memory>
+
+#include <gtest/gtest.h>
+
+#include "tests/e2e/daemon.h"
+#include "tests/e2e/e2e_util.h"
+#include "tests/support/kafka_peers.h"
+
+using namespace kmtest;
+
+namespace {
+
+using StatusMap = std::map<std::string, PartStatus>;
+
+std::function<bool(const StatusMap &)> at(const char *key, int64_t hw)
+{
+	return [key, hw](const StatusMap &st) {
+		return st.count(key) && st.at(key).hw == hw;
+	};
+}
+
+std::vector<Message> read_all(const Daemon &d)
+{
+	std::vector<Message> got;
+	ConsumeSpec cs;
+	cs.topic = "t";
+	cs.partition = 0;
+	EXPECT_EQ("", consume(d.bootstrap(), cs, &got));
+	return got;
+}
+
+/* Same offsets, same bytes. */
+void expect_same(const Daemon &x, const Daemon &y, size_t n)
+{
+	std::vector<Message> a = read_all(x), b = read_all(y);
+
+	ASSERT_EQ(n, a.size());
+	ASSERT_EQ(n, b.size());
+	for (size_t i = 0; i < n; i++) {
+		EXPECT_EQ(a[i].offset, b[i].offset) << i;
+		EXPECT_EQ(a[i].key, b[i].key) << i;
+		EXPECT_EQ(a[i].value, b[i].value) << i;
+	}
+}
+
+std::string barrier_line(int64_t offset)
+{
+	return "baseOffset: " + std::to_string(offset) + " lastOffset: " +
+	       std::to_string(offset) + " count: 1 baseSequence: -1 "
+	       "lastSequence: -1 producerId: -1";
+}
+
+bool has_barrier(const std::string &text, const std::string &cluster_id)
+{
+	return text.find("MirrorPidReset {\"version\":0,\"sourceClusterId\":\"" +
+			 cluster_id + "\"}") != std::string::npos;
+}
+
+/* A (primary, t:1 writable) with 300 records, B mirroring it, stopped:
+ * barrier at 300, then 100 of B's own (301..400). A took 50 more (300..349)
+ * after B's failover: split brain, which the failback discards. */
+struct Pair {
+	TempDir ta{ "km-fb-a" }, tb{ "km-fb-b" };
+	Daemon a{ ta.path(), { "local.topics=t:1" } };
+	std::unique_ptr<Daemon> bp; /* its source is A's ephemeral port */
+	std::string a_id, b_id;
+
+	Daemon &b() { return *bp; }
+
+	std::string set_up()
+	{
+		ChildResult r;
+		if (std::string e = a.start(); !e.empty())
+			return "A: " + e;
+		if (std::string e = produce(a.bootstrap(), idempotent("t", 0, 300, 1));
+		    !e.empty())
+			return "produce A: " + e;
+		bp = std::make_unique<Daemon>(
+			tb.path(), std::vector<std::string>{
+					   "source.bootstrap.servers=" + a.bootstrap(),
+					   "topics=t" });
+		if (std::string e = b().start(); !e.empty())
+			return "B: " + e;
+		if (std::string e = b().wait_status(at("t:0", 300), 60000); !e.empty())
+			return "B catching up: " + e;
+		if (std::string e = ctl(b(), { "stop", "--all" }, &r); !e.empty())
+			return "stop B: " + e;
+		if (std::string e = produce(b().bootstrap(), idempotent("t", 0, 100, 2));
+		    !e.empty())
+			return "produce B: " + e;
+		if (std::string e = produce(a.bootstrap(), idempotent("t", 0, 50, 3));
+		    !e.empty())
+			return "produce A after the failover: " + e;
+		a_id = cluster_id_of(ta.path());
+		b_id = cluster_id_of(tb.path());
+		return a_id.empty() || b_id.empty() ? "no cluster ids" : "";
+	}
+};
+
+TEST(Failback, MirrorsBackFromTheBarrierThenStopsAgain)
+{
+	Pair p;
+	ASSERT_EQ("", p.set_up());
+	ChildResult r;
+
+	/* B answers where A's and B's logs part: its barrier for A's id. */
+	ASSERT_EQ("", ctl(p.a, { "failback", "t:0", "--source", p.b().bootstrap(),
+				 "--json" }, &r));
+	EXPECT_NE(std::string::npos, r.out.find("\"truncated_to\":300")) << r.out;
+	EXPECT_NE(std::string::npos, r.out.find("\"removed_records\":50")) << r.out;
+	ASSERT_EQ("", p.a.wait_status(at("t:0", 401), 60000));
+	StatusMap st;
+	ASSERT_EQ("", p.a.status(&st));
+	EXPECT_EQ("MIRRORING", st["t:0"].state);
+	expect_same(p.a, p.b(), 400);
+
+	/* A copied B's barrier (naming A) at B's offset; B's producer ids are
+	 * mapped on A. Writes are refused while A mirrors. */
+	std::string text = dump(p.ta.path() + "/t-0/00000000000000000000.log");
+	EXPECT_TRUE(has_barrier(text, p.a_id)) << text.substr(0, 3000);
+	EXPECT_NE(std::string::npos, text.find(barrier_line(300)));
+	EXPECT_NE("", produce(p.a.bootstrap(), idempotent("t", 0, 1, 4)));
+
+	/* A stops again: its barrier names B, after B's data; A's idempotent
+	 * producers write again, at the offsets after it. */
+	ASSERT_EQ("", ctl(p.a, { "stop", "t:0", "--json" }, &r));
+	EXPECT_NE(std::string::npos, r.out.find("\"barrier_offset\":401")) << r.out;
+	ASSERT_EQ("", produce(p.a.bootstrap(), idempotent("t", 0, 20, 5)));
+	ASSERT_EQ("", p.a.wait_status(at("t:0", 422), 10000));
+	text = dump(p.ta.path() + "/t-0/00000000000000000000.log");
+	EXPECT_TRUE(has_barrier(text, p.b_id));
+	EXPECT_NE(std::string::npos, text.find(barrier_line(401)));
+	std::vector<Message> got = read_all(p.a);
+	ASSERT_EQ(420u, got.size());
+	EXPECT_EQ(402, got[400].offset);
+	EXPECT_EQ(payload_value(5, 0, 0, 100), got[400].value);
+
+	/* After a restart A is still STOPPED and writable, B's barrier and
+	 * data intact. */
+	ChildResult res;
+	ASSERT_EQ("", p.a.stop(30000, &res));
+	ASSERT_EQ("", p.a.start());
+	st.clear();
+	ASSERT_EQ("", p.a.status(&st));
+	EXPECT_EQ("STOPPED", st["t:0"].state);
+	EXPECT_EQ(422, st["t:0"].leo);
+}
+
+/* Refusals name their reason, and change nothing. */
+TEST(Failback, RefusesWithoutACommonHistory)
+{
+	Pair p;
+	ASSERT_EQ("", p.set_up());
+	ChildResult r;
+
+	/* A plain Kafka source cannot say where the logs part. */
+	MockCluster mock(1);
+	ASSERT_EQ("", mock.error());
+	EXPECT_NE("", ctl(p.a, { "failback", "t:0", "--source",
+				 mock.bootstrap() }, &r));
+	EXPECT_NE(std::string::npos, r.err.find("not a kmirror host")) << r.err;
+	EXPECT_NE(std::string::npos, r.err.find("--truncate-to")) << r.err;
+
+	/* B holds no barrier for B's own id: asked from B's side about A,
+	 * A never mirrored from B. */
+	EXPECT_NE("", ctl(p.b(), { "failback", "t:0", "--source", p.a.bootstrap() },
+			  &r));
+	EXPECT_NE(std::string::npos, r.err.find("holds no MIRROR_PID_RESET barrier"))
+		<< r.err;
+
+	/* A has no configured source: start needs failback --source. */
+	EXPECT_NE("", ctl(p.a, { "start", "t:0" }, &r));
+	EXPECT_NE(std::string::npos, r.err.find("no source")) << r.err;
+
+	/* Nothing changed: both still take writes at their own offsets. */
+	StatusMap sa, sb;
+	ASSERT_EQ("", p.a.status(&sa));
+	ASSERT_EQ("", p.b().status(&sb));
+	EXPECT_EQ(350, sa["t:0"].leo);
+	EXPECT_EQ("STOPPED", sb["t:0"].state);
+	EXPECT_EQ(401, sb["t:0"].leo);
+	ASSERT_EQ("", produce(p.a.bootstrap(), idempotent("t", 0, 5, 6)));
+
+	/* --from-start against the plain source is the operator's call: A's
+	 * log goes whole, and A mirrors B from B's first offset. */
+	ASSERT_EQ("", ctl(p.a, { "failback", "t:0", "--source", p.b().bootstrap(),
+				 "--from-start", "--json" }, &r));
+	EXPECT_NE(std::string::npos, r.out.find("\"removed_records\":355")) << r.out;
+	ASSERT_EQ("", p.a.wait_status(at("t:0", 401), 60000));
+	expect_same(p.a, p.b(), 400);
+}
+
+/* kill -9 after PREPARING is persisted and after the cut: the restart cuts
+ * (again: idempotent) and mirrors, with one barrier from B, no other. */
+TEST(Failback, CrashWhilePreparingResumes)
+{
+	for (const char *point : { "prepare-after-preparing", "prepare-after-cut" }) {
+		SCOPED_TRACE(point);
+		Pair p;
+		ASSERT_EQ("", p.set_up());
+		ChildResult r, res;
+		ASSERT_EQ("", p.a.stop(30000, &res));
+		p.a.set_env({ std::string("KMIRROR_TEST_CRASH=") + point });
+		ASSERT_EQ("", p.a.start());
+		EXPECT_NE("", ctl(p.a, { "failback", "t:0", "--source",
+					 p.b().bootstrap() }, &r)) << "it must die";
+		ASSERT_EQ("", p.a.child().wait(20000, &res));
+		EXPECT_EQ(SIGKILL, res.signal) << res.describe();
+		p.a.set_env({});
+		ASSERT_EQ("", p.a.start());
+		ASSERT_EQ("", p.a.wait_status(at("t:0", 401), 60000));
+		expect_same(p.a, p.b(), 400);
+		std::string text = dump(p.ta.path() + "/t-0/00000000000000000000.log");
+		size_t n = 0;
+		for (size_t pos = 0; (pos = text.find("MirrorPidReset", pos)) !=
+				     std::string::npos; pos++)
+			n++;
+		EXPECT_EQ(1u, n) << text.substr(0, 3000);
+	}
+}
+
+} // namespace
