@@ -187,7 +187,8 @@ static int run_stop(struct km_log *log, const struct wmsg *m,
 	int rc;
 
 	memset(r, 0, sizeof(*r));
-	if ((rc = km_log_sync(log)) < 0)
+	/* Step 2: fdatasync (queued, then waited for). */
+	if ((rc = km_log_flush(log)) < 0 || (rc = km_log_sync(log)) < 0)
 		return rc;
 	if (ends_with_barrier(log, m->u.stop.cluster_id, &r->barrier_offset)) {
 		r->resumed = true;

@@ -197,7 +197,12 @@ int km_log_write_snapshot(struct km_log *log, int64_t offset)
 
 int km_log_checkpoint(struct km_log *log)
 {
-	int rc = km_log_sync(log);
+	/* km_log_sync only waits: the fdatasync must be queued first, or the
+	 * durable offset (the HW) waits for the flush timer. */
+	int rc = km_log_flush(log);
+
+	if (rc == 0)
+		rc = km_log_sync(log);
 
 	return rc < 0 ? rc : km_log_write_snapshot(log, log->leo);
 }

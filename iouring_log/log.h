@@ -220,8 +220,9 @@ int64_t km_log_truncate_to(struct km_log *log, int64_t offset,
 			   uint64_t *removed_bytes, uint32_t *removed_batches);
 
 /**
- * Make everything appended durable (km_log_sync) and write a producer
- * snapshot at the log end (R4 step 4: after the barrier).
+ * Make everything appended durable (km_log_flush, then km_log_sync: the
+ * durable offset is the log end on return) and write a producer snapshot
+ * at the log end (R4 step 4: after the barrier).
  * @return 0 or a negative code.
  */
 int km_log_checkpoint(struct km_log *log);

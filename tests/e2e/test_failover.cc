@@ -66,6 +66,15 @@ TEST(Failover, StopWritesTheBarrierAndOpensForIdempotentProducers)
 	 * data at A's offsets, then B's own after the barrier. */
 	for (int p = 0; p < kParts; p++)
 		ASSERT_EQ("", produce(b.bootstrap(), idempotent("t", p, 100, 10 + p)));
+	/* A partition another worker owns shows the front-end its LSO as
+	 * published on the owner's tick: wait for it before reading to the
+	 * end (read_committed stops at the LSO). */
+	ASSERT_EQ("", b.wait_status(
+			      [](const std::map<std::string, PartStatus> &s) {
+				      return s.at("t:0").lso == 401 &&
+					     s.at("t:1").lso == 401;
+			      },
+			      10000));
 	for (int p = 0; p < kParts; p++) {
 		std::vector<Message> got, src;
 		ConsumeSpec cs;
