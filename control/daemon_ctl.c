@@ -91,6 +91,9 @@ static json_t *part_row(struct km_daemon *d, uint32_t i, uint64_t now)
 	json_object_set_new(row, "bytes_per_sec",
 			    json_integer((json_int_t)d->rates[i].bytes_per_sec));
 	if (d->mirrored[i]) {
+		if (d->mstates[i].source[0] != '\0')
+			json_object_set_new(row, "source",
+					    json_string(d->mstates[i].source));
 		json_object_set_new(row, "source_hw", json_integer(src));
 		json_object_set_new(row, "corrupt",
 				    json_integer((json_int_t)LOAD(p, corrupt)));
