@@ -75,9 +75,17 @@ static int ask_barrier(struct km_kclient *c, const char *topic,
 /* A plain Kafka source: only its cluster id (for the next barrier). */
 static int ask_cluster_id(struct km_kclient *c, struct km_upstream_answer *out)
 {
+	/* An empty topic list asks for none; room for some anyway, for a
+	 * server that answers with all. */
 	static struct km_metadata_broker brokers[256];
+	static struct km_metadata_topic topics[64];
+	static struct km_metadata_part parts[4096];
+	static int32_t nodes[16384];
 	struct km_metadata_req req = { .topics = NULL, .n_topics = 0 };
-	struct km_metadata_resp m = { .brokers = brokers, .brokers_max = 256 };
+	struct km_metadata_resp m = { .brokers = brokers, .brokers_max = 256,
+				      .topics = topics, .topics_max = 64,
+				      .parts = parts, .parts_max = 4096,
+				      .nodes = nodes, .nodes_max = 16384 };
 	struct km_wire_rd r;
 	int rc;
 

@@ -191,11 +191,20 @@ TEST(Failback, RefusesWithoutACommonHistory)
 	EXPECT_EQ(401, sb["t:0"].leo);
 	ASSERT_EQ("", produce(p.a.bootstrap(), idempotent("t", 0, 5, 6)));
 
-	/* --from-start against the plain source is the operator's call: A's
-	 * log goes whole, and A mirrors B from B's first offset. */
+	/* The operator's cut: --truncate-to keeps A's log below 250 (A's own
+	 * records, which B holds too) and mirrors B from there. */
+	ASSERT_EQ("", ctl(p.a, { "failback", "t:0", "--source", p.b().bootstrap(),
+				 "--truncate-to", "250", "--json" }, &r));
+	EXPECT_NE(std::string::npos, r.out.find("\"removed_records\":105")) << r.out;
+	ASSERT_EQ("", p.a.wait_status(at("t:0", 401), 60000));
+	expect_same(p.a, p.b(), 400);
+
+	/* --from-start: A, stopped again, empties its log and copies B
+	 * from B's first offset. */
+	ASSERT_EQ("", ctl(p.a, { "stop", "t:0" }, &r));
 	ASSERT_EQ("", ctl(p.a, { "failback", "t:0", "--source", p.b().bootstrap(),
 				 "--from-start", "--json" }, &r));
-	EXPECT_NE(std::string::npos, r.out.find("\"removed_records\":355")) << r.out;
+	EXPECT_NE(std::string::npos, r.out.find("\"removed_records\":402")) << r.out;
 	ASSERT_EQ("", p.a.wait_status(at("t:0", 401), 60000));
 	expect_same(p.a, p.b(), 400);
 }

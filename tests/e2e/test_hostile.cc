@@ -34,6 +34,7 @@
 #include <gtest/gtest.h>
 
 #include "tests/e2e/daemon.h"
+#include "tests/e2e/e2e_util.h"
 #include "tests/e2e/fake_source.h"
 #include "tests/support/kafka_peers.h"
 
@@ -448,6 +449,35 @@ TEST_F(Hostile, BadCrcAlwaysFailsThePartitionAndPersistsNothingBad)
 	expect_dump(1, bad);
 	EXPECT_TRUE(has_problem_line(log_of(d), "FAILED.*(crc|corrupt)"))
 		<< log_of(d);
+	expect_clean_stop(d);
+
+	/* FAILED is persisted: after a restart the partition is still FAILED
+	 * with its reason and fetches nothing, even with the source healed,
+	 * until the operator starts it; then it resumes at its log end. */
+	EXPECT_NE(std::string::npos,
+		  read_file(dir_.path() + "/hostile-1/kmirror.state")
+			  .find("state=FAILED"));
+	fake_->set_fault_hook([](const FakeRequest &) { return FaultAction(); });
+	ASSERT_EQ("", d.start());
+	f0 = fake_->fetches(0);
+	f1 = fake_->fetches(1);
+	ASSERT_TRUE(poll_until([&] { return fake_->fetches(0) >= f0 + 3; },
+			       kWaitMs));
+	EXPECT_EQ(f1, fake_->fetches(1));
+	st.clear();
+	ASSERT_EQ("", d.status(&st));
+	EXPECT_EQ("FAILED", st[key_of(1)].state);
+	EXPECT_NE(std::string::npos, st[key_of(1)].reason.find(std::to_string(bad)))
+		<< st[key_of(1)].reason;
+	ChildResult r;
+	ASSERT_EQ("", ctl(d, { "start", key_of(1) }, &r));
+	ASSERT_EQ("", d.wait_status(
+			      [&](const StatusMap &s) {
+				      return caught_up(s, 1, end(1)) &&
+					     s.at(key_of(1)).state == "MIRRORING";
+			      },
+			      kWaitMs));
+	expect_content(d, 1, end(1));
 	expect_clean_stop(d);
 }
 
