@@ -5,10 +5,18 @@
 #       physical limit of this machine;
 #   (b) a librdkafka consumer reading the same source as fast as it can
 #       (bench-consume-rate): the ceiling of a consume-and-reproduce mirror.
-# The source is a kmirrord serving a writable partition that this script
-# preloads (librdkafka's mock cluster is too slow and too small).
-# Targets (issue 4): mirror >= 0.8 x (a) and >= 2 x (b).
-# usage: bench/e2e.sh BUILD_DIR [GIB]
+# The source is a kmirrord serving writable partitions that this script
+# preloads (librdkafka's mock cluster is too slow and too small), with two
+# workloads:
+#   big:  64 KiB records, uncompressed - the cheapest case for a consumer
+#         (few records per byte, nothing to decompress);
+#   zstd: 1 KiB records, zstd-compressed batches - what production topics
+#         usually hold: a consumer decompresses and walks every record, a
+#         byte-for-byte mirror copies the compressed batches.
+# Figures are in log bytes (what is on disk: compressed for zstd) per
+# second. Targets (issue 4): mirror >= 0.8 x (a) and >= 2 x (b).
+# usage: bench/e2e.sh BUILD_DIR [GIB]   (GIB of the big workload; the zstd
+#        one holds GIB/4 of log)
 set -euo pipefail
 
 BUILD=$(readlink -f "$1")
@@ -34,31 +42,41 @@ status_json() { "$BUILD/tools/kmirrorctl" --socket "$1" status --json; }
 field() { sed -n "s/.*\"$1\":\([0-9-]*\).*/\1/p"; }
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 
-# The source: a writable partition on kmirrord A.
-"$BUILD/control/kmirrord" --set data.dir="$T/a" --set local.topics=src:1 \
+# The source: writable partitions on kmirrord A.
+"$BUILD/control/kmirrord" --set data.dir="$T/a" --set local.topics=big:1,zstd:1 \
 	--set listeners=127.0.0.1:0 --set control.socket="$T/a.sock" \
 	--set flush.ms=1000 >"$T/a.log" 2>&1 &
 PIDS+=($!)
 wait_file "$T/a/kmirrord.port"
 A="127.0.0.1:$(cat "$T/a/kmirrord.port")"
-COUNT=$((GIB * 1024 * 1024 / 64))
-echo "preloading $GIB GiB into $A src:0 ($COUNT messages of 64 KiB)"
-"$BUILD/tools/kmirror-produce" --bootstrap "$A" --topic src --partition 0 \
-	--count "$COUNT" --size 65536 --keys none --mode plain \
-	--compression none --batch-size 1048576 --linger-ms 20 >/dev/null
-# acks=1 answers before the flush: wait until all of it is durable.
-until [ "$(status_json "$T/a.sock" | field hw)" = "$COUNT" ]; do sleep 0.05; done
-END=$COUNT
-SEG=$(ls "$T"/a/src-0/*.log)
-BYTES=$(stat -c %s $SEG | awk '{s += $1} END {print s}')
-cat $SEG >/dev/null # all of it in the page cache, for every contender alike
-echo "source: $END records, $BYTES bytes in $(echo $SEG | wc -w) segment(s)"
+
+hw_of() { # topic
+	"$BUILD/tools/kmirrorctl" --socket "$T/a.sock" status --json |
+		tr '{' '\n' | grep "\"partition\":\"$1:0\"" | field hw
+}
+
+# preload TOPIC COUNT SIZE CODEC: then END, BYTES and SEG describe it.
+preload() {
+	local topic=$1 count=$2 size=$3 codec=$4
+	echo "preloading $topic:0 in $A: $count records of $size B, $codec"
+	"$BUILD/tools/kmirror-produce" --bootstrap "$A" --topic "$topic" \
+		--partition 0 --count "$count" --size "$size" --keys seq \
+		--mode plain --compression "$codec" --batch-size 1048576 \
+		--linger-ms 20 >/dev/null
+	# acks=1 answers before the flush: wait until all of it is durable.
+	until [ "$(hw_of "$topic")" = "$count" ]; do sleep 0.05; done
+	END=$count
+	SEG=$(ls "$T/a/$topic-0/"*.log)
+	BYTES=$(stat -c %s $SEG | awk '{s += $1} END {print s}')
+	cat $SEG >/dev/null # in the page cache, for every contender alike
+	echo "source $topic: $END records, $BYTES bytes of log in $(echo $SEG | wc -w) segment(s)"
+}
 
 # One pass writes into DEST: the disk (bounded by it), then tmpfs, where
 # only the software path is measured.
 HZ=$(getconf CLK_TCK)
 pass() {
-	local dest=$1 label=$2 B t0 t1 ticks
+	local dest=$1 label=$2 topic=$3 B t0 t1 ticks
 	rm -rf "$dest" && mkdir -p "$dest"
 	# (a) raw TCP-to-file copy of the same bytes.
 	RAW=$("$BUILD/bench/bench-raw-copy" "$(echo $SEG | cut -d' ' -f1)" "$dest/raw.out")
@@ -67,7 +85,7 @@ pass() {
 	# kmirrord B mirrors A: timed from its first mirrored record until its
 	# durable offset is A's end (startup, about 0.3 s, is reported apart).
 	local ts=$(date +%s.%N)
-	"$BUILD/control/kmirrord" --set data.dir="$dest/b" --set topics=src \
+	"$BUILD/control/kmirrord" --set data.dir="$dest/b" --set topics="$topic" \
 		--set source.bootstrap.servers="$A" --set listeners=127.0.0.1:0 \
 		--set control.socket="$T/b.sock" --set workers=1 \
 		--set flush.ms=20 >"$T/b.log" 2>&1 &
@@ -92,7 +110,7 @@ pass() {
 	kill -TERM "$B"; wait "$B" || true
 	rm -rf "$dest"
 	# (b) librdkafka consumer, as fast as it goes (reads only).
-	CON=$("$BUILD/bench/bench-consume-rate" "$A" src 0 "$END" "$BYTES")
+	CON=$("$BUILD/bench/bench-consume-rate" "$A" "$topic" 0 "$END" "$BYTES")
 	echo "[$label] (b) $CON"
 	python3 - "$label" "$RAW" "$MIR" "$CON" <<'PYEOF'
 import sys
@@ -106,7 +124,15 @@ print(f"[{label}] CPU s/GB: kmirrord {ck:.2f}, raw copy {ca:.2f} (receiver), con
 PYEOF
 }
 
-pass "$T/disk" disk
-if [ -d /dev/shm ]; then
-	pass "/dev/shm/kmirror-bench-e2e.$$" tmpfs
-fi
+for w in big zstd; do
+	if [ $w = big ]; then
+		preload big $((GIB * 1024 * 1024 / 64)) 65536 none
+	else
+		# zstd shrinks these payloads about 7x: ~GIB/4 of log.
+		preload zstd $((GIB * 1024 * 1024 * 7 / 4)) 1024 zstd
+	fi
+	pass "$T/disk" "$w disk" $w
+	if [ -d /dev/shm ]; then
+		pass "/dev/shm/kmirror-bench-e2e.$$" "$w tmpfs" $w
+	fi
+done

@@ -209,6 +209,37 @@ int km_log_aborted_txns(struct km_log *log, int64_t from, int64_t upto,
 int km_log_find_barrier(struct km_log *log, const char *cluster_id,
 			int64_t upto, int64_t *offset);
 
+/* Retention (log_retain.c): what may go. -1 disables a rule. */
+struct km_log_retention {
+	int64_t below_offset;	/* segments whose offsets are all below this
+				   (the source's log start) */
+	int64_t max_age_ms;	/* segments whose newest batch is older */
+	int64_t max_bytes;	/* oldest segments while the log is bigger */
+	int64_t now_ms;		/* wall clock, for max_age_ms */
+};
+
+struct km_log_retained {
+	uint32_t segments;	/* deleted */
+	uint64_t bytes;
+	int64_t start;		/* the log start after it */
+};
+
+/* Segments one km_log_retain call deletes at most (bounded work per tick). */
+#define KM_LOG_RETAIN_BURST 16u
+
+/**
+ * Delete the oldest whole segments that a rule names, in order, stopping at
+ * the first one none names; never the active segment. The log start becomes
+ * the first remaining segment's base offset; producer snapshots below it
+ * go. Safe for readers on other threads. Owner thread.
+ * @return 0, or -errno from unlinking (the segments left the log anyway).
+ */
+int km_log_retain(struct km_log *log, const struct km_log_retention *r,
+		  struct km_log_retained *out);
+
+/** Bytes of the .log files (disk usage, for status). Owner thread. */
+uint64_t km_log_size_bytes(const struct km_log *log);
+
 /**
  * Truncate the log to below offset: segments, indexes, .txnindex entries,
  * snapshots and producer state rebuilt consistently. An offset inside a batch

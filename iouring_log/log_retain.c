@@ -1,0 +1,96 @@
+/* Retention: delete the oldest whole segments (issue 7). A mirror drops
+ * what its source dropped (the source's log start, from every Fetch
+ * response) and what local caps say (age, size); the log start becomes the
+ * first remaining segment's base offset, which is also what an open after a
+ * crash finds (log_recover.c), so nothing else needs persisting.
+ *
+ * Readers in flight (any thread, log_read.c) are safe: the segments leave
+ * the array under the exclusive segment lock, which waits for every read
+ * holding it shared; their files are closed and unlinked after, when no
+ * read can reach them. The .log file goes first: an open ignores index
+ * files without one. */
+#include <errno.h>
+#include <string.h>
+
+#include "common/errors.h"
+#include "common/log.h"
+#include "iouring_log/log_pvt.h"
+
+/* Is the oldest segment of the log (not the active one) to go? */
+static bool deletable(const struct km_log *log, uint32_t i,
+		      const struct km_log_retention *r, uint64_t total)
+{
+	const struct km_segment *s = &log->segs[i];
+
+	if (i + 1 >= log->n_segs)
+		return false; /* the active segment always stays */
+	if (r->below_offset >= 0 && log->segs[i + 1].base_offset <= r->below_offset)
+		return true;
+	if (r->max_age_ms >= 0 && s->max_timestamp >= 0 &&
+	    s->max_timestamp < r->now_ms - r->max_age_ms)
+		return true;
+	return r->max_bytes >= 0 && total > (uint64_t)r->max_bytes;
+}
+
+static uint64_t total_bytes(const struct km_log *log)
+{
+	uint64_t sum = 0;
+
+	for (uint32_t i = 0; i < log->n_segs; i++)
+		sum += log->segs[i].size_bytes;
+	return sum;
+}
+
+/* Snapshots below the new log start describe nothing left. */
+static void drop_old_snapshots(struct km_log *log, int64_t start)
+{
+	int64_t offs[256];
+	int n = km_log_list_snapshots(log, offs, 256);
+
+	for (int i = 0; i < n && i < 256; i++)
+		if (offs[i] < start)
+			(void)km_log_delete_snapshot(log, offs[i]);
+}
+
+int km_log_retain(struct km_log *log, const struct km_log_retention *r,
+		  struct km_log_retained *out)
+{
+	struct km_segment gone[KM_LOG_RETAIN_BURST];
+	uint64_t total = total_bytes(log);
+	uint32_t n = 0;
+	int rc = 0;
+
+	memset(out, 0, sizeof(*out));
+	while (n < KM_LOG_RETAIN_BURST && deletable(log, n, r, total)) {
+		total -= log->segs[n].size_bytes;
+		out->bytes += log->segs[n].size_bytes;
+		n++;
+	}
+	out->segments = n;
+	out->start = km_log_start_offset(log);
+	if (n == 0)
+		return 0;
+	memcpy(gone, log->segs, n * sizeof(gone[0]));
+	km_log_lock_segments(log);
+	memmove(log->segs, log->segs + n, (log->n_segs - n) * sizeof(gone[0]));
+	log->n_segs -= n;
+	atomic_store_explicit(&log->start_offset, log->segs[0].base_offset,
+			      memory_order_release);
+	km_log_unlock_segments(log);
+	for (uint32_t i = 0; i < n; i++) {
+		int e = km_segment_delete(&gone[i], log->dir_fd);
+
+		rc = rc ? rc : e;
+	}
+	out->start = log->segs[0].base_offset;
+	drop_old_snapshots(log, out->start);
+	KM_INFO("log", "%s: retention deleted %u segment(s), %llu bytes; log "
+		"start now %lld", log->dir, n, (unsigned long long)out->bytes,
+		(long long)out->start);
+	return rc;
+}
+
+uint64_t km_log_size_bytes(const struct km_log *log)
+{
+	return total_bytes(log);
+}
