@@ -482,6 +482,10 @@ static void log_counters(const struct dnet *dn)
 		(unsigned long long)s.retransmits,
 		(unsigned long long)s.out_of_order,
 		(unsigned long long)s.connects, (unsigned long long)s.resets);
+	if (dn->imp.seen > 0)
+		KM_INFO("dpdk", "test switch: impaired_drops=%llu impaired_swaps=%llu",
+			(unsigned long long)dn->imp.dropped,
+			(unsigned long long)dn->imp.swapped);
 }
 
 /* Abort what is left and let the endpoint report the ends (callbacks run
@@ -659,6 +663,7 @@ int km_dnet_create(const struct km_net_config *cfg, struct km_net **out)
 		dnet_free(dn);
 		return rc;
 	}
+	dnet_impair_init(dn);
 	dn->last_rx_ms = km_clock_ms();
 	*out = &dn->pub;
 	return 0;

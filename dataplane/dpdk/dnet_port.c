@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <rte_bus.h>
@@ -190,6 +191,9 @@ int dnet_port_open(struct dnet *dn)
  * later backend in the same process. */
 void dnet_port_close(struct dnet *dn)
 {
+	if (dn->imp.held != NULL)
+		rte_pktmbuf_free(dn->imp.held);
+	dn->imp.held = NULL;
 	if (dn->port_started) {
 		dnet_tx_flush(dn);
 		rte_eth_dev_stop(dn->port_id);
@@ -282,6 +286,65 @@ static void rx_frame(struct dnet *dn, struct rte_mbuf *m)
 		dn->st.frames_dropped++;
 }
 
+/* The test switch (dnet_pvt.h): true if it took m. */
+static bool impair(struct dnet *dn, struct rte_mbuf *m)
+{
+	struct dnet_impair *im = &dn->imp;
+
+	if (m->pkt_len <= 100)
+		return false;
+	im->seen++;
+	if (im->drop_every != 0 && im->seen % im->drop_every == 0) {
+		im->dropped++;
+		rte_pktmbuf_free(m);
+		return true;
+	}
+	if (im->swap_every != 0 && im->held == NULL &&
+	    im->seen % im->swap_every == 0) {
+		im->held = m;
+		return true;
+	}
+	return false;
+}
+
+static void rx_release_held(struct dnet *dn)
+{
+	struct rte_mbuf *m = dn->imp.held;
+
+	if (m == NULL)
+		return;
+	dn->imp.held = NULL;
+	dn->imp.swapped++;
+	rx_frame(dn, m);
+}
+
+static void rx_one(struct dnet *dn, struct rte_mbuf *m)
+{
+	if ((dn->imp.drop_every | dn->imp.swap_every) == 0) {
+		rx_frame(dn, m);
+		return;
+	}
+	if (impair(dn, m))
+		return;
+	rx_frame(dn, m);
+	rx_release_held(dn);
+}
+
+void dnet_impair_init(struct dnet *dn)
+{
+	const char *v = getenv("KMIRROR_TEST_DPDK_IMPAIR");
+	unsigned drop = 0, swap = 0;
+
+	if (v == NULL)
+		return;
+	if (sscanf(v, "drop=%u,swap=%u", &drop, &swap) < 1)
+		KM_WARN("dpdk", "KMIRROR_TEST_DPDK_IMPAIR=\"%s\": expected drop=N,swap=M", v);
+	dn->imp.drop_every = drop;
+	dn->imp.swap_every = swap;
+	KM_WARN("dpdk", "test switch: dropping every %u-th and reordering every %u-th received data frame",
+		drop, swap);
+}
+
 /* Up to DNET_RX_BURSTS_MAX bursts, one ACK decision per burst.
  * @return frames taken. */
 int dnet_rx(struct dnet *dn)
@@ -296,7 +359,8 @@ int dnet_rx(struct dnet *dn)
 		if (n == 0)
 			break;
 		for (uint16_t i = 0; i < n; i++)
-			rx_frame(dn, pkts[i]);
+			rx_one(dn, pkts[i]);
+		rx_release_held(dn);
 		km_tcp_input_burst_end(dn->ep);
 		total += n;
 		if (n < DNET_BURST)

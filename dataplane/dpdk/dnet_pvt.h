@@ -84,6 +84,20 @@ struct dconn {
 	struct dconn *next_free;
 };
 
+/* Test switch KMIRROR_TEST_DPDK_IMPAIR="drop=N,swap=M" (read at create):
+ * of the received frames that carry data (over 100 bytes), drop every
+ * N-th and deliver every M-th after the one that follows it, so that the
+ * end-to-end tests get loss and reordering where no netem qdisc exists.
+ * Off (zeros) otherwise. */
+struct dnet_impair {
+	uint32_t drop_every;
+	uint32_t swap_every;
+	uint64_t seen;
+	uint64_t dropped;
+	uint64_t swapped;
+	struct rte_mbuf *held;
+};
+
 struct dnet {
 	struct km_net pub;	/* first */
 	struct km_net_config cfg;
@@ -110,6 +124,7 @@ struct dnet {
 	uint32_t tx_n;
 	uint64_t last_rx_ms;
 	bool registered;	/* this worker thread got an lcore id */
+	struct dnet_impair imp;
 	struct km_net_stats st;
 };
 
@@ -122,6 +137,7 @@ int dnet_tx(void *ctx, const struct iovec *iov, uint32_t n_iov,
 	    uint32_t flags);
 void dnet_buf_free(void *ctx, const uint32_t *ids, uint32_t n);
 uint64_t dnet_port_missed(const struct dnet *dn);
+void dnet_impair_init(struct dnet *dn);
 void dnet_thread_enter(struct dnet *dn);
 void dnet_thread_leave(struct dnet *dn);
 
