@@ -480,14 +480,34 @@ static int check_sources(const struct km_config *cfg, const char *origin,
 	return 0;
 }
 
-static int check_dpdk(const struct km_config *cfg, const char *origin,
-		      char *err, size_t err_len)
+/* net.mode=dpdk drives one port queue pair from one worker: per-worker
+ * queues with flow steering are not there yet. An unset `workers` becomes 1;
+ * an explicit larger count is refused. */
+static int check_dpdk_workers(struct km_config *cfg, bool workers_set,
+			      const char *origin, char *err, size_t err_len)
+{
+	if (!workers_set) {
+		cfg->workers = 1;
+		return 0;
+	}
+	if (cfg->workers <= 1)
+		return 0;
+	km_config_errf(err, err_len,
+		       "%s: net.mode=dpdk runs one worker for now (one DPDK port queue pair, no per-worker flow steering yet); workers=%u is not supported: set workers=1 or leave it unset",
+		       origin, cfg->workers);
+	return KM_ECFGVALUE;
+}
+
+static int check_dpdk(struct km_config *cfg, bool workers_set,
+		      const char *origin, char *err, size_t err_len)
 {
 	const struct km_config_dpdk *d = &cfg->dpdk;
 	char ip[INET_ADDRSTRLEN], gw[INET_ADDRSTRLEN], mask[INET_ADDRSTRLEN];
 
 	if (cfg->net_mode != KM_CONFIG_NET_DPDK)
 		return 0; /* dpdk.* are checked one by one, then ignored */
+	if (check_dpdk_workers(cfg, workers_set, origin, err, err_len) < 0)
+		return KM_ECFGVALUE;
 	if (d->port[0] == '\0' || d->ip_be == 0) {
 		km_config_errf(err, err_len, "%s: net.mode=dpdk needs %s", origin,
 			       d->port[0] == '\0' ? "dpdk.port" : "dpdk.ip");
@@ -786,6 +806,14 @@ static int apply_all(struct loader *l)
 	return rc;
 }
 
+/* The key was given a non-empty value (an empty one means the default). */
+static bool raw_set(const struct loader *l, const char *key)
+{
+	const char *v = l->raw[find_key(key)].value;
+
+	return v != NULL && v[0] != '\0';
+}
+
 int km_config_load(struct km_config *cfg, const char *path,
 		   const char *const *sets, uint32_t sets_count, char *err,
 		   size_t err_len)
@@ -810,7 +838,8 @@ int km_config_load(struct km_config *cfg, const char *path,
 	if (rc == 0)
 		rc = check_sources(cfg, origin, err, err_len);
 	if (rc == 0)
-		rc = check_dpdk(cfg, origin, err, err_len);
+		rc = check_dpdk(cfg, raw_set(l, "workers"), origin, err,
+				err_len);
 	if (rc == 0)
 		rc = derive(cfg, origin, err, err_len);
 	for (size_t i = 0; i < KEYS_COUNT; i++)

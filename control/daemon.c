@@ -22,6 +22,7 @@
 #include "control/cluster_id.h"
 #include "control/daemon.h"
 #include "control/daemon_pvt.h"
+#include "dataplane/dpdk/dpdk.h"
 
 /* How long the control thread waits for a worker's answer. Opening a log
  * may rescan a large tail after a crash, and a clean close syncs it. */
@@ -44,6 +45,27 @@ static uint32_t parts_of(const struct km_daemon *d, uint32_t w)
 	for (uint32_t i = 0; i < d->table.n; i++)
 		n += d->table.parts[i].owner == w;
 	return n;
+}
+
+/* net.mode=dpdk: the fetch sessions' backend. 16383 receive mbufs (about
+ * 37 MiB of hugepages) give each session up to KM_KFRAME_SEGS_MAX buffers
+ * of one MSS (1460 at MTU 1500). */
+static void dpdk_net_config(const struct km_config *cfg, uint32_t parts,
+			    struct km_net_config *nc)
+{
+	nc->kind = KM_NET_DPDK;
+	nc->conns_max = 2 * parts + 8;
+	nc->rx_buf_count = 16383;
+	nc->rx_buf_bytes = 1460;
+	nc->send_queue_max = 64;
+	nc->send_iov_max = 256;
+	nc->connect_timeout_ms = 5000;
+	nc->dpdk.port = cfg->dpdk.port;
+	nc->dpdk.ip_be = cfg->dpdk.ip_be;
+	nc->dpdk.netmask_be = cfg->dpdk.netmask_be;
+	nc->dpdk.gateway_be = cfg->dpdk.gateway_be;
+	memcpy(nc->dpdk.mac, cfg->dpdk.mac, sizeof(nc->dpdk.mac));
+	nc->dpdk.mac_set = cfg->dpdk.mac_set;
 }
 
 static void worker_config(const struct km_daemon *d, uint32_t id,
@@ -72,6 +94,8 @@ static void worker_config(const struct km_daemon *d, uint32_t id,
 		 d->cfg->advertised.host);
 	wc->advertised_port = d->cfg->advertised.port;
 	wc->frame_bytes_max = 100u << 20;
+	if (d->cfg->net_mode == KM_CONFIG_NET_DPDK)
+		dpdk_net_config(d->cfg, wc->parts_max, &wc->fetch_net);
 }
 
 static int start_workers(struct km_daemon *d)
@@ -372,12 +396,35 @@ static int prepare(struct km_daemon *d)
 	return 0;
 }
 
+/* net.mode=dpdk: the EAL, once, before any worker exists (its threads
+ * inherit the blocked signals). The argv words stay for the process's
+ * life: the EAL may keep pointers into them. */
+static int eal_init(const struct km_config *cfg)
+{
+	static char buf[KM_CONFIG_EAL_ARGS_BYTES_MAX + 16];
+	static char *argv[KM_CONFIG_EAL_ARGC_MAX + 1];
+	int argc, rc;
+
+	if (cfg->net_mode != KM_CONFIG_NET_DPDK)
+		return 0;
+	argc = km_config_eal_argv(cfg, "kmirrord", buf, sizeof(buf), argv,
+				  KM_CONFIG_EAL_ARGC_MAX);
+	if (argc < 0)
+		return argc;
+	if ((rc = km_dpdk_eal_init(argc, argv)) < 0) {
+		KM_ERROR("daemon", "net.mode=dpdk: DPDK EAL start with dpdk.eal.args \"%s\" failed: %s (hugepages reserved? see ./kmirror setup)",
+			 cfg->dpdk.eal_args, km_strerror(rc));
+		return rc;
+	}
+	return 0;
+}
+
 static int start(struct km_daemon *d)
 {
 	int rc;
 
 	if ((rc = prepare(d)) < 0 || (rc = km_daemon_find_parts(d)) < 0 ||
-	    (rc = km_daemon_load_states(d)) < 0)
+	    (rc = km_daemon_load_states(d)) < 0 || (rc = eal_init(d->cfg)) < 0)
 		return rc;
 	KM_INFO("daemon", "cluster id %s; %u partitions on %u workers",
 		d->cfg->cluster_id, d->table.n, d->n_workers);
@@ -408,5 +455,6 @@ int km_daemon_run(struct km_config *cfg)
 	if (rc2 == 0 && rc == 0)
 		KM_INFO("daemon", "stopped cleanly");
 	cleanup(&d);
+	km_dpdk_eal_cleanup();
 	return rc ? rc : rc2;
 }

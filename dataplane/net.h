@@ -3,9 +3,10 @@
  * A backend instance belongs to one worker thread and is never touched by
  * another: no locks, no atomics. Two implementations sit behind the same
  * narrow ops table: the kernel backend (dataplane/knet.c: kernel sockets
- * driven by the worker's io_uring, the default, runs anywhere) and, later, a
- * DPDK port with kmirror's own user-space TCP endpoint. Nothing here names an
- * io_uring or DPDK type.
+ * driven by the worker's io_uring, the default, runs anywhere) and the DPDK
+ * backend (dataplane/dpdk/dnet.c: one queue pair of a DPDK port with
+ * kmirror's own user-space TCP endpoint, dataplane/tcp/; active open only).
+ * Nothing here names an io_uring or DPDK type.
  *
  * Event model. Every callback runs on the worker thread, from the worker's
  * poll loop (km_uring_poll() for the kernel backend, then km_net_poll()),
@@ -65,7 +66,7 @@ struct km_net_listener;
 
 enum km_net_kind {
 	KM_NET_KERNEL = 0, /* kernel TCP sockets on the worker's io_uring */
-	KM_NET_DPDK = 1,   /* DPDK port + kmirror's TCP endpoint (not yet) */
+	KM_NET_DPDK = 1,   /* DPDK port + kmirror's TCP endpoint (clients) */
 };
 
 enum km_net_rx_mode {
@@ -77,6 +78,23 @@ enum km_net_rx_mode {
 	 * waiting for data then holds one buffer, so size rx_buf_count well
 	 * above conns_max. */
 	KM_NET_RX_SINGLE = 1,
+};
+
+/* KM_NET_DPDK: the port and the endpoint's addresses. The port is found by
+ * name (a vdev given in the EAL arguments, or a PCI address the EAL
+ * probed), else hot-plugged from the devargs. The EAL must be up
+ * (km_dpdk_eal_init(), dataplane/dpdk/dpdk.h). With this backend
+ * rx_buf_count is the number of mbufs in the receive pool (2 KiB of data
+ * each, on hugepages) and rx_buf_bytes the payload a consumer may count on
+ * per buffer (the MSS; frames are never larger than one mbuf). */
+struct km_net_dpdk_config {
+	const char *port;	/* "net_af_packet0,iface=veth0", "0000:01:00.0" */
+	uint16_t queue;		/* queue pair of this backend (0 for now) */
+	uint32_t ip_be;		/* our IPv4 address, network byte order */
+	uint32_t netmask_be;
+	uint32_t gateway_be;	/* 0: every peer is on-link */
+	uint8_t mac[6];
+	bool mac_set;		/* else the port's own MAC */
 };
 
 /* Static capacities: everything is allocated by km_net_create() (STYLE 9).
@@ -95,6 +113,7 @@ struct km_net_config {
 					peer's FIN, then reset; 0: 10 s */
 	enum km_net_rx_mode rx_mode;
 	struct km_uring *uring;	     /* KM_NET_KERNEL: the worker's ring */
+	struct km_net_dpdk_config dpdk; /* KM_NET_DPDK only */
 };
 
 /* The five callbacks of a connection (STYLE 7: function-pointer typedefs). */
@@ -177,6 +196,19 @@ struct km_net_stats {
 	uint32_t rx_bufs_total;
 	uint32_t rx_bufs_held;	  /* delivered and not yet released */
 	bool rx_multishot;	  /* kernel: multishot recv + buffer ring */
+	/* Port counters (KM_NET_DPDK; 0 with the kernel backend, where the
+	 * kernel keeps them). */
+	uint64_t frames_in;	  /* frames taken off the port */
+	uint64_t frames_out;	  /* frames the port accepted */
+	uint64_t frame_bytes_in;  /* their bytes, Ethernet header included */
+	uint64_t frame_bytes_out;
+	uint64_t frames_dropped;  /* malformed or unexpected: counted, freed */
+	uint64_t tx_dropped;	  /* frames the port or the pool refused */
+	uint64_t rx_missed;	  /* port: no descriptor or mbuf (imissed +
+				     rx_nombuf) */
+	uint64_t retransmits;	  /* TCP segments sent again */
+	uint64_t out_of_order;	  /* payload pieces queued out of order */
+	bool csum_offload;	  /* the port computes our checksums */
 };
 
 /* Backend vtable: one per implementation. Private: call the km_net_*
@@ -233,8 +265,21 @@ struct km_net_listener {
 int km_knet_create(const struct km_net_config *cfg, struct km_net **out);
 
 /**
+ * Create a DPDK backend (dataplane/dpdk/dnet.c): find the port, set up its
+ * receive and transmit pools on hugepages, configure and start the port
+ * with one queue pair, and an endpoint of dataplane/tcp/ on cfg->dpdk's
+ * addresses. listen() answers -EOPNOTSUPP. The port stays this backend's
+ * until km_net_destroy() (one backend per port for now).
+ * @return 0 and *out, or -EINVAL (capacities, addresses), -ENODEV (no such
+ *         port), -EBUSY (the port is in use by another backend), -ENOMEM
+ *         (hugepages), -EPERM (EAL not initialised), or -errno from DPDK.
+ */
+int km_dnet_create(const struct km_net_config *cfg, struct km_net **out);
+
+/**
  * Create the backend cfg->kind names.
- * @return as km_knet_create(), or -EOPNOTSUPP for a kind not built in.
+ * @return as km_knet_create() or km_dnet_create(), or -EOPNOTSUPP for an
+ *         unknown kind.
  */
 static inline int km_net_create(const struct km_net_config *cfg,
 				struct km_net **out)
@@ -243,6 +288,7 @@ static inline int km_net_create(const struct km_net_config *cfg,
 	case KM_NET_KERNEL:
 		return km_knet_create(cfg, out);
 	case KM_NET_DPDK:
+		return km_dnet_create(cfg, out);
 	default:
 		return -EOPNOTSUPP;
 	}
@@ -296,7 +342,9 @@ static inline int km_net_connect(struct km_net *net, const char *ipv4,
  * km_net_unlisten(). Accepted connections take h and start with ctx; when
  * the pool is full, a new connection is reset at once (accepts_refused).
  * @return 0 and *out, or -EINVAL (address), -ENOBUFS (listeners_max in
- *         use), -EADDRINUSE, -EACCES, or another -errno from bind/listen.
+ *         use), -EADDRINUSE, -EACCES, or another -errno from bind/listen;
+ *         -EOPNOTSUPP from the DPDK backend (active open only: a Kafka
+ *         front-end stays on kernel sockets).
  */
 static inline int km_net_listen(struct km_net *net, const char *ipv4,
 				uint16_t port, const struct km_net_handler *h,

@@ -244,10 +244,12 @@ static int resolve(void *ctx, const char *host,
  * the others. */
 static void fetch_share(struct km_worker *w, struct km_fetcher_config *fc)
 {
+	bool own = w->fnet != w->net; /* no front-end on a fetch-only net */
+	const struct km_net_config *nc = own ? &w->cfg.fetch_net : &w->cfg.net;
 	uint32_t n = w->cfg.parts_max ? w->cfg.parts_max : 1;
-	uint32_t share = w->cfg.net.rx_buf_count / 2 / n;
+	uint32_t share = nc->rx_buf_count / (own ? 1 : 2) / n;
 
-	fc->rx_buf_bytes = w->cfg.net.rx_buf_bytes;
+	fc->rx_buf_bytes = nc->rx_buf_bytes;
 	fc->rx_bufs_max = share > 4 ? share : 4;
 	fc->scratch = w->scratch;
 	fc->resolve = resolve;
@@ -269,7 +271,7 @@ static void on_fetch(struct km_worker *w, struct wmsg *m)
 		return;
 	}
 	fetch_share(w, &m->u.fetch);
-	rc = km_fetcher_init(wp->fetcher, &m->u.fetch, w->net, wp->log);
+	rc = km_fetcher_init(wp->fetcher, &m->u.fetch, w->fnet, wp->log);
 	if (rc < 0) {
 		free(wp->fetcher);
 		wp->fetcher = NULL;
@@ -548,6 +550,10 @@ static int turn(struct km_worker *w, bool *tick)
 	n += drain(w);
 	rc = km_net_poll(w->net);
 	n += rc > 0 ? rc : 0;
+	if (w->fnet != w->net) {
+		rc = km_net_poll(w->fnet);
+		n += rc > 0 ? rc : 0;
+	}
 	n += step_parts(w, *tick);
 	km_wfe_poll(w);
 	return n;
@@ -579,12 +585,21 @@ static void cancel(struct km_worker *w, struct km_io_req *target,
 /* Leave the ring with nothing in flight, so that it can be torn down:
  * the backend ends its sockets, then the wake-up read and the tick are
  * cancelled. */
+static void destroy_nets(struct km_worker *w)
+{
+	if (w->fnet != NULL && w->fnet != w->net)
+		km_net_destroy(w->fnet);
+	w->fnet = NULL;
+	if (w->net != NULL)
+		km_net_destroy(w->net);
+	w->net = NULL;
+}
+
 static void quiesce(struct km_worker *w)
 {
 	struct km_io_req c1, c2;
 
-	km_net_destroy(w->net);
-	w->net = NULL;
+	destroy_nets(w); /* on this thread: a DPDK net registered it */
 	if (w->efd_armed)
 		cancel(w, &w->efd_req, &c1);
 	if (w->tick_armed)
@@ -609,7 +624,7 @@ static void *worker_main(void *arg)
 			break;
 		}
 		busy = turn(w, &tick) > 0 || km_net_wants_poll(w->net) ||
-		       w->outbox != NULL;
+		       km_net_wants_poll(w->fnet) || w->outbox != NULL;
 		if (w->stopping && finish_shutdown(w))
 			break;
 	}
@@ -661,6 +676,12 @@ static int setup(struct km_worker *w)
 		w->net = NULL;
 		return rc;
 	}
+	w->fnet = w->net;
+	if (w->cfg.fetch_net.kind == KM_NET_DPDK &&
+	    (rc = km_net_create(&w->cfg.fetch_net, &w->fnet)) < 0) {
+		w->fnet = NULL;
+		return rc;
+	}
 	w->ops.produce = km_wfe_produce;
 	w->ops.alloc_pid = km_wfe_alloc_pid;
 	w->ops.ctx = w;
@@ -670,10 +691,7 @@ static int setup(struct km_worker *w)
 
 static void teardown(struct km_worker *w)
 {
-	if (w->net != NULL) {
-		km_net_destroy(w->net);
-		w->net = NULL;
-	}
+	destroy_nets(w);
 	if (w->cfg.net.uring != NULL)
 		km_uring_exit(&w->ring);
 	if (w->efd >= 0)

@@ -46,6 +46,10 @@ struct km_worker_config {
 	const struct km_part_table *parts;
 	uint32_t uring_entries;		/* SQ size; 0: 1024 */
 	struct km_net_config net;	/* .uring is filled in by the worker */
+	/* kind KM_NET_DPDK: the fetch sessions get a backend of their own
+	 * (net.mode=dpdk) while the front-end stays on net; else (zeroed) they
+	 * share net. */
+	struct km_net_config fetch_net;
 	uint32_t parts_max;		/* partitions this worker may own */
 	km_worker_pid_fn alloc_pid;
 	void *alloc_pid_ctx;

@@ -68,7 +68,8 @@ struct km_worker {
 	pthread_t thread;
 	bool started;
 	struct km_uring ring;
-	struct km_net *net;
+	struct km_net *net;		/* front-end (kernel sockets) */
+	struct km_net *fnet;		/* fetch sessions: net, or DPDK */
 	int efd;			/* wake-up eventfd */
 	uint64_t efd_val;
 	struct km_io_req efd_req;

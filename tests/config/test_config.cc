@@ -86,7 +86,7 @@ const char *const kFullFile =
 	"control.socket = /run/kmirror/ctl.sock\n"
 	"cluster.id = q1Sh-9_ISia_zwGINzRvyQ\n"
 	"node.id = 7\n"
-	"workers = 4\n"
+	"workers = 1\n" /* net.mode=dpdk runs one worker (tests/dpdk) */
 	"net.mode = dpdk\n"
 	"dpdk.eal.args = -l 0-3 --in-memory --vdev=net_af_packet0,iface=veth0\n"
 	"dpdk.port = net_af_packet0,iface=veth0\n"
@@ -132,7 +132,7 @@ TEST(Config, EveryKeyFromFile)
 	EXPECT_STREQ("q1Sh-9_ISia_zwGINzRvyQ", l->cluster_id);
 	EXPECT_TRUE(l->cluster_id_configured);
 	EXPECT_EQ(7, l->node_id);
-	EXPECT_EQ(4u, l->workers);
+	EXPECT_EQ(1u, l->workers);
 	EXPECT_EQ(KM_CONFIG_NET_DPDK, l->net_mode);
 	EXPECT_STREQ("-l 0-3 --in-memory --vdev=net_af_packet0,iface=veth0",
 		     l->dpdk.eal_args);

@@ -1,0 +1,150 @@
+/* Internals of the DPDK network backend (dnet.c, dnet_port.c); not for
+ * inclusion elsewhere. */
+#ifndef KM_DATAPLANE_DPDK_DNET_PVT_H
+#define KM_DATAPLANE_DPDK_DNET_PVT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <rte_mbuf.h>
+
+#include "dataplane/net.h"
+#include "dataplane/tcp/tcp.h"
+
+/* rte_common.h's container_of, which DPDK's headers bring in. */
+#ifndef container_of
+#define container_of(p, type, member)                                          \
+	((type *)(void *)((char *)(p) - offsetof(type, member)))
+#endif
+
+/* Frames taken per rx burst, as DPDK's examples (STYLE 13). */
+#define DNET_BURST 32u
+/* Bursts per km_net_poll(): bounds a poll's work when the link is busy. */
+#define DNET_RX_BURSTS_MAX 8u
+/* Frames gathered before a tx burst; flushed at the end of every poll. */
+#define DNET_TX_PKTS_MAX 64u
+/* Port descriptors per queue. */
+#define DNET_RXD 1024u
+#define DNET_TXD 1024u
+/* Transmit pool: our frames are ACKs and small requests, freed by the
+ * driver once sent. A pool of its own, so that a consumer holding every
+ * receive buffer cannot stop the ACKs that reopen the window. 2^n - 1 as
+ * rte_mempool prefers; about 9 MiB. */
+#define DNET_TX_POOL 4095u
+#define DNET_POOL_CACHE 256u
+/* iovecs gathered per km_tcp_send() when feeding the endpoint. */
+#define DNET_SEND_GATHER 64u
+/* After the last received frame, keep the worker busy-polling this long;
+ * then it may sleep until its tick (KM_WORKER_TICK_MS). */
+#define DNET_IDLE_MS 2u
+/* Each backend connection may leave one endpoint slot in TIME-WAIT or
+ * LAST-ACK behind it for a while: the endpoint has this many per slot. */
+#define DNET_TCP_SLOTS_PER_CONN 4u
+/* Local ports of the active opens (the Linux default ephemeral range). */
+#define DNET_PORT_MIN 32768u
+#define DNET_PORT_MAX 60999u
+/* Receive window per connection: the fetch sessions hold at most ~1.5 MiB
+ * (KM_KFRAME_SEGS_MAX buffers) and pipeline one request. */
+#define DNET_RCV_WINDOW (4u << 20)
+
+enum dconn_state {
+	DC_FREE = 0,
+	DC_CONNECTING,
+	DC_OPEN,
+};
+
+/* One queued km_net_send(): its iovecs are n_iov consecutive entries of the
+ * connection's iovec ring from iov_first. */
+struct dsend {
+	km_net_sent_fn fn;
+	void *arg;
+	uint32_t total;
+	uint32_t iov_first;
+	uint32_t n_iov;
+};
+
+struct dconn {
+	struct km_net_conn pub;	/* first: the handle users see */
+	struct km_tcp_conn *tc;	/* NULL while free */
+	enum dconn_state state;
+	bool close_req;		/* km_net_close(): FIN once the queue drained */
+	bool fin_sent;		/* km_tcp_close() done */
+	bool aborting;		/* km_net_abort(): end reported by the endpoint */
+	bool ending;		/* end being reported: sends refused */
+	bool want;		/* on the service scan: sends to feed/report */
+	/* Send queue ring [sq_head, sq_head + sq_count); the first sq_taken
+	 * sends were copied whole into the endpoint and wait for their
+	 * callback; cur_iov/cur_off is the progress inside the next one. */
+	struct dsend *sq;
+	uint32_t sq_head, sq_count, sq_taken;
+	struct iovec *iov;
+	uint32_t iov_head, iov_count;
+	uint32_t cur_iov, cur_off;
+	struct km_net_conn_stats st;
+	struct dconn *next_free;
+};
+
+/* Test switch KMIRROR_TEST_DPDK_IMPAIR="drop=N,swap=M" (read at create):
+ * of the received frames that carry data (over 100 bytes), drop every
+ * N-th and deliver every M-th after the one that follows it, so that the
+ * end-to-end tests get loss and reordering where no netem qdisc exists.
+ * Off (zeros) otherwise. */
+struct dnet_impair {
+	uint32_t drop_every;
+	uint32_t swap_every;
+	uint64_t seen;
+	uint64_t dropped;
+	uint64_t swapped;
+	struct rte_mbuf *held;
+};
+
+struct dnet {
+	struct km_net pub;	/* first */
+	struct km_net_config cfg;
+	uint16_t port_id;
+	uint16_t queue;
+	bool port_owned;	/* port_taken[port_id] is ours */
+	bool port_started;
+	bool csum_tx;		/* port computes IPv4 + TCP checksums */
+	bool csum_rx;		/* port checks them (ol_flags) */
+	uint32_t mtu;
+	uint8_t mac[6];
+	struct rte_mempool *rx_pool;
+	struct rte_mempool *tx_pool;
+	struct rte_mbuf **by_id; /* [n_bufs]: buffer id -> mbuf */
+	uint32_t n_bufs;
+	struct km_tcp_ep *ep;
+	void *ep_mem;
+	struct km_tcp_ops tops;
+	struct dconn *conns;	/* [cfg.conns_max] */
+	struct dconn *free_conns;
+	uint32_t conns_used;
+	uint32_t want_count;	/* connections with want set */
+	struct rte_mbuf *tx_pkts[DNET_TX_PKTS_MAX];
+	uint32_t tx_n;
+	uint64_t last_rx_ms;
+	bool registered;	/* this worker thread got an lcore id */
+	struct dnet_impair imp;
+	struct km_net_stats st;
+};
+
+/* dnet_port.c */
+int dnet_port_open(struct dnet *dn);
+void dnet_port_close(struct dnet *dn);
+int dnet_rx(struct dnet *dn);
+void dnet_tx_flush(struct dnet *dn);
+int dnet_tx(void *ctx, const struct iovec *iov, uint32_t n_iov,
+	    uint32_t flags);
+void dnet_buf_free(void *ctx, const uint32_t *ids, uint32_t n);
+uint64_t dnet_port_missed(const struct dnet *dn);
+void dnet_impair_init(struct dnet *dn);
+void dnet_thread_enter(struct dnet *dn);
+void dnet_thread_leave(struct dnet *dn);
+
+/* dnet.c: the endpoint's callbacks */
+void dnet_deliver(void *ctx, struct km_tcp_conn *tc,
+		  const struct km_chain *data, const uint32_t *ids);
+void dnet_event(void *ctx, struct km_tcp_conn *tc, enum km_tcp_event ev,
+		int res);
+
+#endif
