@@ -295,6 +295,62 @@ static void format_flush(const struct km_config *cfg, struct sink *s)
 	sinkf(s, "%s", flushes[cfg->flush_always ? 1 : 0]);
 }
 
+static int apply_retention_ms(const struct km_config_ctx *c)
+{
+	return km_config_parse_limit(c, KM_CONFIG_UNITS_MS, &CFG(c)->retention_ms);
+}
+
+static void format_retention_ms(const struct km_config *cfg, struct sink *s)
+{
+	sinkf(s, "%" PRId64, cfg->retention_ms);
+}
+
+static int apply_retention_bytes(const struct km_config_ctx *c)
+{
+	return km_config_parse_limit(c, KM_CONFIG_UNITS_BYTES,
+				     &CFG(c)->retention_bytes);
+}
+
+static void format_retention_bytes(const struct km_config *cfg, struct sink *s)
+{
+	sinkf(s, "%" PRId64, cfg->retention_bytes);
+}
+
+static int apply_topic_retention_ms(const struct km_config_ctx *c)
+{
+	return km_config_parse_topic_limits(c, KM_CONFIG_UNITS_MS,
+					    CFG(c)->topic_retention_ms,
+					    &CFG(c)->topic_retention_ms_count);
+}
+
+static void format_limits(const struct km_config_topic_value *v, uint32_t n,
+			  struct sink *s)
+{
+	for (uint32_t i = 0; i < n; i++)
+		sinkf(s, "%s%s:%" PRId64, i == 0 ? "" : ",", v[i].topic,
+		      v[i].value);
+}
+
+static void format_topic_retention_ms(const struct km_config *cfg,
+				      struct sink *s)
+{
+	format_limits(cfg->topic_retention_ms, cfg->topic_retention_ms_count, s);
+}
+
+static int apply_topic_retention_bytes(const struct km_config_ctx *c)
+{
+	return km_config_parse_topic_limits(c, KM_CONFIG_UNITS_BYTES,
+					    CFG(c)->topic_retention_bytes,
+					    &CFG(c)->topic_retention_bytes_count);
+}
+
+static void format_topic_retention_bytes(const struct km_config *cfg,
+					 struct sink *s)
+{
+	format_limits(cfg->topic_retention_bytes,
+		      cfg->topic_retention_bytes_count, s);
+}
+
 /* ---- the table: every key, in README order ---- */
 
 #define OFF(field) offsetof(struct km_config, field)
@@ -340,6 +396,12 @@ static const struct key_def keys[] = {
 	       0, INT32_MAX),
 	NUMBER("batch.max.bytes", K_U32, batch_bytes_max, KM_CONFIG_UNITS_BYTES,
 	       KM_BATCH_HEADER_BYTES, KM_BATCH_BYTES_MAX),
+	CUSTOM("retention.ms", retention_ms),
+	CUSTOM("retention.bytes", retention_bytes),
+	CUSTOM("topic.retention.ms", topic_retention_ms),
+	CUSTOM("topic.retention.bytes", topic_retention_bytes),
+	NUMBER("disk.free.min.bytes", K_U64, disk_free_min_bytes,
+	       KM_CONFIG_UNITS_BYTES, 0, INT64_MAX),
 	ENUM("log.level", log_level, levels),
 };
 
@@ -417,6 +479,9 @@ void km_config_defaults(struct km_config *cfg)
 	cfg->node_id = 1;
 	cfg->workers = km_config_default_workers();
 	cfg->net_mode = KM_CONFIG_NET_KERNEL;
+	cfg->retention_ms = -1;
+	cfg->retention_bytes = -1;
+	cfg->disk_free_min_bytes = 256ull << 20;
 	cfg->dpdk.netmask_be = htonl(0xffffff00u);
 	cfg->segment_bytes = log.segment_bytes;
 	cfg->flush_interval_ms = log.flush_interval_ms;
@@ -895,6 +960,16 @@ int km_config_load_args(struct km_config *cfg, int argc,
 	return km_config_load(cfg, path, sets, n, err, err_len);
 }
 
+/* A topic's override, else the default. */
+static int64_t limit_of(const struct km_config_topic_value *v, uint32_t n,
+			const char *topic, int64_t dflt)
+{
+	for (uint32_t i = 0; i < n; i++)
+		if (strcmp(v[i].topic, topic) == 0)
+			return v[i].value;
+	return dflt;
+}
+
 void km_config_log_config(const struct km_config *cfg, const char *topic,
 			  int32_t partition, struct km_log_config *out)
 {
@@ -906,6 +981,12 @@ void km_config_log_config(const struct km_config *cfg, const char *topic,
 	out->flush_bytes = cfg->flush_bytes;
 	out->flush_always = cfg->flush_always;
 	out->batch_bytes_max = cfg->batch_bytes_max;
+	out->retention_ms = limit_of(cfg->topic_retention_ms,
+				     cfg->topic_retention_ms_count, topic,
+				     cfg->retention_ms);
+	out->retention_bytes = limit_of(cfg->topic_retention_bytes,
+					cfg->topic_retention_bytes_count, topic,
+					cfg->retention_bytes);
 }
 
 int km_config_eal_argv(const struct km_config *cfg, const char *prog,

@@ -128,6 +128,18 @@ struct km_config {
 	uint32_t fetch_bytes_max;
 	uint32_t fetch_wait_ms_max;
 	uint32_t batch_bytes_max;
+	/* Local retention caps (-1: none), and per-topic overrides
+	 * (topic.retention.ms / topic.retention.bytes, NAME:VALUE lists). */
+	int64_t retention_ms;
+	int64_t retention_bytes;
+	struct km_config_topic_value {
+		char topic[KM_CONFIG_TOPIC_BYTES_MAX];
+		int64_t value;
+	} topic_retention_ms[KM_CONFIG_TOPICS_MAX],
+	  topic_retention_bytes[KM_CONFIG_TOPICS_MAX];
+	uint32_t topic_retention_ms_count, topic_retention_bytes_count;
+	/* Mirroring pauses while data.dir has less free space than this. */
+	uint64_t disk_free_min_bytes;
 };
 
 /* One-line usage for kmirrord's --help and argument errors. */

@@ -442,6 +442,58 @@ int km_config_parse_local_topics(const struct km_config_ctx *c,
 	return for_each_item(c, KM_CONFIG_TOPICS_MAX, local_item, &a, count);
 }
 
+int km_config_parse_limit(const struct km_config_ctx *c,
+			  enum km_config_units units, int64_t *out)
+{
+	uint64_t v;
+	int rc;
+
+	if (strcmp(c->value, "-1") == 0) {
+		*out = -1;
+		return 0;
+	}
+	if ((rc = km_config_parse_uint(c, units, 0, INT64_MAX, &v)) == 0)
+		*out = (int64_t)v;
+	return rc;
+}
+
+struct limit_arg {
+	enum km_config_units units;
+	struct km_config_topic_value *out;
+};
+
+/* NAME:LIMIT; the name obeys the same rules as `topics`. */
+static int limit_item(const struct km_config_ctx *c, const char *item,
+		      uint32_t index, void *arg)
+{
+	struct limit_arg *a = arg;
+	const char *colon = strrchr(item, ':');
+	struct km_config_ctx sub = *c;
+	char name[KM_CONFIG_TOPIC_BYTES_MAX + 16];
+	char (*topic)[KM_CONFIG_TOPIC_BYTES_MAX] = &a->out[index].topic;
+	int rc;
+
+	if (colon == NULL || colon == item ||
+	    (size_t)(colon - item) >= sizeof(name))
+		return km_config_bad(c, "\"%s\" is not TOPIC:VALUE", item);
+	memcpy(name, item, (size_t)(colon - item));
+	name[colon - item] = '\0';
+	sub.value = colon + 1;
+	if ((rc = km_config_parse_limit(&sub, a->units, &a->out[index].value)) < 0)
+		return rc;
+	return topic_item(c, name, 0, topic);
+}
+
+int km_config_parse_topic_limits(const struct km_config_ctx *c,
+				 enum km_config_units units,
+				 struct km_config_topic_value *out,
+				 uint32_t *count)
+{
+	struct limit_arg a = { units, out };
+
+	return for_each_item(c, KM_CONFIG_TOPICS_MAX, limit_item, &a, count);
+}
+
 static int parse_prefix(const struct km_config_ctx *c, const char *p,
 			uint32_t *be)
 {

@@ -63,6 +63,14 @@ int km_config_parse_local_topics(const struct km_config_ctx *c,
 				 char (*topics)[KM_CONFIG_TOPIC_BYTES_MAX],
 				 uint32_t *partitions, uint32_t *count);
 /* An IPv4 address (unicast unless is_mask); a mask may be "24" or "/24". */
+/* -1 (none) or a number with units (retention.ms, retention.bytes). */
+int km_config_parse_limit(const struct km_config_ctx *c,
+			  enum km_config_units units, int64_t *out);
+/* NAME:LIMIT entries (topic.retention.ms, topic.retention.bytes). */
+int km_config_parse_topic_limits(const struct km_config_ctx *c,
+				 enum km_config_units units,
+				 struct km_config_topic_value *out,
+				 uint32_t *count);
 int km_config_parse_ipv4(const struct km_config_ctx *c, bool is_mask,
 			 uint32_t *be);
 int km_config_parse_mac(const struct km_config_ctx *c, uint8_t mac[6]);

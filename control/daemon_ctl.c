@@ -86,6 +86,8 @@ static json_t *part_row(struct km_daemon *d, uint32_t i, uint64_t now)
 						? json_integer(src > leo ? src - leo : 0)
 						: json_null());
 	rate(&d->rates[i], bytes, leo, now);
+	json_object_set_new(row, "disk_bytes",
+			    json_integer((json_int_t)LOAD(p, disk_bytes)));
 	json_object_set_new(row, "records_per_sec",
 			    json_integer((json_int_t)d->rates[i].records_per_sec));
 	json_object_set_new(row, "bytes_per_sec",
@@ -183,7 +185,9 @@ struct metric {
 #define M(n, t, h, f, s) { n, t, h, offsetof(struct km_part_stats, f), s }
 static const struct metric metrics[] = {
 	M("kmirror_partition_log_start_offset", "gauge", "First offset in the log.", log_start, true),
+	M("kmirror_partition_log_start_offset", "gauge", "First offset kept (moves with retention).", log_start, true),
 	M("kmirror_partition_log_end_offset", "gauge", "Log end offset (LEO).", leo, true),
+	M("kmirror_partition_disk_bytes", "gauge", "Bytes of the partition's .log segments.", disk_bytes, false),
 	M("kmirror_partition_high_watermark", "gauge", "Durable offset served to clients.", hw, true),
 	M("kmirror_partition_last_stable_offset", "gauge", "Last stable offset.", lso, true),
 	M("kmirror_partition_source_high_watermark", "gauge", "Source high watermark (-1 unknown).", source_hw, true),

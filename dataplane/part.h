@@ -62,6 +62,7 @@ struct km_part_stats {
 	_Atomic uint64_t corrupt;
 	_Atomic uint64_t reconnects;
 	_Atomic uint64_t produced_bytes; /* local Produce */
+	_Atomic uint64_t disk_bytes;	/* .log bytes on disk */
 	_Atomic int fetch_state;	/* enum km_part_fetch */
 	char reason[320];	/* KM_FETCHER_REASON_BYTES */
 };

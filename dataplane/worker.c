@@ -447,6 +447,8 @@ void km_worker_publish(struct wpart *wp)
 			      memory_order_relaxed);
 	atomic_store_explicit(&s->lso, km_log_lso(wp->log),
 			      memory_order_relaxed);
+	atomic_store_explicit(&s->disk_bytes, km_log_size_bytes(wp->log),
+			      memory_order_relaxed);
 	if (wp->fetcher != NULL)
 		publish_fetch(wp->part, wp->fetcher);
 }
@@ -459,6 +461,34 @@ static void fetch_failed(struct km_worker *w, struct wpart *wp)
 	KM_ERROR("worker", "partition %s-%d: mirroring FAILED: %s (worker %u)",
 		 wp->part->topic, wp->part->partition,
 		 km_fetcher_reason(wp->fetcher), w->cfg.id);
+}
+
+static int64_t wall_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Retention, once a second: what the source dropped (its log start, from
+ * the fetch session) and the local caps (issue 7). */
+static void retain(struct km_worker *w, struct wpart *wp)
+{
+	const struct km_fetcher *f = wp->fetcher;
+	struct km_log_retained out;
+	int rc;
+
+	if (w->now_ms < wp->retain_at_ms || wp->stopping != NULL)
+		return;
+	wp->retain_at_ms = w->now_ms + KM_WORKER_RETAIN_MS;
+	rc = km_log_retain_policy(wp->log,
+				  f ? km_fetcher_get_stats(f)->log_start_offset
+				    : -1,
+				  wall_ms(), &out);
+	if (rc < 0)
+		KM_WARN("worker", "partition %s-%d: retention: %s",
+			wp->part->topic, wp->part->partition, km_strerror(rc));
 }
 
 static int step_parts(struct km_worker *w, bool tick)
@@ -480,6 +510,7 @@ static int step_parts(struct km_worker *w, bool tick)
 		}
 		if (tick) {
 			km_log_tick(wp->log, w->now_ms);
+			retain(w, wp);
 			km_worker_publish(wp);
 		}
 	}

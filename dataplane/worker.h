@@ -32,6 +32,8 @@ extern "C" {
 #define KM_WORKER_RING_SLOTS 1024u
 /* Worker loop tick: timers (fetch backoff, flush.ms, Fetch long polls). */
 #define KM_WORKER_TICK_MS 5u
+/* Retention checks per partition (segment deletion), this often. */
+#define KM_WORKER_RETAIN_MS 1000u
 
 struct km_worker;
 

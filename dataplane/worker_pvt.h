@@ -61,6 +61,7 @@ struct wpart {
 	struct km_local_write *lw;	/* local Produce */
 	bool fetch_failed_logged;
 	struct wmsg *stopping;	/* a STOP waiting for the fetcher to end */
+	uint64_t retain_at_ms;	/* next retention check (worker clock) */
 };
 
 struct km_worker {

@@ -28,6 +28,8 @@ void km_log_config_defaults(struct km_log_config *cfg, const char *data_dir,
 	cfg->prealloc_bytes = 64ull << 20;
 	cfg->batch_bytes_max = KM_BATCH_BYTES_MAX;
 	cfg->segments_max = 1024;
+	cfg->retention_ms = -1;
+	cfg->retention_bytes = -1;
 	cfg->pstate.producers_max = 4096;
 	cfg->pstate.txns_max = 1024;
 }

@@ -55,6 +55,9 @@ struct km_log_config {
 	uint64_t prealloc_bytes;   /* fallocate step ahead of the write end */
 	uint32_t batch_bytes_max;  /* largest batch accepted */
 	uint32_t segments_max;	   /* segments the log can hold */
+	/* Local caps for km_log_retain_policy (-1: none). */
+	int64_t retention_ms;
+	int64_t retention_bytes;
 	struct km_pstate_config pstate;
 };
 
@@ -236,6 +239,13 @@ struct km_log_retained {
  */
 int km_log_retain(struct km_log *log, const struct km_log_retention *r,
 		  struct km_log_retained *out);
+
+/**
+ * km_log_retain with the config's caps (retention_ms, retention_bytes) and
+ * below_offset (the source's log start, or -1).
+ */
+int km_log_retain_policy(struct km_log *log, int64_t below_offset,
+			 int64_t now_ms, struct km_log_retained *out);
 
 /** Bytes of the .log files (disk usage, for status). Owner thread. */
 uint64_t km_log_size_bytes(const struct km_log *log);

@@ -90,6 +90,19 @@ int km_log_retain(struct km_log *log, const struct km_log_retention *r,
 	return rc;
 }
 
+int km_log_retain_policy(struct km_log *log, int64_t below_offset,
+			 int64_t now_ms, struct km_log_retained *out)
+{
+	struct km_log_retention r = {
+		.below_offset = below_offset,
+		.max_age_ms = log->cfg.retention_ms,
+		.max_bytes = log->cfg.retention_bytes,
+		.now_ms = now_ms,
+	};
+
+	return km_log_retain(log, &r, out);
+}
+
 uint64_t km_log_size_bytes(const struct km_log *log)
 {
 	return total_bytes(log);
