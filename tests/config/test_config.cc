@@ -747,6 +747,9 @@ TEST(Config, FormatText)
 			      "fetch.max.bytes=52428800\n"
 			      "fetch.max.wait.ms=500\n"
 			      "batch.max.bytes=67108864\n"
+			      "retention.ms=-1\n"
+			      "retention.bytes=-1\n"
+			      "disk.free.min.bytes=268435456\n"
 			      "log.level=info\n"),
 		  text);
 }
