@@ -106,14 +106,15 @@ protected:
 		}
 	}
 	// A (new) backend whose pool is buf_count buffers of buf_bytes.
-	void NewNet(uint32_t buf_bytes, uint32_t buf_count)
+	void NewNet(uint32_t buf_bytes, uint32_t buf_count,
+		    uint32_t conns_max = 4)
 	{
 		if (net_)
 			km_net_destroy(net_);
 		net_ = nullptr;
 		km_net_config cfg = {};
 		cfg.kind = KM_NET_KERNEL;
-		cfg.conns_max = 4;
+		cfg.conns_max = conns_max;
 		cfg.rx_buf_count = buf_count;
 		cfg.rx_buf_bytes = buf_bytes;
 		cfg.send_queue_max = 16;
@@ -248,15 +249,16 @@ protected:
 		return out;
 	}
 	// The log, batch by batch, from its start to its durable offset.
-	std::vector<Bytes> Mirror()
+	std::vector<Bytes> Mirror(km_log *log = nullptr)
 	{
 		std::vector<Bytes> out;
+		km_log *lg = log ? log : log_;
 		std::vector<uint8_t> buf(4 << 20);
-		int64_t off = km_log_start_offset(log_);
-		int64_t end = km_log_durable_offset(log_);
+		int64_t off = km_log_start_offset(lg);
+		int64_t end = km_log_durable_offset(lg);
 		while (off < end) {
 			km_log_read_result r;
-			int rc = km_log_read(log_, off, end, 1 << 20, buf.data(),
+			int rc = km_log_read(lg, off, end, 1 << 20, buf.data(),
 					     buf.size(), &r);
 			EXPECT_EQ(0, rc) << km_strerror(rc);
 			if (rc || r.batches == 0)
@@ -269,9 +271,9 @@ protected:
 	}
 	// The log holds exactly the source's batches, in order: same offsets,
 	// same bytes but producerId (R1: -(p + 2)) and crc (patched, valid).
-	void Compare(const std::vector<Bytes> &src)
+	void Compare(const std::vector<Bytes> &src, km_log *log = nullptr)
 	{
-		std::vector<Bytes> got = Mirror();
+		std::vector<Bytes> got = Mirror(log);
 		ASSERT_EQ(src.size(), got.size());
 		for (size_t i = 0; i < src.size(); i++)
 			ASSERT_NO_FATAL_FAILURE(CompareOne(src[i], got[i], i));
