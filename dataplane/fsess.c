@@ -352,6 +352,16 @@ void km_fsess_route(struct km_fsess *s, struct km_fetcher *f)
 		t->pin = *l;
 		memcpy(t->pin_ip, ip, sizeof(t->pin_ip));
 	}
+	if (t == NULL && !s->pinned && s->n_members == 1) {
+		/* No slot for its leader's session, and this discovery session
+		 * serves only it: become that session. */
+		s->pinned = true;
+		s->pin = *l;
+		memcpy(s->pin_ip, ip, sizeof(s->pin_ip));
+		f->phase = KM_FP_WAIT;
+		km_fsess_drop(s, false);
+		return;
+	}
 	if (t == NULL) {
 		no_slot(f);
 		return;

@@ -240,13 +240,14 @@ static int resolve(void *ctx, const char *host,
 }
 
 /* Fetch sessions: one per source broker (and bootstrap list), so at most
- * as many as partitions, and at most KM_FSESS_POOL_MAX. Each may hold an
+ * one per partition, plus a discovery session, and at most
+ * KM_FSESS_POOL_MAX. Each may hold an
  * equal share of half the receive pool (the other half is for the
  * front-end), so that no session can starve the others. */
 static int fetch_pool_init(struct km_worker *w)
 {
 	struct km_fpool_config pc = {0};
-	uint32_t n = w->cfg.parts_max ? w->cfg.parts_max : 1;
+	uint32_t n = w->cfg.parts_max + 1;
 	uint32_t share;
 
 	if (n > KM_FSESS_POOL_MAX)
