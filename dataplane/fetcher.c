@@ -249,9 +249,13 @@ void km_fetcher_kafka_error(struct km_fetcher *f, const char *api,
 		km_fetcher_need_leader(f, 0);
 	/* Its broker keeps answering with errors: ask another one. */
 	if (++f->err_streak >= KM_FETCHER_ROTATE_AFTER) {
+		const struct km_fsess *was = f->sess;
+
 		f->err_streak = 0;
 		km_fetcher_need_leader(f, 0);
 		km_fsess_rotate(f);
+		if (f->sess == was && was->pinned) /* no other session free */
+			f->ready_at_ms += km_fetcher_backoff(f);
 		return;
 	}
 	f->ready_at_ms = km_fetcher_now_ms() + km_fetcher_backoff(f);

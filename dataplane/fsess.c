@@ -347,6 +347,11 @@ void km_fsess_route(struct km_fsess *s, struct km_fetcher *f)
 		return;
 	}
 	t = find_pinned(s->pool, s, ip, l->port);
+	if (t == s) {
+		/* Its session, closing meanwhile: it starts on reconnect. */
+		f->phase = KM_FP_WAIT;
+		return;
+	}
 	if (t == NULL && (t = open_like(s)) != NULL) {
 		t->pinned = true;
 		t->pin = *l;

@@ -511,15 +511,15 @@ TEST_F(Hostile, KillNineWhileSourceStallsMidResponse)
 	Daemon d(dir_.path(), sets());
 	ASSERT_EQ("", d.start());
 	/* Partition 1 rides on the same connection (one fetch session per
-	 * source broker): the stall holds it where it was asked, at 40 too. */
+	 * source broker): the stall holds it too, wherever it had got to
+	 * (that depends on when it joined the session). */
 	ASSERT_EQ("", d.wait_status(
 			      [&](const StatusMap &st) {
 				      return fake_->faults_applied(
 						     Fault::kTruncateStall) == 1 &&
 					     st.count(key_of(0)) &&
 					     st.at(key_of(0)).leo == 40 &&
-					     st.count(key_of(1)) &&
-					     st.at(key_of(1)).leo == 40;
+					     st.count(key_of(1));
 			      },
 			      kWaitMs));
 	ASSERT_EQ("", d.kill9());
