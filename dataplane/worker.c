@@ -239,21 +239,31 @@ static int resolve(void *ctx, const char *host,
 	return km_resolve_ipv4(host, ipv4, KM_FETCHER_IPV4_BYTES);
 }
 
-/* Each fetch session may hold an equal share of half the receive pool
- * (the other half is for the front-end), so that no session can starve
- * the others. */
-static void fetch_share(struct km_worker *w, struct km_fetcher_config *fc)
+/* Fetch sessions: one per source broker (and bootstrap list), so at most
+ * one per partition, plus a discovery session, and at most
+ * KM_FSESS_POOL_MAX. Each may hold an
+ * equal share of half the receive pool (the other half is for the
+ * front-end), so that no session can starve the others. */
+static int fetch_pool_init(struct km_worker *w)
 {
 	bool own = w->fnet != w->net; /* no front-end on a fetch-only net */
 	const struct km_net_config *nc = own ? &w->cfg.fetch_net : &w->cfg.net;
-	uint32_t n = w->cfg.parts_max ? w->cfg.parts_max : 1;
-	uint32_t share = nc->rx_buf_count / (own ? 1 : 2) / n;
+	struct km_fpool_config pc = {0};
+	uint32_t n = w->cfg.parts_max + 1;
+	uint32_t share;
 
-	fc->rx_buf_bytes = nc->rx_buf_bytes;
-	fc->rx_bufs_max = share > 4 ? share : 4;
-	fc->scratch = w->scratch;
-	fc->resolve = resolve;
-	fc->resolve_ctx = w;
+	if (n > KM_FSESS_POOL_MAX)
+		n = KM_FSESS_POOL_MAX;
+	share = nc->rx_buf_count / (own ? 1 : 2) / n;
+	pc.sessions_max = n;
+	pc.rx_buf_bytes = nc->rx_buf_bytes;
+	pc.rx_bufs_max = share > 4 ? share : 4;
+	pc.scratch = w->scratch;
+	pc.resolve = resolve;
+	pc.resolve_ctx = w;
+	if ((w->fsess_mem = malloc(km_fpool_memsize(n))) == NULL)
+		return -ENOMEM;
+	return km_fpool_init(&w->fpool, &pc, w->fnet, w->fsess_mem);
 }
 
 static void on_fetch(struct km_worker *w, struct wmsg *m)
@@ -270,8 +280,7 @@ static void on_fetch(struct km_worker *w, struct wmsg *m)
 		km_worker_reply_done(w, m->reply, -ENOMEM, NULL);
 		return;
 	}
-	fetch_share(w, &m->u.fetch);
-	rc = km_fetcher_init(wp->fetcher, &m->u.fetch, w->fnet, wp->log);
+	rc = km_fetcher_init(wp->fetcher, &m->u.fetch, &w->fpool, wp->log);
 	if (rc < 0) {
 		free(wp->fetcher);
 		wp->fetcher = NULL;
@@ -493,21 +502,16 @@ static void retain(struct km_worker *w, struct wpart *wp)
 
 static int step_parts(struct km_worker *w, bool tick)
 {
-	int n = 0;
+	int n = km_fpool_step(&w->fpool);
 
 	for (uint32_t i = 0; i < w->n_wparts; i++) {
 		struct wpart *wp = &w->wparts[i];
 
 		if (wp->stopping != NULL)
 			n += km_wstop_step(w, wp);
-		if (wp->fetcher != NULL) {
-			int rc = km_fetcher_step(wp->fetcher);
-
-			if (rc > 0)
-				n++;
-			else if (rc < 0 && !w->stopping)
-				fetch_failed(w, wp);
-		}
+		if (wp->fetcher != NULL && !w->stopping &&
+		    km_fetcher_get_state(wp->fetcher) == KM_FETCHER_FAILED)
+			fetch_failed(w, wp);
 		if (tick) {
 			km_log_tick(wp->log, w->now_ms);
 			retain(w, wp);
@@ -519,13 +523,15 @@ static int step_parts(struct km_worker *w, bool tick)
 
 /* ---- shutdown ---------------------------------------------------------- */
 
+/* Every partition has left its session and every session is closed (no
+ * connection, no receive buffer held). */
 static bool fetchers_idle(struct km_worker *w)
 {
 	for (uint32_t i = 0; i < w->n_wparts; i++)
 		if (w->wparts[i].fetcher != NULL &&
 		    !km_fetcher_idle(w->wparts[i].fetcher))
 			return false;
-	return true;
+	return w->fsess_mem == NULL || km_fpool_idle(&w->fpool);
 }
 
 static int close_logs(struct km_worker *w)
@@ -713,6 +719,8 @@ static int setup(struct km_worker *w)
 		w->fnet = NULL;
 		return rc;
 	}
+	if ((rc = fetch_pool_init(w)) < 0)
+		return rc;
 	w->ops.produce = km_wfe_produce;
 	w->ops.alloc_pid = km_wfe_alloc_pid;
 	w->ops.ctx = w;
@@ -728,6 +736,7 @@ static void teardown(struct km_worker *w)
 	if (w->efd >= 0)
 		close(w->efd);
 	free(w->wparts);
+	free(w->fsess_mem);
 	free(w->scratch);
 	free(w->slots);
 	free(w->peer_q);

@@ -5,6 +5,7 @@
 #include <pthread.h>
 
 #include "common/spsc.h"
+#include "dataplane/fsess.h"
 #include "dataplane/worker.h"
 #include "iouring_log/uring.h"
 
@@ -82,7 +83,9 @@ struct km_worker {
 	struct km_spsc *peer_q;		/* [n_workers]: from each worker */
 	void **slots;
 	struct wmsg *outbox, **outbox_tail; /* pushes waiting for room */
-	struct km_fetcher_scratch *scratch; /* shared by its fetchers */
+	struct km_fetcher_scratch *scratch; /* shared by its sessions */
+	struct km_fpool fpool;		/* fetch sessions: one per broker */
+	void *fsess_mem;
 	struct wpart *wparts;
 	uint32_t n_wparts;
 	struct km_frontend *fe;

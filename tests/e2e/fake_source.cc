@@ -446,6 +446,7 @@ struct FakeSource::Answer {
 		size_t at;    /* in bytes */
 		size_t len;
 		int64_t base, last;
+		int32_t partition;
 	};
 	std::vector<Batch> batches; /* Fetch: each batch served */
 	std::string error;	    /* why there is no answer */
@@ -614,6 +615,8 @@ bool ans_listoffsets(const FakeSourceConfig &cfg, struct km_wire_rd *r,
 		rq->partition = p[0].partition;
 		rq->offset = rp[0].timestamp;
 	}
+	for (size_t j = 0; j < p.size(); j++)
+		rq->parts.push_back({ p[j].partition, rp[j].timestamp, 0 });
 	m.topics = t.data();
 	m.n_topics = q.n_topics;
 	m.parts = p.data();
@@ -774,7 +777,8 @@ static bool enc_fetch(const struct km_reqhdr &h,
 		for (const std::string *b : f->batches) {
 			a->batches.push_back({ pos, b->size(),
 					       batch_base_offset(*b),
-					       batch_last_offset(*b) });
+					       batch_last_offset(*b),
+					       f->p.partition });
 			pos += b->size();
 		}
 	return ok;
@@ -805,6 +809,8 @@ static bool ans_fetch(const FakeSourceConfig &cfg, struct km_wire_rd *r,
 		rq->partition = rp[0].partition;
 		rq->offset = rp[0].fetch_offset;
 	}
+	for (uint32_t j = 0; j < q.n_parts; j++)
+		rq->parts.push_back({ rp[j].partition, rp[j].fetch_offset, 0 });
 	/* Nothing to send: wait as Kafka does, so a caught-up client polls
 	 * at its MaxWaitMs and not in a tight loop. */
 	if (empty && !fp.empty())
@@ -827,12 +833,16 @@ bool FakeSource::handle_request(Conn *c, const std::string &frame,
 		fail(a.error);
 		return false;
 	}
-	if (rq.partition >= 0 && (size_t)rq.partition < by_part_fetch_.size()) {
+	for (FakeRequest::Part &x : rq.parts) {
+		if (x.partition < 0 || (size_t)x.partition >= by_part_fetch_.size())
+			continue;
 		if (rq.api_key == KM_API_FETCH)
-			rq.part_count = ++by_part_fetch_[(size_t)rq.partition];
+			x.count = ++by_part_fetch_[(size_t)x.partition];
 		if (rq.api_key == KM_API_LIST_OFFSETS)
-			rq.part_count = ++by_part_lo_[(size_t)rq.partition];
+			x.count = ++by_part_lo_[(size_t)x.partition];
 	}
+	if (!rq.parts.empty())
+		rq.part_count = rq.parts[0].count;
 	{
 		std::lock_guard<std::mutex> g(mu_);
 		hook = hook_;
@@ -841,12 +851,16 @@ bool FakeSource::handle_request(Conn *c, const std::string &frame,
 	return true;
 }
 
-/* Flip the last byte of the batch holding `offset` (-1: the first batch):
- * inside its records, so only the CRC can tell. */
-static bool corrupt(FakeSource::Answer *a, int64_t offset, std::string *bytes)
+/* Flip the last byte of the batch of `partition` (-1: any) holding
+ * `offset` (-1: the first batch): inside its records, so only the CRC can
+ * tell. */
+static bool corrupt(FakeSource::Answer *a, int64_t offset, int32_t partition,
+		    std::string *bytes)
 {
 	for (const auto &b : a->batches) {
 		if (offset >= 0 && (offset < b.base || offset > b.last))
+			continue;
+		if (partition >= 0 && b.partition != partition)
 			continue;
 		(*bytes)[b.at + b.len - 1] ^= (char)0xff;
 		return true;
@@ -883,7 +897,8 @@ void FakeSource::apply(Conn *c, const FaultAction &act, const FakeRequest &rq,
 							    : Then::kSilence;
 		break;
 	case Fault::kBadCrc:
-		applied = corrupt(a, act.crc_offset, &q.bytes);
+		applied = corrupt(a, act.crc_offset, act.crc_partition,
+				  &q.bytes);
 		break;
 	case Fault::kWrongCorrelation:
 		store_be32(&q.bytes[4], (uint32_t)rq.correlation_id + 7);

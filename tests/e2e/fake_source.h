@@ -69,6 +69,8 @@ struct FaultAction {
 	 * it (else send the answer untouched, and count no fault); -1: the
 	 * first batch of the answer. */
 	int64_t crc_offset = -1;
+	/* kBadCrc: only a batch of this partition; -1: of any. */
+	int32_t crc_partition = -1;
 };
 
 /* One request, as the fault hook sees it. */
@@ -87,6 +89,22 @@ struct FakeRequest {
 	int32_t partition = -1;
 	int64_t offset = -1;
 	uint64_t part_count = 0;
+	/* Every partition asked, in request order (a fetch session names all
+	 * the partitions it carries in one request). */
+	struct Part {
+		int32_t partition = -1;
+		int64_t offset = -1;
+		uint64_t count = 0; /* as part_count, for this partition */
+	};
+	std::vector<Part> parts;
+	/* Partition p if the request names it, else nullptr. */
+	const Part *part(int32_t p) const
+	{
+		for (const Part &x : parts)
+			if (x.partition == p)
+				return &x;
+		return nullptr;
+	}
 };
 
 using FaultHook = std::function<FaultAction(const FakeRequest &)>;

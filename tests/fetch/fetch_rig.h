@@ -1,7 +1,8 @@
-// The worker loop of one fetch session, for the fetch suite's tests: a real
-// io_uring, the kernel network backend, a partition log on real files, and
-// a km_fetcher driven the way a worker drives it (km_uring_poll,
-// km_net_poll, km_fetcher_step), pumped until an observable condition holds
+// The worker loop of fetch sessions, for the fetch suite's tests: a real
+// io_uring, the kernel network backend, a pool of fetch sessions
+// (dataplane/fsess.h), a partition log on real files, and a km_fetcher in
+// the pool, driven the way a worker drives them (km_uring_poll,
+// km_net_poll, km_fpool_step), pumped until an observable condition holds
 // or a deadline passes (no sleeps). The source's exact bytes are read with
 // the raw client of tests/rdkafka (raw_kafka.h) and compared with the log.
 #ifndef KM_TESTS_FETCH_FETCH_RIG_H
@@ -19,6 +20,7 @@
 
 #include "common/errors.h"
 #include "dataplane/fetcher.h"
+#include "dataplane/fsess.h"
 #include "dataplane/net.h"
 #include "iouring_log/log.h"
 #include "kafka/batch.h"
@@ -66,8 +68,12 @@ struct StartOpts {
 	std::vector<Addr> bootstrap;
 	int32_t max_bytes = 0;
 	bool reset_earliest = false;
-	uint32_t rx_bufs_max = 0; // 0: the whole pool
+	uint32_t rx_bufs_max = 0; // per session; 0: the whole pool
+	km_fetcher_resolve_fn resolve = nullptr;
+	void *resolve_ctx = nullptr;
 };
+
+constexpr uint32_t kSessionsMax = 8;
 
 class FetchRig : public ::testing::Test {
 protected:
@@ -82,6 +88,7 @@ protected:
 		mode_ = mode;
 		ASSERT_NO_FATAL_FAILURE(NewNet(buf_bytes, buf_count));
 		scratch_.reset(new km_fetcher_scratch);
+		sess_.reset(new km_fsess[kSessionsMax]);
 		f_.reset(new km_fetcher);
 		ASSERT_NO_FATAL_FAILURE(OpenLog());
 	}
@@ -99,14 +106,15 @@ protected:
 		}
 	}
 	// A (new) backend whose pool is buf_count buffers of buf_bytes.
-	void NewNet(uint32_t buf_bytes, uint32_t buf_count)
+	void NewNet(uint32_t buf_bytes, uint32_t buf_count,
+		    uint32_t conns_max = 4)
 	{
 		if (net_)
 			km_net_destroy(net_);
 		net_ = nullptr;
 		km_net_config cfg = {};
 		cfg.kind = KM_NET_KERNEL;
-		cfg.conns_max = 4;
+		cfg.conns_max = conns_max;
 		cfg.rx_buf_count = buf_count;
 		cfg.rx_buf_bytes = buf_bytes;
 		cfg.send_queue_max = 16;
@@ -136,6 +144,26 @@ protected:
 		ASSERT_EQ(0, km_log_close(log_));
 		log_ = nullptr;
 	}
+	// (Re)configure the pool of sessions, which must be idle to change.
+	void Pool(const StartOpts &o)
+	{
+		km_fpool_config pc = {};
+		pc.sessions_max = kSessionsMax;
+		pc.rx_buf_bytes = buf_bytes_;
+		pc.rx_bufs_max = o.rx_bufs_max ? o.rx_bufs_max : buf_count_;
+		pc.scratch = scratch_.get();
+		pc.resolve = o.resolve;
+		pc.resolve_ctx = o.resolve_ctx;
+		if (pool_ok_ && pc.rx_buf_bytes == pool_.cfg.rx_buf_bytes &&
+		    pc.rx_bufs_max == pool_.cfg.rx_bufs_max &&
+		    pc.resolve == pool_.cfg.resolve &&
+		    pc.resolve_ctx == pool_.cfg.resolve_ctx &&
+		    pool_.net == net_)
+			return;
+		ASSERT_TRUE(!pool_ok_ || km_fpool_idle(&pool_));
+		ASSERT_EQ(0, km_fpool_init(&pool_, &pc, net_, sess_.get()));
+		pool_ok_ = true;
+	}
 	km_fetcher_config Config(const StartOpts &o)
 	{
 		km_fetcher_config fc = {};
@@ -151,22 +179,20 @@ protected:
 		fc.max_bytes = o.max_bytes;
 		fc.backoff_ms = 10;
 		fc.backoff_max_ms = 200;
-		fc.rx_buf_bytes = buf_bytes_;
-		fc.rx_bufs_max = o.rx_bufs_max ? o.rx_bufs_max : buf_count_;
 		fc.offset_reset_earliest = o.reset_earliest;
-		fc.scratch = scratch_.get();
 		return fc;
 	}
 	void Start(const StartOpts &o = StartOpts())
 	{
 		km_fetcher_config fc = Config(o);
-		ASSERT_EQ(0, km_fetcher_init(f_.get(), &fc, net_, log_));
+		ASSERT_NO_FATAL_FAILURE(Pool(o));
+		ASSERT_EQ(0, km_fetcher_init(f_.get(), &fc, &pool_, log_));
 	}
 	void Turn()
 	{
 		ASSERT_GE(km_uring_poll(&ring_, false), 0);
 		ASSERT_GE(km_net_poll(net_), 0);
-		km_fetcher_step(f_.get());
+		km_fpool_step(&pool_);
 	}
 	// Pump until pred() holds; the session must not fail meanwhile.
 	template <typename Pred> void RunUntil(Pred pred, int ms = kTimeoutMs)
@@ -194,17 +220,17 @@ protected:
 			ASSERT_NO_FATAL_FAILURE(Turn());
 		ASSERT_EQ(KM_FETCHER_FAILED, km_fetcher_get_state(f_.get()));
 	}
-	// Stop and wait until every buffer is back and every write done.
+	// Stop and wait until every buffer is back, every write done and
+	// (the partition being the only one) its session closed.
 	void Stop()
 	{
 		km_fetcher_stop(f_.get());
 		auto deadline = Clock::now() + std::chrono::milliseconds(kTimeoutMs);
-		while (!km_fetcher_idle(f_.get()) && Clock::now() < deadline) {
-			ASSERT_GE(km_uring_poll(&ring_, false), 0);
-			ASSERT_GE(km_net_poll(net_), 0);
-			km_fetcher_step(f_.get());
-		}
+		while ((!km_fetcher_idle(f_.get()) || !km_fpool_idle(&pool_)) &&
+		       Clock::now() < deadline)
+			ASSERT_NO_FATAL_FAILURE(Turn());
 		ASSERT_TRUE(km_fetcher_idle(f_.get()));
+		ASSERT_TRUE(km_fpool_idle(&pool_));
 		ASSERT_EQ(0, km_log_sync(log_));
 	}
 	const km_fetcher_stats &Stats() { return *km_fetcher_get_stats(f_.get()); }
@@ -223,15 +249,16 @@ protected:
 		return out;
 	}
 	// The log, batch by batch, from its start to its durable offset.
-	std::vector<Bytes> Mirror()
+	std::vector<Bytes> Mirror(km_log *log = nullptr)
 	{
 		std::vector<Bytes> out;
+		km_log *lg = log ? log : log_;
 		std::vector<uint8_t> buf(4 << 20);
-		int64_t off = km_log_start_offset(log_);
-		int64_t end = km_log_durable_offset(log_);
+		int64_t off = km_log_start_offset(lg);
+		int64_t end = km_log_durable_offset(lg);
 		while (off < end) {
 			km_log_read_result r;
-			int rc = km_log_read(log_, off, end, 1 << 20, buf.data(),
+			int rc = km_log_read(lg, off, end, 1 << 20, buf.data(),
 					     buf.size(), &r);
 			EXPECT_EQ(0, rc) << km_strerror(rc);
 			if (rc || r.batches == 0)
@@ -244,9 +271,9 @@ protected:
 	}
 	// The log holds exactly the source's batches, in order: same offsets,
 	// same bytes but producerId (R1: -(p + 2)) and crc (patched, valid).
-	void Compare(const std::vector<Bytes> &src)
+	void Compare(const std::vector<Bytes> &src, km_log *log = nullptr)
 	{
-		std::vector<Bytes> got = Mirror();
+		std::vector<Bytes> got = Mirror(log);
 		ASSERT_EQ(src.size(), got.size());
 		for (size_t i = 0; i < src.size(); i++)
 			ASSERT_NO_FATAL_FAILURE(CompareOne(src[i], got[i], i));
@@ -286,6 +313,9 @@ protected:
 	uint32_t buf_bytes_ = 0, buf_count_ = 0;
 	km_log *log_ = nullptr;
 	std::unique_ptr<km_fetcher_scratch> scratch_;
+	std::unique_ptr<km_fsess[]> sess_;
+	km_fpool pool_ = {};
+	bool pool_ok_ = false;
 	std::unique_ptr<km_fetcher> f_;
 	std::vector<Addr> boot_; // default bootstrap list
 };

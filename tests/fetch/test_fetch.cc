@@ -1,5 +1,5 @@
-// Goal: a fetch session (dataplane/fetcher*.c over dataplane/kframe.c and
-// the kernel backend) mirrors one partition of librdkafka's mock cluster,
+// Goal: a fetch session (dataplane/fetcher*.c and fsess*.c over
+// dataplane/kframe.c and the kernel backend) mirrors one partition of librdkafka's mock cluster,
 // filled by real librdkafka producers (plain and idempotent, batches larger
 // than a receive buffer), into a km_log, and the log then holds the source
 // batches byte for byte except producerId (R1: -(p + 2)) and crc (patched),
@@ -295,62 +295,76 @@ INSTANTIATE_TEST_SUITE_P(Rx, Fetch,
 
 class FetchCfg : public Fetch {};
 
-// km_fetcher_init refuses what could never work, and clamps MaxBytes to
-// half of the receive buffers the session may hold.
+// km_fpool_init and km_fetcher_init refuse what could never work, and a
+// partition's PartitionMaxBytes is clamped to half of the receive buffers
+// its session may hold.
 TEST_P(FetchCfg, InitChecksAndClamp)
 {
 	StartOpts o;
 	o.max_bytes = 64 << 20;
 	km_fetcher_config fc = Config(o);
-	ASSERT_EQ(0, km_fetcher_init(f_.get(), &fc, net_, log_));
+	ASSERT_NO_FATAL_FAILURE(Pool(o));
+	ASSERT_EQ(0, km_fetcher_init(f_.get(), &fc, &pool_, log_));
 	// 256 buffers of 16 KiB: 4 MiB, half of it less the overhead.
 	EXPECT_EQ((int32_t)(2 << 20) - 1024, Stats().max_bytes);
-	fc.rx_bufs_max = 4096; // more than kframe holds: taken as 1024
-	ASSERT_EQ(0, km_fetcher_init(f_.get(), &fc, net_, log_));
+	ASSERT_NO_FATAL_FAILURE(Stop());
+	o.rx_bufs_max = 4096; // more than kframe holds: taken as 1024
+	ASSERT_NO_FATAL_FAILURE(Pool(o));
+	ASSERT_EQ(0, km_fetcher_init(f_.get(), &fc, &pool_, log_));
 	EXPECT_EQ((int32_t)(8 << 20) - 1024, Stats().max_bytes);
+	ASSERT_NO_FATAL_FAILURE(Stop());
 
 	km_fetcher_config bad = Config(o);
-	bad.scratch = nullptr;
-	EXPECT_EQ(-EINVAL, km_fetcher_init(f_.get(), &bad, net_, log_));
-	bad = Config(o);
 	bad.n_bootstrap = 0;
-	EXPECT_EQ(-EINVAL, km_fetcher_init(f_.get(), &bad, net_, log_));
+	EXPECT_EQ(-EINVAL, km_fetcher_init(f_.get(), &bad, &pool_, log_));
 	bad = Config(o);
 	snprintf(bad.bootstrap[0].host, sizeof(bad.bootstrap[0].host),
 		 "broker.invalid");
-	EXPECT_EQ(-EINVAL, km_fetcher_init(f_.get(), &bad, net_, log_))
+	EXPECT_EQ(-EINVAL, km_fetcher_init(f_.get(), &bad, &pool_, log_))
 		<< "a name without a resolver";
 	bad = Config(o);
-	bad.rx_buf_bytes = 512;
-	bad.rx_bufs_max = 16; // 8 KiB: not one useful Fetch
-	EXPECT_EQ(-EINVAL, km_fetcher_init(f_.get(), &bad, net_, log_));
-	bad = Config(o);
 	bad.topic[0] = '\0';
-	EXPECT_EQ(-EINVAL, km_fetcher_init(f_.get(), &bad, net_, log_));
+	EXPECT_EQ(-EINVAL, km_fetcher_init(f_.get(), &bad, &pool_, log_));
+	bad = Config(o);
+	EXPECT_EQ(-EINVAL, km_fetcher_init(f_.get(), &bad, nullptr, log_));
+
+	km_fpool p;
+	km_fpool_config pc = pool_.cfg;
+	pc.scratch = nullptr;
+	EXPECT_EQ(-EINVAL, km_fpool_init(&p, &pc, net_, sess_.get()));
+	pc = pool_.cfg;
+	pc.rx_buf_bytes = 512;
+	pc.rx_bufs_max = 16; // 8 KiB: not one useful Fetch
+	EXPECT_EQ(-EINVAL, km_fpool_init(&p, &pc, net_, sess_.get()));
+	pc = pool_.cfg;
+	pc.sessions_max = KM_FSESS_POOL_MAX + 1;
+	EXPECT_EQ(-EINVAL, km_fpool_init(&p, &pc, net_, sess_.get()));
 	EXPECT_STREQ("not_leader", km_fetcher_err_name(KM_FETCHER_ERR_NOT_LEADER));
 	EXPECT_STREQ("stall", km_fetcher_err_name(KM_FETCHER_ERR_STALL));
 }
 
-// A bootstrap host name goes through the config's resolver.
+// A bootstrap host name goes through the pool's resolver.
 TEST_P(FetchCfg, ResolverMapsNames)
 {
 	ASSERT_EQ("", Produce(mock_->bootstrap(), false, 50, 0));
 	int64_t hw = 0;
 	std::vector<Bytes> src = Source(&hw);
-	km_fetcher_config fc = Config(StartOpts());
-	snprintf(fc.bootstrap[0].host, sizeof(fc.bootstrap[0].host),
-		 "source-broker.test");
+	StartOpts o;
 	static int calls;
 	calls = 0;
-	fc.resolve = [](void *ctx, const char *host, char ipv4[16]) {
+	o.resolve = [](void *ctx, const char *host, char ipv4[16]) {
 		calls++;
 		if (strcmp(host, "source-broker.test") != 0)
 			return -ENOENT;
 		snprintf(ipv4, 16, "%s", (const char *)ctx);
 		return 0;
 	};
-	fc.resolve_ctx = (void *)boot_[0].host.c_str();
-	ASSERT_EQ(0, km_fetcher_init(f_.get(), &fc, net_, log_));
+	o.resolve_ctx = (void *)boot_[0].host.c_str();
+	km_fetcher_config fc = Config(o);
+	snprintf(fc.bootstrap[0].host, sizeof(fc.bootstrap[0].host),
+		 "source-broker.test");
+	ASSERT_NO_FATAL_FAILURE(Pool(o));
+	ASSERT_EQ(0, km_fetcher_init(f_.get(), &fc, &pool_, log_));
 	ASSERT_NO_FATAL_FAILURE(RunTo(hw));
 	EXPECT_GE(calls, 1);
 	ASSERT_NO_FATAL_FAILURE(Stop());
