@@ -24,6 +24,12 @@
 #include "iouring_log/pstate.h"
 #include "iouring_log/segment.h"
 #include "iouring_log/uring.h"
+#include "dataplane/dpdk/dpdk.h"
+#include "dataplane/fetcher.h"
+#include "dataplane/frontend.h"
+#include "dataplane/fsess.h"
+#include "dataplane/kframe.h"
+#include "dataplane/local_write.h"
 #include "dataplane/net.h"
 #include "control/config.h"
 #include "control/cluster_id.h"
@@ -56,4 +62,10 @@ TEST(Headers, LinkFromCxx)
 	EXPECT_GT(km_pstate_memsize(&pc), 0u);
 	EXPECT_STREQ("status", km_ctlproto_verb_name(KM_CTL_STATUS));
 	EXPECT_EQ(-EINVAL, km_ctlsock_open(nullptr, "", 1));
+	EXPECT_GT(km_fpool_memsize(1), 0u);
+	EXPECT_NE(nullptr, km_fetcher_err_name(KM_FETCHER_ERR_NOT_LEADER));
+	EXPECT_FALSE(km_dpdk_eal_ready());
+	(void)&km_frontend_create;
+	(void)&km_kframe_init;
+	(void)&km_local_write_create;
 }
