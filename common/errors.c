@@ -118,6 +118,8 @@ static const char *km_message(int code)
 		return "worker message queue is full";
 	case KM_ESHUTDOWN:
 		return "daemon is shutting down";
+	case KM_EGOREC:
+		return "malformed __consumer_offsets record (key or value)";
 	default:
 		return NULL;
 	}

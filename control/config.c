@@ -153,6 +153,17 @@ static void format_topics(const struct km_config *cfg, struct sink *s)
 		sinkf(s, "%s%s", i == 0 ? "" : ",", cfg->topics[i]);
 }
 
+static int apply_groups(const struct km_config_ctx *c)
+{
+	return km_config_parse_groups(c, CFG(c)->groups, &CFG(c)->groups_count);
+}
+
+static void format_groups(const struct km_config *cfg, struct sink *s)
+{
+	for (uint32_t i = 0; i < cfg->groups_count; i++)
+		sinkf(s, "%s%s", i == 0 ? "" : ",", cfg->groups[i]);
+}
+
 static int apply_listeners(const struct km_config_ctx *c)
 {
 	uint32_t n;
@@ -402,6 +413,16 @@ static const struct key_def keys[] = {
 	CUSTOM("topic.retention.bytes", topic_retention_bytes),
 	NUMBER("disk.free.min.bytes", K_U64, disk_free_min_bytes,
 	       KM_CONFIG_UNITS_BYTES, 0, INT64_MAX),
+	CUSTOM("groups", groups),
+	NUMBER("group.sync.interval.ms", K_U32, group_sync_interval_ms,
+	       KM_CONFIG_UNITS_MS, 100, INT32_MAX),
+	NUMBER("group.initial.rebalance.delay.ms", K_U32,
+	       group_initial_rebalance_delay_ms, KM_CONFIG_UNITS_MS, 0,
+	       INT32_MAX),
+	NUMBER("group.min.session.timeout.ms", K_U32,
+	       group_min_session_timeout_ms, KM_CONFIG_UNITS_MS, 1, INT32_MAX),
+	NUMBER("group.max.session.timeout.ms", K_U32,
+	       group_max_session_timeout_ms, KM_CONFIG_UNITS_MS, 1, INT32_MAX),
 	ENUM("log.level", log_level, levels),
 };
 
@@ -482,6 +503,11 @@ void km_config_defaults(struct km_config *cfg)
 	cfg->retention_ms = -1;
 	cfg->retention_bytes = -1;
 	cfg->disk_free_min_bytes = 256ull << 20;
+	cfg->group_sync_interval_ms = 5000;
+	/* Kafka's broker defaults. */
+	cfg->group_initial_rebalance_delay_ms = 3000;
+	cfg->group_min_session_timeout_ms = 6000;
+	cfg->group_max_session_timeout_ms = 1800000;
 	cfg->dpdk.netmask_be = htonl(0xffffff00u);
 	cfg->segment_bytes = log.segment_bytes;
 	cfg->flush_interval_ms = log.flush_interval_ms;
@@ -519,6 +545,25 @@ static int check_local(const struct km_config *cfg, const char *origin,
 	return 0;
 }
 
+static int check_groups(const struct km_config *cfg, const char *origin,
+			char *err, size_t err_len)
+{
+	if (cfg->group_min_session_timeout_ms > cfg->group_max_session_timeout_ms) {
+		km_config_errf(err, err_len,
+			       "%s: group.min.session.timeout.ms=%u is above group.max.session.timeout.ms=%u",
+			       origin, cfg->group_min_session_timeout_ms,
+			       cfg->group_max_session_timeout_ms);
+		return KM_ECFGMISSING;
+	}
+	if (cfg->groups_count > 0 && cfg->bootstrap_count == 0) {
+		km_config_errf(err, err_len,
+			       "%s: groups is set but source.bootstrap.servers is not (offsets are synced from the source)",
+			       origin);
+		return KM_ECFGMISSING;
+	}
+	return 0;
+}
+
 static int check_sources(const struct km_config *cfg, const char *origin,
 			 char *err, size_t err_len)
 {
@@ -542,7 +587,7 @@ static int check_sources(const struct km_config *cfg, const char *origin,
 			       origin);
 		return KM_ECFGMISSING;
 	}
-	return 0;
+	return check_groups(cfg, origin, err, err_len);
 }
 
 /* net.mode=dpdk drives one port queue pair from one worker: per-worker
@@ -987,6 +1032,15 @@ void km_config_log_config(const struct km_config *cfg, const char *topic,
 	out->retention_bytes = limit_of(cfg->topic_retention_bytes,
 					cfg->topic_retention_bytes_count, topic,
 					cfg->retention_bytes);
+	if (strcmp(topic, KM_CONFIG_OFFSETS_TOPIC) == 0) {
+		/* Committed offsets go only by compaction (the coordinator
+		 * rewrites what is live), never by age or size; small
+		 * segments let that free space early. */
+		out->retention_ms = -1;
+		out->retention_bytes = -1;
+		if (out->segment_bytes > KM_CONFIG_OFFSETS_SEGMENT_BYTES)
+			out->segment_bytes = KM_CONFIG_OFFSETS_SEGMENT_BYTES;
+	}
 }
 
 int km_config_eal_argv(const struct km_config *cfg, const char *prog,

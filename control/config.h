@@ -41,6 +41,11 @@ struct km_log_config; /* iouring_log/log.h: not included, so that this header
 /* Capacities (STYLE 9); struct km_config is about 75 KiB with these. */
 #define KM_CONFIG_TOPICS_MAX 128u	/* `topics` entries: 250 B each */
 #define KM_CONFIG_TOPIC_BYTES_MAX 250u	/* Kafka's 249 chars + NUL */
+/* The internal partition of committed offsets (dataplane/goffsets.h). */
+#define KM_CONFIG_OFFSETS_TOPIC "__consumer_offsets"
+#define KM_CONFIG_OFFSETS_SEGMENT_BYTES (8u << 20)
+#define KM_CONFIG_GROUPS_MAX 64u	/* `groups` entries */
+#define KM_CONFIG_GROUP_BYTES_MAX 256u	/* a group id or pattern + NUL */
 #define KM_CONFIG_BOOTSTRAP_MAX 16u	/* source.bootstrap.servers: 260 B each */
 #define KM_CONFIG_HOST_BYTES_MAX 254u	/* a 253-char DNS name + NUL */
 #define KM_CONFIG_WORKERS_MAX 64u	/* worker threads */
@@ -140,6 +145,16 @@ struct km_config {
 	uint32_t topic_retention_ms_count, topic_retention_bytes_count;
 	/* Mirroring pauses while data.dir has less free space than this. */
 	uint64_t disk_free_min_bytes;
+	/* Consumer groups: `groups` names the source's groups whose committed
+	 * offsets are synced (ids, or fnmatch(3) patterns matched against the
+	 * source's ListGroups), every group.sync.interval.ms. The coordinator
+	 * of the groups served here follows Kafka's group.* settings. */
+	char groups[KM_CONFIG_GROUPS_MAX][KM_CONFIG_GROUP_BYTES_MAX];
+	uint32_t groups_count;
+	uint32_t group_sync_interval_ms;
+	uint32_t group_initial_rebalance_delay_ms;
+	uint32_t group_min_session_timeout_ms;
+	uint32_t group_max_session_timeout_ms;
 };
 
 /* One-line usage for kmirrord's --help and argument errors. */

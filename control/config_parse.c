@@ -383,6 +383,9 @@ static int topic_item(const struct km_config_ctx *c, const char *item,
 				     index + 1);
 	if (strcmp(item, ".") == 0 || strcmp(item, "..") == 0)
 		return km_config_bad(c, "a topic name cannot be \".\" or \"..\"");
+	if (strcmp(item, KM_CONFIG_OFFSETS_TOPIC) == 0)
+		return km_config_bad(c, "topic \"%s\" is kmirrord's own (the "
+				     "committed offsets of its groups)", item);
 	for (size_t i = 0; i < n; i++)
 		if (!isalnum((unsigned char)item[i]) && item[i] != '.' &&
 		    item[i] != '_' && item[i] != '-')
@@ -401,6 +404,30 @@ int km_config_parse_topics(const struct km_config_ctx *c,
 			   uint32_t *count)
 {
 	return for_each_item(c, KM_CONFIG_TOPICS_MAX, topic_item, topics, count);
+}
+
+/* A group id or pattern: Kafka allows any characters but the list's comma. */
+static int group_item(const struct km_config_ctx *c, const char *item,
+		      uint32_t index, void *arg)
+{
+	char (*groups)[KM_CONFIG_GROUP_BYTES_MAX] = arg;
+	size_t n = strlen(item);
+
+	if (n > KM_CONFIG_GROUP_BYTES_MAX - 1)
+		return km_config_bad(c, "group %u is longer than %u bytes",
+				     index + 1, KM_CONFIG_GROUP_BYTES_MAX - 1);
+	for (uint32_t i = 0; i < index; i++)
+		if (strcmp(groups[i], item) == 0)
+			return km_config_bad(c, "group \"%s\" is listed twice", item);
+	memcpy(groups[index], item, n + 1);
+	return 0;
+}
+
+int km_config_parse_groups(const struct km_config_ctx *c,
+			   char (*groups)[KM_CONFIG_GROUP_BYTES_MAX],
+			   uint32_t *count)
+{
+	return for_each_item(c, KM_CONFIG_GROUPS_MAX, group_item, groups, count);
 }
 
 struct local_arg {

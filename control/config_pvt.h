@@ -59,6 +59,9 @@ int km_config_parse_topics(const struct km_config_ctx *c,
 			   char (*topics)[KM_CONFIG_TOPIC_BYTES_MAX],
 			   uint32_t *count);
 /* local.topics: NAME:PARTITIONS,... */
+int km_config_parse_groups(const struct km_config_ctx *c,
+			   char (*groups)[KM_CONFIG_GROUP_BYTES_MAX],
+			   uint32_t *count);
 int km_config_parse_local_topics(const struct km_config_ctx *c,
 				 char (*topics)[KM_CONFIG_TOPIC_BYTES_MAX],
 				 uint32_t *partitions, uint32_t *count);

@@ -2,6 +2,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <netdb.h>
 #include <poll.h>
 #include <signal.h>
@@ -246,8 +247,13 @@ static int start_fetchers(struct km_daemon *d)
 	int rc = 0;
 
 	for (uint32_t i = 0; rc == 0 && i < d->table.n; i++)
-		if (d->mirrored[i] && d->mstates[i].state == KM_MSTATE_MIRRORING)
+		if (d->mirrored[i] && d->mstates[i].state == KM_MSTATE_MIRRORING &&
+		    !km_daemon_disk_hold(d, i))
 			rc = km_daemon_start_fetch(d, i);
+	if (d->disk_low)
+		KM_WARN("daemon", "mirroring held: %" PRIu64 " bytes free on "
+			"data.dir, under disk.free.min.bytes=%" PRIu64,
+			d->disk_free, d->cfg->disk_free_min_bytes);
 	return rc;
 }
 
@@ -333,6 +339,7 @@ static void cleanup(struct km_daemon *d)
 	free(d->mirrored);
 	free(d->rates);
 	free(d->mstates);
+	free(d->disk_paused);
 }
 
 /* ---- the control loop ---------------------------------------------------- */
@@ -350,6 +357,7 @@ static int serve(struct km_daemon *d)
 		if (poll(pfd, 2, WATCH_MS) < 0 && errno != EINTR)
 			return -errno;
 		km_daemon_watch(d);
+		km_daemon_watch_disk(d);
 		if (pfd[0].revents & POLLIN) {
 			if (read(d->sig_fd, &si, sizeof(si)) == sizeof(si))
 				KM_INFO("daemon", "%s: shutting down",
@@ -424,7 +432,8 @@ static int start(struct km_daemon *d)
 	int rc;
 
 	if ((rc = prepare(d)) < 0 || (rc = km_daemon_find_parts(d)) < 0 ||
-	    (rc = km_daemon_load_states(d)) < 0 || (rc = eal_init(d->cfg)) < 0)
+	    (rc = km_daemon_load_states(d)) < 0 ||
+	    (rc = km_daemon_disk_init(d)) < 0 || (rc = eal_init(d->cfg)) < 0)
 		return rc;
 	KM_INFO("daemon", "cluster id %s; %u partitions on %u workers",
 		d->cfg->cluster_id, d->table.n, d->n_workers);

@@ -102,6 +102,12 @@ static json_t *part_row(struct km_daemon *d, uint32_t i, uint64_t now)
 		json_object_set_new(row, "reconnects",
 				    json_integer((json_int_t)LOAD(p, reconnects)));
 	}
+	if (km_daemon_disk_held(d, i)) {
+		char why[256];
+
+		km_daemon_disk_reason(d, why, sizeof(why));
+		json_object_set_new(row, "reason", json_string(why));
+	}
 	if (strcmp(state_name(d, i), "FAILED") == 0)
 		json_object_set_new(row, "reason",
 				    json_string(p->stats.reason[0]
@@ -120,7 +126,11 @@ static int on_status(void *ctx, const json_t *req, json_t *resp)
 	if (rows == NULL)
 		return -ENOMEM;
 	for (uint32_t i = 0; i < d->table.n; i++) {
-		json_t *row = part_row(d, i, now);
+		json_t *row;
+
+		if (d->table.parts[i].internal)
+			continue; /* shown with the groups */
+		row = part_row(d, i, now);
 
 		if (row == NULL || json_array_append_new(rows, row) < 0) {
 			json_decref(rows);
@@ -135,6 +145,10 @@ static int on_status(void *ctx, const json_t *req, json_t *resp)
 				    json_string(d->source_cluster_id));
 	json_object_set_new(resp, "uptime_s",
 			    json_integer((json_int_t)((now - d->started_ms) / 1000)));
+	json_object_set_new(resp, "disk", json_pack("{s:I, s:I, s:b}",
+		"data_dir_free_bytes", (json_int_t)d->disk_free,
+		"free_min_bytes", (json_int_t)d->cfg->disk_free_min_bytes,
+		"mirroring_paused", d->disk_low));
 	json_object_set_new(resp, "partitions", rows);
 	return 0;
 }
@@ -184,7 +198,6 @@ struct metric {
 
 #define M(n, t, h, f, s) { n, t, h, offsetof(struct km_part_stats, f), s }
 static const struct metric metrics[] = {
-	M("kmirror_partition_log_start_offset", "gauge", "First offset in the log.", log_start, true),
 	M("kmirror_partition_log_start_offset", "gauge", "First offset kept (moves with retention).", log_start, true),
 	M("kmirror_partition_log_end_offset", "gauge", "Log end offset (LEO).", leo, true),
 	M("kmirror_partition_disk_bytes", "gauge", "Bytes of the partition's .log segments.", disk_bytes, false),
@@ -231,6 +244,14 @@ static int on_metrics(void *ctx, const json_t *req, json_t *resp)
 	(void)req;
 	emit(&t, "# HELP kmirror_up 1 while kmirrord serves.\n"
 		 "# TYPE kmirror_up gauge\nkmirror_up 1\n");
+	emit(&t, "# HELP kmirror_data_dir_free_bytes Free bytes on data.dir "
+		 "(measured once a second).\n"
+		 "# TYPE kmirror_data_dir_free_bytes gauge\n"
+		 "kmirror_data_dir_free_bytes %" PRIu64 "\n"
+		 "# HELP kmirror_disk_paused 1 while mirroring is paused for free "
+		 "space (disk.free.min.bytes).\n"
+		 "# TYPE kmirror_disk_paused gauge\nkmirror_disk_paused %d\n",
+	     d->disk_free, d->disk_low ? 1 : 0);
 	for (size_t i = 0; i < sizeof(metrics) / sizeof(metrics[0]); i++)
 		emit_metric(&t, d, &metrics[i]);
 	if (t.buf == NULL)

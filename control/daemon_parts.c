@@ -171,6 +171,10 @@ static int add_local(struct km_daemon *d, struct plan *p)
 		     i++)
 			rc = plan_add(p, d->cfg->local_topics[t], (int32_t)i,
 				      false, KM_PART_WRITABLE);
+	/* Committed offsets of the groups served here (issue 7). */
+	if (rc == 0 && (rc = plan_add(p, KM_CONFIG_OFFSETS_TOPIC, 0, false,
+				      KM_PART_WRITABLE)) == 0)
+		p->parts[p->n - 1].internal = true;
 	return rc;
 }
 

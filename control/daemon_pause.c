@@ -20,7 +20,7 @@ static int save_state(struct km_daemon *d, uint32_t i, enum km_mstate st)
 	return km_mstate_save(dir, &d->mstates[i]);
 }
 
-static int pause_one(struct km_daemon *d, uint32_t i)
+int km_daemon_pause_fetch(struct km_daemon *d, uint32_t i)
 {
 	struct km_part *p = &d->table.parts[i];
 	struct km_worker_reply r;
@@ -28,6 +28,14 @@ static int pause_one(struct km_daemon *d, uint32_t i)
 
 	if (rc == 0)
 		rc = km_worker_wait(d->ctl_efd, &r, PAUSE_TIMEOUT_MS);
+	return rc;
+}
+
+static int pause_one(struct km_daemon *d, uint32_t i)
+{
+	struct km_part *p = &d->table.parts[i];
+	int rc = km_daemon_pause_fetch(d, i);
+
 	if (rc == 0)
 		rc = save_state(d, i, KM_MSTATE_PAUSED);
 	if (rc == 0)
@@ -61,6 +69,12 @@ static int apply(struct km_daemon *d, const json_t *req, json_t *resp,
 		const struct km_part *p = &d->table.parts[i];
 		bool ok = d->mirrored[i] && d->mstates[i].state == from;
 
+		if (km_daemon_selected(d, i, req) && km_daemon_disk_held(d, i) &&
+		    !all) {
+			km_daemon_disk_reason(d, msg, sizeof(msg));
+			json_object_set_new(resp, "message", json_string(msg));
+			rc = KM_ECTLREQ;
+		}
 		if (!km_daemon_selected(d, i, req) || ok || all)
 			continue;
 		snprintf(msg, sizeof(msg), "%.250s-%d is %s: only a %s partition "
@@ -76,7 +90,7 @@ static int apply(struct km_daemon *d, const json_t *req, json_t *resp,
 		const struct km_part *p = &d->table.parts[i];
 
 		if (!km_daemon_selected(d, i, req) || !d->mirrored[i] ||
-		    d->mstates[i].state != from)
+		    d->mstates[i].state != from || km_daemon_disk_held(d, i))
 			continue;
 		if ((rc = fn(d, i)) < 0)
 			break;

@@ -49,6 +49,10 @@ struct km_daemon {
 	char source_cluster_id[256];
 	uint16_t kafka_port;
 	uint64_t started_ms;
+	/* disk.free.min.bytes (daemon_disk.c) */
+	bool *disk_paused;	/* per table entry: PAUSED for free space */
+	bool disk_low;
+	uint64_t disk_free;	/* bytes free on data.dir at the last look */
 };
 
 /* daemon_parts.c: which partitions to serve */
@@ -79,8 +83,22 @@ int km_daemon_resume_prepares(struct km_daemon *d);
 void km_daemon_watch(struct km_daemon *d);
 
 /* daemon_pause.c: pause and resume */
+int km_daemon_pause_fetch(struct km_daemon *d, uint32_t i);
 int km_daemon_on_pause(void *ctx, const json_t *req, json_t *resp);
 int km_daemon_on_resume(void *ctx, const json_t *req, json_t *resp);
+
+/* daemon_disk.c: pause mirroring while data.dir is short of space */
+int km_daemon_disk_init(struct km_daemon *d);
+bool km_daemon_disk_hold(struct km_daemon *d, uint32_t i);
+void km_daemon_watch_disk(struct km_daemon *d);
+void km_daemon_disk_reason(const struct km_daemon *d, char *out, size_t cap);
+
+/* Paused by the free-space watch, not by an operator: only while PAUSED
+ * does the flag mean anything (a stop or start moves the state on). */
+static inline bool km_daemon_disk_held(const struct km_daemon *d, uint32_t i)
+{
+	return d->disk_paused[i] && d->mstates[i].state == KM_MSTATE_PAUSED;
+}
 
 /* daemon_ctl.c: control socket verbs */
 int km_daemon_ctl_open(struct km_daemon *d);

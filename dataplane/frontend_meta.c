@@ -89,7 +89,7 @@ static void md_add_topic(struct km_frontend *fe, struct km_metadata_resp *m,
 			      : KM_KERR_UNKNOWN_TOPIC_OR_PARTITION;
 	if (km_wire_name_set(&t->name, name) < 0)
 		km_wire_name_set(&t->name, "");
-	t->is_internal = false;
+	t->is_internal = n > 0 && first[0].internal;
 	t->first = m->n_parts;
 	t->count = n;
 	if (n == 0)

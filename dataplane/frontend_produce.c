@@ -155,6 +155,14 @@ static int16_t precheck(struct fe_conn *fc, const struct km_part *p,
 			fc->id, fc->client_id, topic, (int)partition);
 		return KM_KERR_POLICY_VIOLATION;
 	}
+	if (p->internal) {
+		/* Kafka: "Cannot append to internal topic". */
+		KM_WARN("frontend", "connection %u (client id \"%s\"): Produce "
+			"to %s-%d refused with INVALID_TOPIC_EXCEPTION: the "
+			"topic is internal (committed offsets)", fc->id,
+			fc->client_id, topic, (int)partition);
+		return KM_KERR_INVALID_TOPIC_EXCEPTION;
+	}
 	if (fe_part_state_err(p) != KM_KERR_NONE)
 		return fe_part_state_err(p);
 	/* "Produce requests with version >= 3 must have at least one record

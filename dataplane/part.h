@@ -73,6 +73,11 @@ struct km_part {
 	uint32_t owner;		/* index of the owning worker */
 	struct km_log *log;	/* NULL until the owner has opened it */
 	_Atomic int mode;	/* enum km_part_mode */
+	bool internal;		/* __consumer_offsets: written by the group
+				 * coordinator only; clients may read it */
+	/* Whole segments below this offset may go (the coordinator's
+	 * compaction point; 0: none). Any thread stores, the owner reads. */
+	_Atomic int64_t retain_below;
 	_Atomic int error;	/* a KM_E* / -errno that took it offline, or 0 */
 	struct km_part_stats stats;
 };

@@ -486,15 +486,18 @@ static void retain(struct km_worker *w, struct wpart *wp)
 {
 	const struct km_fetcher *f = wp->fetcher;
 	struct km_log_retained out;
+	int64_t below;
 	int rc;
 
 	if (w->now_ms < wp->retain_at_ms || wp->stopping != NULL)
 		return;
 	wp->retain_at_ms = w->now_ms + KM_WORKER_RETAIN_MS;
-	rc = km_log_retain_policy(wp->log,
-				  f ? km_fetcher_get_stats(f)->log_start_offset
-				    : -1,
-				  wall_ms(), &out);
+	below = atomic_load_explicit(&wp->part->retain_below,
+				     memory_order_acquire);
+	if (f != NULL && km_fetcher_get_stats(f)->log_start_offset > below)
+		below = km_fetcher_get_stats(f)->log_start_offset;
+	rc = km_log_retain_policy(wp->log, below > 0 ? below : -1, wall_ms(),
+				  &out);
 	if (rc < 0)
 		KM_WARN("worker", "partition %s-%d: retention: %s",
 			wp->part->topic, wp->part->partition, km_strerror(rc));

@@ -116,6 +116,19 @@ static int check_config(const struct km_log_config *c)
 	return 0;
 }
 
+/* The indexes are reserved whole when a segment opens: no bigger than the
+ * segment can fill (an entry per index interval, 12 B for the time index),
+ * so small segments do not each pin 2 x 10 MiB of disk. A full index rolls
+ * the segment, so the cap is never wrong, only early. */
+static uint32_t index_bytes_for(const struct km_log_config *c)
+{
+	uint64_t need = (c->segment_bytes / (c->index_interval_bytes
+						 ? c->index_interval_bytes : 1) + 2) * 12;
+
+	need = (need + 4095) & ~4095ull;
+	return need < c->index_bytes_max ? (uint32_t)need : c->index_bytes_max;
+}
+
 int km_log_open(struct km_log **out, const struct km_log_config *cfg,
 		struct km_uring *ring, struct km_log_recovery *rec)
 {
@@ -132,6 +145,7 @@ int km_log_open(struct km_log **out, const struct km_log_config *cfg,
 		return rc;
 	}
 	log->cfg = *cfg;
+	log->cfg.index_bytes_max = index_bytes_for(cfg);
 	log->ring = ring;
 	log->dir_fd = -1;
 	log->last_flush_ms = km_log_now_ms();

@@ -344,8 +344,12 @@ static int prepare(struct km_log *log, struct km_batch *b, int snap_len)
 		return rc;
 	}
 	seg = log_active(log);
+	/* No more blocks ahead than a segment holds: small segments must not
+	 * each pin prealloc_bytes of disk. */
 	rc = km_segment_reserve(seg, seg->size_bytes + km_batch_size(b),
-				log->cfg.prealloc_bytes);
+				log->cfg.prealloc_bytes < log->cfg.segment_bytes
+					? log->cfg.prealloc_bytes
+					: log->cfg.segment_bytes);
 	if (rc < 0)
 		km_log_set_error(log, rc); /* nothing of this batch written */
 	return rc;

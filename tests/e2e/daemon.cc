@@ -116,6 +116,8 @@ static void fill(json_t *row, PartStatus *p)
 	p->corrupt = jint(row, "corrupt");
 	p->reconnects = jint(row, "reconnects");
 	p->worker = jint(row, "worker");
+	p->log_start = jint(row, "log_start");
+	p->disk_bytes = jint(row, "disk_bytes");
 }
 
 std::string Daemon::status(std::map<std::string, PartStatus> *out)

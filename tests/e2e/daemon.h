@@ -21,6 +21,7 @@ struct PartStatus {
 	int64_t leo = -1, hw = -1, lso = -1, lag = -1, source_hw = -1;
 	int64_t corrupt = 0, reconnects = 0;
 	int64_t worker = -1;
+	int64_t log_start = -1, disk_bytes = -1;
 };
 
 class Daemon {
