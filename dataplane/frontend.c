@@ -62,6 +62,24 @@ const char *fe_api_name(int16_t api_key)
 		return "ApiVersions";
 	case KM_API_INIT_PRODUCER_ID:
 		return "InitProducerId";
+	case KM_API_OFFSET_COMMIT:
+		return "OffsetCommit";
+	case KM_API_OFFSET_FETCH:
+		return "OffsetFetch";
+	case KM_API_FIND_COORDINATOR:
+		return "FindCoordinator";
+	case KM_API_JOIN_GROUP:
+		return "JoinGroup";
+	case KM_API_HEARTBEAT:
+		return "Heartbeat";
+	case KM_API_LEAVE_GROUP:
+		return "LeaveGroup";
+	case KM_API_SYNC_GROUP:
+		return "SyncGroup";
+	case KM_API_DESCRIBE_GROUPS:
+		return "DescribeGroups";
+	case KM_API_LIST_GROUPS:
+		return "ListGroups";
 	case KM_API_KMIRROR_BARRIER:
 		return "KmirrorBarrier";
 	default:

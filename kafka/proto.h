@@ -12,6 +12,8 @@
  *   Produce 3-7, Fetch 4-11, ListOffsets 0-5, Metadata 0-4, ApiVersions 0-3,
  *   InitProducerId 0-4. Of these only ApiVersions v3 and InitProducerId v2+
  *   are flexible (compact types and tag sections).
+ *   The consumer-group APIs (keys 8-16) are in kafka/proto_group.h, with the
+ *   versions librdkafka 2.0.2 uses.
  *
  * Shapes, all bounded and allocation-free:
  *  - Small messages are plain structs.
@@ -68,6 +70,16 @@ enum km_api_key {
 	KM_API_LIST_OFFSETS = 2,
 	KM_API_METADATA = 3,
 	KM_API_CONTROLLED_SHUTDOWN = 7, /* header v0 only; not decoded */
+	/* Consumer groups: codecs in kafka/proto_group.h. */
+	KM_API_OFFSET_COMMIT = 8,
+	KM_API_OFFSET_FETCH = 9,
+	KM_API_FIND_COORDINATOR = 10,
+	KM_API_JOIN_GROUP = 11,
+	KM_API_HEARTBEAT = 12,
+	KM_API_LEAVE_GROUP = 13,
+	KM_API_SYNC_GROUP = 14,
+	KM_API_DESCRIBE_GROUPS = 15,
+	KM_API_LIST_GROUPS = 16,
 	KM_API_API_VERSIONS = 18,
 	KM_API_INIT_PRODUCER_ID = 22,
 	/* kmirror's own API (README, "Failback"): the latest MIRROR_PID_RESET
@@ -89,14 +101,24 @@ enum km_kerr {
 	KM_KERR_BROKER_NOT_AVAILABLE = 8,
 	KM_KERR_REPLICA_NOT_AVAILABLE = 9,
 	KM_KERR_MESSAGE_TOO_LARGE = 10,
+	KM_KERR_OFFSET_METADATA_TOO_LARGE = 12,
 	KM_KERR_NETWORK_EXCEPTION = 13,
+	KM_KERR_COORDINATOR_LOAD_IN_PROGRESS = 14,
 	KM_KERR_COORDINATOR_NOT_AVAILABLE = 15,
 	KM_KERR_NOT_COORDINATOR = 16,
 	KM_KERR_INVALID_TOPIC_EXCEPTION = 17,
 	KM_KERR_RECORD_LIST_TOO_LARGE = 18,
 	KM_KERR_NOT_ENOUGH_REPLICAS = 19,
 	KM_KERR_INVALID_REQUIRED_ACKS = 21,
+	KM_KERR_ILLEGAL_GENERATION = 22,
+	KM_KERR_INCONSISTENT_GROUP_PROTOCOL = 23,
+	KM_KERR_INVALID_GROUP_ID = 24,
+	KM_KERR_UNKNOWN_MEMBER_ID = 25,
+	KM_KERR_INVALID_SESSION_TIMEOUT = 26,
+	KM_KERR_REBALANCE_IN_PROGRESS = 27,
+	KM_KERR_INVALID_COMMIT_OFFSET_SIZE = 28,
 	KM_KERR_TOPIC_AUTHORIZATION_FAILED = 29,
+	KM_KERR_GROUP_AUTHORIZATION_FAILED = 30,
 	KM_KERR_CLUSTER_AUTHORIZATION_FAILED = 31,
 	KM_KERR_INVALID_TIMESTAMP = 32,
 	KM_KERR_UNSUPPORTED_VERSION = 35,
@@ -114,13 +136,18 @@ enum km_kerr {
 	KM_KERR_TRANSACTIONAL_ID_AUTHORIZATION_FAILED = 53,
 	KM_KERR_KAFKA_STORAGE_ERROR = 56,
 	KM_KERR_UNKNOWN_PRODUCER_ID = 59,
+	KM_KERR_GROUP_ID_NOT_FOUND = 69,
 	KM_KERR_FETCH_SESSION_ID_NOT_FOUND = 70,
 	KM_KERR_INVALID_FETCH_SESSION_EPOCH = 71,
 	KM_KERR_FENCED_LEADER_EPOCH = 74,
 	KM_KERR_UNKNOWN_LEADER_EPOCH = 75,
 	KM_KERR_UNSUPPORTED_COMPRESSION_TYPE = 76,
 	KM_KERR_OFFSET_NOT_AVAILABLE = 78,
+	KM_KERR_MEMBER_ID_REQUIRED = 79,
+	KM_KERR_GROUP_MAX_SIZE_REACHED = 81,
+	KM_KERR_FENCED_INSTANCE_ID = 82,
 	KM_KERR_INVALID_RECORD = 87,
+	KM_KERR_UNSTABLE_OFFSET_COMMIT = 88,
 	KM_KERR_PRODUCER_FENCED = 90,
 	KM_KERR_UNKNOWN_TOPIC_ID = 100,
 };
@@ -138,7 +165,13 @@ struct km_api_range {
 	int16_t max_version;
 };
 
-enum { KM_PROTO_APIS = 7 }; /* APIs this codec speaks */
+enum {
+	KM_PROTO_APIS = 16,	  /* APIs this codec speaks */
+	/* Of those, the ones kmirrord's front end serves and so advertises
+	 * (km_proto_supported): all of them, the group coordinator's
+	 * included (dataplane/frontend_group.c). */
+	KM_PROTO_APIS_SERVED = 16,
+};
 
 /**
  * The versions this codec encodes and decodes for api_key.
@@ -147,18 +180,27 @@ enum { KM_PROTO_APIS = 7 }; /* APIs this codec speaks */
 int km_proto_versions(int16_t api_key, struct km_api_range *out);
 
 /**
- * Every API this codec speaks, in key order (for an ApiVersions response).
- * @return how many were written (KM_PROTO_APIS), or KM_ENOSPACE.
+ * Every API the front end serves, in key order (for kmirrord's ApiVersions
+ * response).
+ * @return how many were written (KM_PROTO_APIS_SERVED), or KM_ENOSPACE.
  */
 int km_proto_supported(struct km_api_range *out, uint32_t out_max);
+
+/**
+ * Every API this codec speaks, in key order (served or not).
+ * @return how many were written (KM_PROTO_APIS), or KM_ENOSPACE.
+ */
+int km_proto_spoken(struct km_api_range *out, uint32_t out_max);
 
 /** @return 0, KM_EWIREAPIKEY (key not spoken) or KM_EWIREVERSION. */
 int km_proto_check(int16_t api_key, int16_t api_version);
 
 /** True if (api_key, api_version) uses flexible encoding, per Kafka's
  *  "flexibleVersions" (Produce 9+, Fetch 12+, ListOffsets 6+, Metadata 9+,
- *  ControlledShutdown 3+, ApiVersions 3+, InitProducerId 2+). False for
- *  unknown keys. */
+ *  ControlledShutdown 3+, OffsetCommit 8+, OffsetFetch 6+, FindCoordinator
+ *  3+, JoinGroup 6+, Heartbeat 4+, LeaveGroup 4+, SyncGroup 4+,
+ *  DescribeGroups 5+, ListGroups 3+, ApiVersions 3+, InitProducerId 2+).
+ *  False for unknown keys. */
 bool km_proto_is_flexible(int16_t api_key, int16_t api_version);
 
 /** Request header version: 2 if flexible, 0 for ControlledShutdown v0,

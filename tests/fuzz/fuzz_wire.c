@@ -21,6 +21,7 @@
 #include "common/errors.h"
 #include "common/km_assert.h"
 #include "kafka/proto.h"
+#include "kafka/proto_group.h"
 #include "kafka/wire.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -66,9 +67,63 @@ static struct {
 	int16_t ft_err, pr_acks;
 	int32_t pr_timeout;
 	struct km_wire_name pr_txn;
+	/* Consumer-group messages (kafka/proto_group.h); their byte fields
+	 * are copied into garena so they re-encode. */
+	struct km_offcommit_req_part ocq_parts[CAP];
+	struct km_offcommit_resp_part ocp_parts[CAP];
+	struct km_offfetch_resp_part ofp_parts[CAP];
+	struct km_joingroup_protocol protos[CAP];
+	struct km_group_member gmembers[CAP];
+	struct km_leavegroup_member lmembers[CAP];
+	struct km_descgroups_group dgroups[CAP];
+	struct km_descgroups_member dmembers[CAP];
+	struct km_listgroups_group lgroups[CAP];
+	struct km_findcoord_req fcq;
+	struct km_findcoord_resp fcp;
+	struct km_offcommit_req ocq;
+	struct km_offcommit_resp ocp;
+	struct km_offfetch_req ofq;
+	struct km_offfetch_resp ofp;
+	struct km_joingroup_req jgq;
+	struct km_joingroup_resp jgp;
+	struct km_heartbeat_req hbq;
+	struct km_heartbeat_resp hbp;
+	struct km_leavegroup_req lgq;
+	struct km_leavegroup_resp lgp;
+	struct km_syncgroup_req sgq;
+	struct km_syncgroup_resp sgp;
+	struct km_descgroups_req dgq;
+	struct km_descgroups_resp dgp;
+	struct km_listgroups_req lsq;
+	struct km_listgroups_resp lsp;
+	uint8_t garena[ARENA];
+	uint32_t garena_used;
 } st;
 
 static uint8_t out1[OUT], out2[OUT];
+
+static void reset_group_storage(void)
+{
+	st.ocq.topics = st.ocp.topics = st.topics;
+	st.ofq.topics = st.ofp.topics = st.topics;
+	st.ocq.topics_max = st.ocp.topics_max = CAP;
+	st.ofq.topics_max = st.ofp.topics_max = CAP;
+	st.ocq.parts = st.ocq_parts, st.ocq.parts_max = CAP;
+	st.ocp.parts = st.ocp_parts, st.ocp.parts_max = CAP;
+	st.ofq.parts = st.nodes, st.ofq.parts_max = CAP;
+	st.ofp.parts = st.ofp_parts, st.ofp.parts_max = CAP;
+	st.jgq.protocols = st.protos, st.jgq.protocols_max = CAP;
+	st.jgp.members = st.gmembers, st.jgp.members_max = CAP;
+	st.sgq.assignments = st.gmembers, st.sgq.assignments_max = CAP;
+	st.lgq.members = st.lgp.members = st.lmembers;
+	st.lgq.members_max = st.lgp.members_max = CAP;
+	st.dgq.groups = st.names, st.dgq.groups_max = CAP;
+	st.dgp.groups = st.dgroups, st.dgp.groups_max = CAP;
+	st.dgp.members = st.dmembers, st.dgp.members_max = CAP;
+	st.lsq.states_filter = st.names, st.lsq.states_max = CAP;
+	st.lsp.groups = st.lgroups, st.lsp.groups_max = CAP;
+	st.garena_used = 0;
+}
 
 static void reset_storage(void)
 {
@@ -92,6 +147,7 @@ static void reset_storage(void)
 	st.prp.parts = st.presp, st.prp.parts_max = CAP;
 	st.n_sparts = st.n_stopics = st.arena_used = 0;
 	st.last_topic_index = -1;
+	reset_group_storage();
 }
 
 /* Keep one streamed partition: topic, fields, records into the arena. */
@@ -173,9 +229,128 @@ static int decode_produce_req(struct km_wire_rd *r, int16_t v)
 	return rc;
 }
 
+/* Copy a decoded byte field out of the chain so it can be encoded. */
+static void own(const struct km_chain *c, struct km_group_bytes *b)
+{
+	b->p = "";
+	if (b->len <= 0)
+		return;
+	KM_ASSERT((uint32_t)b->len <= ARENA - st.garena_used);
+	km_wire_span_copy(c, &b->span, st.garena + st.garena_used,
+			  (size_t)b->len);
+	b->p = st.garena + st.garena_used;
+	st.garena_used += (uint32_t)b->len;
+}
+
+static void own_group(const struct km_chain *c, int req, int16_t key)
+{
+	uint32_t i;
+
+	if (key == KM_API_OFFSET_COMMIT && req)
+		for (i = 0; i < st.ocq.n_parts; i++)
+			own(c, &st.ocq_parts[i].metadata);
+	if (key == KM_API_OFFSET_FETCH && !req)
+		for (i = 0; i < st.ofp.n_parts; i++)
+			own(c, &st.ofp_parts[i].metadata);
+	if (key == KM_API_JOIN_GROUP && req)
+		for (i = 0; i < st.jgq.n_protocols; i++)
+			own(c, &st.protos[i].metadata);
+	if (key == KM_API_JOIN_GROUP && !req)
+		for (i = 0; i < st.jgp.n_members; i++)
+			own(c, &st.gmembers[i].data);
+	if (key == KM_API_SYNC_GROUP && req)
+		for (i = 0; i < st.sgq.n_assignments; i++)
+			own(c, &st.gmembers[i].data);
+	if (key == KM_API_SYNC_GROUP && !req)
+		own(c, &st.sgp.assignment);
+	if (key == KM_API_DESCRIBE_GROUPS && !req)
+		for (i = 0; i < st.dgp.n_members; i++) {
+			own(c, &st.dmembers[i].metadata);
+			own(c, &st.dmembers[i].assignment);
+		}
+}
+
+static int decode_group(struct km_wire_rd *r, int req, int16_t key,
+			int16_t v)
+{
+	switch (key) {
+	case KM_API_FIND_COORDINATOR:
+		return req ? km_findcoord_req_decode(r, v, &st.fcq)
+			   : km_findcoord_resp_decode(r, v, &st.fcp);
+	case KM_API_OFFSET_COMMIT:
+		return req ? km_offcommit_req_decode(r, v, &st.ocq)
+			   : km_offcommit_resp_decode(r, v, &st.ocp);
+	case KM_API_OFFSET_FETCH:
+		return req ? km_offfetch_req_decode(r, v, &st.ofq)
+			   : km_offfetch_resp_decode(r, v, &st.ofp);
+	case KM_API_JOIN_GROUP:
+		return req ? km_joingroup_req_decode(r, v, &st.jgq)
+			   : km_joingroup_resp_decode(r, v, &st.jgp);
+	case KM_API_HEARTBEAT:
+		return req ? km_heartbeat_req_decode(r, v, &st.hbq)
+			   : km_heartbeat_resp_decode(r, v, &st.hbp);
+	case KM_API_LEAVE_GROUP:
+		return req ? km_leavegroup_req_decode(r, v, &st.lgq)
+			   : km_leavegroup_resp_decode(r, v, &st.lgp);
+	case KM_API_SYNC_GROUP:
+		return req ? km_syncgroup_req_decode(r, v, &st.sgq)
+			   : km_syncgroup_resp_decode(r, v, &st.sgp);
+	case KM_API_DESCRIBE_GROUPS:
+		return req ? km_descgroups_req_decode(r, v, &st.dgq)
+			   : km_descgroups_resp_decode(r, v, &st.dgp);
+	case KM_API_LIST_GROUPS:
+		return req ? km_listgroups_req_decode(r, v, &st.lsq)
+			   : km_listgroups_resp_decode(r, v, &st.lsp);
+	}
+	return KM_EWIREAPIKEY;
+}
+
+static int encode_group(struct km_wire_wr *w, int req, int16_t key,
+			int16_t v)
+{
+	switch (key) {
+	case KM_API_FIND_COORDINATOR:
+		return req ? km_findcoord_req_encode(w, v, &st.fcq)
+			   : km_findcoord_resp_encode(w, v, &st.fcp);
+	case KM_API_OFFSET_COMMIT:
+		return req ? km_offcommit_req_encode(w, v, &st.ocq)
+			   : km_offcommit_resp_encode(w, v, &st.ocp);
+	case KM_API_OFFSET_FETCH:
+		return req ? km_offfetch_req_encode(w, v, &st.ofq)
+			   : km_offfetch_resp_encode(w, v, &st.ofp);
+	case KM_API_JOIN_GROUP:
+		return req ? km_joingroup_req_encode(w, v, &st.jgq)
+			   : km_joingroup_resp_encode(w, v, &st.jgp);
+	case KM_API_HEARTBEAT:
+		return req ? km_heartbeat_req_encode(w, v, &st.hbq)
+			   : km_heartbeat_resp_encode(w, v, &st.hbp);
+	case KM_API_LEAVE_GROUP:
+		return req ? km_leavegroup_req_encode(w, v, &st.lgq)
+			   : km_leavegroup_resp_encode(w, v, &st.lgp);
+	case KM_API_SYNC_GROUP:
+		return req ? km_syncgroup_req_encode(w, v, &st.sgq)
+			   : km_syncgroup_resp_encode(w, v, &st.sgp);
+	case KM_API_DESCRIBE_GROUPS:
+		return req ? km_descgroups_req_encode(w, v, &st.dgq)
+			   : km_descgroups_resp_encode(w, v, &st.dgp);
+	case KM_API_LIST_GROUPS:
+		return req ? km_listgroups_req_encode(w, v, &st.lsq)
+			   : km_listgroups_resp_encode(w, v, &st.lsp);
+	}
+	return KM_EWIREAPIKEY;
+}
+
 static int decode(struct km_wire_rd *r, int req, int16_t key, int16_t v)
 {
+	int rc;
+
 	reset_storage();
+	rc = decode_group(r, req, key, v);
+	if (rc != KM_EWIREAPIKEY) {
+		if (rc == 0)
+			own_group(r->chain, req, key);
+		return rc;
+	}
 	switch (key) {
 	case KM_API_API_VERSIONS:
 		return req ? km_apiversions_req_decode(r, v, &st.avq)
@@ -233,6 +408,10 @@ static int encode_streamed(struct km_wire_wr *w, int req, int16_t v)
 
 static int encode(struct km_wire_wr *w, int req, int16_t key, int16_t v)
 {
+	int rc = encode_group(w, req, key, v);
+
+	if (rc != KM_EWIREAPIKEY)
+		return rc;
 	switch (key) {
 	case KM_API_API_VERSIONS:
 		return req ? km_apiversions_req_encode(w, v, &st.avq)
@@ -322,6 +501,18 @@ static const int16_t responses[][2] = {
 	{ 2, 0 }, { 2, 1 }, { 2, 2 }, { 2, 3 }, { 2, 4 }, { 2, 5 },
 	{ 0, 3 }, { 0, 5 }, { 0, 7 },
 	{ 22, 0 }, { 22, 2 }, { 22, 4 },
+	/* consumer groups: FindCoordinator, OffsetCommit, OffsetFetch,
+	 * JoinGroup, Heartbeat, LeaveGroup, SyncGroup, DescribeGroups,
+	 * ListGroups */
+	{ 10, 0 }, { 10, 1 }, { 10, 2 },
+	{ 8, 0 }, { 8, 1 }, { 8, 2 }, { 8, 3 }, { 8, 5 }, { 8, 6 }, { 8, 7 },
+	{ 9, 0 }, { 9, 1 }, { 9, 2 }, { 9, 3 }, { 9, 5 }, { 9, 6 }, { 9, 7 },
+	{ 11, 0 }, { 11, 1 }, { 11, 2 }, { 11, 5 },
+	{ 12, 0 }, { 12, 1 }, { 12, 3 },
+	{ 13, 0 }, { 13, 1 }, { 13, 3 },
+	{ 14, 0 }, { 14, 1 }, { 14, 3 },
+	{ 15, 0 }, { 15, 1 }, { 15, 3 }, { 15, 4 },
+	{ 16, 0 }, { 16, 1 }, { 16, 3 }, { 16, 4 },
 };
 
 static void client(const struct km_chain *c, uint32_t size, uint8_t mode)

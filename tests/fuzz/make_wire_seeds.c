@@ -1,11 +1,13 @@
 /* Writes a seed corpus for fuzz_wire: the golden frames of tests/wire (each
  * request as a server frame, each response as a client body for its (API,
- * version)), and a bare request header for every API and version the codec
- * speaks. File = split byte, mode byte, bytes (as fuzz_wire reads them). */
+ * version)), a bare request header for every API and version the codec
+ * speaks, and for the consumer-group APIs a minimal request frame and
+ * response body per version, written by the encoders. File = split byte, mode byte, bytes (as fuzz_wire reads them). */
 #include <stdio.h>
 #include <string.h>
 
 #include "kafka/proto.h"
+#include "kafka/proto_group.h"
 #include "tests/wire/golden.h"
 
 static int put(const char *dir, int i, uint8_t mode, const uint8_t *b,
@@ -26,21 +28,116 @@ static int put(const char *dir, int i, uint8_t mode, const uint8_t *b,
 	return fclose(f) != 0;
 }
 
-/* fuzz_wire's client table index of (key, version), or -1: the first
- * entries of its table, in the same order. */
+/* fuzz_wire's client table index of (key, version), or -1: its table, in
+ * the same order. */
+static const int16_t responses[][2] = {
+	{ 18, 0 }, { 18, 1 }, { 18, 2 }, { 18, 3 },
+	{ 3, 0 }, { 3, 1 }, { 3, 2 }, { 3, 3 }, { 3, 4 },
+	{ 1, 4 }, { 1, 5 }, { 1, 6 }, { 1, 7 }, { 1, 8 }, { 1, 9 },
+	{ 1, 10 }, { 1, 11 },
+	{ 2, 0 }, { 2, 1 }, { 2, 2 }, { 2, 3 }, { 2, 4 }, { 2, 5 },
+	{ 0, 3 }, { 0, 5 }, { 0, 7 },
+	{ 22, 0 }, { 22, 2 }, { 22, 4 },
+	{ 10, 0 }, { 10, 1 }, { 10, 2 },
+	{ 8, 0 }, { 8, 1 }, { 8, 2 }, { 8, 3 }, { 8, 5 }, { 8, 6 }, { 8, 7 },
+	{ 9, 0 }, { 9, 1 }, { 9, 2 }, { 9, 3 }, { 9, 5 }, { 9, 6 }, { 9, 7 },
+	{ 11, 0 }, { 11, 1 }, { 11, 2 }, { 11, 5 },
+	{ 12, 0 }, { 12, 1 }, { 12, 3 },
+	{ 13, 0 }, { 13, 1 }, { 13, 3 },
+	{ 14, 0 }, { 14, 1 }, { 14, 3 },
+	{ 15, 0 }, { 15, 1 }, { 15, 3 }, { 15, 4 },
+	{ 16, 0 }, { 16, 1 }, { 16, 3 }, { 16, 4 },
+};
+
 static int client_mode(int16_t key, int16_t version)
 {
-	static const int16_t responses[][2] = {
-		{ 18, 0 }, { 18, 1 }, { 18, 2 }, { 18, 3 },
-		{ 3, 0 }, { 3, 1 }, { 3, 2 }, { 3, 3 }, { 3, 4 },
-		{ 1, 4 }, { 1, 5 }, { 1, 6 }, { 1, 7 }, { 1, 8 }, { 1, 9 },
-		{ 1, 10 }, { 1, 11 },
-	};
-
 	for (size_t i = 0; i < sizeof(responses) / sizeof(responses[0]); i++)
 		if (responses[i][0] == key && responses[i][1] == version)
 			return (int)i;
 	return -1;
+}
+
+/* The group messages, all zero: empty names and arrays, which every
+ * encoder accepts (LeaveGroup v0-2 needs its one member). */
+static union {
+	struct km_findcoord_req fcq;
+	struct km_offcommit_req ocq;
+	struct km_offfetch_req ofq;
+	struct km_joingroup_req jgq;
+	struct km_heartbeat_req hbq;
+	struct km_leavegroup_req lgq;
+	struct km_syncgroup_req sgq;
+	struct km_descgroups_req dgq;
+	struct km_listgroups_req lsq;
+	struct km_findcoord_resp fcp;
+	struct km_offcommit_resp ocp;
+	struct km_offfetch_resp ofp;
+	struct km_joingroup_resp jgp;
+	struct km_heartbeat_resp hbp;
+	struct km_leavegroup_resp lgp;
+	struct km_syncgroup_resp sgp;
+	struct km_descgroups_resp dgp;
+	struct km_listgroups_resp lsp;
+} zero;
+static struct km_leavegroup_member one_member;
+
+static int encode_group(struct km_wire_wr *w, int req, int16_t key,
+			int16_t v)
+{
+	memset(&zero, 0, sizeof(zero));
+	switch (key) {
+	case KM_API_FIND_COORDINATOR:
+		return req ? km_findcoord_req_encode(w, v, &zero.fcq)
+			   : km_findcoord_resp_encode(w, v, &zero.fcp);
+	case KM_API_OFFSET_COMMIT:
+		return req ? km_offcommit_req_encode(w, v, &zero.ocq)
+			   : km_offcommit_resp_encode(w, v, &zero.ocp);
+	case KM_API_OFFSET_FETCH:
+		return req ? km_offfetch_req_encode(w, v, &zero.ofq)
+			   : km_offfetch_resp_encode(w, v, &zero.ofp);
+	case KM_API_JOIN_GROUP:
+		return req ? km_joingroup_req_encode(w, v, &zero.jgq)
+			   : km_joingroup_resp_encode(w, v, &zero.jgp);
+	case KM_API_HEARTBEAT:
+		return req ? km_heartbeat_req_encode(w, v, &zero.hbq)
+			   : km_heartbeat_resp_encode(w, v, &zero.hbp);
+	case KM_API_LEAVE_GROUP:
+		zero.lgq.members = &one_member;
+		zero.lgq.n_members = 1;
+		return req ? km_leavegroup_req_encode(w, v, &zero.lgq)
+			   : km_leavegroup_resp_encode(w, v, &zero.lgp);
+	case KM_API_SYNC_GROUP:
+		return req ? km_syncgroup_req_encode(w, v, &zero.sgq)
+			   : km_syncgroup_resp_encode(w, v, &zero.sgp);
+	case KM_API_DESCRIBE_GROUPS:
+		return req ? km_descgroups_req_encode(w, v, &zero.dgq)
+			   : km_descgroups_resp_encode(w, v, &zero.dgp);
+	default:
+		return req ? km_listgroups_req_encode(w, v, &zero.lsq)
+			   : km_listgroups_resp_encode(w, v, &zero.lsp);
+	}
+}
+
+static int put_group(const char *dir, int *n, int16_t key, int16_t v)
+{
+	uint8_t buf[256];
+	struct km_wire_wr w;
+	struct km_reqhdr h = { key, v, 1, { 0, "" }, 0 };
+	int mode = client_mode(key, v);
+	int rc = 0;
+
+	km_wire_wr_init(&w, buf, sizeof(buf));
+	km_proto_req_begin(&w, &h);
+	encode_group(&w, 1, key, v);
+	if (km_wire_wr_frame_end(&w) > 0)
+		rc |= put(dir, (*n)++, 0x00, buf, w.pos);
+	if (mode < 0)
+		return rc;
+	km_wire_wr_init(&w, buf, sizeof(buf));
+	km_resphdr_encode(&w, key, v, 1);
+	if (encode_group(&w, 0, key, v) == 0)
+		rc |= put(dir, (*n)++, (uint8_t)(0x80 | mode), buf, w.pos);
+	return rc;
 }
 
 static int put_headers(const char *dir, int *n)
@@ -48,7 +145,7 @@ static int put_headers(const char *dir, int *n)
 	struct km_api_range apis[KM_PROTO_APIS];
 	int rc = 0;
 
-	km_proto_supported(apis, KM_PROTO_APIS);
+	km_proto_spoken(apis, KM_PROTO_APIS);
 	for (int a = 0; a < KM_PROTO_APIS; a++)
 		for (int16_t v = apis[a].min_version;
 		     v <= apis[a].max_version; v++) {
@@ -60,6 +157,9 @@ static int put_headers(const char *dir, int *n)
 			km_wire_wr_init(&w, buf, sizeof(buf));
 			km_reqhdr_encode(&w, &h);
 			rc |= put(dir, (*n)++, 0x40, buf, w.pos);
+			if (apis[a].api_key >= KM_API_OFFSET_COMMIT &&
+			    apis[a].api_key <= KM_API_LIST_GROUPS)
+				rc |= put_group(dir, n, apis[a].api_key, v);
 		}
 	return rc;
 }

@@ -426,17 +426,34 @@ TEST(WireWriter, ExternalFieldsBecomeIovecs)
 TEST(WireProto, VersionTable)
 {
 	km_api_range all[KM_PROTO_APIS];
-	ASSERT_EQ(KM_PROTO_APIS, km_proto_supported(all, KM_PROTO_APIS));
-	EXPECT_EQ(KM_ENOSPACE, km_proto_supported(all, KM_PROTO_APIS - 1));
+	ASSERT_EQ(KM_PROTO_APIS_SERVED,
+		  km_proto_supported(all, KM_PROTO_APIS_SERVED));
+	EXPECT_EQ(KM_ENOSPACE,
+		  km_proto_supported(all, KM_PROTO_APIS_SERVED - 1));
 	const int want[][3] = {{0, 3, 7}, {1, 4, 11}, {2, 0, 5},
 			       {3, 0, 4}, {18, 0, 3}, {22, 0, 4},
 			       {KM_API_KMIRROR_BARRIER, 0, 0}};
-	for (int i = 0; i < KM_PROTO_APIS; i++) {
+	for (int i = 0; i < KM_PROTO_APIS_SERVED; i++) {
 		EXPECT_EQ(want[i][0], all[i].api_key);
 		EXPECT_EQ(want[i][1], all[i].min_version);
 		EXPECT_EQ(want[i][2], all[i].max_version);
 	}
-	EXPECT_EQ(KM_EWIREAPIKEY, km_proto_check(9, 1)) << "OffsetFetch";
+	// Spoken: the served ones plus the consumer-group APIs (8-16).
+	ASSERT_EQ(KM_PROTO_APIS, km_proto_spoken(all, KM_PROTO_APIS));
+	EXPECT_EQ(KM_ENOSPACE, km_proto_spoken(all, KM_PROTO_APIS - 1));
+	const int spoken[][3] = {{0, 3, 7}, {1, 4, 11}, {2, 0, 5}, {3, 0, 4},
+				 {8, 0, 7}, {9, 0, 7}, {10, 0, 2}, {11, 0, 5},
+				 {12, 0, 3}, {13, 0, 3}, {14, 0, 3},
+				 {15, 0, 4}, {16, 0, 4}, {18, 0, 3},
+				 {22, 0, 4}, {KM_API_KMIRROR_BARRIER, 0, 0}};
+	for (int i = 0; i < KM_PROTO_APIS; i++) {
+		EXPECT_EQ(spoken[i][0], all[i].api_key);
+		EXPECT_EQ(spoken[i][1], all[i].min_version);
+		EXPECT_EQ(spoken[i][2], all[i].max_version);
+	}
+	EXPECT_EQ(KM_EWIREAPIKEY, km_proto_check(42, 1)) << "DeleteGroups";
+	EXPECT_EQ(0, km_proto_check(KM_API_OFFSET_FETCH, 7));
+	EXPECT_EQ(KM_EWIREVERSION, km_proto_check(KM_API_OFFSET_FETCH, 8));
 	EXPECT_EQ(KM_EWIREAPIKEY, km_proto_check(-1, 0));
 	EXPECT_EQ(KM_EWIREAPIKEY, km_proto_check(KM_API_CONTROLLED_SHUTDOWN, 0));
 	EXPECT_EQ(KM_EWIREVERSION, km_proto_check(KM_API_FETCH, 12));
@@ -455,7 +472,13 @@ TEST(WireProto, VersionTable)
 	EXPECT_EQ(2, km_proto_req_header_version(KM_API_FETCH, 12));
 	EXPECT_EQ(1, km_proto_resp_header_version(KM_API_METADATA, 9));
 	EXPECT_EQ(0, km_proto_req_header_version(KM_API_CONTROLLED_SHUTDOWN, 0));
-	EXPECT_EQ(1, km_proto_req_header_version(9, 8)) << "unknown: v1";
+	EXPECT_EQ(1, km_proto_req_header_version(42, 2)) << "unknown: v1";
+	EXPECT_EQ(2, km_proto_req_header_version(KM_API_OFFSET_FETCH, 6));
+	EXPECT_EQ(1, km_proto_resp_header_version(KM_API_OFFSET_FETCH, 6));
+	EXPECT_EQ(1, km_proto_req_header_version(KM_API_OFFSET_FETCH, 5));
+	EXPECT_EQ(2, km_proto_req_header_version(KM_API_LIST_GROUPS, 3));
+	EXPECT_EQ(0, km_proto_resp_header_version(KM_API_LIST_GROUPS, 2));
+	EXPECT_EQ(1, km_proto_req_header_version(KM_API_JOIN_GROUP, 5));
 	EXPECT_TRUE(km_proto_is_flexible(KM_API_LIST_OFFSETS, 6));
 	EXPECT_FALSE(km_proto_is_flexible(KM_API_LIST_OFFSETS, 5));
 	EXPECT_TRUE(km_proto_is_flexible(KM_API_PRODUCE, 9));
@@ -465,8 +488,8 @@ TEST(WireProto, VersionTable)
 // A server can answer what it cannot decode: the correlation id is there.
 TEST(WireProto, UnknownKeysAndVersionsKeepTheHeader)
 {
-	// OffsetFetch v8 (flexible in Kafka, unknown here): read as v1.
-	Bytes unknown = B().i16(9).i16(8).i32(77).str("cli").u8(0).b;
+	// DeleteGroups v2 (flexible in Kafka, unknown here): read as v1.
+	Bytes unknown = B().i16(42).i16(2).i32(77).str("cli").u8(0).b;
 	Rd a(unknown);
 	km_reqhdr h;
 	EXPECT_EQ(KM_EWIREAPIKEY, km_reqhdr_decode(&a.r, &h));
