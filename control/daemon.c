@@ -95,6 +95,9 @@ static void worker_config(const struct km_daemon *d, uint32_t id,
 		 d->cfg->advertised.host);
 	wc->advertised_port = d->cfg->advertised.port;
 	wc->frame_bytes_max = 100u << 20;
+	wc->group_initial_rebalance_delay_ms = d->cfg->group_initial_rebalance_delay_ms;
+	wc->group_min_session_timeout_ms = d->cfg->group_min_session_timeout_ms;
+	wc->group_max_session_timeout_ms = d->cfg->group_max_session_timeout_ms;
 	if (d->cfg->net_mode == KM_CONFIG_NET_DPDK)
 		dpdk_net_config(d->cfg, wc->parts_max, &wc->fetch_net);
 }
@@ -340,6 +343,7 @@ static void cleanup(struct km_daemon *d)
 	free(d->rates);
 	free(d->mstates);
 	free(d->disk_paused);
+	km_daemon_groups_free(d);
 }
 
 /* ---- the control loop ---------------------------------------------------- */
@@ -358,6 +362,7 @@ static int serve(struct km_daemon *d)
 			return -errno;
 		km_daemon_watch(d);
 		km_daemon_watch_disk(d);
+		km_daemon_sync_groups(d);
 		if (pfd[0].revents & POLLIN) {
 			if (read(d->sig_fd, &si, sizeof(si)) == sizeof(si))
 				KM_INFO("daemon", "%s: shutting down",

@@ -53,6 +53,15 @@ struct km_daemon {
 	bool *disk_paused;	/* per table entry: PAUSED for free space */
 	bool disk_low;
 	uint64_t disk_free;	/* bytes free on data.dir at the last look */
+	/* Offset sync from the source (daemon_groups.c): the last answer per
+	 * group, for status. */
+	struct km_daemon_gsync {
+		struct km_group_sync s;
+		int rc;			/* of the last attempt */
+		uint64_t at_ms;
+	} *gsync;
+	uint32_t n_gsync;
+	uint64_t gsync_next_ms;
 };
 
 /* daemon_parts.c: which partitions to serve */
@@ -99,6 +108,10 @@ static inline bool km_daemon_disk_held(const struct km_daemon *d, uint32_t i)
 {
 	return d->disk_paused[i] && d->mstates[i].state == KM_MSTATE_PAUSED;
 }
+
+/* daemon_groups.c: committed offsets synced from the source */
+void km_daemon_sync_groups(struct km_daemon *d);
+void km_daemon_groups_free(struct km_daemon *d);
 
 /* daemon_ctl.c: control socket verbs */
 int km_daemon_ctl_open(struct km_daemon *d);

@@ -243,6 +243,7 @@ static void free_all(struct km_frontend *fe)
 	free(fe->lo_req);
 	free(fe->lo_resp);
 	free(fe->ab_tmp);
+	fe_groups_free(fe);
 	free(fe);
 }
 
@@ -268,7 +269,8 @@ int km_frontend_create(const struct km_frontend_config *cfg,
 	snprintf(fe->cluster_id, sizeof(fe->cluster_id), "%s", cfg->cluster_id);
 	snprintf(fe->host, sizeof(fe->host), "%s", cfg->advertised_host);
 	set_limits(fe, cfg);
-	if ((rc = alloc_conns(fe)) < 0 || (rc = alloc_buffers(fe)) < 0) {
+	if ((rc = alloc_conns(fe)) < 0 || (rc = alloc_buffers(fe)) < 0 ||
+	    (rc = fe_groups_init(fe, cfg)) < 0) {
 		free_all(fe);
 		return rc;
 	}
@@ -456,6 +458,7 @@ static void on_close(struct km_net_conn *c, int reason)
 	km_kframe_reset(&fc->kf);
 	fc->held = NULL;
 	fe_fetch_reset(fc);
+	fe_groups_conn_closed(fc);
 	fe_conn_maybe_free(fc);
 }
 
@@ -640,6 +643,16 @@ static int dispatch(struct fe_conn *fc, const struct km_reqhdr *h,
 		return fe_handle_initpid(fc, h, r);
 	case KM_API_KMIRROR_BARRIER:
 		return fe_handle_barrier(fc, h, r);
+	case KM_API_OFFSET_COMMIT:
+	case KM_API_OFFSET_FETCH:
+	case KM_API_FIND_COORDINATOR:
+	case KM_API_JOIN_GROUP:
+	case KM_API_HEARTBEAT:
+	case KM_API_LEAVE_GROUP:
+	case KM_API_SYNC_GROUP:
+	case KM_API_DESCRIBE_GROUPS:
+	case KM_API_LIST_GROUPS:
+		return fe_handle_group(fc, h, r);
 	default:
 		return fe_conn_fail(fc, "API key %d v%d is not served",
 				    h->api_key, h->api_version);
@@ -716,6 +729,7 @@ static void process_frames(struct fe_conn *fc)
 
 void km_frontend_tick(struct km_frontend *fe, uint64_t now_ms)
 {
+	fe_groups_tick(fe, now_ms);
 	for (uint32_t i = 0; i < fe->conns_max; i++) {
 		struct fe_conn *fc = &fe->conns[i];
 
@@ -730,7 +744,7 @@ void km_frontend_tick(struct km_frontend *fe, uint64_t now_ms)
 
 uint64_t km_frontend_next_deadline_ms(const struct km_frontend *fe)
 {
-	uint64_t next = UINT64_MAX;
+	uint64_t next = fe_groups_deadline(fe);
 
 	for (uint32_t i = 0; i < fe->conns_max; i++) {
 		const struct fe_conn *fc = &fe->conns[i];

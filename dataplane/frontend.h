@@ -87,6 +87,7 @@
 #include <stdint.h>
 
 #include "dataplane/net.h"
+#include "kafka/wire.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -143,6 +144,11 @@ struct km_frontend_config {
 	uint32_t fetch_bufs;		     /* Fetch responses with records
 					      * at once; 0: 4 */
 	uint32_t send_iov_max;		     /* the net's send_iov_max; 0: 16 */
+	/* The group coordinator (Kafka's group.* broker settings); 0: Kafka's
+	 * default (the delay: UINT32_MAX for the default, 0 is none). */
+	uint32_t group_initial_rebalance_delay_ms;
+	uint32_t group_min_session_timeout_ms;
+	uint32_t group_max_session_timeout_ms;
 };
 
 struct km_frontend_stats {
@@ -163,6 +169,38 @@ struct km_frontend_stats {
 };
 
 struct km_frontend; /* opaque */
+
+/* Offset sync from the source (issue 7): one source group's committed
+ * offsets for partitions mirrored here, to be stored by the coordinator if
+ * the group has no members here. Owned by the caller until done runs. */
+struct km_group_sync_part {
+	char topic[KM_WIRE_NAME_BYTES_MAX + 1];
+	int32_t partition;
+	int64_t source_offset;	/* committed on the source */
+	int32_t leader_epoch;
+	int64_t stored;		/* out: committed here after, -1: none */
+	int64_t previous;	/* out: committed here before, -1: none */
+};
+
+struct km_group_sync {
+	char group[KM_WIRE_NAME_BYTES_MAX + 1];
+	struct km_group_sync_part *parts;
+	uint32_t n_parts;
+	bool active;		/* out: members here; nothing was stored */
+};
+
+typedef void (*km_frontend_sync_fn)(void *arg, int rc);
+
+/**
+ * Store what s holds, each offset clamped to max(log start, min(source
+ * offset, log end)) of our partition (identical offsets on both sides: no
+ * translation), unless the group has active members here. Only offsets
+ * ahead of ours are written: a sync never moves a group back. done(arg, rc) runs once they are
+ * durable (possibly before this returns).
+ * @return 0 (done will run), or a negative code (it will not).
+ */
+int km_frontend_group_sync(struct km_frontend *fe, struct km_group_sync *s,
+			   km_frontend_sync_fn done, void *arg);
 
 /**
  * Create a front-end; nothing is served until km_frontend_listen().

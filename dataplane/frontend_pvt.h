@@ -16,6 +16,8 @@
 #include <sys/uio.h>
 
 #include "dataplane/frontend.h"
+#include "dataplane/goffsets.h"
+#include "dataplane/group.h"
 #include "dataplane/kframe.h"
 #include "dataplane/part.h"
 #include "kafka/proto.h"
@@ -104,6 +106,7 @@ struct fe_conn {
 	uint32_t s_count;
 	bool send_blocked;	/* km_net_send said -EAGAIN */
 	struct fe_fetch *fetch;
+	struct fe_gticket *gtickets;	/* JoinGroup/SyncGroup answers awaited */
 };
 
 /* What a Produce outcome finds its way back with. */
@@ -158,6 +161,18 @@ struct km_frontend {
 	struct km_listoffsets_resp_part *lo_resp; /* parts_max */
 	struct km_aborted_txn *ab_tmp;		/* KM_FRONTEND_ABORTED_MAX */
 	struct km_frontend_stats st;
+	struct km_group *groups;	/* membership (frontend_group.c) */
+	/* The group coordinator's committed offsets (frontend_offsets.c). */
+	struct {
+		struct km_part *part;	/* __consumer_offsets-0 */
+		struct km_goffsets *table;
+		bool loaded;
+		int load_err;
+		uint32_t writes;	/* batches given, outcome not yet in */
+		uint64_t since_compact;	/* records appended since */
+		bool compacting;
+		int64_t compact_from;
+	} go;
 };
 
 /* frontend.c: connections, slots, sending. */
@@ -201,6 +216,31 @@ void fe_fetch_tick(struct fe_conn *fc, uint64_t now_ms);
 void fe_fetch_reset(struct fe_conn *fc);
 uint64_t fe_fetch_deadline(const struct fe_conn *fc);
 int fe_fetch_iovec(struct fe_conn *fc, struct iovec *out, uint32_t out_max);
+
+/* frontend_offsets.c: committed offsets and their writes. */
+typedef void (*fe_owrite_fn)(void *arg, int rc);
+int fe_offsets_init(struct km_frontend *fe);
+void fe_offsets_free(struct km_frontend *fe);
+int16_t fe_offsets_ready(struct km_frontend *fe);
+/* Write commits (copied); done(arg, rc) once durable and in the table, or
+ * failed. @return 0 (done will run) or a negative code (it will not). */
+int fe_offsets_write(struct km_frontend *fe, const struct km_goffsets_commit *c,
+		     uint32_t n, fe_owrite_fn done, void *arg);
+
+int fe_handle_offset_commit(struct fe_conn *fc, const struct km_reqhdr *h,
+			    struct km_wire_rd *r);
+int fe_handle_offset_fetch(struct fe_conn *fc, const struct km_reqhdr *h,
+			   struct km_wire_rd *r);
+
+/* frontend_group.c: the group coordinator's APIs. */
+int fe_groups_init(struct km_frontend *fe, const struct km_frontend_config *cfg);
+void fe_groups_free(struct km_frontend *fe);
+bool fe_groups_active(struct km_frontend *fe, const char *group);
+void fe_groups_tick(struct km_frontend *fe, uint64_t now_ms);
+uint64_t fe_groups_deadline(const struct km_frontend *fe);
+void fe_groups_conn_closed(struct fe_conn *fc);
+int fe_handle_group(struct fe_conn *fc, const struct km_reqhdr *h,
+		    struct km_wire_rd *r);
 
 /* frontend_produce.c */
 int fe_handle_produce(struct fe_conn *fc, const struct km_reqhdr *h,

@@ -335,6 +335,9 @@ static void handle(struct km_worker *w, struct wmsg *m)
 	case WMSG_PRODUCED:
 		km_wfe_on_produced(w, m);
 		return;
+	case WMSG_GROUP_SYNC:
+		km_wfe_on_group_sync(w, m);
+		return; /* freed once the commits are durable */
 	}
 	free(m);
 }

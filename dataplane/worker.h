@@ -20,6 +20,7 @@
 #include <stdint.h>
 
 #include "dataplane/fetcher.h"
+#include "dataplane/frontend.h"
 #include "dataplane/net.h"
 #include "dataplane/part.h"
 #include "iouring_log/log.h"
@@ -62,6 +63,9 @@ struct km_worker_config {
 	char advertised_host[256];
 	uint16_t advertised_port;	/* 0: the bound port */
 	uint32_t frame_bytes_max;
+	uint32_t group_initial_rebalance_delay_ms;
+	uint32_t group_min_session_timeout_ms;
+	uint32_t group_max_session_timeout_ms;
 };
 
 /* What a stop did (R4), per partition. */
@@ -150,6 +154,12 @@ int km_worker_prepare(struct km_worker *w, struct km_part *p,
 /** R4 step 6: p takes local Produce from now on. */
 int km_worker_open_writes(struct km_worker *w, struct km_part *p,
 			  struct km_worker_reply *reply);
+
+/** Offset sync (issue 7): hand s to the front-end's group coordinator
+ *  (this worker must serve the front-end); s stays the caller's until the
+ *  reply. See km_frontend_group_sync(). */
+int km_worker_group_sync(struct km_worker *w, struct km_group_sync *s,
+			 struct km_worker_reply *reply);
 
 /** Stop fetchers and the front-end, close every log cleanly (flush,
  *  snapshot, clean-shutdown marker), end the thread. */

@@ -160,6 +160,9 @@ int km_wfe_listen(struct km_worker *w, const char *ipv4, uint16_t port,
 	c.fetch_buf_bytes = 8u << 20;
 	c.fetch_bufs = 8;
 	c.send_iov_max = w->cfg.net.send_iov_max;
+	c.group_initial_rebalance_delay_ms = w->cfg.group_initial_rebalance_delay_ms;
+	c.group_min_session_timeout_ms = w->cfg.group_min_session_timeout_ms;
+	c.group_max_session_timeout_ms = w->cfg.group_max_session_timeout_ms;
 	if ((rc = km_frontend_create(&c, &w->fe)) < 0)
 		return rc;
 	if ((rc = km_frontend_listen(w->fe, ipv4, port)) < 0) {
@@ -169,6 +172,41 @@ int km_wfe_listen(struct km_worker *w, const char *ipv4, uint16_t port,
 	}
 	*bound = km_frontend_port(w->fe);
 	return 0;
+}
+
+/* ---- offset sync from the source ------------------------------------------- */
+
+static void on_group_synced(void *arg, int rc)
+{
+	struct wmsg *m = arg;
+	struct km_worker *w = m->u.sync.w;
+
+	km_worker_reply_done(w, m->reply, rc, rc < 0 ? km_strerror(rc) : "");
+	free(m);
+}
+
+void km_wfe_on_group_sync(struct km_worker *w, struct wmsg *m)
+{
+	int rc = w->fe ? 0 : KM_EPARTOFFLINE;
+
+	m->u.sync.w = w;
+	if (rc == 0)
+		rc = km_frontend_group_sync(w->fe, m->u.sync.s, on_group_synced, m);
+	if (rc < 0) {
+		km_worker_reply_done(w, m->reply, rc, km_strerror(rc));
+		free(m);
+	}
+}
+
+int km_worker_group_sync(struct km_worker *w, struct km_group_sync *s,
+			 struct km_worker_reply *reply)
+{
+	struct wmsg *m = km_worker_msg_new(WMSG_GROUP_SYNC, NULL, reply);
+
+	if (m == NULL)
+		return -ENOMEM;
+	m->u.sync.s = s;
+	return km_worker_post(w, m);
 }
 
 void km_wfe_poll(struct km_worker *w)

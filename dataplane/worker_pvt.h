@@ -21,6 +21,7 @@ enum wmsg_type {
 	WMSG_WRITABLE,
 	WMSG_PRODUCE,	/* front-end worker -> owner */
 	WMSG_PRODUCED,	/* owner -> front-end worker */
+	WMSG_GROUP_SYNC, /* control -> front-end worker */
 };
 
 struct wmsg {
@@ -30,6 +31,10 @@ struct wmsg {
 	struct wmsg *next;	/* outbox link while a ring is full */
 	union {
 		struct km_log_config open;
+		struct {
+			struct km_group_sync *s;
+			struct km_worker *w;	/* for the callback */
+		} sync;
 		struct km_fetcher_config fetch;
 		struct {
 			enum km_stop_mode mode;
@@ -108,6 +113,7 @@ void km_wfe_free(struct km_worker *w);
 void km_wfe_free_writers(struct km_worker *w);
 void km_wfe_on_produce(struct km_worker *w, struct wmsg *m);
 void km_wfe_on_produced(struct km_worker *w, struct wmsg *m);
+void km_wfe_on_group_sync(struct km_worker *w, struct wmsg *m);
 int km_wfe_alloc_pid(void *ctx, int64_t *pid, int16_t *epoch);
 int km_wfe_produce(void *ctx, struct km_part *p, const void *records,
 		   uint32_t len, int16_t acks, km_part_produced_fn done,

@@ -430,9 +430,12 @@ TEST(WireProto, VersionTable)
 		  km_proto_supported(all, KM_PROTO_APIS_SERVED));
 	EXPECT_EQ(KM_ENOSPACE,
 		  km_proto_supported(all, KM_PROTO_APIS_SERVED - 1));
-	const int want[][3] = {{0, 3, 7}, {1, 4, 11}, {2, 0, 5},
-			       {3, 0, 4}, {18, 0, 3}, {22, 0, 4},
-			       {KM_API_KMIRROR_BARRIER, 0, 0}};
+	/* Served: everything spoken, the group coordinator's APIs too. */
+	const int want[][3] = {{0, 3, 7}, {1, 4, 11}, {2, 0, 5}, {3, 0, 4},
+			       {8, 0, 7}, {9, 0, 7}, {10, 0, 2}, {11, 0, 5},
+			       {12, 0, 3}, {13, 0, 3}, {14, 0, 3},
+			       {15, 0, 4}, {16, 0, 4}, {18, 0, 3},
+			       {22, 0, 4}, {KM_API_KMIRROR_BARRIER, 0, 0}};
 	for (int i = 0; i < KM_PROTO_APIS_SERVED; i++) {
 		EXPECT_EQ(want[i][0], all[i].api_key);
 		EXPECT_EQ(want[i][1], all[i].min_version);

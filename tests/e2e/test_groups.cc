@@ -1,0 +1,292 @@
+/* Consumer groups end to end (issue 7), with real librdkafka consumers:
+ * groups on kmirrord itself (split, rebalance on join, takeover after a
+ * killed member's session timeout, nothing lost, committed offsets across
+ * kill -9), and offsets synced from the source so that an application that
+ * fails over keeps its group.id and resumes exactly at its next uncommitted
+ * offset; after a stop the group's offsets belong to kmirrord. */
+#include <librdkafka/rdkafka.h>
+
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "tests/e2e/daemon.h"
+#include "tests/e2e/e2e_util.h"
+#include "tests/support/kafka_peers.h"
+
+using namespace kmtest;
+
+namespace {
+
+const int kParts = 4;
+const int64_t kPerPart = 60;
+
+/* One member of a group: subscribe, poll, commit each message it took. */
+class Member {
+public:
+	Member(const std::string &bootstrap, const std::string &group,
+	       const std::string &topic)
+	{
+		Props p = { { "bootstrap.servers", bootstrap },
+			    { "group.id", group },
+			    { "enable.auto.commit", "false" },
+			    { "auto.offset.reset", "earliest" },
+			    { "session.timeout.ms", "6000" },
+			    { "heartbeat.interval.ms", "500" },
+			    { "check.crcs", "true" } };
+		rk_ = client_new(RD_KAFKA_CONSUMER, p, &err_);
+		if (rk_ == nullptr)
+			return;
+		rd_kafka_poll_set_consumer(rk_);
+		rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(1);
+		rd_kafka_topic_partition_list_add(l, topic.c_str(), RD_KAFKA_PARTITION_UA);
+		if (rd_kafka_subscribe(rk_, l) != 0)
+			err_ = "subscribe failed";
+		rd_kafka_topic_partition_list_destroy(l);
+	}
+	~Member()
+	{
+		if (rk_ == nullptr)
+			return;
+		rd_kafka_consumer_close(rk_);
+		rd_kafka_destroy(rk_);
+	}
+	const std::string &error() const { return err_; }
+
+	/* Poll once; a message is recorded and committed (sync). */
+	void poll(int ms)
+	{
+		rd_kafka_message_t *m = rd_kafka_consumer_poll(rk_, ms);
+		if (m == nullptr)
+			return;
+		if (m->err == RD_KAFKA_RESP_ERR_NO_ERROR) {
+			got.push_back({ m->partition, m->offset });
+			rd_kafka_commit_message(rk_, m, 0);
+		} else if (m->err != RD_KAFKA_RESP_ERR__PARTITION_EOF) {
+			errors.push_back(rd_kafka_message_errstr(m));
+		}
+		rd_kafka_message_destroy(m);
+	}
+	size_t assigned()
+	{
+		rd_kafka_topic_partition_list_t *l = nullptr;
+		size_t n = 0;
+		if (rd_kafka_assignment(rk_, &l) == 0 && l != nullptr) {
+			n = (size_t)l->cnt;
+			rd_kafka_topic_partition_list_destroy(l);
+		}
+		return n;
+	}
+	/* Gone without LeaveGroup: the coordinator finds out by the session
+	 * timeout, as with a killed process. */
+	void vanish()
+	{
+		rd_kafka_destroy_flags(rk_, RD_KAFKA_DESTROY_F_NO_CONSUMER_CLOSE);
+		rk_ = nullptr;
+	}
+
+	std::vector<std::pair<int32_t, int64_t>> got;
+	std::vector<std::string> errors;
+
+private:
+	rd_kafka_t *rk_ = nullptr;
+	std::string err_;
+};
+
+/* The group's committed offsets on a cluster, per partition. */
+std::map<int32_t, int64_t> committed(const std::string &bootstrap,
+				     const std::string &group,
+				     const std::string &topic, int parts)
+{
+	std::string err;
+	rd_kafka_t *rk = client_new(RD_KAFKA_CONSUMER,
+				    { { "bootstrap.servers", bootstrap },
+				      { "group.id", group } },
+				    &err);
+	std::map<int32_t, int64_t> out;
+	if (rk == nullptr)
+		return out;
+	rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(parts);
+	for (int p = 0; p < parts; p++)
+		rd_kafka_topic_partition_list_add(l, topic.c_str(), p);
+	if (rd_kafka_committed(rk, l, 10000) == 0)
+		for (int i = 0; i < l->cnt; i++)
+			out[l->elems[i].partition] = l->elems[i].offset;
+	rd_kafka_topic_partition_list_destroy(l);
+	rd_kafka_destroy(rk);
+	return out;
+}
+
+/* Commit explicit offsets for a group (no membership: a simple commit). */
+std::string commit_offsets(const std::string &bootstrap, const std::string &group,
+			   const std::string &topic,
+			   const std::map<int32_t, int64_t> &offs)
+{
+	std::string err;
+	rd_kafka_t *rk = client_new(RD_KAFKA_CONSUMER,
+				    { { "bootstrap.servers", bootstrap },
+				      { "group.id", group } },
+				    &err);
+	if (rk == nullptr)
+		return err;
+	rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(4);
+	for (auto &[p, o] : offs)
+		rd_kafka_topic_partition_list_add(l, topic.c_str(), p)->offset = o;
+	rd_kafka_resp_err_t e = rd_kafka_commit(rk, l, 0);
+	rd_kafka_topic_partition_list_destroy(l);
+	rd_kafka_destroy(rk);
+	return e ? std::string("commit: ") + rd_kafka_err2str(e) : "";
+}
+
+void produce_all(const std::string &bootstrap, const std::string &topic)
+{
+	for (int p = 0; p < kParts; p++) {
+		ProduceSpec ps;
+		ps.topic = topic;
+		ps.partition = p;
+		ps.count = kPerPart;
+		ps.seed = 5;
+		ProduceResult pr;
+		ASSERT_EQ("", produce(bootstrap, ps, &pr));
+		ASSERT_EQ(kPerPart, pr.delivered);
+	}
+}
+
+/* Poll every member until pred holds. */
+template <class F>
+bool poll_members(std::vector<Member *> ms, F pred, int timeout_ms)
+{
+	int64_t end = now_ms() + timeout_ms;
+	while (now_ms() < end) {
+		for (Member *m : ms)
+			m->poll(20);
+		if (pred())
+			return true;
+	}
+	return false;
+}
+
+class Groups : public ::testing::Test {
+protected:
+	void SetUp() override { ASSERT_EQ("", dir_.error()); }
+	TempDir dir_{ "km-groups" };
+};
+
+/* Two members split the partitions, a third joins and the partitions are
+ * spread again, one vanishes and after its session timeout the others take
+ * its partitions; every offset is seen, and one seen twice only if the
+ * vanished member had not committed it. Then kill -9 and restart: the
+ * committed offsets are all there. */
+TEST_F(Groups, MembersSplitRebalanceTakeOverAndOffsetsSurviveKill9)
+{
+	Daemon d(dir_.path(), { "local.topics=g:" + std::to_string(kParts),
+				"group.initial.rebalance.delay.ms=0" });
+	ASSERT_EQ("", d.start());
+	produce_all(d.bootstrap(), "g");
+
+	Member a(d.bootstrap(), "app", "g"), b(d.bootstrap(), "app", "g");
+	ASSERT_EQ("", a.error());
+	ASSERT_EQ("", b.error());
+	ASSERT_TRUE(poll_members({ &a, &b }, [&] {
+		return a.assigned() == 2 && b.assigned() == 2;
+	}, 30000)) << a.assigned() << "+" << b.assigned();
+
+	auto c = std::make_unique<Member>(d.bootstrap(), "app", "g");
+	ASSERT_TRUE(poll_members({ &a, &b, c.get() }, [&] {
+		return a.assigned() + b.assigned() + c->assigned() == kParts &&
+		       a.assigned() && b.assigned() && c->assigned();
+	}, 30000)) << a.assigned() << "+" << b.assigned() << "+" << c->assigned();
+	/* Let c take (and commit) some of its partition, then vanish. */
+	poll_members({ &a, &b, c.get() }, [&] { return c->got.size() >= 5; }, 20000);
+	auto c_got = c->got;
+	c->vanish();
+	ASSERT_TRUE(poll_members({ &a, &b }, [&] {
+		return a.assigned() + b.assigned() == kParts;
+	}, 30000)) << "no takeover after the session timeout";
+
+	std::map<std::pair<int32_t, int64_t>, int> seen;
+	auto total = [&] {
+		seen.clear();
+		for (auto *v : { &a.got, &b.got, &c_got })
+			for (auto &x : *v)
+				seen[x]++;
+		return seen.size();
+	};
+	ASSERT_TRUE(poll_members({ &a, &b }, [&] {
+		return total() == (size_t)(kParts * kPerPart);
+	}, 30000)) << total() << " of " << kParts * kPerPart << " offsets seen";
+	EXPECT_TRUE(a.errors.empty() && b.errors.empty())
+		<< (a.errors.empty() ? b.errors[0] : a.errors[0]);
+	for (auto &[k, n] : seen)
+		EXPECT_EQ(1, n) << "offset " << k.second << " of partition "
+				<< k.first << " delivered " << n << " times "
+				"(every delivery was committed first)";
+
+	std::map<int32_t, int64_t> want;
+	for (int p = 0; p < kParts; p++)
+		want[p] = kPerPart;
+	EXPECT_EQ(want, committed(d.bootstrap(), "app", "g", kParts));
+	ASSERT_EQ("", d.kill9());
+	ASSERT_EQ("", d.start());
+	EXPECT_EQ(want, committed(d.bootstrap(), "app", "g", kParts))
+		<< "committed offsets lost across kill -9";
+}
+
+/* A group that consumed part of a topic on the source resumes on kmirrord
+ * at exactly its next uncommitted offsets, two members splitting the
+ * partitions. After a stop, the source's commits no longer overwrite
+ * what the group commits on kmirrord. */
+TEST_F(Groups, OffsetsSyncedFromTheSourceThenOwnedAfterStop)
+{
+	MockCluster mock{ 1 };
+	ASSERT_EQ("", mock.error());
+	ASSERT_EQ("", mock.create_topic("s", kParts));
+	produce_all(mock.bootstrap(), "s");
+	std::map<int32_t, int64_t> src = { { 0, 7 }, { 1, 19 }, { 2, 33 }, { 3, 0 } };
+	ASSERT_EQ("", commit_offsets(mock.bootstrap(), "app", "s", src));
+
+	Daemon d(dir_.path(), { "source.bootstrap.servers=" + mock.bootstrap(),
+				"topics=s", "groups=app",
+				"group.sync.interval.ms=200",
+				"group.initial.rebalance.delay.ms=0" });
+	ASSERT_EQ("", d.start());
+	ASSERT_TRUE(poll_until([&] {
+		return committed(d.bootstrap(), "app", "s", kParts) == src;
+	}, 30000)) << "offsets not synced";
+	ChildResult st;
+	ASSERT_EQ("", ctl(d, { "status" }, &st));
+	EXPECT_NE(std::string::npos, st.out.find("app")) << st.out;
+
+	{
+		Member a(d.bootstrap(), "app", "s"), b(d.bootstrap(), "app", "s");
+		std::map<int32_t, int64_t> first;
+		ASSERT_TRUE(poll_members({ &a, &b }, [&] {
+			for (auto *m : { &a, &b })
+				for (auto &x : m->got)
+					first.emplace(x.first, x.second);
+			return first.size() == (size_t)kParts;
+		}, 30000)) << first.size() << " partitions started";
+		EXPECT_EQ(src, first) << "the first message of each partition "
+					 "must be the next uncommitted offset";
+		EXPECT_GT(a.got.size(), 0u);
+		EXPECT_GT(b.got.size(), 0u) << "two members split the partitions";
+	}
+
+	/* Failover of the topic: the group's offsets are kmirrord's now. */
+	ChildResult r;
+	ASSERT_EQ("", ctl(d, { "stop", "s" }, &r)) << r.out << r.err;
+	ASSERT_EQ("", commit_offsets(d.bootstrap(), "app", "s", { { 0, 50 } }));
+	ASSERT_EQ("", commit_offsets(mock.bootstrap(), "app", "s", { { 0, 55 } }));
+	/* Several sync intervals. */
+	ASSERT_FALSE(poll_until([&] {
+		return committed(d.bootstrap(), "app", "s", kParts)[0] != 50;
+	}, 2000)) << "the sync overwrote a commit made after the stop";
+	/* ... while before the stop it would have moved it forward: the
+	 * group is empty here, and 55 is ahead of 50. */
+}
+
+} // namespace
