@@ -4,8 +4,10 @@
  * kill -9), and offsets synced from the source so that an application that
  * fails over keeps its group.id and resumes exactly at its next uncommitted
  * offset; after a stop the group's offsets belong to kmirrord. */
+#include <dirent.h>
 #include <librdkafka/rdkafka.h>
 
+#include <algorithm>
 #include <map>
 #include <memory>
 #include <set>
@@ -287,6 +289,62 @@ TEST_F(Groups, OffsetsSyncedFromTheSourceThenOwnedAfterStop)
 	}, 2000)) << "the sync overwrote a commit made after the stop";
 	/* ... while before the stop it would have moved it forward: the
 	 * group is empty here, and 55 is ahead of 50. */
+}
+
+/* Base offsets of the .log segments in a partition directory. */
+std::vector<int64_t> segments(const std::string &dir)
+{
+	std::vector<int64_t> v;
+	DIR *d = opendir(dir.c_str());
+	struct dirent *e;
+	while (d != nullptr && (e = readdir(d)) != nullptr) {
+		std::string n = e->d_name;
+		if (n.size() == 24 && n.compare(20, 4, ".log") == 0)
+			v.push_back(std::stoll(n.substr(0, 20)));
+	}
+	if (d != nullptr)
+		closedir(d);
+	std::sort(v.begin(), v.end());
+	return v;
+}
+
+/* Many commits: the offsets partition is compacted (whole old segments
+ * deleted once the live commits are copied past them) and what a restart
+ * rebuilds is still the last commit of every partition. */
+TEST_F(Groups, CommittedOffsetsAreCompacted)
+{
+	Daemon d(dir_.path(), { "local.topics=c:" + std::to_string(kParts),
+				"segment.bytes=65536" });
+	ASSERT_EQ("", d.start());
+	std::string err;
+	rd_kafka_t *rk = client_new(RD_KAFKA_CONSUMER,
+				    { { "bootstrap.servers", d.bootstrap() },
+				      { "group.id", "busy" } },
+				    &err);
+	ASSERT_NE(nullptr, rk) << err;
+	const int rounds = 3200; /* x 4 partitions: over 10000 records */
+	for (int i = 1; i <= rounds; i++) {
+		rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(kParts);
+		for (int p = 0; p < kParts; p++)
+			rd_kafka_topic_partition_list_add(l, "c", p)->offset = i * 10 + p;
+		ASSERT_EQ(RD_KAFKA_RESP_ERR_NO_ERROR, rd_kafka_commit(rk, l, i % 50 != 0))
+			<< "round " << i;
+		rd_kafka_topic_partition_list_destroy(l);
+	}
+	rd_kafka_destroy(rk);
+	std::map<int32_t, int64_t> want;
+	for (int p = 0; p < kParts; p++)
+		want[p] = rounds * 10 + p;
+	ASSERT_EQ(want, committed(d.bootstrap(), "busy", "c", kParts));
+	std::string dir = d.data_dir() + "/__consumer_offsets-0";
+	ASSERT_TRUE(poll_until([&] {
+		auto s = segments(dir);
+		return !s.empty() && s.front() > 0;
+	}, 20000)) << "no segment of __consumer_offsets-0 was deleted";
+	ASSERT_EQ("", d.kill9());
+	ASSERT_EQ("", d.start());
+	EXPECT_EQ(want, committed(d.bootstrap(), "busy", "c", kParts))
+		<< "compaction lost commits";
 }
 
 } // namespace
