@@ -135,7 +135,8 @@ static json_t *group_row(struct km_daemon *d, const struct km_daemon_gsync *g,
 			(json_int_t)(sp ? sp->stored : -1), "lag",
 			(json_int_t)(sp && sp->stored >= 0 && leo > sp->stored
 					     ? leo - sp->stored : 0),
-			"sync", g->rc < 0 ? km_strerror(g->rc)
+			"sync", d->gsync_ended ? "ended: stopped, the offsets are ours"
+				: g->rc < 0 ? km_strerror(g->rc)
 				: g->s.active ? "held: members here" : "synced",
 			"synced_ms_ago", (json_int_t)(now - g->at_ms));
 	return row;

@@ -233,7 +233,17 @@ static void sync_patterns(struct km_daemon *d)
 	}
 }
 
-/* Once per group.sync.interval.ms, from the control loop. */
+static bool any_follows(const struct km_daemon *d)
+{
+	for (uint32_t i = 0; i < d->table.n; i++)
+		if (follows(d, i))
+			return true;
+	return false;
+}
+
+/* Once per group.sync.interval.ms, from the control loop. Once no
+ * partition follows the source (all stopped), the sync has ended: the last
+ * answers stay in status, marked so. */
 void km_daemon_sync_groups(struct km_daemon *d)
 {
 	uint64_t now = km_clock_ms();
@@ -242,6 +252,9 @@ void km_daemon_sync_groups(struct km_daemon *d)
 	if (d->cfg->groups_count == 0 || now < d->gsync_next_ms)
 		return;
 	d->gsync_next_ms = now + d->cfg->group_sync_interval_ms;
+	d->gsync_ended = !any_follows(d);
+	if (d->gsync_ended)
+		return;
 	for (uint32_t k = 0; k < d->cfg->groups_count; k++) {
 		if (is_pattern(d->cfg->groups[k]))
 			patterns = true;

@@ -62,6 +62,7 @@ struct km_daemon {
 	} *gsync;
 	uint32_t n_gsync;
 	uint64_t gsync_next_ms;
+	bool gsync_ended;	/* no partition follows the source any more */
 };
 
 /* daemon_parts.c: which partitions to serve */
