@@ -194,6 +194,7 @@ static int on_status(void *ctx, const json_t *req, json_t *resp)
 		"mirroring_paused", d->disk_low));
 	json_object_set_new(resp, "partitions", rows);
 	json_object_set_new(resp, "groups", groups_section(d, now));
+	km_daemon_net_status(d, resp);
 	return 0;
 }
 
@@ -284,6 +285,7 @@ static int on_metrics(void *ctx, const json_t *req, json_t *resp)
 {
 	struct km_daemon *d = ctx;
 	struct text t = { 0 };
+	char *net;
 
 	(void)req;
 	emit(&t, "# HELP kmirror_up 1 while kmirrord serves.\n"
@@ -298,6 +300,9 @@ static int on_metrics(void *ctx, const json_t *req, json_t *resp)
 	     d->disk_free, d->disk_low ? 1 : 0);
 	for (size_t i = 0; i < sizeof(metrics) / sizeof(metrics[0]); i++)
 		emit_metric(&t, d, &metrics[i]);
+	if ((net = km_daemon_net_metrics(d)) != NULL)
+		emit(&t, "%s", net);
+	free(net);
 	if (t.buf == NULL)
 		return -ENOMEM;
 	json_object_set_new(resp, "text", json_stringn(t.buf, t.len));

@@ -114,6 +114,10 @@ static inline bool km_daemon_disk_held(const struct km_daemon *d, uint32_t i)
 void km_daemon_sync_groups(struct km_daemon *d);
 void km_daemon_groups_free(struct km_daemon *d);
 
+/* daemon_net.c: the fetch network in status and metrics */
+void km_daemon_net_status(struct km_daemon *d, json_t *resp);
+char *km_daemon_net_metrics(struct km_daemon *d); /* malloc'd, or NULL */
+
 /* daemon_ctl.c: control socket verbs */
 int km_daemon_ctl_open(struct km_daemon *d);
 

@@ -79,6 +79,24 @@ void km_fpool_get_stats(const struct km_fpool *p, struct km_fpool_stats *out)
 	}
 }
 
+uint32_t km_fpool_conns(const struct km_fpool *p, struct km_fpool_conn *out,
+			uint32_t cap)
+{
+	uint32_t n = 0;
+
+	for (uint32_t i = 0; i < p->cfg.sessions_max && n < cap; i++) {
+		const struct km_fsess *s = &p->sess[i];
+
+		if (!s->used || s->conn == NULL || s->closed)
+			continue;
+		snprintf(out[n].peer, sizeof(out[n].peer), "%s:%u",
+			 s->target_ip, (unsigned)s->target.port);
+		km_net_conn_get_stats(s->conn, &out[n].st);
+		n++;
+	}
+	return n;
+}
+
 /* ---- groups ---- */
 
 static bool same_addr(const struct km_fetcher_addr *a,

@@ -176,6 +176,17 @@ struct km_fpool {
 	struct km_fsess_stats closed_sum; /* of sessions since freed */
 };
 
+/* A fetch session's connection, for status. */
+struct km_fpool_conn {
+	char peer[KM_FETCHER_IPV4_BYTES + 8]; /* "a.b.c.d:port" */
+	struct km_net_conn_stats st;
+};
+
+/** The connections of the pool's sessions that have one, at most cap.
+ *  @return how many were written. */
+uint32_t km_fpool_conns(const struct km_fpool *p, struct km_fpool_conn *out,
+			uint32_t cap);
+
 /** Bytes of caller memory km_fpool_init() needs for sessions_max. */
 size_t km_fpool_memsize(uint32_t sessions_max);
 

@@ -174,6 +174,9 @@ struct km_net_conn_stats {
 	uint64_t short_sends; /* sends the kernel took only part of */
 	uint64_t rx_stalls;   /* times reception stopped: no free buffer */
 	uint32_t send_queued; /* sends waiting or in flight */
+	/* KM_NET_DPDK (kmirror's TCP); 0 with the kernel backend. */
+	uint64_t retransmits;  /* segments sent again */
+	uint64_t out_of_order; /* payload pieces queued out of order */
 };
 
 struct km_net_stats {

@@ -506,9 +506,33 @@ static void retain(struct km_worker *w, struct wpart *wp)
 			wp->part->topic, wp->part->partition, km_strerror(rc));
 }
 
+/* The fetch network's figures for status; skipped this tick if the
+ * control thread is reading them. */
+static void publish_net(struct km_worker *w)
+{
+	struct km_worker_net *p = &w->net_pub;
+
+	if (w->fnet == NULL || pthread_mutex_trylock(&w->net_lock) != 0)
+		return;
+	p->dpdk = w->fnet != w->net;
+	km_net_get_stats(w->fnet, &p->net);
+	p->n_conns = km_fpool_conns(&w->fpool, p->conns, KM_WORKER_NET_CONNS);
+	pthread_mutex_unlock(&w->net_lock);
+}
+
+void km_worker_net_snapshot(struct km_worker *w, struct km_worker_net *out)
+{
+	pthread_mutex_lock(&w->net_lock);
+	*out = w->net_pub;
+	pthread_mutex_unlock(&w->net_lock);
+}
+
 static int step_parts(struct km_worker *w, bool tick)
 {
 	int n = km_fpool_step(&w->fpool);
+
+	if (tick)
+		publish_net(w);
 
 	for (uint32_t i = 0; i < w->n_wparts; i++) {
 		struct wpart *wp = &w->wparts[i];
@@ -759,6 +783,7 @@ int km_worker_create(const struct km_worker_config *cfg,
 	w->cfg = *cfg;
 	w->cfg.net.uring = NULL;
 	w->efd = -1;
+	pthread_mutex_init(&w->net_lock, NULL);
 	if ((rc = setup(w)) < 0) {
 		teardown(w);
 		free(w);
@@ -785,5 +810,6 @@ void km_worker_destroy(struct km_worker *w)
 	if (w->started)
 		pthread_join(w->thread, NULL);
 	teardown(w);
+	pthread_mutex_destroy(&w->net_lock);
 	free(w);
 }

@@ -21,6 +21,7 @@
 
 #include "dataplane/fetcher.h"
 #include "dataplane/frontend.h"
+#include "dataplane/fsess.h"
 #include "dataplane/net.h"
 #include "dataplane/part.h"
 #include "iouring_log/log.h"
@@ -78,6 +79,21 @@ struct km_stop_result {
 	int64_t barrier_offset;		/* where the barrier is */
 	bool resumed;			/* the barrier was already there */
 };
+
+/* The fetch network as the worker saw it at its last tick, for status and
+ * metrics: its backend's counters (DPDK: the port's) and the connection of
+ * each fetch session. */
+#define KM_WORKER_NET_CONNS 32u
+struct km_worker_net {
+	bool dpdk;
+	struct km_net_stats net;
+	uint32_t n_conns;
+	struct km_fpool_conn conns[KM_WORKER_NET_CONNS];
+};
+
+/** A copy of w's last published figures (control thread; takes the lock
+ *  the worker only ever try-locks). */
+void km_worker_net_snapshot(struct km_worker *w, struct km_worker_net *out);
 
 /* A reply the control thread waits for: written by the worker, then
  * `done` is set (release) and ctl_efd is written. */

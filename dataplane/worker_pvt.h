@@ -100,6 +100,9 @@ struct km_worker {
 	bool done;
 	struct km_worker_reply *shutdown_reply;
 	uint64_t now_ms;
+	/* Published for status: the worker try-locks, never waits. */
+	pthread_mutex_t net_lock;
+	struct km_worker_net net_pub;
 };
 
 /* worker_fe.c: the front-end and local writes on this worker. */

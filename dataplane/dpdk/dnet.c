@@ -433,8 +433,15 @@ static void dnet_conn_stats(const struct km_net_conn *c,
 {
 	const struct dconn *dc = container_of(c, const struct dconn, pub);
 
+	struct km_tcp_counters tc;
+
 	*out = dc->st;
 	out->send_queued = dc->sq_count;
+	if (dc->tc != NULL) {
+		km_tcp_conn_get_stats(dc->tc, &tc);
+		out->retransmits = tc.retransmits;
+		out->out_of_order = tc.ooo_segs;
+	}
 }
 
 static int dnet_poll(struct km_net *net)

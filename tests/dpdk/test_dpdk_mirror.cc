@@ -24,6 +24,7 @@
 #include "control/config.h"
 #include "tests/dpdk/bed.h"
 #include "tests/e2e/daemon.h"
+#include "tests/e2e/e2e_util.h"
 #include "tests/support/kafka_peers.h"
 
 using namespace kmtest;
@@ -260,6 +261,22 @@ TEST_F(DpdkMirror, LossAndReorderingAreRepaired)
 	ASSERT_EQ("", wait_mirrored(kRecords));
 	EXPECT_TRUE(segment(src_dir_.path()) == segment(mir_dir_.path()));
 	expect_consumer_content(kRecords);
+	/* Observability: the port's and the fetch connection's counters in
+	 * status and metrics while the mirror runs. */
+	std::string backend;
+	EXPECT_GT(status_figure(*mir_, "net", "frames_in", &backend), 0);
+	EXPECT_EQ("dpdk", backend);
+	EXPECT_GT(status_figure(*mir_, "net", "out_of_order"), 100);
+	EXPECT_GE(status_figure(*mir_, "connections", "bytes_in"),
+		  (int64_t)kRecords * kValueBytes);
+	EXPECT_GT(status_figure(*mir_, "connections", "out_of_order"), 100);
+	EXPECT_GT(status_figure(*mir_, "connections", "packets_in"), 0);
+	ChildResult m;
+	ASSERT_EQ("", ctl(*mir_, { "metrics" }, &m));
+	EXPECT_TRUE(std::regex_search(m.out, std::regex(
+		"\nkmirror_net_out_of_order_total[{]worker=\"0\",backend=\"dpdk\"[}] [1-9]")))
+		<< m.out;
+	EXPECT_NE(std::string::npos, m.out.find("kmirror_fetch_conn_retransmits_total{worker=\"0\",peer="));
 	std::string log = stop_mirror();
 	EXPECT_GT(counter(log, "impaired_drops"), 100) << log;
 	EXPECT_GT(counter(log, "impaired_swaps"), 100) << log;

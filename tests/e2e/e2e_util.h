@@ -3,6 +3,8 @@
 #ifndef KM_TESTS_E2E_E2E_UTIL_H
 #define KM_TESTS_E2E_E2E_UTIL_H
 
+#include <jansson.h>
+
 #include <cstdlib>
 #include <regex>
 #include <string>
@@ -52,6 +54,24 @@ inline std::string ctl(const Daemon &d, const std::vector<std::string> &args,
 	argv.insert(argv.end(), args.begin(), args.end());
 	*out = run_command(argv, 60000);
 	return out->exit_code == 0 ? "" : out->describe();
+}
+
+/* status --json: one integer of the first row of a table ("net" or
+ * "connections") whose "backend"/"peer" field is set; -1 if none. */
+inline int64_t status_figure(const Daemon &d, const char *table, const char *key,
+		      std::string *backend = nullptr)
+{
+	ChildResult r;
+	if (ctl(d, { "status", "--json" }, &r) != "")
+		return -1;
+	json_t *root = json_loads(r.out.c_str(), 0, nullptr);
+	json_t *row = json_array_get(json_object_get(root, table), 0);
+	int64_t v = row ? json_integer_value(json_object_get(row, key)) : -1;
+	if (backend != nullptr && row != nullptr)
+		*backend = json_string_value(json_object_get(row, "backend"))
+				   ?: "";
+	json_decref(root);
+	return v;
 }
 
 inline ProduceSpec idempotent(const std::string &topic, int32_t p, int64_t n,

@@ -15,6 +15,7 @@
 #include <gtest/gtest.h>
 
 #include "tests/e2e/daemon.h"
+#include "tests/e2e/e2e_util.h"
 #include "tests/support/kafka_peers.h"
 
 using namespace kmtest;
@@ -169,6 +170,13 @@ TEST_F(Mirror, EqualContentMappedIdsAndCleanRestart)
 	Daemon d(dir_.path(), mirror_sets());
 	ASSERT_EQ("", d.start());
 	ASSERT_EQ("", wait_caught_up(d));
+	/* The fetch connections in status: the source's bytes came in on
+	 * them, over the kernel backend. */
+	std::string backend;
+	EXPECT_GT(status_figure(d, "net", "bytes_in", &backend), 0);
+	EXPECT_EQ("kernel", backend);
+	EXPECT_GT(status_figure(d, "connections", "bytes_in"), 0);
+	EXPECT_GT(status_figure(d, "connections", "packets_in"), 0);
 	expect_same_content(d);
 
 	/* Every producer id in our logs is mapped (R1): idempotent and

@@ -1,0 +1,132 @@
+/* The fetch network in status and metrics (issue 6, observability): per
+ * worker its backend's counters (with net.mode=dpdk the port's: frames,
+ * bytes, drops, misses, retransmits, out-of-order pieces) and per fetch
+ * session its connection's (bytes, packets, retransmits, out-of-order).
+ * Figures are the workers' last published ones (each tick). */
+#include <inttypes.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "control/daemon_pvt.h"
+
+static json_t *port_row(uint32_t w, const struct km_worker_net *n)
+{
+	const struct km_net_stats *s = &n->net;
+
+	return json_pack("{s:i, s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
+			 "worker", (int)w, "backend", n->dpdk ? "dpdk" : "kernel",
+			 "bytes_in", (json_int_t)s->bytes_in,
+			 "bytes_out", (json_int_t)s->bytes_out,
+			 "frames_in", (json_int_t)s->frames_in,
+			 "frames_out", (json_int_t)s->frames_out,
+			 "dropped", (json_int_t)s->frames_dropped,
+			 "tx_dropped", (json_int_t)s->tx_dropped,
+			 "rx_missed", (json_int_t)s->rx_missed,
+			 "retransmits", (json_int_t)s->retransmits,
+			 "out_of_order", (json_int_t)s->out_of_order);
+}
+
+static json_t *conn_row(uint32_t w, const struct km_fpool_conn *c)
+{
+	return json_pack("{s:i, s:s, s:I, s:I, s:I, s:I, s:I, s:I}",
+			 "worker", (int)w, "peer", c->peer,
+			 "bytes_in", (json_int_t)c->st.bytes_in,
+			 "bytes_out", (json_int_t)c->st.bytes_out,
+			 "packets_in", (json_int_t)c->st.recvs,
+			 "packets_out", (json_int_t)c->st.sends,
+			 "retransmits", (json_int_t)c->st.retransmits,
+			 "out_of_order", (json_int_t)c->st.out_of_order);
+}
+
+void km_daemon_net_status(struct km_daemon *d, json_t *resp)
+{
+	json_t *ports = json_array(), *conns = json_array();
+	struct km_worker_net *n = malloc(sizeof(*n));
+
+	for (uint32_t w = 0; n != NULL && w < d->n_workers; w++) {
+		km_worker_net_snapshot(d->workers[w], n);
+		json_array_append_new(ports, port_row(w, n));
+		for (uint32_t i = 0; i < n->n_conns; i++)
+			json_array_append_new(conns, conn_row(w, &n->conns[i]));
+	}
+	free(n);
+	json_object_set_new(resp, "net", ports);
+	json_object_set_new(resp, "connections", conns);
+}
+
+#define NET_METRIC(f, name, help) { offsetof(struct km_net_stats, f), name, help }
+static const struct {
+	size_t off;
+	const char *name, *help;
+} port_metrics[] = {
+	NET_METRIC(bytes_in, "kmirror_net_bytes_in_total", "Bytes received by the worker's fetch network."),
+	NET_METRIC(bytes_out, "kmirror_net_bytes_out_total", "Bytes sent by the worker's fetch network."),
+	NET_METRIC(frames_in, "kmirror_net_port_frames_in_total", "Frames taken off the DPDK port."),
+	NET_METRIC(frames_out, "kmirror_net_port_frames_out_total", "Frames the DPDK port accepted."),
+	NET_METRIC(frames_dropped, "kmirror_net_port_dropped_total", "Malformed or unexpected frames, counted and dropped."),
+	NET_METRIC(rx_missed, "kmirror_net_port_rx_missed_total", "Frames the port missed (no descriptor or mbuf)."),
+	NET_METRIC(retransmits, "kmirror_net_retransmits_total", "TCP segments sent again (DPDK mode)."),
+	NET_METRIC(out_of_order, "kmirror_net_out_of_order_total", "Payload pieces queued out of order (DPDK mode)."),
+};
+
+static void port_metric(FILE *f, size_t m, const struct km_worker_net *nets,
+			uint32_t n_workers)
+{
+	fprintf(f, "# HELP %s %s\n# TYPE %s counter\n", port_metrics[m].name,
+		port_metrics[m].help, port_metrics[m].name);
+	for (uint32_t w = 0; w < n_workers; w++) {
+		uint64_t v;
+
+		memcpy(&v, (const char *)&nets[w].net + port_metrics[m].off, sizeof(v));
+		fprintf(f, "%s{worker=\"%u\",backend=\"%s\"} %" PRIu64 "\n",
+			port_metrics[m].name, w, nets[w].dpdk ? "dpdk" : "kernel", v);
+	}
+}
+
+static void conn_metrics(FILE *f, const struct km_worker_net *nets,
+			 uint32_t n_workers)
+{
+	static const char *const names[] = {
+		"kmirror_fetch_conn_bytes_in_total", "kmirror_fetch_conn_packets_in_total",
+		"kmirror_fetch_conn_retransmits_total", "kmirror_fetch_conn_out_of_order_total",
+	};
+
+	for (size_t m = 0; m < sizeof(names) / sizeof(names[0]); m++) {
+		fprintf(f, "# HELP %s Per fetch-session connection.\n# TYPE %s counter\n",
+			names[m], names[m]);
+		for (uint32_t w = 0; w < n_workers; w++)
+			for (uint32_t i = 0; i < nets[w].n_conns; i++) {
+				const struct km_net_conn_stats *s = &nets[w].conns[i].st;
+				uint64_t v = m == 0 ? s->bytes_in : m == 1 ? s->recvs
+					     : m == 2 ? s->retransmits : s->out_of_order;
+
+				fprintf(f, "%s{worker=\"%u\",peer=\"%s\"} %" PRIu64 "\n",
+					names[m], w, nets[w].conns[i].peer, v);
+			}
+	}
+}
+
+char *km_daemon_net_metrics(struct km_daemon *d)
+{
+	struct km_worker_net *nets = calloc(d->n_workers ? d->n_workers : 1, sizeof(*nets));
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = nets ? open_memstream(&buf, &len) : NULL;
+
+	if (f == NULL) {
+		free(nets);
+		return NULL;
+	}
+	for (uint32_t w = 0; w < d->n_workers; w++)
+		km_worker_net_snapshot(d->workers[w], &nets[w]);
+	for (size_t m = 0; m < sizeof(port_metrics) / sizeof(port_metrics[0]); m++)
+		port_metric(f, m, nets, d->n_workers);
+	conn_metrics(f, nets, d->n_workers);
+	fclose(f);
+	free(nets);
+	return buf;
+}
