@@ -402,6 +402,50 @@ out:
 
 /* ---- ListGroups, DescribeGroups -------------------------------------------- */
 
+/* Groups known only by their committed offsets (synced from the source, or
+ * whose members are gone after a restart) are Empty groups to Kafka's
+ * tools, as in Kafka: listed, and described as Empty with no members. */
+struct offset_groups {
+	struct km_group_overview *ov;
+	uint32_t n, cap;
+	const struct km_group *g;
+};
+
+static void add_offset_group(void *arg, const char *group, const char *topic,
+			     int32_t partition, const struct km_goffset *o)
+{
+	struct offset_groups *x = arg;
+
+	(void)topic;
+	(void)partition;
+	(void)o;
+	if (x->n == x->cap || km_group_is_active(x->g, group))
+		return;
+	for (uint32_t i = 0; i < x->n; i++)
+		if (strcmp(x->ov[i].group_id, group) == 0)
+			return;
+	x->ov[x->n++] = (struct km_group_overview){ group, "", "Empty" };
+}
+
+static uint32_t list_all(struct km_frontend *fe, struct km_group_overview *ov)
+{
+	uint32_t n = km_group_list(fe->groups, ov, LIST_MAX);
+	struct offset_groups x = { ov, n < LIST_MAX ? n : LIST_MAX, LIST_MAX,
+				   fe->groups };
+
+	if (fe_offsets_ready(fe) == KM_KERR_NONE)
+		km_goffsets_each(fe->go.table, NULL, add_offset_group, &x);
+	return x.n;
+}
+
+static bool has_offsets(struct km_frontend *fe, const char *group)
+{
+	struct offset_groups x = { NULL, 0, 0, fe->groups };
+
+	return fe_offsets_ready(fe) == KM_KERR_NONE &&
+	       km_goffsets_each(fe->go.table, group, add_offset_group, &x) > 0;
+}
+
 static int handle_list(struct fe_conn *fc, const struct km_reqhdr *h,
 		       struct km_wire_rd *r)
 {
@@ -420,8 +464,8 @@ static int handle_list(struct fe_conn *fc, const struct km_reqhdr *h,
 		return rc == -ENOMEM ? fe_conn_fail(fc, "ListGroups: out of memory")
 				     : decode_failed(fc, h, rc);
 	}
-	n = km_group_list(fc->fe->groups, ov, LIST_MAX);
-	for (uint32_t i = 0; i < n && i < LIST_MAX; i++) {
+	n = list_all(fc->fe, ov);
+	for (uint32_t i = 0; i < n; i++) {
 		bool keep = q.n_states == 0;
 
 		for (uint32_t k = 0; k < q.n_states; k++)
@@ -458,6 +502,13 @@ static void describe_one(struct km_frontend *fe, const struct km_wire_name *id,
 	g->group_id = *id;
 	g->authorized_operations = KM_GROUP_AUTH_OPS_UNSET;
 	g->first = m->n_members;
+	if ((n < 0 || d.state == KM_GROUP_DEAD) && has_offsets(fe, id->s)) {
+		km_wire_name_set(&g->group_state, "Empty");
+		km_wire_name_set(&g->protocol_type, "");
+		km_wire_name_set(&g->protocol_data, "");
+		*bound += 4 * (KM_WIRE_NAME_BYTES_MAX + 4) + 16;
+		return;
+	}
 	km_wire_name_set(&g->group_state, n < 0 ? "Dead" : d.state_name);
 	km_wire_name_set(&g->protocol_type, n < 0 ? "" : d.protocol_type);
 	km_wire_name_set(&g->protocol_data, n < 0 ? "" : d.protocol);

@@ -144,6 +144,31 @@ std::string commit_offsets(const std::string &bootstrap, const std::string &grou
 	return e ? std::string("commit: ") + rd_kafka_err2str(e) : "";
 }
 
+/* A group as librdkafka's rd_kafka_list_groups sees it (ListGroups, then
+ * DescribeGroups): "state/protocol_type/members", or "" if not listed. */
+std::string listed(const std::string &bootstrap, const std::string &group)
+{
+	std::string err, out;
+	rd_kafka_t *rk = client_new(RD_KAFKA_PRODUCER,
+				    { { "bootstrap.servers", bootstrap } }, &err);
+	const struct rd_kafka_group_list *gl = nullptr;
+	if (rk == nullptr)
+		return "client: " + err;
+	rd_kafka_resp_err_t e = rd_kafka_list_groups(rk, nullptr, &gl, 10000);
+	if (e != RD_KAFKA_RESP_ERR_NO_ERROR)
+		out = std::string("list_groups: ") + rd_kafka_err2str(e);
+	for (int i = 0; gl != nullptr && i < gl->group_cnt; i++) {
+		const rd_kafka_group_info &g = gl->groups[i];
+		if (group == g.group)
+			out = std::string(g.state) + "/" + g.protocol_type + "/" +
+			      std::to_string(g.member_cnt);
+	}
+	if (gl != nullptr)
+		rd_kafka_group_list_destroy(gl);
+	rd_kafka_destroy(rk);
+	return out;
+}
+
 void produce_all(const std::string &bootstrap, const std::string &topic)
 {
 	for (int p = 0; p < kParts; p++) {
@@ -262,6 +287,8 @@ TEST_F(Groups, OffsetsSyncedFromTheSourceThenOwnedAfterStop)
 	ChildResult st;
 	ASSERT_EQ("", ctl(d, { "status" }, &st));
 	EXPECT_NE(std::string::npos, st.out.find("app")) << st.out;
+	/* Known by its offsets only: an Empty group to Kafka's tools. */
+	EXPECT_EQ("Empty//0", listed(d.bootstrap(), "app"));
 
 	{
 		Member a(d.bootstrap(), "app", "s"), b(d.bootstrap(), "app", "s");
@@ -276,6 +303,7 @@ TEST_F(Groups, OffsetsSyncedFromTheSourceThenOwnedAfterStop)
 					 "must be the next uncommitted offset";
 		EXPECT_GT(a.got.size(), 0u);
 		EXPECT_GT(b.got.size(), 0u) << "two members split the partitions";
+		EXPECT_EQ("Stable/consumer/2", listed(d.bootstrap(), "app"));
 
 		/* Failover of the topic while the group consumes: it goes on
 		 * with what is written here after the stop (the barrier is at
