@@ -10,8 +10,11 @@
 #      `kmirrorctl status` (records/s, bytes/s, lag per partition);
 #   4. kcat reading the mirror back, compared with the source, and a dump
 #      of a mirrored segment showing the mapped (negative) producer ids;
-#   5. a failover of one topic (kmirrorctl stop): the MIRROR_PID_RESET
-#      barrier, then local idempotent producers on the former mirror.
+#   5. an application's consumer group on the source (kcat -G), its
+#      committed offsets synced to kmirrord;
+#   6. a failover of one topic (kmirrorctl stop): the MIRROR_PID_RESET
+#      barrier, local idempotent producers on the former mirror, and the
+#      application's group resuming on kmirrord at its next offsets.
 # usage: tools/demo.sh BUILD_DIR [SECONDS_OF_PRODUCING]
 set -euo pipefail
 
@@ -70,6 +73,8 @@ listeners=127.0.0.1:0
 control.socket=$DIR/kmirrord.sock
 flush.ms=100
 fetch.max.wait.ms=100
+groups=billing
+group.sync.interval.ms=500
 EOF
 cat "$DIR/kmirrord.properties"
 "$BUILD/control/kmirrord" --config "$DIR/kmirrord.properties" \
@@ -120,7 +125,25 @@ say "5. the mirrored segment: producer ids mapped into the negative space"
 "$BUILD/tools/kmirror-dump-log" --deep \
 	"$DIR/data/payments-0/00000000000000000000.log" | sed -n 1,6p
 
-say "6. failover of payments: kmirrorctl stop, then local producers"
+say "6. an application on the source: group billing reads 3000 payments and commits"
+kcat -b "$SRC" -G billing -X auto.offset.reset=earliest -X session.timeout.ms=6000 \
+	-c 3000 -q -f '%p %o\n' payments >"$DIR/billing.src" 2>/dev/null
+for p in 0 1; do
+	echo "payments:$p: last offset billing consumed on the source:" \
+		"$(awk -v p=$p '$1 == p { o = $2 } END { print (o == "" ? "none" : o) }' "$DIR/billing.src")"
+done
+synced() {
+	"${CTL[@]}" status --json | python3 -c '
+import json, sys
+r = json.load(sys.stdin)
+rows = [g for g in r.get("groups", []) if g["group"] == "billing"]
+sys.exit(0 if rows and all(g["sync"] == "synced" and
+                           g["offset"] == g["source_offset"] for g in rows) else 1)'
+}
+wait_for "billing's offsets on kmirrord" 20 synced
+"${CTL[@]}" status | grep -E '^GROUP|^billing'
+
+say "7. failover of payments: kmirrorctl stop, then local producers"
 kill "${PIDS[0]}" # the source goes away, as in a real failover
 "${CTL[@]}" stop payments
 "$BUILD/tools/kmirror-dump-log" --deep \
@@ -129,7 +152,11 @@ kill "${PIDS[0]}" # the source goes away, as in a real failover
 	--mode idempotent --count 1000 --seed 99
 "${CTL[@]}" status | grep -E 'PARTITION|payments'
 
-say "7. SIGTERM: flush, snapshots, clean shutdown"
+say "8. the application fails over: same group.id, bootstrap.servers=kmirrord"
+kcat -b "127.0.0.1:$PORT" -G billing -X auto.offset.reset=earliest \
+	-X session.timeout.ms=6000 -c 4 -q -f '  payments:%p offset %o\n' payments 2>/dev/null
+
+say "9. SIGTERM: flush, snapshots, clean shutdown"
 kill -TERM "$KMD"
 wait "$KMD" && echo "kmirrord exited 0"
 tail -n 3 "$DIR/kmirrord.log"
