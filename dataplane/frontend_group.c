@@ -438,12 +438,16 @@ static uint32_t list_all(struct km_frontend *fe, struct km_group_overview *ov)
 	return x.n;
 }
 
+static void count_only(void *arg, const char *group, const char *topic,
+		       int32_t partition, const struct km_goffset *o)
+{
+	(void)arg, (void)group, (void)topic, (void)partition, (void)o;
+}
+
 static bool has_offsets(struct km_frontend *fe, const char *group)
 {
-	struct offset_groups x = { NULL, 0, 0, fe->groups };
-
 	return fe_offsets_ready(fe) == KM_KERR_NONE &&
-	       km_goffsets_each(fe->go.table, group, add_offset_group, &x) > 0;
+	       km_goffsets_each(fe->go.table, group, count_only, NULL) > 0;
 }
 
 static int handle_list(struct fe_conn *fc, const struct km_reqhdr *h,

@@ -18,8 +18,9 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "common/clock.h"
+#include "common/endian.h"
 #include "common/errors.h"
 #include "common/km_assert.h"
 #include "common/log.h"
@@ -44,14 +45,6 @@ struct fe_owrite {
 	int32_t compact_index;
 	int32_t compact_total;
 };
-
-static int64_t wall_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 int fe_offsets_init(struct km_frontend *fe)
 {
@@ -195,7 +188,7 @@ int fe_offsets_write(struct km_frontend *fe, const struct km_goffsets_commit *c,
 	int rc = o && buf ? 0 : -ENOMEM;
 
 	if (rc == 0)
-		rc = km_goffsets_build(buf, cap, o->c, n, wall_ms());
+		rc = km_goffsets_build(buf, cap, o->c, n, km_clock_wall_ms());
 	if (rc > 0) {
 		o->done = done;
 		o->arg = arg;
@@ -213,16 +206,15 @@ static void compact(struct km_frontend *fe)
 	uint8_t *all;
 	size_t len, at = 0;
 	int total = km_goffsets_build_all(fe->go.table, COMPACT_BATCH_RECORDS,
-					  wall_ms(), &all, &len);
+					  km_clock_wall_ms(), &all, &len);
 
 	if (total <= 0)
 		return;
 	fe->go.compacting = true;
 	fe->go.since_compact = 0;
 	for (int i = 0; i < total; i++) {
-		uint32_t blen = 12u + (uint32_t)((all[at + 8] << 24) |
-						 (all[at + 9] << 16) |
-						 (all[at + 10] << 8) | all[at + 11]);
+		/* baseOffset int64, then batchLength int32 (the rest). */
+		uint32_t blen = 12u + km_load_be32(all + at + 8);
 		struct fe_owrite *o = calloc(1, sizeof(*o));
 
 		if (o != NULL) {
@@ -311,7 +303,7 @@ static struct km_goffsets_commit *sync_commits(struct km_frontend *fe,
 		}
 		sp->stored = v;
 		vals[*n] = (struct km_gorec_value){ v, sp->leader_epoch,
-						    wall_ms(), "", 0 };
+						    km_clock_wall_ms(), "", 0 };
 		c[*n] = (struct km_goffsets_commit){ s->group, sp->topic,
 						     sp->partition, &vals[*n] };
 		(*n)++;

@@ -475,14 +475,6 @@ static void fetch_failed(struct km_worker *w, struct wpart *wp)
 		 km_fetcher_reason(wp->fetcher), w->cfg.id);
 }
 
-static int64_t wall_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* Retention, once a second: what the source dropped (its log start, from
  * the fetch session) and the local caps (issue 7). */
 static void retain(struct km_worker *w, struct wpart *wp)
@@ -499,8 +491,8 @@ static void retain(struct km_worker *w, struct wpart *wp)
 				     memory_order_acquire);
 	if (f != NULL && km_fetcher_get_stats(f)->log_start_offset > below)
 		below = km_fetcher_get_stats(f)->log_start_offset;
-	rc = km_log_retain_policy(wp->log, below > 0 ? below : -1, wall_ms(),
-				  &out);
+	rc = km_log_retain_policy(wp->log, below > 0 ? below : -1,
+				  km_clock_wall_ms(), &out);
 	if (rc < 0)
 		KM_WARN("worker", "partition %s-%d: retention: %s",
 			wp->part->topic, wp->part->partition, km_strerror(rc));

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/clock.h"
 #include "common/errors.h"
 #include "common/log.h"
 #include "dataplane/local_write.h"
@@ -43,14 +44,6 @@ int km_worker_open_writes(struct km_worker *w, struct km_part *p,
 	if (m == NULL)
 		return -ENOMEM;
 	return km_worker_post(w, m);
-}
-
-static int64_t now_wall_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 /* Append one control batch built in buf (len bytes) with CONTROL origin
@@ -133,7 +126,7 @@ static int cut_abort(struct km_log *log, struct km_stop_result *r)
 		rc = KM_EPSTATEFULL;
 	for (uint32_t i = 0; rc == 0 && i < n; i++) {
 		struct km_ctrl_spec s = { .base_offset = 0, .leader_epoch = -1,
-					  .timestamp = now_wall_ms() };
+					  .timestamp = km_clock_wall_ms() };
 		int64_t at;
 		int len = km_ctrl_build_marker(buf, sizeof(buf), &s,
 					       open[i].producer_id, open[i].epoch,
@@ -150,7 +143,7 @@ static int write_barrier(struct km_log *log, const char *cluster_id,
 			 int64_t *offset)
 {
 	struct km_ctrl_spec s = { .base_offset = 0, .leader_epoch = -1,
-				  .timestamp = now_wall_ms() };
+				  .timestamp = km_clock_wall_ms() };
 	uint8_t buf[CTRL_BATCH_BYTES];
 	int len;
 

@@ -166,11 +166,8 @@ struct km_api_range {
 };
 
 enum {
-	KM_PROTO_APIS = 16,	  /* APIs this codec speaks */
-	/* Of those, the ones kmirrord's front end serves and so advertises
-	 * (km_proto_supported): all of them, the group coordinator's
-	 * included (dataplane/frontend_group.c). */
-	KM_PROTO_APIS_SERVED = 16,
+	KM_PROTO_APIS = 16,	  /* APIs this codec speaks, and kmirrord's
+				   * front end serves (and advertises) */
 };
 
 /**
@@ -180,17 +177,11 @@ enum {
 int km_proto_versions(int16_t api_key, struct km_api_range *out);
 
 /**
- * Every API the front end serves, in key order (for kmirrord's ApiVersions
- * response).
- * @return how many were written (KM_PROTO_APIS_SERVED), or KM_ENOSPACE.
- */
-int km_proto_supported(struct km_api_range *out, uint32_t out_max);
-
-/**
- * Every API this codec speaks, in key order (served or not).
+ * Every API this codec speaks, in key order (for kmirrord's ApiVersions
+ * response: the front end serves them all).
  * @return how many were written (KM_PROTO_APIS), or KM_ENOSPACE.
  */
-int km_proto_spoken(struct km_api_range *out, uint32_t out_max);
+int km_proto_supported(struct km_api_range *out, uint32_t out_max);
 
 /** @return 0, KM_EWIREAPIKEY (key not spoken) or KM_EWIREVERSION. */
 int km_proto_check(int16_t api_key, int16_t api_version);

@@ -6,36 +6,35 @@
 #include "common/errors.h"
 #include "common/km_assert.h"
 
-/* What this codec speaks, where each API turns flexible (the schemas'
- * "flexibleVersions"; ControlledShutdown only for its v0 header), and
- * whether the front end serves it. Rows in key order. */
+/* What this codec speaks (and the front end serves: every API spoken),
+ * and where each API turns flexible (the schemas' "flexibleVersions";
+ * ControlledShutdown only for its v0 header). Rows in key order. */
 struct api_info {
 	int16_t key;
 	int16_t min_version;
 	int16_t max_version;
 	int16_t flexible_from;
 	bool spoken;
-	bool served;		/* by the front end: advertised */
 };
 
 static const struct api_info apis[] = {
-	{ KM_API_PRODUCE, 3, 7, 9, true, true },
-	{ KM_API_FETCH, 4, 11, 12, true, true },
-	{ KM_API_LIST_OFFSETS, 0, 5, 6, true, true },
-	{ KM_API_METADATA, 0, 4, 9, true, true },
-	{ KM_API_CONTROLLED_SHUTDOWN, 0, 0, 3, false, false },
-	{ KM_API_OFFSET_COMMIT, 0, 7, 8, true, true },
-	{ KM_API_OFFSET_FETCH, 0, 7, 6, true, true },
-	{ KM_API_FIND_COORDINATOR, 0, 2, 3, true, true },
-	{ KM_API_JOIN_GROUP, 0, 5, 6, true, true },
-	{ KM_API_HEARTBEAT, 0, 3, 4, true, true },
-	{ KM_API_LEAVE_GROUP, 0, 3, 4, true, true },
-	{ KM_API_SYNC_GROUP, 0, 3, 4, true, true },
-	{ KM_API_DESCRIBE_GROUPS, 0, 4, 5, true, true },
-	{ KM_API_LIST_GROUPS, 0, 4, 3, true, true },
-	{ KM_API_API_VERSIONS, 0, 3, 3, true, true },
-	{ KM_API_INIT_PRODUCER_ID, 0, 4, 2, true, true },
-	{ KM_API_KMIRROR_BARRIER, 0, 0, INT16_MAX, true, true },
+	{ KM_API_PRODUCE, 3, 7, 9, true },
+	{ KM_API_FETCH, 4, 11, 12, true },
+	{ KM_API_LIST_OFFSETS, 0, 5, 6, true },
+	{ KM_API_METADATA, 0, 4, 9, true },
+	{ KM_API_CONTROLLED_SHUTDOWN, 0, 0, 3, false },
+	{ KM_API_OFFSET_COMMIT, 0, 7, 8, true },
+	{ KM_API_OFFSET_FETCH, 0, 7, 6, true },
+	{ KM_API_FIND_COORDINATOR, 0, 2, 3, true },
+	{ KM_API_JOIN_GROUP, 0, 5, 6, true },
+	{ KM_API_HEARTBEAT, 0, 3, 4, true },
+	{ KM_API_LEAVE_GROUP, 0, 3, 4, true },
+	{ KM_API_SYNC_GROUP, 0, 3, 4, true },
+	{ KM_API_DESCRIBE_GROUPS, 0, 4, 5, true },
+	{ KM_API_LIST_GROUPS, 0, 4, 3, true },
+	{ KM_API_API_VERSIONS, 0, 3, 3, true },
+	{ KM_API_INIT_PRODUCER_ID, 0, 4, 2, true },
+	{ KM_API_KMIRROR_BARRIER, 0, 0, INT16_MAX, true },
 };
 
 static const struct api_info *find_api(int16_t key)
@@ -58,36 +57,19 @@ int km_proto_versions(int16_t api_key, struct km_api_range *out)
 	return 0;
 }
 
-/* Copy the rows `served_only` selects, in table (key) order. */
-static int list_apis(struct km_api_range *out, uint32_t out_max,
-		     bool served_only)
+int km_proto_supported(struct km_api_range *out, uint32_t out_max)
 {
 	uint32_t n = 0;
 
 	for (size_t i = 0; i < sizeof(apis) / sizeof(apis[0]); i++) {
-		if (!apis[i].spoken || (served_only && !apis[i].served))
+		if (!apis[i].spoken)
 			continue;
 		if (n == out_max)
 			return KM_ENOSPACE;
 		km_proto_versions(apis[i].key, &out[n++]);
 	}
+	KM_ASSERT(n == KM_PROTO_APIS);
 	return (int)n;
-}
-
-int km_proto_supported(struct km_api_range *out, uint32_t out_max)
-{
-	int n = list_apis(out, out_max, true);
-
-	KM_ASSERT(n < 0 || n == KM_PROTO_APIS_SERVED);
-	return n;
-}
-
-int km_proto_spoken(struct km_api_range *out, uint32_t out_max)
-{
-	int n = list_apis(out, out_max, false);
-
-	KM_ASSERT(n < 0 || n == KM_PROTO_APIS);
-	return n;
 }
 
 int km_proto_check(int16_t api_key, int16_t api_version)

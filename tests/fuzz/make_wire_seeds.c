@@ -145,7 +145,7 @@ static int put_headers(const char *dir, int *n)
 	struct km_api_range apis[KM_PROTO_APIS];
 	int rc = 0;
 
-	km_proto_spoken(apis, KM_PROTO_APIS);
+	km_proto_supported(apis, KM_PROTO_APIS);
 	for (int a = 0; a < KM_PROTO_APIS; a++)
 		for (int16_t v = apis[a].min_version;
 		     v <= apis[a].max_version; v++) {
