@@ -1,9 +1,11 @@
 /* Endpoint set-up, connection slots and the calls a consumer makes.
  *
- * Slots. Connection i always uses local ports port_min + i + k * conns_max,
- * k advancing at each reuse, so an incoming segment finds its connection
- * from the destination port in O(1), and a reused slot does not reuse the
- * 4-tuple of its previous connection at once.
+ * Slots. An active connection in slot i always uses local ports
+ * port_min + i + k * conns_max, k advancing at each reuse, so an incoming
+ * segment finds its connection from the destination port in O(1), and a
+ * reused slot does not reuse the 4-tuple of its previous connection at
+ * once. A passive connection's local port is its listening port, outside
+ * that range, and is found by 4-tuple in a hash (tcp_listen.c).
  *
  * Ends. Whatever ends a connection calls tcp_conn_end(): it records the
  * reason and queues the connection on the reap list; tcp_reap() (from the
@@ -127,9 +129,18 @@ static bool times_ok(const struct km_tcp_config *c)
 }
 
 struct layout {
-	size_t conns, ring, ooo, pend_iov, pend_ids, bufs, arp, total;
-	uint32_t pend_max;
+	size_t conns, ring, ooo, pend_iov, pend_ids, bufs, hash, arp, total;
+	uint32_t pend_max, hash_n;
 };
+
+static uint32_t pow2_at_least(uint32_t n)
+{
+	uint32_t p = 1;
+
+	while (p < n)
+		p <<= 1;
+	return p;
+}
 
 static void layout(const struct km_tcp_config *c, struct layout *l)
 {
@@ -144,8 +155,10 @@ static void layout(const struct km_tcp_config *c, struct layout *l)
 	l->pend_ids = l->pend_iov +
 		      n * ALIGN64(l->pend_max * sizeof(struct iovec));
 	l->bufs = l->pend_ids + n * ALIGN64(l->pend_max * sizeof(uint32_t));
-	l->arp = l->bufs +
-		 ALIGN64((size_t)c->bufs_max * sizeof(struct tcp_buf));
+	l->hash_n = pow2_at_least(c->conns_max);
+	l->hash = l->bufs +
+		  ALIGN64((size_t)c->bufs_max * sizeof(struct tcp_buf));
+	l->arp = l->hash + ALIGN64(l->hash_n * sizeof(struct km_tcp_conn *));
 	l->total = l->arp + ALIGN64(km_arp_memsize(c->arp_entries));
 }
 
@@ -215,6 +228,8 @@ int km_tcp_init(void *mem, size_t mem_bytes, const struct km_tcp_config *cfg,
 	ep->rcv_shift = wscale_for(cfg->rcv_buf_bytes);
 	ep->conns = (struct km_tcp_conn *)(void *)((uint8_t *)mem + l.conns);
 	ep->bufs = (struct tcp_buf *)(void *)((uint8_t *)mem + l.bufs);
+	ep->hash = (struct km_tcp_conn **)(void *)((uint8_t *)mem + l.hash);
+	ep->hash_mask = l.hash_n - 1;
 	conns_init(ep, mem, &l);
 	KM_ASSERT(km_arp_init(&ep->arp, (uint8_t *)mem + l.arp,
 			      cfg->arp_entries, cfg->arp_timeout_ms,
@@ -232,7 +247,7 @@ struct km_tcp_conn *tcp_lookup(struct km_tcp_ep *ep, uint32_t rip,
 	struct km_tcp_conn *c;
 
 	if (lport < ep->cfg.port_min || lport > ep->cfg.port_max)
-		return NULL;
+		return tcp_hash_find(ep, rip, rport, lport);
 	c = &ep->conns[(uint32_t)(lport - ep->cfg.port_min) %
 		       ep->cfg.conns_max];
 	if (c->state == KM_TCP_CLOSED || c->lport != lport ||
@@ -297,42 +312,53 @@ static void conn_reset_vars(struct km_tcp_conn *c)
 	c->pend_ids = pend_ids;
 }
 
-static void conn_start(struct km_tcp_conn *c, uint32_t ip, uint16_t port,
-		       void *user)
+/* A free slot, or NULL: the caller starts it at once. */
+struct km_tcp_conn *tcp_conn_take(struct km_tcp_ep *ep)
+{
+	struct km_tcp_conn *c = ep->free_list;
+
+	if (c != NULL)
+		ep->free_list = c->free_next;
+	return c;
+}
+
+/* Fresh variables for a connection to ip:port from lport (0: the slot's
+ * next port); the state and the receive side are the caller's. */
+void tcp_conn_start(struct km_tcp_conn *c, uint32_t ip, uint16_t port,
+		    uint16_t lport)
 {
 	struct km_tcp_ep *ep = c->ep;
 	uint32_t mask = ep->cfg.netmask;
 
 	conn_reset_vars(c);
-	c->user = user;
 	c->rip = ip;
 	c->rport = port;
-	c->lport = slot_port(c);
+	c->lport = lport ? lport : slot_port(c);
 	c->nexthop = ep->cfg.gateway && (ip & mask) != (ep->cfg.ip & mask) ?
 		     ep->cfg.gateway : ip;
-	c->state = KM_TCP_SYN_SENT;
 	c->iss = isn_for(c);
 	c->snd_una = c->snd_nxt = c->snd_max = c->iss;
 	c->snd_mss = TCP_MSS_DEFAULT;
 	c->rto_ms = ep->cfg.rto_init_ms;
 	c->ssthresh = UINT32_MAX;
+	c->cwnd = INIT_CWND_SEGS * ep->rcv_mss;
 	ep->st.conns_used++;
 }
 
 int km_tcp_connect(struct km_tcp_ep *ep, uint32_t ip, uint16_t port,
 		   void *user, struct km_tcp_conn **out)
 {
-	struct km_tcp_conn *c = ep->free_list;
+	struct km_tcp_conn *c;
 
 	if (!ip_unicast(ip) || ip == ep->cfg.ip || port == 0 ||
 	    (ip | ep->cfg.netmask) == UINT32_MAX)
 		return -EINVAL;
-	if (c == NULL)
+	if ((c = tcp_conn_take(ep)) == NULL)
 		return -ENOBUFS;
-	ep->free_list = c->free_next;
 	ep->now = ep->ops->now_ms(ep->ctx);
-	conn_start(c, ip, port, user);
-	c->cwnd = INIT_CWND_SEGS * ep->rcv_mss;
+	tcp_conn_start(c, ip, port, 0);
+	c->user = user;
+	c->state = KM_TCP_SYN_SENT;
 	tcp_send_syn(c);
 	*out = c;
 	return 0;
@@ -343,6 +369,8 @@ static void conn_free(struct km_tcp_conn *c)
 	struct km_tcp_ep *ep = c->ep;
 
 	tcp_rx_drop_all(c);
+	if (c->flags & CF_PASSIVE)
+		tcp_hash_remove(c);
 	c->state = KM_TCP_CLOSED;
 	c->gen++;
 	c->free_next = ep->free_list;
@@ -381,6 +409,12 @@ static void report_end(struct km_tcp_conn *c)
 	bool est = c->flags & CF_EST;
 
 	c->flags |= CF_REPORTED;
+	/* A half-open passive connection was never reported: none of its
+	 * ends is the consumer's business. */
+	if (!est && (c->flags & CF_PASSIVE)) {
+		ep->st.accept_failures++;
+		return;
+	}
 	if (est)
 		ep->st.conns_closed++;
 	else
@@ -478,7 +512,7 @@ void tcp_arp_resolved(struct km_tcp_ep *ep, uint32_t ip)
 		    !(c->flags & CF_ARP_WAIT))
 			continue;
 		c->flags &= ~CF_ARP_WAIT;
-		if (c->state == KM_TCP_SYN_SENT) {
+		if (state_opening(c->state)) {
 			tcp_send_syn(c);
 			continue;
 		}
@@ -601,7 +635,8 @@ int km_tcp_input_burst_end(struct km_tcp_ep *ep)
 		c->flags &= ~CF_TOUCHED;
 		n++;
 		tcp_rx_flush(c);
-		if (state_synced(c->state))
+		/* SYN-RECEIVED's only ACK is its SYN-ACK's. */
+		if (state_synced(c->state) && c->state != KM_TCP_SYN_RCVD)
 			tcp_rx_ack_decide(c);
 	}
 	tcp_reap(ep);
@@ -703,7 +738,7 @@ const char *km_tcp_state_name(enum km_tcp_state s)
 	static const char *const names[] = {
 		"CLOSED", "SYN-SENT", "ESTABLISHED", "FIN-WAIT-1",
 		"FIN-WAIT-2", "CLOSING", "TIME-WAIT", "CLOSE-WAIT",
-		"LAST-ACK",
+		"LAST-ACK", "SYN-RECEIVED",
 	};
 
 	if ((unsigned)s >= sizeof(names) / sizeof(names[0]))
@@ -720,6 +755,7 @@ const char *km_tcp_drop_name(enum km_tcp_drop d)
 		"tcp_short", "tcp_doff", "tcp_csum", "tcp_opts", "tcp_flags",
 		"tcp_port", "no_conn", "state", "seq", "ack", "rst_window",
 		"rst_challenge", "rst_timewait", "syn_challenge", "ooo_full",
+		"listen_full",
 	};
 
 	if ((unsigned)d >= KM_TCP_DROP_COUNT)

@@ -1,8 +1,10 @@
-/* kmirror's user-space TCP client endpoint: the protocol core of the DPDK
- * mode (DESIGN.md, decision record "DPDK TCP: purpose-built endpoint").
+/* kmirror's user-space TCP endpoint: the protocol core of the DPDK mode
+ * (DESIGN.md, decision record "DPDK TCP: purpose-built endpoint").
  *
- * One job: receive large Kafka Fetch responses fast as a TCP client (active
- * open only) and send small requests. Ethernet II + ARP + IPv4 (no options,
+ * First job: receive large Kafka Fetch responses fast as a TCP client and
+ * send small requests. Second: accept connections on a few listening ports
+ * (passive open, km_tcp_listen()) and stream bulk data to them from a send
+ * ring of up to 64 MiB. Ethernet II + ARP + IPv4 (no options,
  * no fragments) + TCP (RFC 9293) with MSS and window scaling (RFC 7323),
  * RTO estimation (RFC 6298), RFC 5961's RST/SYN/ACK checks, an out-of-order
  * queue that keeps received buffers by reference and is described to the
@@ -11,8 +13,9 @@
  * receive burst plus a delayed-ACK timer, keepalive, and software checksums
  * unless the port offloads them. Not supported: SACK blocks the peer sends
  * (our requests are small: go-back-N), timestamps, urgent data (URG is
- * ignored, its bytes are ordinary data), passive open, IPv6, ICMP, path
- * MTU discovery.
+ * ignored, its bytes are ordinary data), simultaneous open, IPv6, ICMP,
+ * path MTU discovery, SYN cookies (half-open connections hold a slot each,
+ * so at most the free slots are half open).
  *
  * Nothing here names a DPDK type: frames come in as buffer chains
  * (common/chain.h, one segment per mbuf of a chain) and go out through a
@@ -24,11 +27,16 @@
  * Event model. Callbacks (struct km_tcp_ops) run from inside
  * km_tcp_input(), km_tcp_input_burst_end(), km_tcp_poll() and, for tx only,
  * from any call that sends. A callback may call km_tcp_send(),
- * km_tcp_close(), km_tcp_abort(), km_tcp_release() and km_tcp_connect(),
- * but never km_tcp_input(), km_tcp_input_burst_end() or km_tcp_poll().
+ * km_tcp_close(), km_tcp_abort(), km_tcp_release(), km_tcp_connect(),
+ * km_tcp_listen() and km_tcp_unlisten(), but never km_tcp_input(),
+ * km_tcp_input_burst_end() or km_tcp_poll().
  * Per connection, in this order:
- *   - KM_TCP_EV_CONNECTED exactly once: res 0, or a -errno and the handle
- *     is dead when the callback returns (no CLOSED follows);
+ *   - an active open: KM_TCP_EV_CONNECTED exactly once: res 0, or a -errno
+ *     and the handle is dead when the callback returns (no CLOSED follows);
+ *   - a passive open: ops->accept exactly once, when the handshake is
+ *     complete (ESTABLISHED), with the new handle (user pointer NULL: the
+ *     callee sets it). A connection that never completes (RST, SYN-ACK
+ *     retries spent, km_tcp_unlisten()) is never reported at all;
  *   - deliver (in-order payload), KM_TCP_EV_SENT, KM_TCP_EV_PEER_FIN;
  *   - KM_TCP_EV_CLOSED exactly once for a connection that was reported
  *     connected, after its last deliver; the handle is invalid once the
@@ -49,9 +57,11 @@
  * the consumer holds (delivered and not released), so a consumer that holds
  * buffers closes the window on the peer; the right edge never moves left.
  *
- * Send. km_tcp_send() copies bytes into the connection's send ring (our
- * requests are small); they stay there until acknowledged, for
- * retransmission. KM_TCP_EV_SENT reports ring space freed by ACKs.
+ * Send. km_tcp_send() copies bytes into the connection's send ring; they
+ * stay there until acknowledged, for retransmission. KM_TCP_EV_SENT
+ * reports ring space freed by ACKs: a bulk sender refills the ring from
+ * it. Loss is repaired by fast retransmit and NewReno recovery (RFC 6582),
+ * else by go-back-N after a timeout.
  *
  * Addresses are IPv4 in host byte order; ports in host byte order.
  */
@@ -92,6 +102,9 @@ struct km_tcp_conn;
 #define KM_TCP_TX_CSUM_IP (1u << 0)
 #define KM_TCP_TX_CSUM_TCP (1u << 1)
 
+/* Ports one endpoint listens on at most (km_tcp_listen()). */
+#define KM_TCP_LISTEN_MAX 8u
+
 enum km_tcp_state {
 	KM_TCP_CLOSED = 0,
 	KM_TCP_SYN_SENT,
@@ -102,6 +115,9 @@ enum km_tcp_state {
 	KM_TCP_TIME_WAIT,
 	KM_TCP_CLOSE_WAIT,
 	KM_TCP_LAST_ACK,
+	/* Passive open: our SYN-ACK is out, the peer's ACK not in yet. Last so
+	 * that the values above keep their numbers. */
+	KM_TCP_SYN_RCVD,
 };
 
 enum km_tcp_event {
@@ -155,6 +171,7 @@ enum km_tcp_drop {
 	KM_TCP_DROP_RST_TIMEWAIT,  /* RST in TIME-WAIT: ignored (RFC 1337) */
 	KM_TCP_DROP_SYN_CHALLENGE, /* SYN when synchronized: challenge ACK */
 	KM_TCP_DROP_OOO_FULL,	   /* out-of-order queue full: piece dropped */
+	KM_TCP_DROP_LISTEN_FULL,   /* SYN to a listening port, no free slot */
 	KM_TCP_DROP_COUNT
 };
 
@@ -195,6 +212,8 @@ struct km_tcp_stats {
 	uint64_t conns_opened;	   /* reached ESTABLISHED */
 	uint64_t connect_failures;
 	uint64_t conns_closed;	   /* CLOSED reports */
+	uint64_t conns_accepted;   /* passive opens that reached ESTABLISHED */
+	uint64_t accept_failures;  /* half-open ends: RST, retries, unlisten */
 	uint32_t conns_used;	   /* slots in use (TIME-WAIT included) */
 	uint32_t conns_max;
 	uint32_t bufs_queued;	   /* buffers held in out-of-order queues */
@@ -226,7 +245,7 @@ struct km_tcp_conn_info {
 };
 
 /* Everything is sized at init (STYLE 9). Memory: about
- *   conns_max * (2.2 KiB + snd_buf_bytes + ooo_max * 44 B)
+ *   conns_max * (2.2 KiB + snd_buf_bytes + ooo_max * 44 B + 16 B)
  *   + bufs_max * 16 B + arp_entries * 40 B
  * (5 MiB with the defaults). Received bytes live in the port's buffers:
  * a connection keeps at most ooo_max of them queued, plus what its
@@ -291,6 +310,13 @@ struct km_tcp_ops {
 	/** Initial send sequence; NULL: RFC 6528 (keyed hash + 4 us clock). */
 	uint32_t (*isn)(void *ctx, uint32_t lip, uint16_t lport, uint32_t rip,
 			uint16_t rport);
+	/**
+	 * A passive open completed: c is ESTABLISHED, its user pointer NULL.
+	 * The callee may set the user pointer, send, close or abort. Needed
+	 * for km_tcp_listen(), else may be NULL. (A callback of its own rather
+	 * than a km_tcp_event: consumers switch over that enum exhaustively.)
+	 */
+	void (*accept)(void *ctx, struct km_tcp_conn *c);
 };
 
 /** Fill cfg with defaults: MTU 1500, 8 MiB receive window, 64 KiB send
@@ -354,6 +380,27 @@ uint64_t km_tcp_next_timer_ms(const struct km_tcp_ep *ep);
  */
 int km_tcp_connect(struct km_tcp_ep *ep, uint32_t ip, uint16_t port,
 		   void *user, struct km_tcp_conn **out);
+
+/**
+ * Accept connections on port: a SYN to it takes a free slot and gets a
+ * SYN-ACK with our MSS, and window scale and SACK-permitted if the SYN
+ * offered them (RFC 7323 2.2, RFC 2018 2); the SYN-ACK is retransmitted
+ * with the RTO's backoff syn_retries times; the peer's ACK makes the
+ * connection ESTABLISHED and calls ops->accept. With no free slot the SYN
+ * is dropped (KM_TCP_DROP_LISTEN_FULL) and the peer's retry may find one.
+ * @return 0, or -EINVAL (port 0, inside [port_min, port_max], which is for
+ *         active opens, or ops->accept NULL), -EADDRINUSE (already
+ *         listening), -ENOBUFS (KM_TCP_LISTEN_MAX ports listening).
+ */
+int km_tcp_listen(struct km_tcp_ep *ep, uint16_t port);
+
+/**
+ * Stop accepting on port: its half-open connections are reset and freed
+ * (never reported); established ones are not touched. A later SYN to the
+ * port gets an RST.
+ * @return 0, or -ENOENT (not listening on port).
+ */
+int km_tcp_unlisten(struct km_tcp_ep *ep, uint16_t port);
 
 /**
  * Copy up to the iovecs' total into the send ring and send what the

@@ -1,5 +1,6 @@
-/* The segment state machine of a TCP client (RFC 9293 3.10.7), with the
- * RFC 5961 checks on RST, SYN and ACK. Receive text is tcp_rx.c's.
+/* The segment state machine (RFC 9293 3.10.7), with the RFC 5961 checks
+ * on RST, SYN and ACK, and NewReno's fast recovery (RFC 6582). Receive
+ * text is tcp_rx.c's; LISTEN is tcp_listen.c's.
  *
  * Each received segment is counted against its connection; anything that
  * does not fit the connection's state is dropped and counted by reason.
@@ -14,8 +15,13 @@
 #define RTO_AFTER_SYN_LOSS_MS 3000u
 /* Smallest peer MSS we honour: below it headers would dominate. */
 #define PEER_MSS_MIN 64u
+/* cwnd stops growing here: the peer's window (at most 1 GiB scaled) is
+ * the limit long before, and a bound keeps the sum from wrapping. */
+#define CWND_MAX (1u << 30)
 
-static void syn_options(struct km_tcp_conn *c, const struct tcp_seg *s)
+/* The peer's SYN options. Ours offer SACK and WS always, a SYN-ACK only
+ * when the SYN did (tcp_output.c), so what the peer sent decides. */
+void tcp_syn_options(struct km_tcp_conn *c, const struct tcp_seg *s)
 {
 	struct km_tcp_ep *ep = c->ep;
 	uint32_t mss = s->mss ? s->mss : TCP_MSS_DEFAULT;
@@ -36,21 +42,11 @@ static void syn_options(struct km_tcp_conn *c, const struct tcp_seg *s)
 	}
 }
 
-static void established(struct km_tcp_conn *c, const struct tcp_seg *s)
+/* Either handshake is complete: our SYN is acknowledged. */
+static void handshake_done(struct km_tcp_conn *c)
 {
 	struct km_tcp_ep *ep = c->ep;
-	uint32_t syn_wnd = ep->cfg.rcv_buf_bytes > 65535 ?
-			   65535 : ep->cfg.rcv_buf_bytes;
 
-	c->irs = s->seq;
-	c->rcv_nxt = s->seq + 1;
-	c->rcv_acked = s->seq;
-	c->rcv_adv = c->rcv_nxt + syn_wnd;
-	syn_options(c, s);
-	c->snd_una = s->ack;
-	c->snd_wnd = c->max_snd_wnd = s->win;
-	c->snd_wl1 = s->seq;
-	c->snd_wl2 = s->ack;
 	c->cwnd = 10u * c->snd_mss;
 	if ((c->flags & CF_RTT) && !(c->flags & CF_SYN_RTX))
 		tcp_rtt_sample(c, ep->now - c->rtt_start_ms);
@@ -61,10 +57,29 @@ static void established(struct km_tcp_conn *c, const struct tcp_seg *s)
 	c->rtx_count = 0;
 	c->t_rtx = 0;
 	c->state = KM_TCP_ESTABLISHED;
-	c->flags |= CF_EST | CF_ACK_NOW;
-	c->ev |= EV_CONNECTED;
+	c->flags |= CF_EST;
 	ep->st.conns_opened++;
 	tcp_keep_arm(c);
+}
+
+static void established(struct km_tcp_conn *c, const struct tcp_seg *s)
+{
+	struct km_tcp_ep *ep = c->ep;
+	uint32_t syn_wnd = ep->cfg.rcv_buf_bytes > 65535 ?
+			   65535 : ep->cfg.rcv_buf_bytes;
+
+	c->irs = s->seq;
+	c->rcv_nxt = s->seq + 1;
+	c->rcv_acked = s->seq;
+	c->rcv_adv = c->rcv_nxt + syn_wnd;
+	tcp_syn_options(c, s);
+	c->snd_una = s->ack;
+	c->snd_wnd = c->max_snd_wnd = s->win;
+	c->snd_wl1 = s->seq;
+	c->snd_wl2 = s->ack;
+	handshake_done(c);
+	c->flags |= CF_ACK_NOW;
+	c->ev |= EV_CONNECTED;
 }
 
 /* RFC 9293 3.10.7.3, SYN-SENT. Simultaneous open (a SYN without ACK) is
@@ -176,6 +191,47 @@ static void fin_acked(struct km_tcp_conn *c)
 	}
 }
 
+/* RFC 5681 3.1: slow start below ssthresh, else congestion avoidance,
+ * both counting the bytes acknowledged (RFC 3465) rather than ACKs. A
+ * receiver like ours ACKs once per receive burst: counting at most one
+ * segment per ACK would grow cwnd by one segment per round trip in slow
+ * start. Bursts stay bounded by OUTPUT_BURST_MAX (tcp_output.c). */
+static void cwnd_grow(struct km_tcp_conn *c, uint32_t acked)
+{
+	uint64_t inc;
+
+	c->dupacks = 0;
+	if (c->cwnd >= CWND_MAX)
+		return;
+	if (c->cwnd < c->ssthresh) {
+		inc = acked < c->ssthresh - c->cwnd ?
+		      acked : c->ssthresh - c->cwnd;
+	} else {
+		inc = (uint64_t)c->snd_mss * acked / c->cwnd + 1;
+	}
+	c->cwnd = c->cwnd + inc > CWND_MAX ? CWND_MAX : (uint32_t)(c->cwnd + inc);
+}
+
+/* RFC 6582 3.2 steps 5 and 6. A full ACK (all that was out when recovery
+ * began) ends it with cwnd = ssthresh. A partial ACK means the next hole
+ * is lost too: retransmit it now, deflate cwnd by what was acked (plus a
+ * segment), and stay in recovery, or each further hole of the window
+ * would wait for an RTO. */
+static void recovery_ack(struct km_tcp_conn *c, uint32_t ack, uint32_t acked)
+{
+	if (seq_ge(ack, c->recover)) {
+		c->flags &= ~CF_RECOVERY;
+		c->cwnd = c->ssthresh;
+		c->dupacks = 0;
+		return;
+	}
+	c->cwnd = c->cwnd > acked ? c->cwnd - acked : 0;
+	c->cwnd += c->snd_mss;
+	if (c->cwnd < c->snd_mss)
+		c->cwnd = c->snd_mss;
+	tcp_retransmit_one(c);
+}
+
 static void new_ack(struct km_tcp_conn *c, uint32_t ack)
 {
 	uint32_t acked = ack - c->snd_una;
@@ -190,19 +246,14 @@ static void new_ack(struct km_tcp_conn *c, uint32_t ack)
 		c->flags &= ~CF_RTT;
 		tcp_rtt_sample(c, c->ep->now - c->rtt_start_ms);
 	}
-	/* RFC 5681 3.1/3.2: leave fast recovery at ssthresh; else grow by
-	 * slow start or congestion avoidance. */
-	if (c->dupacks >= 3)
-		c->cwnd = c->ssthresh;
-	else if (c->cwnd < c->ssthresh)
-		c->cwnd += acked < c->snd_mss ? acked : c->snd_mss;
-	else
-		c->cwnd += (uint32_t)c->snd_mss * c->snd_mss / c->cwnd + 1;
-	c->dupacks = 0;
 	c->rtx_count = 0;
 	c->acked_unreported += data;
 	/* RFC 6298 5.2/5.3: stop the timer when all is acked, else restart. */
 	c->t_rtx = c->snd_una == c->snd_max ? 0 : c->ep->now + c->rto_ms;
+	if (c->flags & CF_RECOVERY)
+		recovery_ack(c, ack, acked);
+	else
+		cwnd_grow(c, acked);
 	if (fin)
 		fin_acked(c);
 }
@@ -217,13 +268,17 @@ static void dup_ack(struct km_tcp_conn *c, const struct tcp_seg *s,
 	    !same_wnd || flight == 0)
 		return;
 	CONN_COUNT(c, dup_acks, 1);
-	if (++c->dupacks == 3) {
+	/* RFC 6582 3.2 step 1: a third duplicate inside recovery does not
+	 * start another one; it only inflates cwnd (step 4). */
+	if (++c->dupacks == 3 && !(c->flags & CF_RECOVERY)) {
 		c->ssthresh = flight / 2 > 2u * c->snd_mss ?
 			      flight / 2 : 2u * c->snd_mss;
 		c->cwnd = c->ssthresh + 3u * c->snd_mss;
+		c->recover = c->snd_max;
+		c->flags |= CF_RECOVERY;
 		CONN_COUNT(c, fast_retransmits, 1);
 		tcp_retransmit_one(c);
-	} else if (c->dupacks > 3) {
+	} else if (c->dupacks >= 3) {
 		c->cwnd += c->snd_mss;
 	}
 }
@@ -275,20 +330,22 @@ static bool text_state(enum km_tcp_state st)
 	       st == KM_TCP_FIN_WAIT_2;
 }
 
-static void synced_input(struct km_tcp_conn *c, struct tcp_seg *s)
+/* The checks before the ACK's, common to every synchronized state.
+ * false: the segment was dealt with (dropped, or the end queued). */
+static bool synced_checks(struct km_tcp_conn *c, struct tcp_seg *s)
 {
 	uint32_t seg_len = s->len + ((s->flags & TCP_FIN) ? 1 : 0);
 
 	if (s->flags & TCP_RST) {
 		rst_input(c, s);
-		return;
+		return false;
 	}
 	/* RFC 5961 4.2: a SYN in a synchronized state, whatever its
 	 * sequence number, gets a challenge ACK and is dropped. */
 	if (s->flags & TCP_SYN) {
 		conn_drop(c, KM_TCP_DROP_SYN_CHALLENGE);
 		tcp_send_challenge_ack(c);
-		return;
+		return false;
 	}
 	if (!seq_acceptable(c, s->seq, seg_len)) {
 		conn_drop(c, KM_TCP_DROP_SEQ);
@@ -296,6 +353,54 @@ static void synced_input(struct km_tcp_conn *c, struct tcp_seg *s)
 		if (c->state == KM_TCP_TIME_WAIT && (s->flags & TCP_FIN))
 			c->t_state = c->ep->now + c->ep->cfg.time_wait_ms;
 		tcp_send_ack(c);
+		return false;
+	}
+	return true;
+}
+
+/* RFC 9293 3.10.7.4 in SYN-RECEIVED (passive open only). A copy of the
+ * peer's SYN means our SYN-ACK was lost: send it again. Else, past the
+ * common checks: "If SND.UNA < SEG.ACK =< SND.NXT, then enter ESTABLISHED
+ * state and continue processing"; "If the segment acknowledgment is not
+ * acceptable, form a reset segment <SEQ=SEG.ACK><CTL=RST>". An RST that
+ * ends it ends it unreported (tcp.c report_end). */
+static bool syn_rcvd_input(struct km_tcp_conn *c, struct tcp_seg *s)
+{
+	if ((s->flags & (TCP_SYN | TCP_RST | TCP_ACK)) == TCP_SYN &&
+	    s->seq == c->irs) {
+		conn_drop(c, KM_TCP_DROP_STATE);
+		c->flags = (c->flags | CF_SYN_RTX) & ~CF_RTT;
+		CONN_COUNT(c, retransmits, 1);
+		tcp_send_syn(c);
+		return false;
+	}
+	if (!synced_checks(c, s))
+		return false;
+	if (!(s->flags & TCP_ACK)) {
+		conn_drop(c, KM_TCP_DROP_STATE);
+		return false;
+	}
+	if (seq_le(s->ack, c->snd_una) || seq_gt(s->ack, c->snd_max)) {
+		conn_drop(c, KM_TCP_DROP_ACK);
+		tcp_reply_rst(c->ep, s);
+		return false;
+	}
+	c->snd_una = s->ack;
+	c->snd_wnd = c->max_snd_wnd = (uint32_t)s->win << c->snd_shift;
+	c->snd_wl1 = s->seq;
+	c->snd_wl2 = s->ack;
+	handshake_done(c);
+	c->ev |= EV_ACCEPTED;
+	c->ep->st.conns_accepted++;
+	return true;
+}
+
+static void synced_input(struct km_tcp_conn *c, struct tcp_seg *s)
+{
+	if (c->state == KM_TCP_SYN_RCVD) {
+		if (!syn_rcvd_input(c, s))
+			return;
+	} else if (!synced_checks(c, s)) {
 		return;
 	}
 	if (!ack_input(c, s) || c->state == KM_TCP_CLOSED)
@@ -312,6 +417,10 @@ void tcp_segment(struct km_tcp_ep *ep, struct tcp_seg *s)
 {
 	struct km_tcp_conn *c = tcp_lookup(ep, s->src_ip, s->sport, s->dport);
 
+	if (c == NULL && tcp_listening(ep, s->dport)) {
+		tcp_listen_input(ep, s);
+		return;
+	}
 	if (c != NULL)
 		tcp_rx_prepare(c, s->n);
 	/* The early delivery above may have let the consumer abort c. */

@@ -1,10 +1,14 @@
 /* Segments out: frame building (Ethernet + IPv4 + TCP, checksums in
- * software unless offloaded), the data sender, ACK, RST, probes.
+ * software unless offloaded), the data sender, SYN and SYN-ACK, ACK, RST,
+ * probes.
  *
  * The sender has no Nagle delay (our requests are latency-bound, like
- * TCP_NODELAY) and follows RFC 5681 congestion control in its simplest
- * form: slow start from 10 segments, congestion avoidance, one segment
- * after a timeout, fast retransmit on the third duplicate ACK.
+ * TCP_NODELAY) and follows RFC 5681 congestion control: slow start from 10
+ * segments, congestion avoidance, one segment after a timeout (then
+ * go-back-N from snd_una), fast retransmit on the third duplicate ACK and
+ * NewReno's recovery (RFC 6582, tcp_input.c). The peer's SACK blocks are
+ * not used. A bulk stream is bounded by the send ring: bytes stay there
+ * until acknowledged, and the ring's space is reused as ACKs free it.
  */
 #include <string.h>
 
@@ -26,6 +30,7 @@ struct seg_out {
 	uint16_t win;
 	uint16_t mss;		/* SYN: our MSS and window scale options */
 	uint8_t wscale;
+	bool syn_ws, syn_sack;	/* SYN: offer WS, SACK-permitted */
 	uint32_t n_sack;	/* ACK: SACK blocks (start, end) pairs */
 	uint32_t sack[2 * TCP_SACK_BLOCKS_MAX];
 	const struct iovec *pay;
@@ -54,21 +59,31 @@ static void build_ip(struct km_tcp_ep *ep, uint8_t *ip, uint32_t dst,
 	}
 }
 
-/* MSS, NOP, NOP, SACK-permitted, NOP, WS (RFC 9293, 2018, 7323). */
+/* MSS, [NOP, NOP, SACK-permitted], [NOP, WS] (RFC 9293, 2018, 7323):
+ * each part 4 bytes, so any subset pads to 32 bits. */
 static uint32_t syn_options(const struct seg_out *o, uint8_t *p)
 {
+	uint32_t n = 4;
+
 	p[0] = TCPOPT_MSS;
 	p[1] = TCPOPT_MSS_LEN;
 	km_store_be16(p + 2, o->mss);
-	p[4] = TCPOPT_NOP;
-	p[5] = TCPOPT_NOP;
-	p[6] = TCPOPT_SACK_PERM;
-	p[7] = TCPOPT_SACK_PERM_LEN;
-	p[8] = TCPOPT_NOP;
-	p[9] = TCPOPT_WS;
-	p[10] = TCPOPT_WS_LEN;
-	p[11] = o->wscale;
-	return TCP_SYN_OPTS_LEN;
+	if (o->syn_sack) {
+		p[n] = TCPOPT_NOP;
+		p[n + 1] = TCPOPT_NOP;
+		p[n + 2] = TCPOPT_SACK_PERM;
+		p[n + 3] = TCPOPT_SACK_PERM_LEN;
+		n += 4;
+	}
+	if (o->syn_ws) {
+		p[n] = TCPOPT_NOP;
+		p[n + 1] = TCPOPT_WS;
+		p[n + 2] = TCPOPT_WS_LEN;
+		p[n + 3] = o->wscale;
+		n += 4;
+	}
+	KM_ASSERT_HOT(n <= TCP_SYN_OPTS_LEN);
+	return n;
 }
 
 /* NOP, NOP, SACK with n blocks (RFC 2018 3). */
@@ -164,6 +179,22 @@ static uint32_t ring_iov(const struct km_tcp_conn *c, uint32_t seq,
 	return 2;
 }
 
+/* A SYN's window, never scaled (RFC 7323 2.2), and its options. A
+ * SYN-ACK offers WS only "if it has received a Window Scale option in the
+ * initial <SYN>" (RFC 7323 2.2), and SACK-permitted likewise. */
+static void syn_fields(const struct km_tcp_conn *c, struct seg_out *o)
+{
+	struct km_tcp_ep *ep = c->ep;
+	bool passive = c->flags & CF_PASSIVE;
+
+	o->win = ep->cfg.rcv_buf_bytes > 65535 ?
+		 65535 : (uint16_t)ep->cfg.rcv_buf_bytes;
+	o->mss = ep->rcv_mss;
+	o->wscale = ep->rcv_shift;
+	o->syn_ws = !passive || (c->flags & CF_WSCALE);
+	o->syn_sack = !passive || (c->flags & CF_SACK);
+}
+
 /* Send one segment of c; len payload bytes from the ring at seq. A
  * segment that carries ACK tells the peer everything up to rcv_nxt, so the
  * pending ACK work is done. A missing next hop is a loss (retransmission
@@ -187,22 +218,21 @@ static void emit(struct km_tcp_conn *c, uint8_t flags, uint32_t seq,
 	o.dport = c->rport;
 	o.seq = seq;
 	o.flags = flags;
-	o.mss = ep->rcv_mss;
-	o.wscale = ep->rcv_shift;
 	o.pay = pay;
 	o.n_pay = ring_iov(c, seq, len, pay);
 	o.pay_len = len;
+	if (flags & TCP_SYN)
+		syn_fields(c, &o);
 	if (flags & TCP_ACK) {
 		o.ack = c->rcv_nxt;
-		o.win = (flags & TCP_RST) ? 0 : (uint16_t)tcp_rcv_window(c);
-		if ((c->flags & CF_SACK) && !(flags & TCP_RST) && c->ooo_n)
+		if (!(flags & (TCP_RST | TCP_SYN)))
+			o.win = (uint16_t)tcp_rcv_window(c);
+		if ((c->flags & CF_SACK) && !(flags & (TCP_RST | TCP_SYN)) &&
+		    c->ooo_n)
 			o.n_sack = tcp_sack_blocks(c, o.sack);
 		c->rcv_acked = c->rcv_nxt;
 		c->t_delack = 0;
 		c->flags &= ~CF_ACK_NOW;
-	} else if (flags & TCP_SYN) {
-		o.win = ep->cfg.rcv_buf_bytes > 65535 ?
-			65535 : (uint16_t)ep->cfg.rcv_buf_bytes;
 	}
 	send_frame(ep, mac, &o);
 	CONN_COUNT(c, pkts_out, 1);
@@ -216,10 +246,11 @@ void tcp_ring_consume(struct km_tcp_conn *c, uint32_t n)
 	c->snd_len -= n;
 }
 
+/* Our SYN (SYN-SENT) or SYN-ACK (SYN-RECEIVED), first or again. */
 void tcp_send_syn(struct km_tcp_conn *c)
 {
-	/* RFC 7323 2.2: the window of a SYN is never scaled. */
-	emit(c, TCP_SYN, c->iss, 0);
+	emit(c, c->state == KM_TCP_SYN_RCVD ? TCP_SYN | TCP_ACK : TCP_SYN,
+	     c->iss, 0);
 	c->snd_nxt = c->snd_max = c->iss + 1;
 	if (!(c->flags & CF_SYN_RTX)) {
 		c->flags |= CF_RTT;

@@ -2,7 +2,9 @@
  * helpers the tcp_*.c files share. Not for inclusion elsewhere (STYLE 6).
  *
  * Files: tcp.c (init, connection slots, user calls, stats), tcp_eth.c
- * (frame parsing, ARP, dispatch), tcp_input.c (the segment state machine),
+ * (frame parsing, ARP, dispatch), tcp_listen.c (listening ports, the
+ * lookup of passive connections, the SYN that opens one), tcp_input.c
+ * (the segment state machine),
  * tcp_rx.c (receive text: out-of-order queue, delivery, window, buffer
  * accounting), tcp_output.c (segments, ACK, RST, frame building),
  * tcp_timer.c (RTO estimation and every timer).
@@ -58,12 +60,15 @@ enum {
 	CF_HAVE_RTT = 1u << 14,	   /* srtt/rttvar hold a measurement */
 	CF_WND_CHECK = 1u << 15,   /* on the release list */
 	CF_SACK = 1u << 16,	   /* the peer's SYN permitted SACK */
+	CF_PASSIVE = 1u << 17,	   /* opened by a SYN to a listening port */
+	CF_RECOVERY = 1u << 18,	   /* fast recovery until snd_una >= recover */
 };
 
 /* Events waiting for the burst end, in report order. */
 enum {
 	EV_CONNECTED = 1u << 0,
 	EV_PEER_FIN = 1u << 1,
+	EV_ACCEPTED = 1u << 2,
 };
 
 /* A received payload piece: one buffer's bytes [seq, seq + len). */
@@ -93,6 +98,7 @@ struct km_tcp_conn {
 	uint32_t snd_wnd, snd_wl1, snd_wl2, max_snd_wnd;
 	uint32_t cwnd, ssthresh;
 	uint32_t dupacks;
+	uint32_t recover;	/* snd_max when fast recovery began (RFC 6582) */
 	uint32_t acked_unreported; /* for KM_TCP_EV_SENT */
 	uint16_t snd_mss;
 	uint8_t snd_shift, rcv_shift;
@@ -121,6 +127,7 @@ struct km_tcp_conn {
 	uint64_t t_rtx, t_delack, t_keep, t_state;
 	uint32_t keep_probes;
 	struct km_tcp_conn *touch_next, *reap_next, *free_next, *wnd_next;
+	struct km_tcp_conn *hash_next;	/* passive: the lookup bucket's list */
 	struct km_tcp_counters st;
 };
 
@@ -150,6 +157,13 @@ struct km_tcp_ep {
 	struct km_tcp_conn *free_list;
 	struct km_tcp_conn *touched;
 	struct km_tcp_conn *reap;
+	/* Passive connections by 4-tuple (their local port is a listening
+	 * one, shared, so the slot cannot come from it): hash_mask + 1
+	 * buckets, a power of two >= conns_max. */
+	struct km_tcp_conn **hash;
+	uint32_t hash_mask;
+	uint32_t listen_n;
+	uint16_t listen_ports[KM_TCP_LISTEN_MAX];
 	struct tcp_buf *bufs;
 	struct km_arp arp;
 	uint64_t chack_window_ms;  /* start of the current 1 s window */
@@ -188,12 +202,21 @@ static inline void conn_drop(struct km_tcp_conn *c, enum km_tcp_drop why)
 	c->ep->st.tcp.drops[why]++;
 }
 
+/* rcv_nxt is known: every state but CLOSED and SYN-SENT. */
 static inline bool state_synced(enum km_tcp_state s)
 {
 	return s != KM_TCP_CLOSED && s != KM_TCP_SYN_SENT;
 }
 
+static inline bool state_opening(enum km_tcp_state s)
+{
+	return s == KM_TCP_SYN_SENT || s == KM_TCP_SYN_RCVD;
+}
+
 /* tcp.c */
+struct km_tcp_conn *tcp_conn_take(struct km_tcp_ep *ep);
+void tcp_conn_start(struct km_tcp_conn *c, uint32_t ip, uint16_t port,
+		    uint16_t lport);
 void tcp_touch(struct km_tcp_conn *c);
 void tcp_conn_end(struct km_tcp_conn *c, int reason);
 int tcp_reap(struct km_tcp_ep *ep);
@@ -208,7 +231,15 @@ bool tcp_resolve(struct km_tcp_ep *ep, uint32_t nexthop, uint8_t mac[6]);
 void tcp_tx_frame(struct km_tcp_ep *ep, const struct iovec *iov,
 		  uint32_t n_iov, uint32_t flags);
 
+/* tcp_listen.c */
+bool tcp_listening(const struct km_tcp_ep *ep, uint16_t port);
+void tcp_listen_input(struct km_tcp_ep *ep, struct tcp_seg *s);
+struct km_tcp_conn *tcp_hash_find(struct km_tcp_ep *ep, uint32_t rip,
+				  uint16_t rport, uint16_t lport);
+void tcp_hash_remove(struct km_tcp_conn *c);
+
 /* tcp_input.c */
+void tcp_syn_options(struct km_tcp_conn *c, const struct tcp_seg *s);
 void tcp_segment(struct km_tcp_ep *ep, struct tcp_seg *s);
 void tcp_enter_time_wait(struct km_tcp_conn *c);
 

@@ -446,6 +446,12 @@ void tcp_rx_flush(struct km_tcp_conn *c)
 		if (aborted(c))
 			return;
 	}
+	if (c->ev & EV_ACCEPTED) {
+		c->ev &= ~EV_ACCEPTED;
+		c->ep->ops->accept(c->ep->ctx, c);
+		if (aborted(c))
+			return;
+	}
 	if (c->pend_n > 0) {
 		deliver_pending(c);
 		if (aborted(c))

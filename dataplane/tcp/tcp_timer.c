@@ -72,6 +72,7 @@ static void backoff(struct km_tcp_conn *c)
 		    c->ep->cfg.rto_max_ms : (uint32_t)rto;
 }
 
+/* Our SYN, or SYN-ACK, went unanswered. */
 static void syn_timeout(struct km_tcp_conn *c)
 {
 	if (c->rtx_count >= c->ep->cfg.syn_retries) {
@@ -119,6 +120,8 @@ static void rtx_timeout(struct km_tcp_conn *c)
 		      flight / 2 : 2u * c->snd_mss;
 	c->cwnd = c->snd_mss;
 	c->dupacks = 0;
+	/* RFC 6582 3.2: a timeout ends fast recovery. */
+	c->flags &= ~CF_RECOVERY;
 	c->snd_nxt = c->snd_una;
 	tcp_output(c);
 }
@@ -174,7 +177,7 @@ int tcp_timers_run(struct km_tcp_conn *c)
 	if (c->state != KM_TCP_CLOSED && due(c->t_rtx, now)) {
 		c->t_rtx = 0;
 		n++;
-		if (c->state == KM_TCP_SYN_SENT)
+		if (state_opening(c->state))
 			syn_timeout(c);
 		else
 			rtx_timeout(c);

@@ -89,6 +89,11 @@ void BufFreeTramp(void *ctx, const uint32_t *ids, uint32_t n)
 	static_cast<Rig *>(ctx)->OnBufFree(ids, n);
 }
 
+void AcceptTramp(void *ctx, km_tcp_conn *c)
+{
+	static_cast<Rig *>(ctx)->OnAccept(c);
+}
+
 uint32_t IsnTramp(void *ctx, uint32_t, uint16_t, uint32_t, uint16_t)
 {
 	return static_cast<Rig *>(ctx)->fixed_isn;
@@ -286,6 +291,7 @@ Rig::Rig(const Tweak &tweak, uint32_t buf_bytes) : buf_bytes_(buf_bytes)
 	ops_.event = EventTramp;
 	ops_.buf_free = BufFreeTramp;
 	ops_.isn = nullptr;
+	ops_.accept = AcceptTramp;
 	ssize_t need = km_tcp_memsize(&cfg);
 	if (need < 0) {
 		ADD_FAILURE() << "memsize " << need;
@@ -343,6 +349,15 @@ void Rig::OnEvent(km_tcp_conn *c, km_tcp_event ev, int res)
 	events.push_back({ c, ev, res });
 	if (on_event)
 		on_event(events.back());
+}
+
+void Rig::OnAccept(km_tcp_conn *c)
+{
+	EXPECT_EQ(KM_TCP_ESTABLISHED, km_tcp_conn_state(c));
+	EXPECT_EQ(nullptr, km_tcp_conn_user(c));
+	accepted.push_back(c);
+	if (on_accept)
+		on_accept(c);
 }
 
 void Rig::OnBufFree(const uint32_t *ids, uint32_t n)

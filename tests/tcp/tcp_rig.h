@@ -133,6 +133,8 @@ public:
 	std::function<void(km_tcp_conn *, const km_chain *, const uint32_t *)>
 		on_deliver;
 	std::function<void(const Event &)> on_event;
+	std::vector<km_tcp_conn *> accepted;	  // ops->accept, in order
+	std::function<void(km_tcp_conn *)> on_accept;
 
 	// Feed one frame, copied into pool buffers split at the offsets in
 	// splits (ascending); returns km_tcp_input()'s result.
@@ -178,6 +180,7 @@ public:
 	void OnDeliver(km_tcp_conn *c, const km_chain *d, const uint32_t *ids);
 	void OnEvent(km_tcp_conn *c, km_tcp_event ev, int res);
 	void OnBufFree(const uint32_t *ids, uint32_t n);
+	void OnAccept(km_tcp_conn *c);
 
 private:
 	enum BufState : uint8_t { kFree, kTcp, kUser, kReleasing };
