@@ -590,22 +590,14 @@ static int check_sources(const struct km_config *cfg, const char *origin,
 	return check_groups(cfg, origin, err, err_len);
 }
 
-/* net.mode=dpdk drives one port queue pair from one worker: per-worker
- * queues with flow steering are not there yet. An unset `workers` becomes 1;
- * an explicit larger count is refused. */
-static int check_dpdk_workers(struct km_config *cfg, bool workers_set,
-			      const char *origin, char *err, size_t err_len)
+/* net.mode=dpdk gives each worker one queue pair of the port, and most
+ * ports (and vdevs by default) have one: an unset `workers` is then 1, not
+ * one per core. More workers need as many queue pairs, which the port
+ * set-up checks (it names the vdev argument that adds them). */
+static void dpdk_workers(struct km_config *cfg, bool workers_set)
 {
-	if (!workers_set) {
+	if (!workers_set)
 		cfg->workers = 1;
-		return 0;
-	}
-	if (cfg->workers <= 1)
-		return 0;
-	km_config_errf(err, err_len,
-		       "%s: net.mode=dpdk runs one worker for now (one DPDK port queue pair, no per-worker flow steering yet); workers=%u is not supported: set workers=1 or leave it unset",
-		       origin, cfg->workers);
-	return KM_ECFGVALUE;
 }
 
 static int check_dpdk(struct km_config *cfg, bool workers_set,
@@ -616,8 +608,7 @@ static int check_dpdk(struct km_config *cfg, bool workers_set,
 
 	if (cfg->net_mode != KM_CONFIG_NET_DPDK)
 		return 0; /* dpdk.* are checked one by one, then ignored */
-	if (check_dpdk_workers(cfg, workers_set, origin, err, err_len) < 0)
-		return KM_ECFGVALUE;
+	dpdk_workers(cfg, workers_set);
 	if (d->port[0] == '\0' || d->ip_be == 0) {
 		km_config_errf(err, err_len, "%s: net.mode=dpdk needs %s", origin,
 			       d->port[0] == '\0' ? "dpdk.port" : "dpdk.ip");

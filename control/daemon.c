@@ -48,10 +48,11 @@ static uint32_t parts_of(const struct km_daemon *d, uint32_t w)
 	return n;
 }
 
-/* net.mode=dpdk: the fetch sessions' backend. 16383 receive mbufs (about
- * 37 MiB of hugepages) give each session up to KM_KFRAME_SEGS_MAX buffers
+/* net.mode=dpdk: the fetch sessions' backend, on queue pair `worker` of the
+ * port. 16383 receive mbufs per queue (about 37 MiB of hugepages) give each session up to KM_KFRAME_SEGS_MAX buffers
  * of one MSS (1460 at MTU 1500). */
 static void dpdk_net_config(const struct km_config *cfg, uint32_t parts,
+			    uint32_t worker, uint32_t workers,
 			    struct km_net_config *nc)
 {
 	nc->kind = KM_NET_DPDK;
@@ -62,6 +63,8 @@ static void dpdk_net_config(const struct km_config *cfg, uint32_t parts,
 	nc->send_iov_max = 256;
 	nc->connect_timeout_ms = 5000;
 	nc->dpdk.port = cfg->dpdk.port;
+	nc->dpdk.queue = (uint16_t)worker;
+	nc->dpdk.queues = (uint16_t)workers;
 	nc->dpdk.ip_be = cfg->dpdk.ip_be;
 	nc->dpdk.netmask_be = cfg->dpdk.netmask_be;
 	nc->dpdk.gateway_be = cfg->dpdk.gateway_be;
@@ -99,7 +102,8 @@ static void worker_config(const struct km_daemon *d, uint32_t id,
 	wc->group_min_session_timeout_ms = d->cfg->group_min_session_timeout_ms;
 	wc->group_max_session_timeout_ms = d->cfg->group_max_session_timeout_ms;
 	if (d->cfg->net_mode == KM_CONFIG_NET_DPDK)
-		dpdk_net_config(d->cfg, wc->parts_max, &wc->fetch_net);
+		dpdk_net_config(d->cfg, wc->parts_max, id, d->n_workers,
+				&wc->fetch_net);
 }
 
 static int start_workers(struct km_daemon *d)

@@ -13,11 +13,30 @@
 
 #include "control/daemon_pvt.h"
 
-static json_t *port_row(uint32_t w, const struct km_worker_net *n)
+/* How a worker's frames reach its queue: the port's flow rules, or the
+ * port's spreading corrected by the workers (software), or one queue. */
+static const char *steering(const struct km_worker_net *n)
+{
+	if (!n->dpdk || n->net.queues < 2)
+		return "none";
+	return n->net.flow_rules ? "flow-rules" : "software";
+}
+
+static json_t *steer_fields(const struct km_worker_net *n)
 {
 	const struct km_net_stats *s = &n->net;
 
-	return json_pack("{s:i, s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
+	return json_pack("{s:i, s:s, s:I, s:I, s:I}", "queue", (int)s->queue,
+			 "steering", steering(n),
+			 "steered_out", (json_int_t)s->steered_out,
+			 "steered_in", (json_int_t)s->steered_in,
+			 "steer_drops", (json_int_t)s->steer_drops);
+}
+
+static json_t *port_row(uint32_t w, const struct km_worker_net *n)
+{
+	const struct km_net_stats *s = &n->net;
+	json_t *row = json_pack("{s:i, s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
 			 "worker", (int)w, "backend", n->dpdk ? "dpdk" : "kernel",
 			 "bytes_in", (json_int_t)s->bytes_in,
 			 "bytes_out", (json_int_t)s->bytes_out,
@@ -28,6 +47,10 @@ static json_t *port_row(uint32_t w, const struct km_worker_net *n)
 			 "rx_missed", (json_int_t)s->rx_missed,
 			 "retransmits", (json_int_t)s->retransmits,
 			 "out_of_order", (json_int_t)s->out_of_order);
+
+	if (row != NULL && n->dpdk)
+		json_object_update_new(row, steer_fields(n));
+	return row;
 }
 
 static json_t *conn_row(uint32_t w, const struct km_fpool_conn *c)
@@ -71,6 +94,9 @@ static const struct {
 	NET_METRIC(rx_missed, "kmirror_net_port_rx_missed_total", "Frames the port missed (no descriptor or mbuf)."),
 	NET_METRIC(retransmits, "kmirror_net_retransmits_total", "TCP segments sent again (DPDK mode)."),
 	NET_METRIC(out_of_order, "kmirror_net_out_of_order_total", "Payload pieces queued out of order (DPDK mode)."),
+	NET_METRIC(steered_out, "kmirror_net_steered_out_total", "Frames this worker's queue took for another worker's queue and passed on (DPDK mode)."),
+	NET_METRIC(steered_in, "kmirror_net_steered_in_total", "Frames other workers' queues passed to this worker (DPDK mode)."),
+	NET_METRIC(steer_drops, "kmirror_net_steer_drops_total", "Frames lost passing them between queues: ring full or no mbuf (DPDK mode)."),
 };
 
 static void port_metric(FILE *f, size_t m, const struct km_worker_net *nets,

@@ -89,7 +89,9 @@ enum km_net_rx_mode {
  * per buffer (the MSS; frames are never larger than one mbuf). */
 struct km_net_dpdk_config {
 	const char *port;	/* "net_af_packet0,iface=veth0", "0000:01:00.0" */
-	uint16_t queue;		/* queue pair of this backend (0 for now) */
+	uint16_t queue;		/* queue pair of this backend, < queues */
+	uint16_t queues;	/* queue pairs of the port, one per worker's
+				   backend; 0 or 1: one */
 	uint32_t ip_be;		/* our IPv4 address, network byte order */
 	uint32_t netmask_be;
 	uint32_t gateway_be;	/* 0: every peer is on-link */
@@ -211,6 +213,15 @@ struct km_net_stats {
 				     rx_nombuf) */
 	uint64_t retransmits;	  /* TCP segments sent again */
 	uint64_t out_of_order;	  /* payload pieces queued out of order */
+	/* Steering (KM_NET_DPDK with several queues, dnet_port.c): frames
+	 * this queue took for another one and passed on, frames it got from
+	 * the others, and those lost on the way (ring full, no mbuf). */
+	uint64_t steered_out;
+	uint64_t steered_in;
+	uint64_t steer_drops;
+	uint16_t queue;		  /* the port queue pair of this backend */
+	uint16_t queues;	  /* the port's queue pairs */
+	bool flow_rules;	  /* the port steers by flow rule, not RSS */
 	bool csum_offload;	  /* the port computes our checksums */
 };
 

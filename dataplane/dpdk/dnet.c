@@ -425,7 +425,13 @@ static void dnet_stats(const struct km_net *net, struct km_net_stats *out)
 	out->retransmits = ts.tcp.retransmits;
 	out->out_of_order = ts.tcp.ooo_segs;
 	out->rx_missed = dnet_port_missed(dn);
-	out->csum_offload = dn->csum_tx;
+	out->steered_out = dn->steer.out;
+	out->steered_in = dn->steer.in;
+	out->steer_drops = dn->steer.drops;
+	out->queue = dn->queue;
+	out->queues = dn->dp != NULL ? dn->dp->n_queues : 0;
+	out->flow_rules = dn->dp != NULL && dn->dp->flow_rules;
+	out->csum_offload = dn->dp != NULL && dn->dp->csum_tx;
 }
 
 static void dnet_conn_stats(const struct km_net_conn *c,
@@ -478,8 +484,8 @@ static void log_counters(const struct dnet *dn)
 	struct km_net_stats s;
 
 	dnet_stats(&dn->pub, &s);
-	KM_INFO("dpdk", "port %u counters: frames_in=%llu frames_out=%llu bytes_in=%llu bytes_out=%llu frames_dropped=%llu tx_dropped=%llu rx_missed=%llu retransmits=%llu out_of_order=%llu connects=%llu resets=%llu",
-		dn->port_id, (unsigned long long)s.frames_in,
+	KM_INFO("dpdk", "port %u queue %u counters: frames_in=%llu frames_out=%llu bytes_in=%llu bytes_out=%llu frames_dropped=%llu tx_dropped=%llu rx_missed=%llu retransmits=%llu out_of_order=%llu connects=%llu resets=%llu steered_out=%llu steered_in=%llu steer_drops=%llu",
+		dn->port_id, dn->queue, (unsigned long long)s.frames_in,
 		(unsigned long long)s.frames_out,
 		(unsigned long long)s.frame_bytes_in,
 		(unsigned long long)s.frame_bytes_out,
@@ -488,7 +494,10 @@ static void log_counters(const struct dnet *dn)
 		(unsigned long long)s.rx_missed,
 		(unsigned long long)s.retransmits,
 		(unsigned long long)s.out_of_order,
-		(unsigned long long)s.connects, (unsigned long long)s.resets);
+		(unsigned long long)s.connects, (unsigned long long)s.resets,
+		(unsigned long long)s.steered_out,
+		(unsigned long long)s.steered_in,
+		(unsigned long long)s.steer_drops);
 	if (dn->imp.seen > 0)
 		KM_INFO("dpdk", "test switch: impaired_drops=%llu impaired_swaps=%llu",
 			(unsigned long long)dn->imp.dropped,
@@ -557,7 +566,8 @@ static bool config_ok(const struct km_net_config *c)
 	       c->rx_buf_count >= 64 && c->rx_buf_count <= (1u << 24) &&
 	       c->send_queue_max >= 1 && c->send_iov_max >= 1 &&
 	       c->send_iov_max <= 1024 && c->dpdk.port != NULL &&
-	       c->dpdk.port[0] != '\0' && c->dpdk.ip_be != 0;
+	       c->dpdk.port[0] != '\0' && c->dpdk.ip_be != 0 &&
+	       c->dpdk.queues <= RTE_MAX_QUEUES_PER_PORT;
 }
 
 static int alloc_conns(struct dnet *dn)
@@ -608,17 +618,17 @@ static void tcp_config(const struct dnet *dn, struct km_tcp_config *t)
 	uint32_t slots = dn->cfg.conns_max * DNET_TCP_SLOTS_PER_CONN;
 
 	km_tcp_config_default(t);
-	memcpy(t->mac, dn->mac, 6);
+	memcpy(t->mac, dn->dp->mac, 6);
 	t->ip = ntohl(d->ip_be);
 	t->netmask = ntohl(d->netmask_be);
 	t->gateway = ntohl(d->gateway_be);
-	t->mtu = dn->mtu;
-	t->conns_max = slots < 65535 ? slots : 65535;
-	t->port_min = DNET_PORT_MIN;
-	t->port_max = DNET_PORT_MAX;
+	t->mtu = dn->dp->mtu;
+	/* A slot needs a local port of its own: the queue's block bounds it. */
+	t->conns_max = slots < dn->dp->port_span ? slots : dn->dp->port_span;
+	dnet_port_block(dn->dp, dn->queue, &t->port_min, &t->port_max);
 	t->bufs_max = dn->n_bufs;
 	t->rcv_buf_bytes = DNET_RCV_WINDOW;
-	t->tx_csum_offload = dn->csum_tx ? KM_TCP_TX_CSUM_IP | KM_TCP_TX_CSUM_TCP
+	t->tx_csum_offload = dn->dp->csum_tx ? KM_TCP_TX_CSUM_IP | KM_TCP_TX_CSUM_TCP
 					 : 0;
 	if (dn->cfg.close_timeout_ms != 0)
 		t->close_timeout_ms = dn->cfg.close_timeout_ms;
@@ -661,9 +671,7 @@ int km_dnet_create(const struct km_net_config *cfg, struct km_net **out)
 	dn->cfg = *cfg;
 	dn->queue = cfg->dpdk.queue;
 	dn->n_bufs = cfg->rx_buf_count;
-	if (dn->queue != 0)
-		rc = -EINVAL; /* one queue pair per port for now */
-	else if ((rc = alloc_conns(dn)) == 0 && (rc = dnet_port_open(dn)) == 0)
+	if ((rc = alloc_conns(dn)) == 0 && (rc = dnet_port_open(dn)) == 0)
 		rc = make_endpoint(dn);
 	if (rc < 0) {
 		dn->ep = NULL;

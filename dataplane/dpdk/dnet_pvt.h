@@ -40,9 +40,13 @@
 /* Each backend connection may leave one endpoint slot in TIME-WAIT or
  * LAST-ACK behind it for a while: the endpoint has this many per slot. */
 #define DNET_TCP_SLOTS_PER_CONN 4u
-/* Local ports of the active opens (the Linux default ephemeral range). */
-#define DNET_PORT_MIN 32768u
-#define DNET_PORT_MAX 60999u
+/* Local ports of the active opens: the upper half of the port space, cut
+ * into one aligned block per queue (a power of two of them), so that one
+ * masked TCP destination-port match names a queue's connections. */
+#define DNET_PORT_BASE 32768u
+#define DNET_PORT_SPACE 32768u
+/* Frames another queue received for this one, waiting to be taken. */
+#define DNET_STEER_RING 1024u
 /* Receive window per connection: the fetch sessions hold at most ~1.5 MiB
  * (KM_KFRAME_SEGS_MAX buffers) and pipeline one request. */
 #define DNET_RCV_WINDOW (4u << 20)
@@ -98,20 +102,55 @@ struct dnet_impair {
 	struct rte_mbuf *held;
 };
 
+/* One receive queue of a port: its pool (buffer ids are pool indexes) and
+ * the ring where other queues' workers put the frames they received for
+ * this queue's connections (software steering). */
+struct dqueue {
+	struct rte_mempool *rx_pool;
+	struct rte_mbuf **by_id;	/* [n_bufs]: buffer id -> mbuf */
+	struct rte_ring *steer;		/* MP/SC; NULL with one queue */
+	bool taken;			/* a backend drives this queue */
+};
+
+/* A port shared by the backends of all workers, one queue pair each. Set
+ * up by the first backend that attaches (on the control thread, before the
+ * workers run), stopped by the last one that detaches; dport_lock guards
+ * attach and detach, nothing on the data path. */
+struct dport {
+	uint16_t port_id;
+	uint16_t n_queues;
+	uint32_t refs;
+	uint32_t n_bufs;	/* receive mbufs per queue */
+	uint32_t ip;		/* our address, host order */
+	uint32_t port_span;	/* local ports per queue block */
+	bool started;
+	bool csum_tx;		/* port computes IPv4 + TCP checksums */
+	bool csum_rx;		/* port checks them (ol_flags) */
+	bool rss;		/* the port spreads frames by RSS hash */
+	bool flow_rules;	/* a flow rule per queue steers its ports */
+	uint32_t mtu;
+	uint8_t mac[6];
+	char devargs[256];
+	struct dqueue q[];	/* [n_queues] */
+};
+
+/* Software steering counters of one backend. */
+struct dsteer_stats {
+	uint64_t out;		/* frames handed to another queue */
+	uint64_t in;		/* frames taken from this queue's ring */
+	uint64_t drops;		/* ring full or no mbuf: lost, as on a wire */
+};
+
 struct dnet {
 	struct km_net pub;	/* first */
 	struct km_net_config cfg;
+	struct dport *dp;	/* NULL until attached */
 	uint16_t port_id;
 	uint16_t queue;
-	bool port_owned;	/* port_taken[port_id] is ours */
-	bool port_started;
-	bool csum_tx;		/* port computes IPv4 + TCP checksums */
-	bool csum_rx;		/* port checks them (ol_flags) */
-	uint32_t mtu;
-	uint8_t mac[6];
-	struct rte_mempool *rx_pool;
+	bool csum_rx;		/* copy of dp->csum_rx, read per frame */
+	struct rte_mempool *rx_pool;	/* dp->q[queue]'s */
 	struct rte_mempool *tx_pool;
-	struct rte_mbuf **by_id; /* [n_bufs]: buffer id -> mbuf */
+	struct rte_mbuf **by_id;	/* dp->q[queue]'s */
 	uint32_t n_bufs;
 	struct km_tcp_ep *ep;
 	void *ep_mem;
@@ -125,21 +164,27 @@ struct dnet {
 	uint64_t last_rx_ms;
 	bool registered;	/* this worker thread got an lcore id */
 	struct dnet_impair imp;
+	struct dsteer_stats steer;
 	struct km_net_stats st;
 };
 
-/* dnet_port.c */
+/* dnet_port.c: the shared port */
 int dnet_port_open(struct dnet *dn);
 void dnet_port_close(struct dnet *dn);
+uint64_t dnet_port_missed(const struct dnet *dn);
+void dnet_port_block(const struct dport *dp, uint16_t queue, uint16_t *lo,
+		     uint16_t *hi);
+void dnet_thread_enter(struct dnet *dn);
+void dnet_thread_leave(struct dnet *dn);
+
+/* dnet_io.c: rx bursts, software steering, tx bursts */
 int dnet_rx(struct dnet *dn);
+void dnet_rx_close(struct dnet *dn);
 void dnet_tx_flush(struct dnet *dn);
 int dnet_tx(void *ctx, const struct iovec *iov, uint32_t n_iov,
 	    uint32_t flags);
 void dnet_buf_free(void *ctx, const uint32_t *ids, uint32_t n);
-uint64_t dnet_port_missed(const struct dnet *dn);
 void dnet_impair_init(struct dnet *dn);
-void dnet_thread_enter(struct dnet *dn);
-void dnet_thread_leave(struct dnet *dn);
 
 /* dnet.c: the endpoint's callbacks */
 void dnet_deliver(void *ctx, struct km_tcp_conn *tc,

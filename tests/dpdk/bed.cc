@@ -194,10 +194,12 @@ std::string Bed::reset_source_conns(int *killed)
 	return "";
 }
 
-std::vector<std::string> Bed::dpdk_sets() const
+std::vector<std::string> Bed::dpdk_sets(int qpairs) const
 {
 	std::string vdev = "net_af_packet0,iface=" + data_b_;
 
+	if (qpairs > 1)
+		vdev += ",qpairs=" + std::to_string(qpairs);
 	return { "net.mode=dpdk",
 		 "dpdk.eal.args=-l 0 --in-memory --no-pci --no-telemetry --vdev=" + vdev,
 		 "dpdk.port=" + vdev, "dpdk.ip=" + mirror_ip(),

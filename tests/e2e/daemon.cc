@@ -65,7 +65,8 @@ std::string Daemon::start(int timeout_ms)
 		[&] {
 			std::string s = read_file(port_file, &err);
 			port_ = (uint16_t)atoi(s.c_str());
-			return port_ != 0 || !child_.running();
+			return port_ != 0 || !child_.running() ||
+			       child_.exited();
 		},
 		timeout_ms);
 	if (!up || port_ == 0) {

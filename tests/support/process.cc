@@ -243,6 +243,13 @@ std::string Child::reap(ChildResult *res)
 	return "";
 }
 
+bool Child::exited() const
+{
+	struct pollfd gone = { pidfd_, POLLIN, 0 };
+
+	return pid_ > 0 && pidfd_ >= 0 && poll(&gone, 1, 0) == 1;
+}
+
 std::string Child::wait(int timeout_ms, ChildResult *res)
 {
 	Clock::time_point deadline = deadline_in(timeout_ms);

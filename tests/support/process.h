@@ -57,6 +57,9 @@ public:
 
 	pid_t pid() const { return pid_; }
 	bool running() const { return pid_ > 0; }
+	/* True once the child has exited (not reaped: wait() still reports
+	 * it). */
+	bool exited() const;
 	/* What the child wrote to stderr so far (for failure messages). */
 	const std::string &stderr_so_far() const { return err_buf_; }
 
