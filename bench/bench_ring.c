@@ -1,0 +1,802 @@
+/* bench-ring: kmirror's TCP endpoint against the kernel's TCP, with no
+ * wire and no kernel in the km_tcp path.
+ *
+ * Goal: what the user-space endpoint costs per byte streamed from a
+ * listening source to a fetching sink that verifies every Kafka batch,
+ * next to the same bytes through kernel TCP on loopback.
+ *
+ * Method: one process, one buffer of valid RecordBatch v2 batches (built by
+ * km_records_build, real CRC-32C; baseOffsets consecutive). Run a: two DPDK
+ * ethdev ports made by rte_eth_from_rings() over two rte_rings, crossed (A
+ * sends into what B receives and back), each driven by a km_tcp endpoint
+ * polled by its own thread: B listens and streams the buffer through its
+ * send ring, A connects, takes the payload zero-copy (mbuf data through
+ * the deliver callback), verifies each complete batch with km_batch_parse
+ * (the mirror's hot-path verification: magic, length, CRC-32C) across the
+ * mbufs it spans, checks the offsets follow, then releases the mbufs. The
+ * glue is this file's: rx burst -> km_tcp_input, ops->tx -> copy into an
+ * mbuf -> tx burst; buffer ids live in each mbuf's private area. Run b:
+ * the same buffer from a send() thread to a recv() thread over a TCP
+ * socket pair on 127.0.0.1, the receiver verifying batches the same way
+ * in its 1 MiB buffer. Both runs copy each byte twice (into the send ring
+ * or the socket, then into an mbuf or the receive buffer). CPU is each
+ * thread's CLOCK_THREAD_CPUTIME_ID: the DPDK threads busy-poll, so theirs
+ * is about their wall time; the kernel's includes its system time.
+ * Checksums: a NIC computes them, and loopback skips them, so run a lets
+ * the "port" do so by default (argv[2] = "sw": in software on both sides).
+ *
+ * Usage: bench-ring [MiB, default 512] [sw]. Exit 0 when both runs
+ * delivered and verified every batch, 77 when the EAL or hugepages are
+ * missing, 1 otherwise.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <rte_eal.h>
+#include <rte_errno.h>
+#include <rte_eth_ring.h>
+#include <rte_ethdev.h>
+#include <rte_ip.h>
+#include <rte_lcore.h>
+#include <rte_mbuf.h>
+#include <rte_mempool.h>
+#include <rte_ring.h>
+
+#include "common/chain.h"
+#include "common/endian.h"
+#include "common/km_limits.h"
+#include "dataplane/tcp/tcp.h"
+#include "kafka/batch.h"
+#include "kafka/records.h"
+
+#define EXIT_SKIP 77
+#define BURST 32u
+#define RING_SLOTS 8192u		/* per direction; > the window in frames */
+#define POOL_MBUFS 32767u		/* shared by both ports (2^n - 1) */
+#define POOL_CACHE 256u
+#define PRIV_BYTES RTE_ALIGN(sizeof(uint32_t), RTE_MBUF_PRIV_ALIGN)
+#define TX_PKTS_MAX 64u
+#define SRC_PORT 9000u
+#define SRC_RING_BYTES (16u << 20)	/* > the sink's 8 MiB window */
+#define BASE_BYTES (8u << 20)		/* distinct batches, then repeated */
+#define REC_PER_BATCH 100
+#define POOL_RAND_BYTES (1u << 20)
+#define RUN_SECONDS_MAX 300
+#define SOCK_RECV_BYTES (1u << 20)
+#define SEGS_MAX (2u * POOL_MBUFS)
+
+/* ---- the batches --------------------------------------------------------- */
+
+struct stream {
+	uint8_t *buf;
+	uint64_t bytes;
+	uint64_t batches;
+	int64_t next_offset;	/* after the last batch */
+};
+
+static uint64_t rng_next(uint64_t *s)
+{
+	*s ^= *s << 13;
+	*s ^= *s >> 7;
+	*s ^= *s << 17;
+	return *s;
+}
+
+/* One batch of REC_PER_BATCH records (keys 8-24 B, values 80-240 B). */
+static int build_batch(uint8_t *dst, size_t cap, int64_t base,
+		       const uint8_t *pool, uint64_t *rng)
+{
+	struct km_record_spec recs[REC_PER_BATCH];
+	struct km_batch_spec spec = { .base_offset = base, .producer_id = 5000 };
+
+	for (int i = 0; i < REC_PER_BATCH; i++) {
+		recs[i] = (struct km_record_spec){
+			.key = pool + rng_next(rng) % (POOL_RAND_BYTES - 256),
+			.key_len = (int32_t)(8 + rng_next(rng) % 17),
+			.value = pool + rng_next(rng) % (POOL_RAND_BYTES - 256),
+			.value_len = (int32_t)(80 + rng_next(rng) % 161),
+			.timestamp = 1700000000000 + i,
+		};
+	}
+	return km_records_build(dst, cap, &spec, recs, REC_PER_BATCH);
+}
+
+/* bytes_max of batches: BASE_BYTES built, the rest copies of them with
+ * their baseOffset moved on (the CRC does not cover it). */
+static int stream_make(struct stream *st, uint64_t bytes_max)
+{
+	uint8_t *pool = malloc(POOL_RAND_BYTES);
+	uint64_t rng = 0x9E3779B97F4A7C15ull, base_end = 0, at = 0;
+	int64_t off = 0;
+
+	st->buf = malloc(bytes_max);
+	if (pool == NULL || st->buf == NULL)
+		return -ENOMEM;
+	for (size_t i = 0; i < POOL_RAND_BYTES; i++)
+		pool[i] = (uint8_t)rng_next(&rng);
+	st->batches = 0;
+	for (;;) { /* bounded: each pass adds a batch or stops */
+		uint8_t *dst = st->buf + at;
+		int n;
+
+		if (at < BASE_BYTES) {
+			n = build_batch(dst, bytes_max - at, off, pool, &rng);
+			if (n < 0)
+				break;
+			base_end = at + (uint64_t)n;
+		} else {
+			const uint8_t *srcb = st->buf + (at - base_end) % base_end;
+			uint32_t len = km_load_be32(srcb + KM_BATCH_OFF_LENGTH);
+
+			n = (int)(len + KM_BATCH_LOG_OVERHEAD);
+			if ((at - base_end) % base_end + (uint64_t)n > base_end ||
+			    at + (uint64_t)n > bytes_max)
+				break;
+			memcpy(dst, srcb, (size_t)n);
+			km_store_be64(dst + KM_BATCH_OFF_BASE_OFFSET, (uint64_t)off);
+		}
+		off += REC_PER_BATCH;
+		at += (uint64_t)n;
+		st->batches++;
+	}
+	free(pool);
+	st->bytes = at;
+	st->next_offset = off;
+	return 0;
+}
+
+/* ---- the batch check, shared by both runs -------------------------------- */
+
+struct verify {
+	int64_t next_offset;
+	uint64_t batches;
+	uint64_t bytes;
+	int error;		/* first KM_E* code or -EPROTO (offset gap) */
+};
+
+/* Verify the batches that start at cur and are complete in ch, as the
+ * fetcher does (km_batch_parse: length, magic, CRC-32C, header); *cur
+ * moves past them. Returns batches verified, or -1 after an error. */
+static int verify_chain(struct verify *v, const struct km_chain *ch,
+			struct km_chain_cur *cur)
+{
+	int n = 0;
+
+	for (;;) { /* bounded by the bytes in ch: each pass consumes a batch */
+		struct km_batch b;
+		int rc = km_batch_parse(&b, ch, *cur, KM_BATCH_BYTES_MAX);
+
+		if (rc == 0)
+			return n;
+		if (rc < 0 || km_batch_base_offset(&b) != v->next_offset) {
+			v->error = rc < 0 ? rc : -EPROTO;
+			return -1;
+		}
+		v->next_offset = km_batch_last_offset(&b) + 1;
+		v->batches++;
+		v->bytes += (uint64_t)rc;
+		km_chain_advance(ch, cur, (size_t)rc);
+		n++;
+	}
+}
+
+/* ---- timing -------------------------------------------------------------- */
+
+static double now_s(clockid_t id)
+{
+	struct timespec ts;
+
+	clock_gettime(id, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+struct result {
+	const char *what;
+	uint64_t bytes, batches;
+	double seconds, cpu_src, cpu_sink;
+	int error;
+	uint64_t retransmits, tx_drops;
+};
+
+/* ---- run a: km_tcp over net_ring ------------------------------------------ */
+
+struct side {
+	const char *name;
+	uint16_t port;
+	struct rte_mempool *pool;
+	struct rte_mbuf **by_id;
+	struct km_tcp_ep *ep;
+	void *ep_mem;
+	struct km_tcp_ops ops;
+	struct km_tcp_conn *conn;
+	struct rte_mbuf *tx_pkts[TX_PKTS_MAX];
+	uint32_t tx_n;
+	uint64_t tx_drops;
+	bool csum_offload;
+	bool done;		/* CLOSED reported */
+	int end_res;
+	double cpu;
+	/* source */
+	const struct stream *st;
+	uint64_t queued;
+	/* sink: delivered segments not yet released, oldest first */
+	struct iovec *seg_iov;
+	uint32_t *seg_ids;
+	uint32_t seg_head, seg_n;
+	struct km_chain_cur cur;	/* relative to seg_head */
+	struct verify v;
+	uint64_t total;
+	double t_end;
+	_Atomic bool *stop;
+};
+
+static inline uint32_t mbuf_id(const struct rte_mbuf *m)
+{
+	return *(const uint32_t *)rte_mbuf_to_priv((struct rte_mbuf *)m);
+}
+
+static void set_id(struct rte_mempool *mp, void *arg, void *obj,
+		   unsigned int idx)
+{
+	struct rte_mbuf **by_id = arg;
+
+	(void)mp;
+	*(uint32_t *)rte_mbuf_to_priv((struct rte_mbuf *)obj) = idx;
+	by_id[idx] = obj;
+}
+
+static uint64_t ring_now_ms(void *ctx)
+{
+	(void)ctx;
+	return (uint64_t)(now_s(CLOCK_MONOTONIC) * 1000.0);
+}
+
+static void ring_buf_free(void *ctx, const uint32_t *ids, uint32_t n)
+{
+	struct side *s = ctx;
+
+	for (uint32_t i = 0; i < n; i++)
+		rte_pktmbuf_free_seg(s->by_id[ids[i]]);
+}
+
+static void tx_flush(struct side *s)
+{
+	uint16_t sent;
+
+	if (s->tx_n == 0)
+		return;
+	sent = rte_eth_tx_burst(s->port, 0, s->tx_pkts, (uint16_t)s->tx_n);
+	/* The unsent tail is ours (STYLE 4): lost like on a wire. */
+	for (uint32_t i = sent; i < s->tx_n; i++)
+		rte_pktmbuf_free(s->tx_pkts[i]);
+	s->tx_drops += s->tx_n - sent;
+	s->tx_n = 0;
+}
+
+static int ring_tx(void *ctx, const struct iovec *iov, uint32_t n_iov,
+		   uint32_t flags)
+{
+	struct side *s = ctx;
+	struct rte_mbuf *m = rte_pktmbuf_alloc(s->pool);
+	size_t total = 0;
+	char *p;
+
+	(void)flags;	/* the ring is the wire: offloaded sums stay partial */
+	if (m == NULL)
+		return -ENOBUFS;
+	for (uint32_t i = 0; i < n_iov; i++)
+		total += iov[i].iov_len;
+	p = rte_pktmbuf_append(m, (uint16_t)total);
+	if (p == NULL) {
+		rte_pktmbuf_free(m);
+		return -EMSGSIZE;
+	}
+	for (uint32_t i = 0; i < n_iov; i++) {
+		memcpy(p, iov[i].iov_base, iov[i].iov_len);
+		p += iov[i].iov_len;
+	}
+	s->tx_pkts[s->tx_n++] = m;
+	if (s->tx_n == TX_PKTS_MAX)
+		tx_flush(s);
+	return 0;
+}
+
+/* Source: keep the send ring full; FIN after the last byte. */
+static void src_feed(struct side *s)
+{
+	while (s->queued < s->st->bytes) {
+		struct iovec v = { s->st->buf + s->queued,
+				   s->st->bytes - s->queued };
+		ssize_t n = km_tcp_send(s->conn, &v, 1);
+
+		if (n <= 0)
+			return;
+		s->queued += (uint64_t)n;
+	}
+	km_tcp_close(s->conn);
+}
+
+static void src_accept(void *ctx, struct km_tcp_conn *c)
+{
+	struct side *s = ctx;
+
+	if (s->conn != NULL) {
+		km_tcp_abort(c);
+		return;
+	}
+	s->conn = c;
+	src_feed(s);
+}
+
+static void ring_event(void *ctx, struct km_tcp_conn *c, enum km_tcp_event ev,
+		       int res)
+{
+	struct side *s = ctx;
+
+	switch (ev) {
+	case KM_TCP_EV_CONNECTED:
+		if (res < 0) {
+			s->done = true;
+			s->end_res = res;
+		}
+		break;
+	case KM_TCP_EV_SENT:
+		if (s->st != NULL)
+			src_feed(s);
+		break;
+	case KM_TCP_EV_PEER_FIN:
+		km_tcp_close(c);
+		break;
+	case KM_TCP_EV_CLOSED:
+		s->done = true;
+		s->end_res = res;
+		break;
+	}
+}
+
+/* Sink: release the segments the cursor has passed. */
+static void sink_release(struct side *s)
+{
+	uint32_t k = s->cur.seg;
+
+	if (k == 0)
+		return;
+	km_tcp_release(s->ep, s->seg_ids + s->seg_head, k);
+	s->seg_head += k;
+	s->seg_n -= k;
+	s->cur.seg = 0;
+	/* Keep the live tail at the front once it has drifted far. */
+	if (s->seg_head > SEGS_MAX / 2) {
+		memmove(s->seg_iov, s->seg_iov + s->seg_head,
+			s->seg_n * sizeof(s->seg_iov[0]));
+		memmove(s->seg_ids, s->seg_ids + s->seg_head,
+			s->seg_n * sizeof(s->seg_ids[0]));
+		s->seg_head = 0;
+	}
+}
+
+static void sink_deliver(void *ctx, struct km_tcp_conn *c,
+			 const struct km_chain *data, const uint32_t *ids)
+{
+	struct side *s = ctx;
+	struct km_chain ch;
+
+	(void)c;
+	if (s->seg_head + s->seg_n + data->n_iov > SEGS_MAX) {
+		s->v.error = -ENOSPC;
+		km_tcp_release(s->ep, ids, data->n_iov);
+		return;
+	}
+	memcpy(s->seg_iov + s->seg_head + s->seg_n, data->iov,
+	       data->n_iov * sizeof(data->iov[0]));
+	memcpy(s->seg_ids + s->seg_head + s->seg_n, ids,
+	       data->n_iov * sizeof(ids[0]));
+	s->seg_n += data->n_iov;
+	ch.iov = s->seg_iov + s->seg_head;
+	ch.n_iov = s->seg_n;
+	if (s->v.error == 0 && verify_chain(&s->v, &ch, &s->cur) < 0)
+		km_tcp_abort(s->conn);
+	sink_release(s);
+	if (s->v.bytes == s->total && s->t_end == 0)
+		s->t_end = now_s(CLOCK_MONOTONIC);
+}
+
+static void rx_burst(struct side *s, struct rte_mbuf **pkts, uint16_t n)
+{
+	uint32_t flags = s->csum_offload ?
+			 KM_TCP_RX_IP_CSUM_GOOD | KM_TCP_RX_L4_CSUM_GOOD : 0;
+
+	for (uint16_t i = 0; i < n; i++) {
+		struct iovec iov = { rte_pktmbuf_mtod(pkts[i], void *),
+				     pkts[i]->data_len };
+		struct km_chain ch = { &iov, 1 };
+		uint32_t id = mbuf_id(pkts[i]);
+
+		km_tcp_input(s->ep, &ch, &id, flags);
+	}
+	km_tcp_input_burst_end(s->ep);
+}
+
+/* One side's thread: the bench's only loop without a count, ended by the
+ * connection's end or the run's time limit. */
+static void *side_main(void *arg)
+{
+	struct side *s = arg;
+	struct rte_mbuf *pkts[BURST];
+	double t0 = now_s(CLOCK_THREAD_CPUTIME_ID);
+	uint32_t idle = 0;
+
+	rte_thread_register();
+	if (s->st == NULL &&
+	    km_tcp_connect(s->ep, RTE_IPV4(10, 0, 0, 2), SRC_PORT, s,
+			   &s->conn) < 0)
+		s->done = true;
+	tx_flush(s);
+	while (!s->done && !atomic_load(s->stop)) {
+		uint16_t n = rte_eth_rx_burst(s->port, 0, pkts, BURST);
+
+		if (n > 0)
+			rx_burst(s, pkts, n);
+		if (n == 0 || ++idle % 64 == 0)
+			km_tcp_poll(s->ep);
+		tx_flush(s);
+	}
+	s->cpu = now_s(CLOCK_THREAD_CPUTIME_ID) - t0;
+	rte_thread_unregister();
+	return NULL;
+}
+
+static int port_make(const char *name, struct rte_ring *rx,
+		     struct rte_ring *tx, struct rte_mempool *mp,
+		     uint16_t *port)
+{
+	struct rte_eth_conf conf;
+	int rc = rte_eth_from_rings(name, &rx, 1, &tx, 1, (unsigned)rte_socket_id());
+
+	if (rc < 0)
+		return -rte_errno;
+	*port = (uint16_t)rc;
+	memset(&conf, 0, sizeof(conf));
+	if ((rc = rte_eth_dev_configure(*port, 1, 1, &conf)) < 0 ||
+	    (rc = rte_eth_rx_queue_setup(*port, 0, RING_SLOTS, rte_socket_id(),
+					 NULL, mp)) < 0 ||
+	    (rc = rte_eth_tx_queue_setup(*port, 0, RING_SLOTS, rte_socket_id(),
+					 NULL)) < 0 ||
+	    (rc = rte_eth_dev_start(*port)) < 0)
+		return rc;
+	return 0;
+}
+
+static int side_init(struct side *s, uint8_t last, bool offload)
+{
+	struct km_tcp_config cfg;
+	ssize_t need;
+
+	km_tcp_config_default(&cfg);
+	memcpy(cfg.mac, (uint8_t[6]){ 0x02, 0, 0, 0, 0, last }, 6);
+	cfg.ip = RTE_IPV4(10, 0, 0, last);
+	cfg.conns_max = 1;
+	cfg.bufs_max = POOL_MBUFS;
+	cfg.ooo_max = 1024;
+	cfg.snd_buf_bytes = s->st ? SRC_RING_BYTES : 64u << 10;
+	cfg.tx_csum_offload = offload ? KM_TCP_TX_CSUM_IP | KM_TCP_TX_CSUM_TCP : 0;
+	cfg.isn_secret = 0x5eed0000u + last;
+	s->csum_offload = offload;
+	s->ops = (struct km_tcp_ops){ .tx = ring_tx, .now_ms = ring_now_ms,
+		.buf_free = ring_buf_free, .event = ring_event,
+		.deliver = s->st ? NULL : sink_deliver,
+		.accept = s->st ? src_accept : NULL };
+	need = km_tcp_memsize(&cfg);
+	if (need < 0)
+		return (int)need;
+	s->ep_mem = aligned_alloc(64, ((size_t)need + 63) & ~(size_t)63);
+	if (s->ep_mem == NULL)
+		return -ENOMEM;
+	return km_tcp_init(s->ep_mem, (size_t)need, &cfg, &s->ops, s, &s->ep);
+}
+
+/* The sink's segment queue: one iovec and id per delivered mbuf. */
+static int sink_alloc(struct side *s, uint64_t total)
+{
+	s->seg_iov = calloc(SEGS_MAX, sizeof(*s->seg_iov));
+	s->seg_ids = calloc(SEGS_MAX, sizeof(*s->seg_ids));
+	s->total = total;
+	return s->seg_iov && s->seg_ids ? 0 : -ENOMEM;
+}
+
+static int ring_setup(struct side *a, struct side *b, bool offload)
+{
+	struct rte_ring *ab, *ba;
+	struct rte_mempool *mp;
+	struct rte_mbuf **by_id = calloc(POOL_MBUFS, sizeof(*by_id));
+	int rc;
+
+	mp = rte_pktmbuf_pool_create("bench_pool", POOL_MBUFS, POOL_CACHE,
+				     PRIV_BYTES, RTE_MBUF_DEFAULT_BUF_SIZE,
+				     (int)rte_socket_id());
+	if (mp == NULL || by_id == NULL)
+		return mp == NULL ? -rte_errno : -ENOMEM;
+	rte_mempool_obj_iter(mp, set_id, by_id);
+	ab = rte_ring_create("bench_ab", RING_SLOTS, rte_socket_id(),
+			     RING_F_SP_ENQ | RING_F_SC_DEQ);
+	ba = rte_ring_create("bench_ba", RING_SLOTS, rte_socket_id(),
+			     RING_F_SP_ENQ | RING_F_SC_DEQ);
+	if (ab == NULL || ba == NULL)
+		return -rte_errno;
+	if ((rc = port_make("net_ring_a", ba, ab, mp, &a->port)) < 0 ||
+	    (rc = port_make("net_ring_b", ab, ba, mp, &b->port)) < 0)
+		return rc;
+	a->pool = b->pool = mp;
+	a->by_id = b->by_id = by_id;
+	if ((rc = side_init(a, 1, offload)) < 0 || (rc = side_init(b, 2, offload)) < 0)
+		return rc;
+	return km_tcp_listen(b->ep, SRC_PORT);
+}
+
+static void ring_result(struct result *r, const struct side *a,
+			const struct side *b, double t0)
+{
+	struct km_tcp_stats st;
+
+	km_tcp_get_stats(b->ep, &st);
+	r->what = "km_tcp/net_ring";
+	r->bytes = a->v.bytes;
+	r->batches = a->v.batches;
+	r->seconds = (a->t_end ? a->t_end : now_s(CLOCK_MONOTONIC)) - t0;
+	r->cpu_src = b->cpu;
+	r->cpu_sink = a->cpu;
+	r->error = a->v.error ? a->v.error : a->end_res ? a->end_res : b->end_res;
+	r->retransmits = st.tcp.retransmits;
+	r->tx_drops = a->tx_drops + b->tx_drops;
+}
+
+static int run_ring(const struct stream *st, bool offload, struct result *r)
+{
+	static struct side a, b;
+	static _Atomic bool stop;
+	pthread_t ta, tb;
+	double t0;
+	int rc;
+
+	a.name = "sink";
+	b.name = "source";
+	b.st = st;
+	a.stop = b.stop = &stop;
+	if ((rc = sink_alloc(&a, st->bytes)) < 0 ||
+	    (rc = ring_setup(&a, &b, offload)) < 0)
+		return rc;
+	t0 = now_s(CLOCK_MONOTONIC);
+	pthread_create(&tb, NULL, side_main, &b);
+	pthread_create(&ta, NULL, side_main, &a);
+	while (!(a.done && b.done) && now_s(CLOCK_MONOTONIC) - t0 < RUN_SECONDS_MAX)
+		usleep(1000);
+	atomic_store(&stop, true);
+	pthread_join(ta, NULL);
+	pthread_join(tb, NULL);
+	ring_result(r, &a, &b, t0);
+	return 0;
+}
+
+/* ---- run b: kernel TCP over loopback -------------------------------------- */
+
+struct ksock {
+	int fd;
+	const struct stream *st;
+	struct verify v;
+	double cpu, t_end;
+	int error;
+};
+
+static void *ksend_main(void *arg)
+{
+	struct ksock *k = arg;
+	double t0 = now_s(CLOCK_THREAD_CPUTIME_ID);
+	uint64_t at = 0;
+
+	while (at < k->st->bytes) { /* bounded: each pass sends or fails */
+		ssize_t n = send(k->fd, k->st->buf + at, k->st->bytes - at, 0);
+
+		if (n <= 0) {
+			k->error = n < 0 ? -errno : -EPIPE;
+			break;
+		}
+		at += (uint64_t)n;
+	}
+	shutdown(k->fd, SHUT_WR);
+	k->cpu = now_s(CLOCK_THREAD_CPUTIME_ID) - t0;
+	return NULL;
+}
+
+static void *krecv_main(void *arg)
+{
+	struct ksock *k = arg;
+	double t0 = now_s(CLOCK_THREAD_CPUTIME_ID);
+	uint8_t *buf = malloc(SOCK_RECV_BYTES);
+	size_t have = 0;
+
+	for (;;) { /* bounded by the stream: ends at EOF or an error */
+		struct iovec iov;
+		struct km_chain ch = { &iov, 1 };
+		struct km_chain_cur cur = { 0, 0 };
+		ssize_t n = recv(k->fd, buf + have, SOCK_RECV_BYTES - have, 0);
+
+		if (n <= 0) {
+			k->error = n < 0 ? -errno : 0;
+			break;
+		}
+		have += (size_t)n;
+		iov = (struct iovec){ buf, have };
+		if (verify_chain(&k->v, &ch, &cur) < 0)
+			break;
+		/* Move the partial batch left over to the front. */
+		size_t used = cur.seg == 1 ? have : cur.off;
+		memmove(buf, buf + used, have - used);
+		have -= used;
+	}
+	/* After an error the sender must not wait for us. */
+	shutdown(k->fd, SHUT_RDWR);
+	k->t_end = now_s(CLOCK_MONOTONIC);
+	k->cpu = now_s(CLOCK_THREAD_CPUTIME_ID) - t0;
+	free(buf);
+	return NULL;
+}
+
+static int tcp_pair(int fds[2])
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET,
+				  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t len = sizeof(sa);
+	int l = socket(AF_INET, SOCK_STREAM, 0), one = 1;
+
+	if (l < 0 || bind(l, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
+	    listen(l, 1) < 0 || getsockname(l, (struct sockaddr *)&sa, &len) < 0)
+		return -errno;
+	fds[0] = socket(AF_INET, SOCK_STREAM, 0);
+	if (fds[0] < 0 || connect(fds[0], (struct sockaddr *)&sa, sizeof(sa)) < 0)
+		return -errno;
+	fds[1] = accept(l, NULL, NULL);
+	close(l);
+	if (fds[1] < 0)
+		return -errno;
+	setsockopt(fds[0], IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	return 0;
+}
+
+static int run_kernel(const struct stream *st, struct result *r)
+{
+	struct ksock tx = { .st = st }, rx = { .st = st };
+	int fds[2] = { -1, -1 }, rc = tcp_pair(fds);
+	pthread_t tt, tr;
+	double t0;
+
+	if (rc < 0)
+		return rc;
+	tx.fd = fds[0];
+	rx.fd = fds[1];
+	t0 = now_s(CLOCK_MONOTONIC);
+	pthread_create(&tr, NULL, krecv_main, &rx);
+	pthread_create(&tt, NULL, ksend_main, &tx);
+	pthread_join(tt, NULL);
+	pthread_join(tr, NULL);
+	close(fds[0]);
+	close(fds[1]);
+	*r = (struct result){ .what = "kernel/loopback", .bytes = rx.v.bytes,
+		.batches = rx.v.batches, .seconds = rx.t_end - t0,
+		.cpu_src = tx.cpu, .cpu_sink = rx.cpu,
+		.error = rx.v.error ? rx.v.error : rx.error ? rx.error : tx.error };
+	return 0;
+}
+
+/* ---- main ---------------------------------------------------------------- */
+
+/* The EAL pins the main thread to lcore 0, and threads inherit that:
+ * put its mask back so that nothing is pinned. */
+static int eal_start(void)
+{
+	char *args[] = { "bench-ring", "-l", "0", "--in-memory", "--no-pci",
+			 "--no-telemetry", "--log-level=lib.eal:error", NULL };
+	cpu_set_t all;
+	int rc;
+
+	if (sched_getaffinity(0, sizeof(all), &all) < 0)
+		return -errno;
+	rc = rte_eal_init(7, args);
+	if (rc < 0)
+		return -rte_errno;
+	if (sched_setaffinity(0, sizeof(all), &all) < 0)
+		return -errno;
+	return 0;
+}
+
+static void print_row(const struct result *r)
+{
+	double gb = (double)r->bytes / 1e9, cpu = r->cpu_src + r->cpu_sink;
+
+	printf("%-16s %12" PRIu64 " %9" PRIu64 " %8.3f %7.3f %8.3f %8.3f %8.3f  %s\n",
+	       r->what, r->bytes, r->batches, r->seconds, gb / r->seconds,
+	       r->cpu_src, r->cpu_sink, gb > 0 ? cpu / gb : 0.0,
+	       r->error ? "FAILED" : "ok");
+}
+
+static bool result_ok(const struct result *r, const struct stream *st)
+{
+	return r->error == 0 && r->bytes == st->bytes &&
+	       r->batches == st->batches;
+}
+
+static void report(const struct stream *st, const struct result *a,
+		   const struct result *b, bool offload)
+{
+	double cpu_a = (a->cpu_src + a->cpu_sink) / ((double)a->bytes / 1e9);
+	double cpu_b = (b->cpu_src + b->cpu_sink) / ((double)b->bytes / 1e9);
+
+	printf("bench-ring: %" PRIu64 " bytes in %" PRIu64 " Kafka v2 batches "
+	       "(avg %" PRIu64 " B), source -> sink, every batch verified at "
+	       "the sink (km_batch_parse: CRC-32C, offsets in order)\n",
+	       st->bytes, st->batches, st->bytes / st->batches);
+	printf("  km_tcp/net_ring: 2 km_tcp endpoints on 2 ethdev ports over "
+	       "crossed rte_rings, a poll thread each, MTU 1500, zero-copy "
+	       "receive, checksums %s\n",
+	       offload ? "left to the port (as a NIC's offload)" : "in software");
+	printf("  kernel/loopback: send() thread -> recv() thread, TCP over "
+	       "127.0.0.1, 1 MiB receive buffer\n");
+	printf("%-16s %12s %9s %8s %7s %8s %8s %8s\n", "what", "bytes",
+	       "batches", "seconds", "GB/s", "cpu_src", "cpu_sink", "cpu_s/GB");
+	print_row(a);
+	print_row(b);
+	printf("km_tcp/net_ring: %" PRIu64 " retransmits, %" PRIu64
+	       " frames dropped at tx\n", a->retransmits, a->tx_drops);
+	printf("ratio km_tcp/net_ring vs kernel/loopback: throughput %.2fx, "
+	       "CPU per GB %.2fx (busy-polling threads count their whole "
+	       "wall time)\n",
+	       (a->bytes / a->seconds) / (b->bytes / b->seconds), cpu_a / cpu_b);
+}
+
+int main(int argc, char **argv)
+{
+	uint64_t mib = argc > 1 ? strtoull(argv[1], NULL, 10) : 512;
+	bool offload = !(argc > 2 && strcmp(argv[2], "sw") == 0);
+	struct result ra, rb;
+	struct stream st;
+	int rc;
+
+	if (mib == 0 || mib > 4096) {
+		fprintf(stderr, "usage: bench-ring [MiB 1..4096] [sw]\n");
+		return 1;
+	}
+	if ((rc = eal_start()) < 0) {
+		printf("bench-ring: SKIP: the DPDK EAL did not start (%s): "
+		       "hugepages or permissions missing?\n", rte_strerror(-rc));
+		return EXIT_SKIP;
+	}
+	if ((rc = stream_make(&st, mib << 20)) < 0) {
+		printf("bench-ring: cannot build the batches: %s\n", strerror(-rc));
+		return 1;
+	}
+	if ((rc = run_ring(&st, offload, &ra)) < 0) {
+		printf("bench-ring: SKIP: net_ring set-up failed (%s): "
+		       "hugepages short?\n", rte_strerror(-rc));
+		return rc == -ENOMEM ? EXIT_SKIP : 1;
+	}
+	if ((rc = run_kernel(&st, &rb)) < 0) {
+		printf("bench-ring: kernel socket pair: %s\n", strerror(-rc));
+		return 1;
+	}
+	report(&st, &ra, &rb, offload);
+	rte_eal_cleanup();
+	return result_ok(&ra, &st) && result_ok(&rb, &st) ? 0 : 1;
+}
