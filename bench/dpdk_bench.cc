@@ -94,7 +94,17 @@ struct Run {
 	std::string name;
 	double wall_s = 0, proc_s = 0, busy_s = 0;
 	bool ok = false;
+	std::string port; /* the mirror's "dpdk: port ... up" line */
 };
+
+std::string port_line(const std::string &log)
+{
+	size_t at = log.find("dpdk: port ");
+
+	if (at == std::string::npos)
+		return "";
+	return log.substr(at, log.find('\n', at) - at);
+}
 
 /* Start the mirror, wait for its first record, sample, wait for all. */
 Run mirror(Bed &bed, const std::string &name, std::vector<std::string> sets,
@@ -124,6 +134,7 @@ Run mirror(Bed &bed, const std::string &name, std::vector<std::string> sets,
 	r.ok = true;
 	ChildResult res;
 	d.stop(60000, &res);
+	r.port = port_line(d.child().stderr_so_far() + res.err);
 	return r;
 }
 
@@ -191,7 +202,7 @@ int main(int argc, char **argv)
 		      bed.mirror_ip() + "/24", "dev", bed.data_b() }, 10000);
 	run_command({ "ip", "netns", "exec", bed.ns_b(), "ip", "route", "add",
 		      bed.source_ip() + "/32", "via", "10.77.8.1" }, 10000);
-	Run d = mirror(bed, "dpdk", bed.dpdk_sets(), records);
+	Run d = mirror(bed, "dpdk", bed.dpdk_sets(1, getenv("KM_BENCH_XDP") != nullptr), records);
 	if (!k.ok || !d.ok) {
 		fprintf(stderr, "bench dpdk: a run did not finish (kernel %d, dpdk %d)\n",
 			k.ok, d.ok);
@@ -199,6 +210,7 @@ int main(int argc, char **argv)
 	}
 	report(k, bytes, ghz);
 	report(d, bytes, ghz);
+	printf("dpdk run: %s\n", d.port.c_str());
 	printf("ratio dpdk/kernel: mirror CPU per byte %.2f, machine CPU per byte %.2f, throughput %.2f\n",
 	       d.proc_s / k.proc_s, d.busy_s / k.busy_s, k.wall_s / d.wall_s);
 	ChildResult res;

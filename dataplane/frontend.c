@@ -727,13 +727,21 @@ static void process_frames(struct fe_conn *fc)
 
 /* ---- the loop ---- */
 
+/* Both scans stop at the last slot in use (conn_alloc fills from the
+ * bottom): the worker ticks the front-end every turn, and a polled fetch
+ * network turns it often. */
 void km_frontend_tick(struct km_frontend *fe, uint64_t now_ms)
 {
+	uint32_t left = fe->conns_used;
+
 	fe_groups_tick(fe, now_ms);
-	for (uint32_t i = 0; i < fe->conns_max; i++) {
+	for (uint32_t i = 0; i < fe->conns_max && left > 0; i++) {
 		struct fe_conn *fc = &fe->conns[i];
 
-		if (!fc->used || fc->c == NULL || fc->closing)
+		if (!fc->used)
+			continue;
+		left--;
+		if (fc->c == NULL || fc->closing)
 			continue;
 		fe_fetch_tick(fc, now_ms);
 		if (fc->send_blocked)
@@ -745,12 +753,16 @@ void km_frontend_tick(struct km_frontend *fe, uint64_t now_ms)
 uint64_t km_frontend_next_deadline_ms(const struct km_frontend *fe)
 {
 	uint64_t next = fe_groups_deadline(fe);
+	uint32_t left = fe->conns_used;
 
-	for (uint32_t i = 0; i < fe->conns_max; i++) {
+	for (uint32_t i = 0; i < fe->conns_max && left > 0; i++) {
 		const struct fe_conn *fc = &fe->conns[i];
 		uint64_t d;
 
-		if (!fc->used || fc->c == NULL || fc->closing)
+		if (!fc->used)
+			continue;
+		left--;
+		if (fc->c == NULL || fc->closing)
 			continue;
 		d = fe_fetch_deadline(fc);
 		if (d < next)

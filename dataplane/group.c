@@ -350,13 +350,20 @@ static void grp_expire(struct km_group *g, struct grp *gr, uint64_t now_ms)
 		grp_after_removal(g, gr, now_ms);
 }
 
+/* The scans below stop at the last group in use: the worker runs them every
+ * turn, and a mirroring host usually has none. */
 void km_group_tick(struct km_group *g, uint64_t now_ms)
 {
+	uint32_t left = g->n_used;
+
 	KM_ASSERT(!g->in_cb);
-	for (uint32_t i = 0; i < g->cfg.groups_max; i++) {
+	for (uint32_t i = 0; i < g->cfg.groups_max && left > 0; i++) {
 		struct grp *gr = &g->groups[i];
 
-		if (!gr->used || gr->deadline_ms > now_ms)
+		if (!gr->used)
+			continue;
+		left--;
+		if (gr->deadline_ms > now_ms)
 			continue;
 		grp_expire(g, gr, now_ms);
 		grp_settle(g, gr, now_ms);
@@ -366,10 +373,13 @@ void km_group_tick(struct km_group *g, uint64_t now_ms)
 uint64_t km_group_next_deadline_ms(const struct km_group *g)
 {
 	uint64_t d = UINT64_MAX;
+	uint32_t left = g->n_used;
 
-	for (uint32_t i = 0; i < g->cfg.groups_max; i++)
-		if (g->groups[i].used)
+	for (uint32_t i = 0; i < g->cfg.groups_max && left > 0; i++)
+		if (g->groups[i].used) {
 			d = min_u64(d, g->groups[i].deadline_ms);
+			left--;
+		}
 	return d;
 }
 

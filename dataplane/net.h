@@ -231,6 +231,7 @@ struct km_net_ops {
 	void (*destroy)(struct km_net *net);
 	int (*poll)(struct km_net *net);
 	bool (*wants_poll)(const struct km_net *net);
+	uint32_t (*nap_us)(const struct km_net *net); /* NULL: never naps */
 	int (*connect)(struct km_net *net, const char *ipv4, uint16_t port,
 		       const struct km_net_handler *h, void *ctx,
 		       struct km_net_conn **out);
@@ -333,6 +334,18 @@ static inline int km_net_poll(struct km_net *net)
 static inline bool km_net_wants_poll(const struct km_net *net)
 {
 	return net->ops->wants_poll(net);
+}
+
+/**
+ * While km_net_wants_poll() is true: how long the caller may block (in
+ * microseconds, on its io_uring) before the next km_net_poll(). 0: poll
+ * again at once. A polled backend (DPDK) that found nothing for a while
+ * says how long its queue can hold what arrives meanwhile, so that a
+ * waiting worker naps instead of spinning.
+ */
+static inline uint32_t km_net_nap_us(const struct km_net *net)
+{
+	return net->ops->nap_us != NULL ? net->ops->nap_us(net) : 0;
 }
 
 /**

@@ -666,24 +666,46 @@ static void quiesce(struct km_worker *w)
 	km_uring_drain(&w->ring);
 }
 
+enum { WAIT_NONE = 0, WAIT_TICK = UINT32_MAX };
+
+/* How long the next io_uring wait may block, in microseconds: not at all
+ * while there is work, until a completion (at the latest the tick) when
+ * both networks are idle, and a nap when only the polled fetch network
+ * waits for frames. */
+static uint32_t next_wait_us(struct km_worker *w, bool worked)
+{
+	if (worked || w->outbox != NULL || km_net_wants_poll(w->net))
+		return WAIT_NONE;
+	if (w->fnet != w->net && km_net_wants_poll(w->fnet))
+		return km_net_nap_us(w->fnet);
+	return WAIT_TICK;
+}
+
+static int wait_io(struct km_worker *w, uint32_t wait_us)
+{
+	if (wait_us == WAIT_NONE || wait_us == WAIT_TICK)
+		return km_uring_poll(&w->ring, wait_us == WAIT_TICK);
+	return km_uring_poll_for(&w->ring, wait_us);
+}
+
 static void *worker_main(void *arg)
 {
 	struct km_worker *w = arg;
-	bool busy = true, tick;
+	uint32_t wait_us = WAIT_NONE;
+	bool tick;
 
 	while (!w->done) {
 		int rc;
 
 		arm_efd(w);
 		arm_tick(w);
-		rc = km_uring_poll(&w->ring, !busy);
+		rc = wait_io(w, wait_us);
 		if (rc < 0 && rc != -EINTR && rc != -ETIME) {
 			KM_ERROR("worker", "worker %u: io_uring: %s", w->cfg.id,
 				 km_strerror(rc));
 			break;
 		}
-		busy = turn(w, &tick) > 0 || km_net_wants_poll(w->net) ||
-		       km_net_wants_poll(w->fnet) || w->outbox != NULL;
+		wait_us = next_wait_us(w, turn(w, &tick) > 0);
 		if (w->stopping && finish_shutdown(w))
 			break;
 	}

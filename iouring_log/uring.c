@@ -122,6 +122,25 @@ int km_uring_poll(struct km_uring *u, bool wait)
 	return n;
 }
 
+int km_uring_poll_for(struct km_uring *u, uint32_t timeout_us)
+{
+	struct __kernel_timespec ts = {
+		.tv_sec = timeout_us / 1000000u,
+		.tv_nsec = (long long)(timeout_us % 1000000u) * 1000,
+	};
+	struct io_uring_cqe *cqe;
+	int rc;
+
+	if ((rc = km_uring_submit(u)) < 0)
+		return rc;
+	if (timeout_us > 0 && u->in_flight > 0) {
+		rc = io_uring_wait_cqe_timeout(&u->ring, &cqe, &ts);
+		if (rc < 0 && rc != -ETIME && rc != -EINTR)
+			return rc;
+	}
+	return km_uring_poll(u, false);
+}
+
 int km_uring_drain(struct km_uring *u)
 {
 	/* Bounded by the requests in flight: each pass completes at least one,

@@ -81,6 +81,14 @@ int km_uring_submit(struct km_uring *u);
  */
 int km_uring_poll(struct km_uring *u, bool wait);
 
+/**
+ * km_uring_poll() that blocks at most timeout_us for a completion: for a
+ * caller that also polls something io_uring does not see (a DPDK queue)
+ * and naps between polls rather than spinning.
+ * @return the number of callbacks run (0 if the time passed), or -errno.
+ */
+int km_uring_poll_for(struct km_uring *u, uint32_t timeout_us);
+
 /** Submit and poll until nothing is in flight. @return 0 or -errno. */
 int km_uring_drain(struct km_uring *u);
 

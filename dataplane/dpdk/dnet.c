@@ -462,7 +462,22 @@ static int dnet_poll(struct km_net *net)
 	n += km_tcp_poll(dn->ep);
 	n += service(dn);
 	dnet_tx_flush(dn);
+	dn->empty_polls = n > 0 ? 0 : dn->empty_polls + 1;
 	return n;
+}
+
+static uint32_t dnet_nap_us(const struct km_net *net)
+{
+	const struct dnet *dn = container_of(net, const struct dnet, pub);
+	uint32_t k;
+
+	if (dn->tx_n > 0 || dn->want_count > 0 ||
+	    dn->empty_polls < DNET_SPIN_POLLS)
+		return 0;
+	k = dn->empty_polls - DNET_SPIN_POLLS;
+	if (k >= 4 || (DNET_NAP_MIN_US << k) > DNET_NAP_MAX_US)
+		return DNET_NAP_MAX_US;
+	return DNET_NAP_MIN_US << k;
 }
 
 /* Busy-poll while frames keep coming or work is queued; an idle worker may
@@ -549,6 +564,7 @@ static const struct km_net_ops dnet_ops = {
 	.destroy = dnet_destroy,
 	.poll = dnet_poll,
 	.wants_poll = dnet_wants_poll,
+	.nap_us = dnet_nap_us,
 	.connect = dnet_connect,
 	.listen = dnet_listen,
 	.unlisten = dnet_unlisten,

@@ -34,9 +34,17 @@
 #define DNET_POOL_CACHE 256u
 /* iovecs gathered per km_tcp_send() when feeding the endpoint. */
 #define DNET_SEND_GATHER 64u
-/* After the last received frame, keep the worker busy-polling this long;
- * then it may sleep until its tick (KM_WORKER_TICK_MS). */
+/* After the last received frame, keep the worker polling this long; then
+ * it may sleep until its tick (KM_WORKER_TICK_MS). */
 #define DNET_IDLE_MS 2u
+/* Within that time: after this many polls in a row found nothing, nap
+ * between polls, from DNET_NAP_MIN_US doubling up to DNET_NAP_MAX_US. The
+ * most a nap leaves in the queue is what arrives in DNET_NAP_MAX_US: 100 us
+ * at 10 Gb/s is about 80 full frames of DNET_RXD, and the spinning it saves
+ * is a whole core per worker (what bench-dpdk measures). */
+#define DNET_SPIN_POLLS 32u
+#define DNET_NAP_MIN_US 10u
+#define DNET_NAP_MAX_US 100u
 /* Each backend connection may leave one endpoint slot in TIME-WAIT or
  * LAST-ACK behind it for a while: the endpoint has this many per slot. */
 #define DNET_TCP_SLOTS_PER_CONN 4u
@@ -162,6 +170,7 @@ struct dnet {
 	struct rte_mbuf *tx_pkts[DNET_TX_PKTS_MAX];
 	uint32_t tx_n;
 	uint64_t last_rx_ms;
+	uint32_t empty_polls;	/* polls in a row that found no work */
 	bool registered;	/* this worker thread got an lcore id */
 	struct dnet_impair imp;
 	struct dsteer_stats steer;

@@ -194,12 +194,12 @@ std::string Bed::reset_source_conns(int *killed)
 	return "";
 }
 
-std::vector<std::string> Bed::dpdk_sets(int qpairs) const
+std::vector<std::string> Bed::dpdk_sets(int qpairs, bool xdp) const
 {
-	std::string vdev = "net_af_packet0,iface=" + data_b_;
+	std::string vdev = (xdp ? "net_af_xdp0,iface=" : "net_af_packet0,iface=") + data_b_;
 
 	if (qpairs > 1)
-		vdev += ",qpairs=" + std::to_string(qpairs);
+		vdev += (xdp ? ",queue_count=" : ",qpairs=") + std::to_string(qpairs);
 	return { "net.mode=dpdk",
 		 "dpdk.eal.args=-l 0 --in-memory --no-pci --no-telemetry --vdev=" + vdev,
 		 "dpdk.port=" + vdev, "dpdk.ip=" + mirror_ip(),

@@ -58,9 +58,10 @@ public:
 	 * address (ss -K in namespace A). *killed: how many ss reported. */
 	std::string reset_source_conns(int *killed);
 
-	/* dpdk.* and net.mode keys for a kmirrord on dB, its af_packet port
-	 * with `qpairs` queue pairs (one per worker). */
-	std::vector<std::string> dpdk_sets(int qpairs = 1) const;
+	/* dpdk.* and net.mode keys for a kmirrord on dB: its port on
+	 * net_af_packet (or net_af_xdp with xdp) with `qpairs` queue pairs
+	 * (one per worker). */
+	std::vector<std::string> dpdk_sets(int qpairs = 1, bool xdp = false) const;
 
 private:
 	std::string ns_a_, ns_b_, data_a_, data_b_, mgmt_a_, mgmt_b_;
