@@ -473,6 +473,85 @@ TEST(TcpListen, AbortInsideAcceptIsReportedAsClosed)
 	EXPECT_EQ(0u, r.Stats().conns_used);
 }
 
+// ---- the bulk send path -----------------------------------------------------
+
+// RFC 6582: two holes in one window are both repaired without a timeout:
+// the third duplicate retransmits the first, the partial ACK that follows
+// retransmits the second at once, the full ACK ends recovery.
+TEST(TcpBulkSend, NewRenoRepairsTwoHolesWithoutATimeout)
+{
+	Rig r;
+	uint32_t pn;
+	km_tcp_conn *c = r.Establish(100, &pn, 65535, 7, 1000);
+	km_tcp_conn_info i = r.Info(c);
+	Bytes out = Pattern(10000, 8);
+	iovec v = { out.data(), out.size() };
+	ASSERT_EQ(10000, km_tcp_send(c, &v, 1));
+	ASSERT_EQ(10u, r.TcpOut().size());
+	uint32_t s0 = i.snd_nxt;
+	// Segments 2 and 5 lost: ACK 1000, then a duplicate per later one.
+	ASSERT_EQ(0, r.InputSeg(PeerSeg(i, pn, s0 + 1000)));
+	for (int k = 0; k < 2; k++)
+		ASSERT_EQ(0, r.InputSeg(PeerSeg(i, pn, s0 + 1000)));
+	EXPECT_TRUE(r.TcpOut().empty());
+	ASSERT_EQ(0, r.InputSeg(PeerSeg(i, pn, s0 + 1000)));
+	std::vector<Out> o = r.TcpOut();
+	ASSERT_EQ(1u, o.size());
+	EXPECT_EQ(s0 + 1000, o[0].seq);
+	for (int k = 0; k < 4; k++)
+		ASSERT_EQ(0, r.InputSeg(PeerSeg(i, pn, s0 + 1000)));
+	EXPECT_TRUE(r.TcpOut().empty()) << "no second recovery, nothing new";
+	// The retransmission fills hole 1: a partial ACK (up to hole 2).
+	ASSERT_EQ(0, r.InputSeg(PeerSeg(i, pn, s0 + 4000)));
+	o = r.TcpOut();
+	ASSERT_EQ(1u, o.size());
+	EXPECT_EQ(s0 + 4000, o[0].seq);
+	EXPECT_EQ(Bytes(out.begin() + 4000, out.begin() + 5000), o[0].data);
+	// The full ACK ends recovery with cwnd = ssthresh: the flight at the
+	// third duplicate (9000 bytes) halved.
+	ASSERT_EQ(0, r.InputSeg(PeerSeg(i, pn, s0 + 10000)));
+	km_tcp_counters cs;
+	km_tcp_conn_get_stats(c, &cs);
+	EXPECT_EQ(1u, cs.fast_retransmits);
+	EXPECT_EQ(2u, cs.retransmits);
+	EXPECT_EQ(0u, cs.rto_expiries);
+	EXPECT_EQ(4500u, r.Info(c).cwnd);
+	EXPECT_EQ(0u, r.Info(c).snd_queued);
+}
+
+// The send ring is reused as ACKs free it: a stream many times the ring
+// goes through, wrapping, each byte sent once and in order.
+TEST(TcpBulkSend, RingReusedAcrossWraps)
+{
+	Rig r([](km_tcp_config &c) { c.snd_buf_bytes = 4096; });
+	uint32_t pn;
+	km_tcp_conn *c = r.Establish(100, &pn, 65535, 7, 1000);
+	km_tcp_conn_info i = r.Info(c);
+	const size_t total = 100000;
+	Bytes out = Pattern(total, 6), seen;
+	size_t queued = 0;
+	for (int round = 0; round < 1000 && seen.size() < total; round++) {
+		if (queued < total && km_tcp_send_space(c) > 0) {
+			size_t n = std::min<size_t>(total - queued, 1500);
+			iovec v = { out.data() + queued, n };
+			ssize_t k = km_tcp_send(c, &v, 1);
+			ASSERT_GT(k, 0);
+			queued += (size_t)k;
+		}
+		std::vector<Out> o = r.TcpOut();
+		for (const Out &x : o) {
+			ASSERT_EQ(i.snd_nxt + seen.size(), x.seq);
+			seen.insert(seen.end(), x.data.begin(), x.data.end());
+		}
+		if (!o.empty()) {
+			ASSERT_EQ(0, r.InputSeg(PeerSeg(i, pn,
+							(uint32_t)(i.snd_nxt + seen.size()))));
+		}
+		EXPECT_LE(r.Info(c).snd_queued, 4096u);
+	}
+	EXPECT_EQ(out, seen);
+}
+
 // ---- two endpoints back to back -------------------------------------------
 
 struct StreamCase {
