@@ -403,6 +403,61 @@ TEST_F(DpdkMirror, TwoWorkersEachDriveTheirOwnQueuePair)
 	RecordProperty("steered_out", (int)out);
 }
 
+/* Two workers under loss and reordering, then a failover: each worker's
+ * endpoint repairs its own connection (frames the other queue passes on
+ * included), and stop writes the barrier at the end of every partition,
+ * whichever worker owns it. */
+TEST_F(DpdkMirror, TwoWorkersRepairLossThenFailOverWithTheBarrier)
+{
+	constexpr int kParts = 4;
+	constexpr int64_t kEach = 3000;
+
+	ASSERT_EQ("", start_source(kParts));
+	for (int p = 0; p < kParts; p++)
+		ASSERT_EQ("", produce_to_source(0, kEach, p));
+	ASSERT_EQ("", start_mirror({ "KMIRROR_TEST_DPDK_IMPAIR=drop=50,swap=17" }, 2, 2));
+	ASSERT_EQ("", mir_->wait_status(
+		[&](const std::map<std::string, PartStatus> &st) {
+			for (int p = 0; p < kParts; p++) {
+				auto it = st.find("t:" + std::to_string(p));
+				if (it == st.end() || it->second.hw != kEach)
+					return false;
+			}
+			return true;
+		}, 120000));
+	for (int p = 0; p < kParts; p++)
+		EXPECT_TRUE(segment(src_dir_.path(), p) == segment(mir_dir_.path(), p))
+			<< "partition " << p << " differs";
+	json_t *rows = net_rows(*mir_);
+	ASSERT_NE(nullptr, rows);
+	ASSERT_EQ(2u, json_array_size(rows));
+	for (size_t w = 0; w < 2; w++)
+		EXPECT_GT(row_int(json_array_get(rows, w), "out_of_order"), 0)
+			<< "worker " << w << " repaired nothing";
+	json_decref(rows);
+
+	ChildResult r;
+	ASSERT_EQ("", ctl(*mir_, { "stop", "--all", "--json" }, &r));
+	size_t barriers = 0;
+	for (size_t at = 0; (at = r.out.find("\"barrier_offset\":3000", at)) != std::string::npos; at++)
+		barriers++;
+	EXPECT_EQ((size_t)kParts, barriers) << r.out;
+	const char *dump = getenv("KM_DUMP_LOG");
+	for (int p = 0; p < kParts; p++) {
+		ChildResult d = run_command({ dump ? dump : "kmirror-dump-log", "--deep",
+					      mir_dir_.path() + "/t-" + std::to_string(p) +
+						      "/00000000000000000000.log" },
+					    30000);
+		ASSERT_EQ(0, d.exit_code) << d.describe();
+		EXPECT_NE(std::string::npos, d.out.find("baseOffset: 3000 lastOffset: 3000 count: 1 "
+							"baseSequence: -1 lastSequence: -1 producerId: -1"))
+			<< "partition " << p;
+		EXPECT_NE(std::string::npos, d.out.find("MirrorPidReset")) << "partition " << p;
+	}
+	std::string log = stop_mirror();
+	EXPECT_GT(counter(log, "impaired_drops"), 0) << log;
+}
+
 /* More workers than the port has queue pairs: the mirror refuses to start
  * and says which vdev argument adds them. */
 TEST_F(DpdkMirror, MoreWorkersThanQueuePairsIsRefused)
