@@ -178,6 +178,13 @@ static bool impair(struct dnet *dn, struct rte_mbuf *m)
 	return false;
 }
 
+/* To this queue's endpoint, or passed on to the queue it belongs to. */
+static void rx_deliver(struct dnet *dn, struct rte_mbuf *m)
+{
+	if (!steer(dn, m))
+		rx_frame(dn, m);
+}
+
 static void rx_release_held(struct dnet *dn)
 {
 	struct rte_mbuf *m = dn->imp.held;
@@ -186,20 +193,20 @@ static void rx_release_held(struct dnet *dn)
 		return;
 	dn->imp.held = NULL;
 	dn->imp.swapped++;
-	rx_frame(dn, m);
+	rx_deliver(dn, m);
 }
 
+/* The test switch impairs what the port delivers, as a wire would,
+ * before any steering. */
 static void rx_one(struct dnet *dn, struct rte_mbuf *m)
 {
-	if (steer(dn, m))
-		return;
 	if ((dn->imp.drop_every | dn->imp.swap_every) == 0) {
-		rx_frame(dn, m);
+		rx_deliver(dn, m);
 		return;
 	}
 	if (impair(dn, m))
 		return;
-	rx_frame(dn, m);
+	rx_deliver(dn, m);
 	rx_release_held(dn);
 }
 
