@@ -545,7 +545,6 @@ static void dnet_free(struct dnet *dn)
 		free(dn->conns[0].iov);
 	}
 	free(dn->conns);
-	free(dn->by_id);
 	free(dn);
 }
 
@@ -595,8 +594,7 @@ static int alloc_conns(struct dnet *dn)
 				   sizeof(*iov));
 
 	dn->conns = calloc(c->conns_max, sizeof(*dn->conns));
-	dn->by_id = calloc(dn->n_bufs, sizeof(*dn->by_id));
-	if (dn->conns == NULL || dn->by_id == NULL || sq == NULL ||
+	if (dn->conns == NULL || sq == NULL ||
 	    iov == NULL) {
 		free(sq);
 		free(iov);
