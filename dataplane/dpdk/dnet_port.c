@@ -102,6 +102,14 @@ static int make_queue(struct dport *dp, uint16_t q)
 		return -rte_errno;
 	f.by_id = dq->by_id;
 	rte_mempool_obj_iter(dq->rx_pool, set_id, &f);
+	/* The port's, not the backend's: a queue's transmit descriptors may
+	 * hold its mbufs until the port stops, after its backend is gone. */
+	snprintf(name, sizeof(name), "km_tx%u_%u", dp->port_id, q);
+	dq->tx_pool = rte_pktmbuf_pool_create(name, DNET_TX_POOL, DNET_POOL_CACHE,
+					      0, RTE_MBUF_DEFAULT_BUF_SIZE,
+					      socket_of(dp));
+	if (dq->tx_pool == NULL)
+		return -rte_errno;
 	if (dp->n_queues == 1)
 		return 0;
 	snprintf(name, sizeof(name), "km_st%u_%u", dp->port_id, q);
@@ -320,6 +328,7 @@ static void dport_free(struct dport *dp)
 			rte_pktmbuf_free(m);
 		rte_ring_free(dq->steer);
 		rte_mempool_free(dq->rx_pool);
+		rte_mempool_free(dq->tx_pool);
 		free(dq->by_id);
 	}
 	free(dp);
@@ -392,18 +401,6 @@ static int attach(struct dnet *dn)
 	return 0;
 }
 
-static int make_tx_pool(struct dnet *dn)
-{
-	char name[RTE_MEMPOOL_NAMESIZE];
-
-	snprintf(name, sizeof(name), "km_tx%u_%u", dn->port_id, dn->queue);
-	dn->tx_pool = rte_pktmbuf_pool_create(name, DNET_TX_POOL,
-					      DNET_POOL_CACHE, 0,
-					      RTE_MBUF_DEFAULT_BUF_SIZE,
-					      socket_of(dn->dp));
-	return dn->tx_pool == NULL ? -rte_errno : 0;
-}
-
 int dnet_port_open(struct dnet *dn)
 {
 	int rc;
@@ -420,7 +417,8 @@ int dnet_port_open(struct dnet *dn)
 	dn->csum_rx = dn->dp->csum_rx;
 	dn->rx_pool = dn->dp->q[dn->queue].rx_pool;
 	dn->by_id = dn->dp->q[dn->queue].by_id;
-	return make_tx_pool(dn);
+	dn->tx_pool = dn->dp->q[dn->queue].tx_pool;
+	return 0;
 }
 
 /* The last backend stops the port; stopped, not closed: a vdev from the
@@ -430,12 +428,9 @@ void dnet_port_close(struct dnet *dn)
 	struct dport *dp = dn->dp;
 
 	dnet_rx_close(dn);
-	if (dp != NULL)
-		dnet_tx_flush(dn);
-	rte_mempool_free(dn->tx_pool);
-	dn->tx_pool = NULL;
 	if (dp == NULL)
 		return;
+	dnet_tx_flush(dn);
 	pthread_mutex_lock(&dport_lock);
 	dp->q[dn->queue].taken = false;
 	if (--dp->refs == 0) {
@@ -445,6 +440,7 @@ void dnet_port_close(struct dnet *dn)
 	pthread_mutex_unlock(&dport_lock);
 	dn->dp = NULL;
 	dn->rx_pool = NULL;
+	dn->tx_pool = NULL;
 	dn->by_id = NULL;
 }
 

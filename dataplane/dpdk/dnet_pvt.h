@@ -115,6 +115,7 @@ struct dnet_impair {
  * this queue's connections (software steering). */
 struct dqueue {
 	struct rte_mempool *rx_pool;
+	struct rte_mempool *tx_pool;	/* ACKs and requests of its backend */
 	struct rte_mbuf **by_id;	/* [n_bufs]: buffer id -> mbuf */
 	struct rte_ring *steer;		/* MP/SC; NULL with one queue */
 	bool taken;			/* a backend drives this queue */
@@ -157,7 +158,7 @@ struct dnet {
 	uint16_t queue;
 	bool csum_rx;		/* copy of dp->csum_rx, read per frame */
 	struct rte_mempool *rx_pool;	/* dp->q[queue]'s */
-	struct rte_mempool *tx_pool;
+	struct rte_mempool *tx_pool;	/* dp->q[queue]'s */
 	struct rte_mbuf **by_id;	/* dp->q[queue]'s */
 	uint32_t n_bufs;
 	struct km_tcp_ep *ep;
