@@ -15,6 +15,7 @@ void km_kframe_init(struct km_kframe *k, struct km_net *net,
 	k->next_corr = 1;
 	k->n_segs = 0;
 	k->head_off = 0;
+	k->queued = 0;
 	k->held = false;
 	k->bytes_in = 0;
 	k->frames_in = 0;
@@ -35,9 +36,27 @@ int km_kframe_push(struct km_kframe *k, const struct km_chain *data,
 		k->segs[k->n_segs] = data->iov[i];
 		k->ids[k->n_segs] = buf_ids[i];
 		k->n_segs++;
+		k->queued += data->iov[i].iov_len;
 		k->bytes_in += data->iov[i].iov_len;
 	}
 	return 0;
+}
+
+/* False only when a well-formed size says the frame is not all here yet:
+ * a large response arrives in a thousand segments, and walking them all
+ * after each one (the parse's km_chain_has) costs the square. A bad size
+ * answers true, so that the parse reports it at once. */
+static bool whole_frame_queued(const struct km_kframe *k)
+{
+	uint64_t have = k->queued - k->head_off;
+	uint32_t size;
+
+	if (have < KM_WIRE_SIZE_BYTES)
+		return false;
+	if (km_kframe_peek_size(k, &size) != 1 || (int32_t)size < 0 ||
+	    size > k->frame_bytes_max)
+		return true;
+	return have >= KM_WIRE_SIZE_BYTES + (uint64_t)size;
 }
 
 int km_kframe_next(struct km_kframe *k, const struct km_kframe_frame **out)
@@ -46,7 +65,7 @@ int km_kframe_next(struct km_kframe *k, const struct km_kframe_frame **out)
 	uint32_t size = 0;
 	int rc;
 
-	if (k->held || k->n_segs == 0)
+	if (k->held || k->n_segs == 0 || !whole_frame_queued(k))
 		return 0;
 	f->chain.iov = k->segs;
 	f->chain.n_iov = k->n_segs;
@@ -81,6 +100,8 @@ int km_kframe_peek_size(const struct km_kframe *k, uint32_t *size)
 static void drop_segs(struct km_kframe *k, uint32_t n, uint32_t off)
 {
 	if (n > 0) {
+		for (uint32_t i = 0; i < n; i++)
+			k->queued -= k->segs[i].iov_len;
 		km_net_release(k->net, k->ids, n);
 		memmove(k->segs, k->segs + n,
 			(k->n_segs - n) * sizeof(k->segs[0]));

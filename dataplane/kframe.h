@@ -53,6 +53,7 @@ struct km_kframe {
 	uint32_t ids[KM_KFRAME_SEGS_MAX];
 	uint32_t n_segs;
 	uint32_t head_off;
+	uint64_t queued;	/* bytes of segs, head_off's included */
 	bool held;
 	struct km_kframe_frame cur;
 	uint64_t bytes_in;

@@ -170,6 +170,7 @@ struct dnet {
 	uint32_t want_count;	/* connections with want set */
 	struct rte_mbuf *tx_pkts[DNET_TX_PKTS_MAX];
 	uint32_t tx_n;
+	uint64_t now_ms;	/* km_clock_ms() when the last poll began */
 	uint64_t last_rx_ms;
 	uint32_t empty_polls;	/* polls in a row that found no work */
 	bool registered;	/* this worker thread got an lcore id */

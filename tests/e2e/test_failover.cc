@@ -158,7 +158,10 @@ TEST(Failover, StopModesSettleOpenTransactions)
 	ASSERT_EQ("", b.start());
 	ASSERT_EQ("", b.wait_status(
 			      [](const std::map<std::string, PartStatus> &st) {
+				      /* The LSO is bounded by the HW (durable):
+				       * wait for both partitions' HW. */
 				      return st.size() == 2 && st.at("x:0").leo == 80 &&
+					     st.at("x:0").hw == 80 &&
 					     st.at("x:1").leo == 80 &&
 					     st.at("x:1").hw == 80;
 			      },
