@@ -486,8 +486,9 @@ static uint32_t dnet_nap_us(const struct km_net *net)
 	return DNET_NAP_MIN_US << k;
 }
 
-/* Busy-poll while frames keep coming or work is queued; an idle worker may
- * sleep until its tick, which also runs the endpoint's timers. */
+/* Poll while frames keep coming or work is queued (napping between empty
+ * polls, dnet_nap_us); an idle worker may sleep until its tick, which also
+ * runs the endpoint's timers. */
 static bool dnet_wants_poll(const struct km_net *net)
 {
 	const struct dnet *dn = container_of(net, const struct dnet, pub);
