@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <rte_arp.h>
 #include <rte_ethdev.h>
 #include <rte_ip.h>
 #include <rte_mbuf.h>
@@ -68,7 +69,6 @@ static void rx_frame(struct dnet *dn, struct rte_mbuf *m)
 		dn->st.frames_dropped++;
 }
 
-
 /* ---- software steering -------------------------------------------------- */
 
 enum { STEER_HERE = -1, STEER_ALL = -2 };
@@ -80,21 +80,24 @@ enum { STEER_HERE = -1, STEER_ALL = -2 };
  * drivers put the headers there. */
 static int steer_target(const struct dport *dp, const struct rte_mbuf *m)
 {
-	const uint8_t *p = rte_pktmbuf_mtod(m, const uint8_t *);
-	uint32_t len = m->data_len, ihl, port;
+	const struct rte_ether_hdr *eth =
+		rte_pktmbuf_mtod(m, const struct rte_ether_hdr *);
+	const struct rte_ipv4_hdr *ip = (const void *)(eth + 1);
+	const struct rte_arp_hdr *arp = (const void *)(eth + 1);
+	const struct rte_tcp_hdr *tcp;
+	uint32_t port;
 
-	if (len < RTE_ETHER_HDR_LEN + 28)
+	if (m->data_len < sizeof(*eth) + sizeof(*arp))
 		return STEER_HERE;
-	if (p[12] == 0x08 && p[13] == 0x06)
-		return p[RTE_ETHER_HDR_LEN + 7] == 2 ? STEER_ALL : STEER_HERE;
-	if (p[12] != 0x08 || p[13] != 0x00 ||
-	    p[RTE_ETHER_HDR_LEN + 9] != IPPROTO_TCP)
+	if (eth->ether_type == RTE_BE16(RTE_ETHER_TYPE_ARP))
+		return arp->arp_opcode == RTE_BE16(RTE_ARP_OP_REPLY) ? STEER_ALL
+								     : STEER_HERE;
+	if (eth->ether_type != RTE_BE16(RTE_ETHER_TYPE_IPV4) ||
+	    ip->next_proto_id != IPPROTO_TCP ||
+	    m->data_len < sizeof(*eth) + rte_ipv4_hdr_len(ip) + sizeof(*tcp))
 		return STEER_HERE;
-	ihl = (p[RTE_ETHER_HDR_LEN] & 0x0fu) * 4u;
-	if (len < RTE_ETHER_HDR_LEN + ihl + 4)
-		return STEER_HERE;
-	port = (uint32_t)p[RTE_ETHER_HDR_LEN + ihl + 2] << 8 |
-	       p[RTE_ETHER_HDR_LEN + ihl + 3];
+	tcp = (const void *)((const uint8_t *)ip + rte_ipv4_hdr_len(ip));
+	port = rte_be_to_cpu_16(tcp->dst_port);
 	if (port < DNET_PORT_BASE)
 		return STEER_HERE;
 	port = (port - DNET_PORT_BASE) / dp->port_span;
@@ -262,7 +265,7 @@ void dnet_buf_free(void *ctx, const uint32_t *ids, uint32_t n)
 
 	for (uint32_t i = 0; i < n; i++) {
 		KM_ASSERT_HOT(ids[i] < dn->n_bufs);
-		rte_pktmbuf_free_seg(dn->by_id[ids[i]]);
+		rte_pktmbuf_free_seg(dn->dq->by_id[ids[i]]);
 	}
 }
 
@@ -321,7 +324,7 @@ int dnet_tx(void *ctx, const struct iovec *iov, uint32_t n_iov,
 		dn->st.tx_dropped++;
 		return -EMSGSIZE;
 	}
-	if ((m = rte_pktmbuf_alloc(dn->tx_pool)) == NULL) {
+	if ((m = rte_pktmbuf_alloc(dn->dq->tx_pool)) == NULL) {
 		dn->st.tx_dropped++;
 		return -ENOBUFS;
 	}

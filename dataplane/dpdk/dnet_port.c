@@ -415,9 +415,7 @@ int dnet_port_open(struct dnet *dn)
 	dn->port_id = dn->dp->port_id;
 	dn->queue = dn->cfg.dpdk.queue;
 	dn->csum_rx = dn->dp->csum_rx;
-	dn->rx_pool = dn->dp->q[dn->queue].rx_pool;
-	dn->by_id = dn->dp->q[dn->queue].by_id;
-	dn->tx_pool = dn->dp->q[dn->queue].tx_pool;
+	dn->dq = &dn->dp->q[dn->queue];
 	return 0;
 }
 
@@ -439,9 +437,7 @@ void dnet_port_close(struct dnet *dn)
 	}
 	pthread_mutex_unlock(&dport_lock);
 	dn->dp = NULL;
-	dn->rx_pool = NULL;
-	dn->tx_pool = NULL;
-	dn->by_id = NULL;
+	dn->dq = NULL;
 }
 
 /* Port-wide figures, reported by queue 0's backend only so that the

@@ -157,9 +157,7 @@ struct dnet {
 	uint16_t port_id;
 	uint16_t queue;
 	bool csum_rx;		/* copy of dp->csum_rx, read per frame */
-	struct rte_mempool *rx_pool;	/* dp->q[queue]'s */
-	struct rte_mempool *tx_pool;	/* dp->q[queue]'s */
-	struct rte_mbuf **by_id;	/* dp->q[queue]'s */
+	struct dqueue *dq;	/* &dp->q[queue] */
 	uint32_t n_bufs;
 	struct km_tcp_ep *ep;
 	void *ep_mem;
