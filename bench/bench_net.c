@@ -1,4 +1,4 @@
-/* Loopback TCP throughput of the kernel network backend (dataplane/knet.c)
+/* Loopback TCP throughput of the kernel network backend (dataplane/net/knet.c)
  * vs a plain blocking read(2)/write(2) loop, both directions.
  *
  * Same machine, same run, same bytes (1 GiB per round, best of 3). The side
@@ -22,7 +22,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
-#include "dataplane/net.h"
+#include "dataplane/net/net.h"
 #include "iouring_log/uring.h"
 
 #define TOTAL_BYTES (1ull << 30)

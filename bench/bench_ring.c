@@ -60,7 +60,7 @@
 #include "common/chain.h"
 #include "common/endian.h"
 #include "common/km_limits.h"
-#include "dataplane/tcp/tcp.h"
+#include "dataplane/net/tcp/tcp.h"
 #include "kafka/batch.h"
 #include "kafka/records.h"
 

@@ -81,7 +81,7 @@ enum km_error {
 	KM_ESOURCE = -10103,	 /* source cluster answered with an error */
 	KM_EWORKERQ = -10104,	 /* worker message queue full */
 	KM_ESHUTDOWN = -10105,	 /* daemon is shutting down */
-	/* Committed offsets (kafka/gorec.c, dataplane/goffsets.c). */
+	/* Committed offsets (kafka/gorec.c, dataplane/group/goffsets.c). */
 	KM_EGOREC = -10120,	 /* malformed __consumer_offsets record */
 	KM_ELAST = -10121,
 };

@@ -41,7 +41,7 @@ struct km_log_config; /* iouring_log/log.h: not included, so that this header
 /* Capacities (STYLE 9); struct km_config is about 75 KiB with these. */
 #define KM_CONFIG_TOPICS_MAX 128u	/* `topics` entries: 250 B each */
 #define KM_CONFIG_TOPIC_BYTES_MAX 250u	/* Kafka's 249 chars + NUL */
-/* The internal partition of committed offsets (dataplane/goffsets.h). */
+/* The internal partition of committed offsets (dataplane/group/goffsets.h). */
 #define KM_CONFIG_OFFSETS_TOPIC "__consumer_offsets"
 #define KM_CONFIG_OFFSETS_SEGMENT_BYTES (8u << 20)
 #define KM_CONFIG_GROUPS_MAX 64u	/* `groups` entries */

@@ -23,7 +23,7 @@
 #include "control/cluster_id.h"
 #include "control/daemon.h"
 #include "control/daemon_pvt.h"
-#include "dataplane/dpdk/dpdk.h"
+#include "dataplane/net/dpdk/dpdk.h"
 
 /* How long the control thread waits for a worker's answer. Opening a log
  * may rescan a large tail after a crash, and a clean close syncs it. */

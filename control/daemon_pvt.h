@@ -9,7 +9,7 @@
 #include "control/config.h"
 #include "control/ctlsock.h"
 #include "control/mstate.h"
-#include "dataplane/part.h"
+#include "dataplane/serve/part.h"
 #include "dataplane/worker.h"
 
 /* Producer ids are reserved in blocks, the block's end kept in data.dir,

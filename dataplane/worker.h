@@ -19,11 +19,11 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "dataplane/fetcher.h"
-#include "dataplane/frontend.h"
-#include "dataplane/fsess.h"
-#include "dataplane/net.h"
-#include "dataplane/part.h"
+#include "dataplane/fetch/fetcher.h"
+#include "dataplane/serve/frontend.h"
+#include "dataplane/fetch/fsess.h"
+#include "dataplane/net/net.h"
+#include "dataplane/serve/part.h"
 #include "iouring_log/log.h"
 
 #ifdef __cplusplus

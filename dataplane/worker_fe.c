@@ -9,8 +9,8 @@
 
 #include "common/errors.h"
 #include "common/log.h"
-#include "dataplane/frontend.h"
-#include "dataplane/local_write.h"
+#include "dataplane/serve/frontend.h"
+#include "dataplane/serve/local_write.h"
 #include "dataplane/worker_pvt.h"
 
 /* Records a writable partition holds in flight, and Produce requests. */

@@ -10,7 +10,7 @@
 
 #include "common/errors.h"
 #include "common/log.h"
-#include "dataplane/local_write.h"
+#include "dataplane/serve/local_write.h"
 #include "dataplane/worker_pvt.h"
 
 int km_worker_prepare(struct km_worker *w, struct km_part *p,

@@ -5,7 +5,7 @@
 #include <pthread.h>
 
 #include "common/spsc.h"
-#include "dataplane/fsess.h"
+#include "dataplane/fetch/fsess.h"
 #include "dataplane/worker.h"
 #include "iouring_log/uring.h"
 

@@ -11,7 +11,7 @@
 #include "common/clock.h"
 #include "common/errors.h"
 #include "common/log.h"
-#include "dataplane/local_write.h"
+#include "dataplane/serve/local_write.h"
 #include "dataplane/worker_pvt.h"
 #include "kafka/control.h"
 

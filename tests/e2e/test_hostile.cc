@@ -45,7 +45,7 @@ using namespace kmtest;
 namespace {
 
 constexpr int kParts = 2, kBatches = 24, kRecords = 5;
-/* dataplane/fetcher.h KM_FETCHER_CORRUPT_MAX: rejections of one batch in a
+/* dataplane/fetch/fetcher.h KM_FETCHER_CORRUPT_MAX: rejections of one batch in a
  * row before the partition is FAILED. */
 constexpr int kCorruptMax = 5;
 constexpr int kWaitMs = 20000;

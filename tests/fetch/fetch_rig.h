@@ -1,6 +1,6 @@
 // The worker loop of fetch sessions, for the fetch suite's tests: a real
 // io_uring, the kernel network backend, a pool of fetch sessions
-// (dataplane/fsess.h), a partition log on real files, and a km_fetcher in
+// (dataplane/fetch/fsess.h), a partition log on real files, and a km_fetcher in
 // the pool, driven the way a worker drives them (km_uring_poll,
 // km_net_poll, km_fpool_step), pumped until an observable condition holds
 // or a deadline passes (no sleeps). The source's exact bytes are read with
@@ -19,9 +19,9 @@
 #include <vector>
 
 #include "common/errors.h"
-#include "dataplane/fetcher.h"
-#include "dataplane/fsess.h"
-#include "dataplane/net.h"
+#include "dataplane/fetch/fetcher.h"
+#include "dataplane/fetch/fsess.h"
+#include "dataplane/net/net.h"
 #include "iouring_log/log.h"
 #include "kafka/batch.h"
 #include "raw_kafka.h"

@@ -1,5 +1,5 @@
-// Goal: a fetch session (dataplane/fetcher*.c and fsess*.c over
-// dataplane/kframe.c and the kernel backend) mirrors one partition of librdkafka's mock cluster,
+// Goal: a fetch session (dataplane/fetch/fetcher*.c and fsess*.c over
+// dataplane/net/kframe.c and the kernel backend) mirrors one partition of librdkafka's mock cluster,
 // filled by real librdkafka producers (plain and idempotent, batches larger
 // than a receive buffer), into a km_log, and the log then holds the source
 // batches byte for byte except producerId (R1: -(p + 2)) and crc (patched),

@@ -1,4 +1,4 @@
-// Goal: kframe (dataplane/kframe.c) reassembles response frames from
+// Goal: kframe (dataplane/net/kframe.c) reassembles response frames from
 // receive buffers without copying, however the stream is cut into buffers,
 // and gives a buffer back exactly once, only when no frame still needs it.
 // Method: a fake km_net whose release op records buffer ids; a stream of
@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "common/errors.h"
-#include "dataplane/kframe.h"
+#include "dataplane/net/kframe.h"
 
 namespace {
 

@@ -22,9 +22,9 @@
 #include <thread>
 #include <vector>
 
-#include "dataplane/frontend.h"
-#include "dataplane/local_write.h"
-#include "dataplane/net.h"
+#include "dataplane/serve/frontend.h"
+#include "dataplane/serve/local_write.h"
+#include "dataplane/net/net.h"
 #include "iouring_log/log.h"
 
 struct fe_parts; // fe_support.h

@@ -6,8 +6,8 @@
 #include <stdlib.h>
 
 #include "common/errors.h"
-#include "dataplane/local_write.h"
-#include "dataplane/part.h"
+#include "dataplane/serve/local_write.h"
+#include "dataplane/serve/part.h"
 #include "iouring_log/log.h"
 
 struct fe_parts {

@@ -1,5 +1,5 @@
 /* C helpers for the front-end tests: everything that needs
- * dataplane/part.h, which does not compile as C++ (its _Atomic fields), so
+ * dataplane/serve/part.h, which does not compile as C++ (its _Atomic fields), so
  * the gtest files never include it. A partition table with its ops (produce
  * straight into each partition's km_local_write: the caller's thread owns
  * every log) and a producer-id counter; and local-write outcomes captured

@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "common/errors.h"
-#include "dataplane/local_write.h"
+#include "dataplane/serve/local_write.h"
 #include "fe_support.h"
 #include "iouring_log/log.h"
 #include "kafka/batch.h"

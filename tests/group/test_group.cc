@@ -1,4 +1,4 @@
-// Goal: the consumer-group coordinator (dataplane/group*.c) follows Kafka's
+// Goal: the consumer-group coordinator (dataplane/group/group*.c) follows Kafka's
 // classic group protocol on the coordinator side: JoinGroup delayed until
 // every member rejoined or the rebalance timeout passed, MEMBER_ID_REQUIRED
 // (KIP-394), protocol vote, leader election, SyncGroup waiting for the
@@ -27,7 +27,7 @@
 #include <string>
 #include <vector>
 
-#include "dataplane/group.h"
+#include "dataplane/group/group.h"
 
 namespace {
 

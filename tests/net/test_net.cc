@@ -1,4 +1,4 @@
-// Goal: the kernel network backend (dataplane/knet.c, behind dataplane/net.h)
+// Goal: the kernel network backend (dataplane/net/knet.c, behind dataplane/net/net.h)
 // carries TCP byte streams intact and in order with zero-copy receive buffers,
 // enforces its static capacities with the documented codes, turns a consumer
 // that holds buffers into backpressure without losing bytes, and reports each
@@ -33,7 +33,7 @@
 #include <vector>
 
 #include "common/chain.h"
-#include "dataplane/net.h"
+#include "dataplane/net/net.h"
 #include "iouring_log/uring.h"
 
 namespace {

@@ -1,9 +1,9 @@
-// Test rig for the TCP endpoint core (dataplane/tcp/tcp.h): a fake port
+// Test rig for the TCP endpoint core (dataplane/net/tcp/tcp.h): a fake port
 // (a pool of numbered receive buffers whose ownership is tracked, so a
 // buffer freed twice, freed while the consumer holds it, or never returned
 // fails the test), a fake clock, a frame builder and a frame parser that
 // check every checksum with their own RFC 1071 implementation (an oracle
-// independent of dataplane/tcp/csum.c), and capture of every callback.
+// independent of dataplane/net/tcp/csum.c), and capture of every callback.
 #ifndef KM_TESTS_TCP_TCP_RIG_H
 #define KM_TESTS_TCP_TCP_RIG_H
 
@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "dataplane/tcp/tcp.h"
+#include "dataplane/net/tcp/tcp.h"
 
 namespace tcptest {
 

@@ -36,7 +36,7 @@
 #include <thread>
 #include <vector>
 
-#include "dataplane/tcp/tcp.h"
+#include "dataplane/net/tcp/tcp.h"
 #include "tcp_rig.h"
 
 using namespace tcptest;

@@ -10,8 +10,8 @@
 #include <cerrno>
 #include <random>
 
-#include "dataplane/tcp/arp.h"
-#include "dataplane/tcp/csum.h"
+#include "dataplane/net/tcp/arp.h"
+#include "dataplane/net/tcp/csum.h"
 #include "tcp_rig.h"
 
 using namespace tcptest;

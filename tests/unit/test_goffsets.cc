@@ -15,7 +15,7 @@
 extern "C" {
 #include "common/errors.h"
 #include "common/km_limits.h"
-#include "dataplane/goffsets.h"
+#include "dataplane/group/goffsets.h"
 #include "kafka/batch.h"
 #include "kafka/gorec.h"
 #include "kafka/records.h"

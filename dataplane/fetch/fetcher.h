@@ -1,0 +1,358 @@
+/* Mirroring one source partition into a km_log (DESIGN.md data flow; R1,
+ * R6), inside a shared fetch session (dataplane/fetch/fsess.h).
+ *
+ * A struct km_fetcher is one mirrored partition: its offsets, the records
+ * of a Fetch response it is appending, its error policy, state and figures.
+ * It does no I/O of its own: km_fetcher_init() attaches it to a fetch
+ * session of the worker's pool (struct km_fpool), which holds at most one
+ * connection per source broker and per bootstrap list, and names every
+ * partition it carries in each request (multi-partition Fetch, KIP-74:
+ * PartitionMaxBytes per partition, MaxBytes for the response). The worker
+ * loop calls km_uring_poll(), km_net_poll(), then km_fpool_step().
+ *
+ * Finding the leader. A new partition joins a session of its bootstrap
+ * list (the list's discovery session, else any of its sessions), which asks
+ * Metadata (one request naming the topics of every partition that needs a
+ * leader) on its connection. A partition whose leader is the broker of its
+ * session stays; one led elsewhere moves to the session of that broker,
+ * opened if there is none (fsess.h). The session negotiates versions with
+ * ApiVersions (v3 first; on UNSUPPORTED_VERSION it steps down to the
+ * broker's advertised maximum, or v0, as Kafka clients do; Fetch, Metadata
+ * and ListOffsets then use the highest version both sides and kafka/proto.h
+ * speak: Fetch v4 at least, and v5+ when offered, so each response carries
+ * the source's log start; ListOffsets v1-v3, as v4+ adds only leader
+ * epochs). A partition then asks ListOffsets (earliest) if its log is
+ * empty, else resumes at the log end (R6), and is fetched (read_uncommitted).
+ *
+ * Pipelining and buffers. One request is in flight per session and one
+ * response frame is held per session (kframe's contract). A Fetch response
+ * is split into its partitions' records spans; each partition parses its
+ * span (km_batch_parse over the receive chain: bounds, magic, CRC32C), maps
+ * it in place (R1) and appends it (KM_ORIGIN_MIRROR) straight from the
+ * receive buffers; as soon as the spans are parsed the next offsets are
+ * known and the next Fetch is sent, while the logs are still writing
+ * (stats.fetch_pipelined counts a partition named so). The next response
+ * queues behind the held frame, which is released only once every
+ * partition's km_log_appended_offset() has passed its batches in it. Fetch
+ * MaxBytes is clamped to half of the receive buffers the session may hold,
+ * so one response queued behind another always fits; a response that could
+ * never fit fails the session's partitions, and one that cannot complete
+ * within the buffers (receive buffers only partly filled) halves MaxBytes
+ * and refetches.
+ *
+ * Errors of one partition (stats.errors[] counts each kind) touch only it:
+ *  - NOT_LEADER_OR_FOLLOWER, LEADER_NOT_AVAILABLE, UNKNOWN_TOPIC_OR_PARTITION,
+ *    FENCED/UNKNOWN_LEADER_EPOCH and the like: Metadata again after backoff
+ *    (on the session's connection; after KM_FETCHER_ROTATE_AFTER errors in
+ *    a row, through the discovery session, which rotates over the brokers),
+ *    then on to the leader's session;
+ *  - other retriable Kafka errors: the same request again after backoff;
+ *  - a corrupt batch: rejected, counted, refetched from its offset;
+ *    KM_FETCHER_CORRUPT_MAX times in a row at one offset: FAILED;
+ *  - OFFSET_OUT_OF_RANGE: ListOffsets earliest and latest; if our next
+ *    offset is above the source's high watermark (the source lost data):
+ *    FAILED, never a silent truncation; if below the source's log start:
+ *    FAILED naming both offsets, or, with offset_reset_earliest,
+ *    km_log_reset_to(source start) and continue (the one wait: it finishes
+ *    the log's I/O and syncs the files it changes);
+ *  - batch offsets going backwards, a log error, R1's INT64_MAX, an
+ *    authorization or other non-retriable error: FAILED with the reason.
+ * Errors of the connection touch every partition on it: a lost connection,
+ * a failed connect, no answer within request_timeout_ms: reconnect with
+ * backoff (doubling up to backoff_max_ms, reset by a good Fetch), Metadata
+ * again, every partition resumes from its log end; KM_FETCHER_PROTO_MAX
+ * protocol violations in a row: the session's partitions FAIL.
+ */
+#ifndef KM_DATAPLANE_FETCHER_H
+#define KM_DATAPLANE_FETCHER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "dataplane/net/kframe.h"
+#include "dataplane/net/net.h"
+#include "iouring_log/log.h"
+#include "kafka/batch.h"
+#include "kafka/proto.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct km_fpool;
+struct km_fsess;
+
+/* Capacities (STYLE 9). A struct km_fetcher is about 30 KiB: 24 KiB of
+ * batch views, 4 KiB of bootstrap addresses. */
+enum {
+	KM_FETCHER_BURST = 256,		/* batches parsed per round */
+	KM_FETCHER_BOOTSTRAP_MAX = 16,	/* bootstrap addresses */
+	KM_FETCHER_BROKERS_MAX = 64,	/* brokers remembered from Metadata */
+	KM_FETCHER_IPV4_BYTES = 16,	/* "255.255.255.255" + NUL */
+	KM_FETCHER_REASON_BYTES = 320,	/* km_fetcher_reason(), with NUL */
+	KM_FETCHER_ASK_MAX = 1024,	/* partitions one request names */
+};
+
+/* Scratch for decoding Metadata and ApiVersions and building requests
+ * (about 2 MiB): one per worker, shared by its sessions, which only use it
+ * inside km_fpool_step() on that worker's thread. Brokers of the cluster,
+ * and partitions of the topics named, above these counts fail the
+ * partitions named. */
+#define KM_FETCHER_META_BROKERS_MAX 256u
+#define KM_FETCHER_META_TOPICS_MAX 256u
+#define KM_FETCHER_META_PARTS_MAX 16384u
+#define KM_FETCHER_META_NODES_MAX (KM_FETCHER_META_PARTS_MAX * 12u)
+#define KM_FETCHER_API_KEYS_MAX 256u
+
+struct km_fetcher_scratch {
+	struct km_api_range keys[KM_FETCHER_API_KEYS_MAX];
+	struct km_metadata_broker brokers[KM_FETCHER_META_BROKERS_MAX];
+	struct km_metadata_topic topics[KM_FETCHER_META_TOPICS_MAX];
+	struct km_metadata_part parts[KM_FETCHER_META_PARTS_MAX];
+	int32_t nodes[KM_FETCHER_META_NODES_MAX];
+	/* A request being built, a ListOffsets answer being read. */
+	struct km_wire_name names[KM_FETCHER_META_TOPICS_MAX];
+	struct km_proto_topic req_topics[KM_FETCHER_ASK_MAX];
+	struct km_fetch_req_part fetch_parts[KM_FETCHER_ASK_MAX];
+	struct km_listoffsets_req_part lo_parts[KM_FETCHER_ASK_MAX];
+	struct km_listoffsets_resp_part lo_resp[KM_FETCHER_ASK_MAX];
+	struct km_fetcher *sel[KM_FETCHER_ASK_MAX];
+	uint32_t sel_topic[KM_FETCHER_ASK_MAX];
+	uint32_t topic_n[KM_FETCHER_ASK_MAX];
+};
+
+/* Refetches of one corrupt batch before the partition gives up (FAILED): a
+ * transient corruption on the wire heals on refetch, a stored one never. */
+#define KM_FETCHER_CORRUPT_MAX 5
+/* Protocol violations by the source (garbage, a bad frame size, a wrong
+ * correlation id, a malformed answer) in a row, each answered by a
+ * reconnect, before the session's partitions give up (FAILED). */
+#define KM_FETCHER_PROTO_MAX 5
+/* Leader-type errors in a row for one partition answered on its session's
+ * connection before Metadata is asked of another broker (a broker's
+ * metadata may lag). */
+#define KM_FETCHER_ROTATE_AFTER 3u
+
+enum km_fetcher_state {
+	KM_FETCHER_CONNECTING = 0, /* finding the leader, or backing off */
+	KM_FETCHER_MIRRORING = 1,  /* fetching from the leader */
+	KM_FETCHER_FAILED = 2,	   /* see km_fetcher_reason() */
+};
+
+/* host:port. host is an IPv4 literal, "localhost", or a name the pool's
+ * resolver maps. */
+struct km_fetcher_addr {
+	char host[KM_WIRE_NAME_BYTES_MAX + 1];
+	uint16_t port;
+};
+
+/**
+ * Map a host name to an IPv4 literal (a cache the daemon filled at start,
+ * say). Called on the worker thread.
+ * @return 0 with ipv4 filled, -EAGAIN (not known yet: retried with
+ *         backoff), or another negative code (the name cannot be used).
+ */
+typedef int (*km_fetcher_resolve_fn)(void *ctx, const char *host,
+				     char ipv4[KM_FETCHER_IPV4_BYTES]);
+
+/* One partition to mirror. Partitions with the same bootstrap list share
+ * sessions; a session's timing (max_wait_ms, backoff, request timeout,
+ * max_bytes) is that of the partition that opened its group's first
+ * session. */
+struct km_fetcher_config {
+	struct km_fetcher_addr bootstrap[KM_FETCHER_BOOTSTRAP_MAX];
+	uint32_t n_bootstrap;	   /* 1..KM_FETCHER_BOOTSTRAP_MAX */
+	char topic[KM_WIRE_NAME_BYTES_MAX + 1];
+	int32_t partition;
+	int32_t max_wait_ms;	   /* Fetch MaxWaitMs; 0: 50 */
+	int32_t max_bytes;	   /* Fetch MaxBytes and PartitionMaxBytes
+				      before the clamp; 0: 1 MiB */
+	uint32_t batch_bytes_max;  /* largest batch accepted; 0: the
+				      KM_BATCH_BYTES_MAX */
+	uint32_t backoff_ms;	   /* first retry backoff; 0: 50 */
+	uint32_t backoff_max_ms;   /* 0: 2000 */
+	uint32_t request_timeout_ms; /* an answer later than this (beyond
+					MaxWaitMs) drops the connection; 0: 30 s */
+	/* mirror.offset.reset=earliest: when the source's log start has moved
+	 * past our log end, restart the log there (km_log_reset_to) instead of
+	 * failing. */
+	bool offset_reset_earliest;
+};
+
+/* What stats.errors[] counts. */
+enum km_fetcher_err {
+	KM_FETCHER_ERR_NOT_LEADER = 0,	    /* NOT_LEADER_OR_FOLLOWER */
+	KM_FETCHER_ERR_LEADER_NOT_AVAILABLE,
+	KM_FETCHER_ERR_UNKNOWN_TOPIC,	    /* UNKNOWN_TOPIC_OR_PARTITION / _ID */
+	KM_FETCHER_ERR_LEADER_EPOCH,	    /* FENCED_ / UNKNOWN_LEADER_EPOCH */
+	KM_FETCHER_ERR_RETRIABLE,	    /* another retriable Kafka error */
+	KM_FETCHER_ERR_OUT_OF_RANGE,	    /* OFFSET_OUT_OF_RANGE */
+	KM_FETCHER_ERR_CONNECT,		    /* connect failed or no address */
+	KM_FETCHER_ERR_DISCONNECT,	    /* an open connection was lost */
+	KM_FETCHER_ERR_TIMEOUT,		    /* no answer in request_timeout_ms */
+	KM_FETCHER_ERR_CORRUPT,		    /* batch rejected (= stats.corrupt) */
+	KM_FETCHER_ERR_STALL,		    /* response outgrew the buffers */
+	KM_FETCHER_ERR_PROTOCOL,	    /* garbage, bad size, bad answer */
+	KM_FETCHER_ERR_KINDS,
+};
+
+/** Short name of an error kind ("not_leader", ...), for status output. */
+const char *km_fetcher_err_name(enum km_fetcher_err kind);
+
+/* Per partition. Connection-level events (reconnects, disconnects,
+ * timeouts, protocol errors, stalls) count on every partition of the
+ * session they happened to. */
+struct km_fetcher_stats {
+	uint64_t bytes;		   /* batch bytes appended */
+	uint64_t batches;	   /* batches appended */
+	uint64_t duplicates;	   /* batches the log skipped (below its end) */
+	uint64_t corrupt;	   /* batches rejected (KM_EBADCRC, ...) */
+	uint64_t reconnects;	   /* connections opened for it after the
+				      first (its session's, or a new
+				      session's after a move) */
+	uint64_t fetches;	   /* Fetch responses that named it */
+	uint64_t fetch_pipelined;  /* ... asked while its batches of the
+				      previous response were being written */
+	uint64_t metadata_refreshes; /* Metadata responses asked for it */
+	uint64_t leader_changes;   /* leader id or address changed */
+	uint64_t session_moves;	   /* moved to another session */
+	uint64_t log_resets;	   /* km_log_reset_to by offset_reset_earliest */
+	uint64_t errors[KM_FETCHER_ERR_KINDS];
+	int64_t high_watermark;	   /* source HW, last Fetch/ListOffsets; -1 */
+	int64_t log_start_offset;  /* source log start (Fetch v5+,
+				      ListOffsets); -1 */
+	int32_t leader_id;	   /* -1 while unknown */
+	struct km_fetcher_addr leader; /* its address, "" while unknown */
+	int32_t max_bytes;	   /* PartitionMaxBytes in use (clamped) */
+	/* Versions negotiated on its session's last connection, -1 before. */
+	int16_t v_apiversions, v_metadata, v_listoffsets, v_fetch;
+};
+
+/* What the partition waits for in its session (private). */
+enum km_fpart_phase {
+	KM_FP_META = 0,		   /* its leader: Metadata */
+	KM_FP_WAIT,		   /* the session's handshake */
+	KM_FP_OFFSETS,		   /* ListOffsets (lo_want) */
+	KM_FP_FETCH,		   /* Fetch */
+	KM_FP_DONE,		   /* FAILED or stopped */
+};
+
+/* Requests a session sends (private). */
+enum km_freq {
+	KM_FREQ_NONE = 0,
+	KM_FREQ_APIVERSIONS,
+	KM_FREQ_METADATA,
+	KM_FREQ_EARLIEST,	   /* ListOffsets, timestamp -2 */
+	KM_FREQ_LATEST,		   /* ListOffsets, timestamp -1 */
+	KM_FREQ_FETCH,
+};
+
+/* Visible for sizeof and the inline accessors only: every field is
+ * private. */
+struct km_fetcher {
+	struct km_fetcher_config cfg;
+	struct km_fpool *pool;
+	struct km_log *log;
+	struct km_fsess *sess;	   /* NULL once detached (idle) */
+	struct km_fetcher *next;   /* sess's member list */
+	enum km_fetcher_state state;
+	enum km_fpart_phase phase;
+	bool failed, stopped;
+	bool opened_once;
+	bool in_meta;		   /* its topic is in the Metadata in flight */
+	bool moving_warned;	   /* no session free for its leader: said */
+	int32_t ask_slot;	   /* in sess->asked[], or -1 */
+	enum km_freq lo_want;	   /* EARLIEST or LATEST while OFFSETS */
+	uint64_t ready_at_ms;	   /* no request for it before (backoff) */
+	uint32_t backoff_ms;
+	uint32_t err_streak;	   /* request errors in a row */
+	char reason[KM_FETCHER_REASON_BYTES];
+	char cluster_id[KM_WIRE_NAME_BYTES_MAX + 1];
+	/* Offsets. */
+	int64_t next_offset;	   /* next offset to fetch, -1 unknown */
+	int64_t inflight_offset;   /* FetchOffset asked in flight */
+	bool oor;		   /* resolving OFFSET_OUT_OF_RANGE */
+	int64_t oor_start;
+	int64_t corrupt_offset;	   /* where the last corrupt batch sat */
+	uint32_t corrupt_streak;   /* rejections there in a row */
+	/* Its records in the session's held frame. */
+	bool in_frame;
+	struct km_chain_cur rec_cur; /* next batch in the records span */
+	uint32_t rec_left;
+	int64_t resp_last;	   /* last offset of the span's last batch */
+	uint32_t resp_batches;	   /* whole batches framed in the span */
+	struct km_batch batches[KM_FETCHER_BURST];
+	uint32_t n_batches, n_done;
+	int64_t wait_offset;	   /* done with the frame when appended > this */
+	struct km_fetcher_stats stats;
+};
+
+/**
+ * Set up a partition and attach it to a session of pool (nothing is sent
+ * until km_fpool_step). f must not be attached (new, or idle).
+ * @return 0, -EINVAL: no bootstrap address, more than
+ *         KM_FETCHER_BOOTSTRAP_MAX, a bootstrap host that is neither an IPv4
+ *         literal nor "localhost" and the pool has no resolver, no topic, a
+ *         negative partition, no pool or log; or -ENOSPC: no session of
+ *         its bootstrap list exists and every session slot of the pool is
+ *         in use.
+ */
+int km_fetcher_init(struct km_fetcher *f, const struct km_fetcher_config *cfg,
+		    struct km_fpool *pool, struct km_log *log);
+
+/** Stop (reason "stopped", unless FAILED): nothing more is appended; the
+ *  partition leaves its session once the writes of its batches held in a
+ *  response frame are done. The others on the connection go on. Poll
+ *  km_fpool_step() until km_fetcher_idle(). */
+void km_fetcher_stop(struct km_fetcher *f);
+
+/** True when the partition has left its session and no write of its reads
+ *  a receive buffer (safe to free or to init again). */
+static inline bool km_fetcher_idle(const struct km_fetcher *f)
+{
+	return f->sess == NULL;
+}
+
+/** Drop its session's connection as if the peer had (tests: a cut
+ *  mid-stream; every partition of the session reconnects). */
+void km_fetcher_cut(struct km_fetcher *f);
+
+static inline enum km_fetcher_state
+km_fetcher_get_state(const struct km_fetcher *f)
+{
+	return f->state;
+}
+
+/** Why the partition FAILED (or "stopped"), at most KM_FETCHER_REASON_BYTES
+ *  with its NUL; "" otherwise. Valid while f is. */
+const char *km_fetcher_reason(const struct km_fetcher *f);
+
+static inline const struct km_fetcher_stats *
+km_fetcher_get_stats(const struct km_fetcher *f)
+{
+	return &f->stats;
+}
+
+/** The source cluster id from Metadata (v2+), "" until known. */
+static inline const char *km_fetcher_cluster_id(const struct km_fetcher *f)
+{
+	return f->cluster_id;
+}
+
+static inline int64_t km_fetcher_high_watermark(const struct km_fetcher *f)
+{
+	return f->stats.high_watermark;
+}
+
+/** Its session now (NULL once idle); valid until the next km_fpool_step. */
+static inline const struct km_fsess *
+km_fetcher_session(const struct km_fetcher *f)
+{
+	return f->sess;
+}
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,238 @@
+/* A partition's records in a Fetch response: verified (km_batch_parse),
+ * mapped (R1), appended (R6) straight from the receive buffers of the
+ * session's held frame. See fetcher.h. */
+#include "dataplane/fetch/fetcher_pvt.h"
+
+#include <string.h>
+
+#include "common/endian.h"
+#include "common/errors.h"
+#include "common/km_assert.h"
+#include "common/log.h"
+
+/* Parse-and-append rounds per call (STYLE 13): the rest of a large span
+ * waits for the next step. */
+#define DRAIN_ROUNDS 16u
+
+/* ---- batches ---- */
+
+/* Rejected (bad length, magic, CRC, header, a cut first batch): counted,
+ * refetched from next_offset; the same offset corrupt again and again
+ * fails the partition instead of refetching forever. */
+static void reject_corrupt(struct km_fetcher *f, const char *why)
+{
+	KM_WARN("fetcher", "%s-%d: batch at offset %lld rejected: %s; "
+		"refetching", f->cfg.topic, (int)f->cfg.partition,
+		(long long)f->next_offset, why);
+	f->stats.corrupt++;
+	f->stats.errors[KM_FETCHER_ERR_CORRUPT]++;
+	f->rec_left = 0;
+	if (f->corrupt_offset != f->next_offset) {
+		f->corrupt_offset = f->next_offset;
+		f->corrupt_streak = 0;
+	}
+	if (++f->corrupt_streak >= KM_FETCHER_CORRUPT_MAX)
+		km_fetcher_fail(f, "batch at offset %lld of %s-%d corrupt %u "
+				"times in a row: %s", (long long)f->next_offset,
+				f->cfg.topic, (int)f->cfg.partition,
+				f->corrupt_streak, why);
+}
+
+/* Frame and verify the next batch of the records span.
+ * @return its size (> 0), 0 if the span ends inside it, or a KM_E* code. */
+static int frame_batch(struct km_fetcher *f, struct km_batch *b)
+{
+	const struct km_chain *ch = &f->sess->frame->chain;
+	uint8_t lo[KM_BATCH_LOG_OVERHEAD];
+	uint32_t max = f->rec_left < f->cfg.batch_bytes_max
+			       ? f->rec_left
+			       : f->cfg.batch_bytes_max;
+	int32_t blen;
+
+	if (f->rec_left < KM_BATCH_LOG_OVERHEAD)
+		return 0;
+	km_chain_copy(ch, f->rec_cur, lo, sizeof(lo));
+	blen = (int32_t)km_load_be32(lo + KM_BATCH_OFF_LENGTH);
+	if (blen >= KM_BATCH_LENGTH_MIN &&
+	    (uint64_t)blen + KM_BATCH_LOG_OVERHEAD > f->rec_left)
+		return 0;
+	return km_batch_parse(b, ch, f->rec_cur, max);
+}
+
+/* R6 within the span, then R1. @return true to append the batch. */
+static bool accept_batch(struct km_fetcher *f, struct km_batch *b)
+{
+	int64_t base = km_batch_base_offset(b);
+	int64_t last = km_batch_last_offset(b);
+	int rc;
+
+	if (f->resp_batches++ > 0 && base <= f->resp_last) {
+		km_fetcher_fail(f, "%s-%d: offsets go backwards in a Fetch "
+				"response: batch %lld..%lld after offset %lld",
+				f->cfg.topic, (int)f->cfg.partition,
+				(long long)base, (long long)last,
+				(long long)f->resp_last);
+		return false;
+	}
+	f->resp_last = last;
+	if (last < f->next_offset)
+		return false; /* before the offset asked: mirrored already */
+	rc = km_batch_map_pid(b);
+	if (rc < 0) {
+		km_fetcher_fail(f, "batch at offset %lld of %s-%d: %s",
+				(long long)base, f->cfg.topic,
+				(int)f->cfg.partition, km_strerror(rc));
+		return false;
+	}
+	f->next_offset = last + 1;
+	return true;
+}
+
+/* One parsed step of the span: @return false to stop parsing. */
+static bool parse_one(struct km_fetcher *f)
+{
+	struct km_batch *b = &f->batches[f->n_batches];
+	int rc = frame_batch(f, b);
+
+	if (rc == 0 && f->resp_batches == 0) {
+		/* KIP-74: the first batch always comes whole. */
+		reject_corrupt(f, "the first batch is cut short");
+	} else if (rc == 0) {
+		f->rec_left = 0; /* a cut last batch: refetched */
+	} else if (rc == KM_EBATCHMAX) {
+		km_fetcher_fail(f, "the batch at offset %lld of %s-%d is "
+				"larger than batch.max.bytes (%u)",
+				(long long)f->next_offset, f->cfg.topic,
+				(int)f->cfg.partition, f->cfg.batch_bytes_max);
+	} else if (rc < 0) {
+		reject_corrupt(f, km_strerror(rc));
+	} else {
+		km_chain_advance(&f->sess->frame->chain, &f->rec_cur,
+				 (uint32_t)rc);
+		f->rec_left -= (uint32_t)rc;
+		if (accept_batch(f, b))
+			f->n_batches++;
+		return true;
+	}
+	return false;
+}
+
+/* Frame up to KM_FETCHER_BURST batches of the span into f->batches. */
+static void parse_batches(struct km_fetcher *f)
+{
+	f->n_batches = f->n_done = 0;
+	while (f->n_batches < KM_FETCHER_BURST && f->rec_left > 0 &&
+	       !f->failed && !f->stopped)
+		if (!parse_one(f))
+			return;
+}
+
+/* Hand the parsed batches to the log. @return how many it took, or < 0
+ * (the partition FAILED; nothing of this call was written). */
+static int submit(struct km_fetcher *f)
+{
+	struct km_log_append_result res;
+	struct km_batch *b = f->batches + f->n_done;
+	int rc = km_log_append_burst(f->log, b, f->n_batches - f->n_done,
+				     KM_ORIGIN_MIRROR, &res);
+
+	if (rc < 0) {
+		km_fetcher_fail(f, "log append at offset %lld of %s-%d: %s",
+				(long long)km_batch_base_offset(b), f->cfg.topic,
+				(int)f->cfg.partition, km_strerror(rc));
+		return rc;
+	}
+	for (int i = 0; i < rc; i++)
+		f->stats.bytes += km_batch_size(&b[i]);
+	f->stats.batches += res.appended;
+	f->stats.duplicates += res.duplicates;
+	if (rc > 0)
+		f->wait_offset = km_batch_last_offset(&b[rc - 1]);
+	f->n_done += (uint32_t)rc;
+	return rc;
+}
+
+bool km_fetcher_appends_pending(const struct km_fetcher *f)
+{
+	return f->in_frame && f->wait_offset >= 0 &&
+	       km_log_appended_offset(f->log) <= f->wait_offset &&
+	       km_log_error(f->log) == 0;
+}
+
+/* No more batches will be parsed from the held frame. */
+static bool parsing_over(const struct km_fetcher *f)
+{
+	return f->rec_left == 0 || f->failed || f->stopped;
+}
+
+bool km_fetcher_fetchable(const struct km_fetcher *f, uint64_t now)
+{
+	if (f->phase != KM_FP_FETCH || f->ready_at_ms > now ||
+	    f->ask_slot >= 0)
+		return false;
+	/* Its next offset is known once its span is parsed and queued. */
+	return !f->in_frame ||
+	       (f->rec_left == 0 && f->n_done == f->n_batches);
+}
+
+bool km_fetcher_drain(struct km_fetcher *f)
+{
+	KM_ASSERT(f->in_frame);
+	for (uint32_t i = 0; i < DRAIN_ROUNDS && !f->failed && !f->stopped;
+	     i++) {
+		if (f->n_done < f->n_batches) {
+			if (submit(f) < 0)
+				break;
+			if (f->n_done < f->n_batches)
+				return false; /* queue full: step() retries */
+		}
+		if (parsing_over(f))
+			break;
+		parse_batches(f);
+	}
+	if (!parsing_over(f))
+		return false; /* more of the span next step */
+	/* The log writes from these buffers: keep them until it has. */
+	if (km_fetcher_appends_pending(f))
+		return false;
+	f->in_frame = false;
+	f->rec_left = 0;
+	f->n_batches = f->n_done = 0;
+	f->wait_offset = -1;
+	return true;
+}
+
+/* ---- its partition of the response ---- */
+
+/* Append from the frame: the log writes straight from its buffers. */
+static void hold(struct km_fetcher *f, const struct km_fetch_part *p)
+{
+	f->in_frame = true;
+	f->rec_cur = p->records.cur;
+	f->rec_left = (uint32_t)p->records.len;
+	f->resp_batches = 0;
+	f->resp_last = -1;
+	f->n_batches = f->n_done = 0;
+	f->wait_offset = -1;
+}
+
+void km_fetcher_on_fetch(struct km_fetcher *f, const struct km_fetch_part *p,
+			 const struct km_kframe_frame *fr)
+{
+	(void)fr;
+	f->stats.fetches++;
+	if (p->high_watermark >= 0)
+		f->stats.high_watermark = p->high_watermark;
+	if (p->log_start_offset >= 0)
+		f->stats.log_start_offset = p->log_start_offset;
+	if (p->error_code) {
+		km_fetcher_kafka_error(f, "Fetch", KM_FREQ_FETCH, p->error_code);
+		return;
+	}
+	if (f->inflight_offset != f->next_offset)
+		return; /* asked before a reset: ask again */
+	f->err_streak = 0;
+	f->backoff_ms = f->cfg.backoff_ms;
+	if (p->records.len > 0)
+		hold(f, p);
+}

@@ -1,0 +1,161 @@
+/* Internals shared by the fetcher*.c and fsess*.c files; not for inclusion
+ * elsewhere.
+ *
+ * fetcher.c        a partition: life cycle, the Kafka error policy;
+ * fetcher_meta.c   a partition's leader, offsets, OFFSET_OUT_OF_RANGE;
+ * fetcher_data.c   a partition's records: parse, map, append;
+ * fsess.c          the pool, sessions, groups, moving partitions;
+ * fsess_conn.c     a session's connection: connect, send, receive, errors;
+ * fsess_req.c      requests: choosing, encoding, ApiVersions;
+ * fsess_resp.c     Metadata, ListOffsets and Fetch answers, partition by
+ *                  partition.
+ */
+#ifndef KM_DATAPLANE_FETCHER_PVT_H
+#define KM_DATAPLANE_FETCHER_PVT_H
+
+#include "dataplane/fetch/fsess.h"
+
+#define KM_FETCHER_CLIENT_ID "kmirror"
+#define KM_FETCHER_SW_VERSION "0.1.0"
+/* Bytes of a Fetch response around its records: header, the first topic
+ * name (<= 249) and partition fields, aborted-transaction count ... */
+#define KM_FETCHER_RESP_OVERHEAD 1024u
+/* ... and for each further partition (its own topic at worst). */
+#define KM_FETCHER_PART_OVERHEAD 320u
+/* Smallest receive budget a pool accepts. */
+#define KM_FETCHER_BUDGET_MIN (16u * 1024)
+/* MaxBytes is never halved below this after a stall. */
+#define KM_FETCHER_MAX_BYTES_MIN 4096
+/* Frames handled per session per step (STYLE 13). */
+#define KM_FETCHER_FRAMES_PER_PUMP 16u
+
+/* What the error policy does with a Kafka error code. */
+enum km_fetcher_action {
+	KM_FACT_REFRESH,	/* Metadata again, then the leader */
+	KM_FACT_RETRY,		/* the same request after backoff */
+	KM_FACT_OUT_OF_RANGE,	/* ListOffsets, then decide */
+	KM_FACT_FAIL,
+};
+
+uint64_t km_fetcher_now_ms(void);
+
+/* ---- fetcher.c: one partition ---- */
+
+/** FAILED with a reason (first one wins); the partition leaves its session
+ *  (km_fpool_step) once no write of it reads a held frame. */
+void km_fetcher_fail(struct km_fetcher *f, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+/** The backoff to wait now, doubled for next time (up to the maximum). */
+uint32_t km_fetcher_backoff(struct km_fetcher *f);
+
+/** Apply the error policy to a Kafka error code for this partition, from
+ *  response `api` ("Fetch", ...) to request `req`. */
+void km_fetcher_kafka_error(struct km_fetcher *f, const char *api,
+			    enum km_freq req, int16_t err);
+
+/** Needs its leader (Metadata) after delay_ms. */
+void km_fetcher_need_leader(struct km_fetcher *f, uint32_t delay_ms);
+
+/** Its session's connection is to its leader and versions are known:
+ *  ListOffsets if the log is empty, else Fetch from its end. */
+void km_fetcher_start(struct km_fetcher *f);
+
+/** Resolve host to an IPv4 literal. @return 0, -EAGAIN, or -EINVAL. */
+int km_fetcher_resolve(const struct km_fpool *p, const char *host,
+		       char ipv4[KM_FETCHER_IPV4_BYTES]);
+
+/** An IPv4 literal, or "localhost". */
+bool km_fetcher_literal_ipv4(const char *host,
+			     char ipv4[KM_FETCHER_IPV4_BYTES]);
+
+/* ---- fetcher_meta.c ---- */
+
+/** Metadata m answered for f's topic: record its leader.
+ *  @return 0 (stats.leader is the leader), or the Kafka error to apply. */
+int16_t km_fetcher_on_metadata(struct km_fetcher *f,
+			       const struct km_metadata_resp *m);
+/** Its ListOffsets answer p (NULL: missing) to request req. */
+void km_fetcher_on_listoffsets(struct km_fetcher *f,
+			       const struct km_listoffsets_resp_part *p,
+			       enum km_freq req, int16_t version);
+
+/* ---- fetcher_data.c ---- */
+
+/** True if f may be named in the next Fetch at time now. */
+bool km_fetcher_fetchable(const struct km_fetcher *f, uint64_t now);
+/** Its partition of a Fetch response: figures, error, or its records,
+ *  which it then appends from the frame (in_frame). */
+void km_fetcher_on_fetch(struct km_fetcher *f, const struct km_fetch_part *p,
+			 const struct km_kframe_frame *fr);
+/** Append more of its records; @return true once it is done with the
+ *  frame (parsed, and every write of it finished). */
+bool km_fetcher_drain(struct km_fetcher *f);
+/** True while batches it handed to the log are being written. */
+bool km_fetcher_appends_pending(const struct km_fetcher *f);
+
+/* ---- fsess.c: the pool and its sessions ---- */
+
+/** Attach a new partition to a session of its bootstrap list (or a new
+ *  discovery session). @return 0 or -ENOSPC. */
+int km_fsess_attach(struct km_fpool *p, struct km_fetcher *f);
+/** Metadata named f's leader (f->stats.leader) to session s: f stays
+ *  (and starts) if s is that broker's session, else moves there. */
+void km_fsess_route(struct km_fsess *s, struct km_fetcher *f);
+/** f keeps failing on s's broker: ask another through discovery. */
+void km_fsess_rotate(struct km_fetcher *f);
+/** Start every partition waiting for the handshake. */
+void km_fsess_start_waiting(struct km_fsess *s);
+
+/* ---- fsess_conn.c: the connection ---- */
+
+/** Connect now (the slot was just set up). */
+void km_fsess_open(struct km_fsess *s);
+/** Close the connection on purpose; refresh: Metadata after reconnecting
+ *  (the cause may be a leader change). */
+void km_fsess_drop(struct km_fsess *s, bool refresh);
+void km_fsess_protocol_error(struct km_fsess *s, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+/** Fail every partition of s (a session-wide cause). */
+void km_fsess_fail_all(struct km_fsess *s, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+/** Count an error kind on every partition of s. */
+void km_fsess_count(struct km_fsess *s, enum km_fetcher_err kind);
+/** Connection work of a step: connect, timeouts, frames, the next
+ *  request. @return 1 if something moved. */
+int km_fsess_conn_step(struct km_fsess *s);
+/** Send the next request if the connection is free. */
+void km_fsess_send(struct km_fsess *s);
+bool km_fsess_can_send(const struct km_fsess *s);
+/** Connected, versions known, not closing. */
+bool km_fsess_ready(const struct km_fsess *s);
+/** The connection ended (on_close ran, no frame held): reset it. */
+void km_fsess_conn_gone(struct km_fsess *s);
+/** Forget what the request in flight asked of f. */
+void km_fsess_unask(struct km_fetcher *f);
+
+/* ---- fsess_req.c: requests ---- */
+
+/** Start a request of api at version in s->req (next correlation id). */
+void km_fsess_req_begin(struct km_fsess *s, struct km_wire_wr *w,
+			int16_t api, int16_t version);
+/** The request to send next, or KM_FREQ_NONE. */
+enum km_freq km_fsess_choose(struct km_fsess *s, uint64_t now);
+/** Encode request r into s->req. @return 0, or < 0. */
+int km_fsess_encode(struct km_fsess *s, struct km_wire_wr *w, enum km_freq r);
+void km_fsess_on_apiversions(struct km_fsess *s,
+			     const struct km_kframe_frame *fr,
+			     struct km_wire_rd *r);
+
+/* ---- fsess_resp.c: answers ---- */
+
+void km_fsess_on_metadata(struct km_fsess *s, struct km_wire_rd *r);
+void km_fsess_on_listoffsets(struct km_fsess *s, struct km_wire_rd *r);
+/** @return true if the frame is now held (partitions appending). */
+bool km_fsess_on_fetch(struct km_fsess *s, const struct km_kframe_frame *fr,
+		       struct km_wire_rd *r);
+/** Drain the partitions appending from the held frame; release it once
+ *  all are done. @return 1 if something moved. */
+int km_fsess_drain(struct km_fsess *s);
+
+#endif

@@ -1,0 +1,417 @@
+/* A fetch session's requests: which one goes next, and encoding it, each
+ * naming every partition of the session that waits for it (grouped by
+ * topic, as the wire wants); and the ApiVersions handshake. See fsess.h. */
+#include "dataplane/fetch/fetcher_pvt.h"
+
+#include <errno.h>
+#include <string.h>
+
+#include "common/errors.h"
+#include "common/km_assert.h"
+
+/* Request bytes around the topics: size, header with the client id, the
+ * top-level fields, the empty arrays that follow. */
+#define REQ_FIXED_BYTES 96u
+/* Bytes per partition at most: Fetch v9+ (partition, epoch, offset, log
+ * start, max bytes); ListOffsets (partition, epoch, timestamp, count). */
+#define FETCH_PART_BYTES 28u
+#define LO_PART_BYTES 20u
+
+void km_fsess_req_begin(struct km_fsess *s, struct km_wire_wr *w,
+			int16_t api, int16_t version)
+{
+	km_kframe_req_begin(&s->kf, w, s->req, sizeof(s->req), api, version,
+			    KM_FETCHER_CLIENT_ID, &s->corr);
+	s->inflight_ver = version;
+}
+
+/* ---- choosing ---- */
+
+static bool wants_meta(const struct km_fetcher *f, uint64_t now)
+{
+	return f->phase == KM_FP_META && f->ready_at_ms <= now;
+}
+
+static bool wants_offsets(const struct km_fetcher *f, uint64_t now)
+{
+	return f->phase == KM_FP_OFFSETS && f->ready_at_ms <= now &&
+	       f->ask_slot < 0;
+}
+
+typedef bool (*pick_fn)(const struct km_fetcher *f, uint64_t now);
+
+static bool any(const struct km_fsess *s, pick_fn pick, uint64_t now)
+{
+	for (const struct km_fetcher *f = s->members; f != NULL; f = f->next)
+		if (pick(f, now))
+			return true;
+	return false;
+}
+
+enum km_freq km_fsess_choose(struct km_fsess *s, uint64_t now)
+{
+	if (!s->versions_known)
+		return KM_FREQ_APIVERSIONS;
+	if (any(s, wants_meta, now))
+		return KM_FREQ_METADATA;
+	if (!s->pinned)
+		return KM_FREQ_NONE; /* discovery only finds leaders */
+	if (any(s, wants_offsets, now))
+		return KM_FREQ_EARLIEST;
+	if (any(s, km_fetcher_fetchable, now))
+		return KM_FREQ_FETCH;
+	return KM_FREQ_NONE;
+}
+
+/* ---- selecting partitions, grouped by topic ---- */
+
+static uint32_t topic_index(const struct km_fetcher_scratch *sc, uint32_t nt,
+			    const char *topic)
+{
+	for (uint32_t t = 0; t < nt; t++)
+		if (strcmp(sc->req_topics[t].name.s, topic) == 0)
+			return t;
+	return nt;
+}
+
+/* The partitions pick() wants, in member order, as many as the request
+ * buffer holds. @return how many, their topics in *nt. */
+static uint32_t select_parts(struct km_fsess *s, pick_fn pick, uint64_t now,
+			     uint32_t part_bytes, uint32_t *nt)
+{
+	struct km_fetcher_scratch *sc = s->pool->cfg.scratch;
+	uint64_t bytes = REQ_FIXED_BYTES;
+	uint32_t n = 0;
+
+	*nt = 0;
+	for (struct km_fetcher *f = s->members; f != NULL; f = f->next) {
+		uint32_t t, add = part_bytes;
+
+		if (n == KM_FETCHER_ASK_MAX)
+			break;
+		if (!pick(f, now))
+			continue;
+		t = topic_index(sc, *nt, f->cfg.topic);
+		if (t == *nt)
+			add += 6u + (uint32_t)strlen(f->cfg.topic);
+		if (bytes + add > KM_FSESS_REQ_BYTES)
+			break; /* the rest next time */
+		if (t == *nt) {
+			km_wire_name_set(&sc->req_topics[t].name, f->cfg.topic);
+			sc->topic_n[t] = 0;
+			(*nt)++;
+		}
+		sc->sel[n] = f;
+		sc->sel_topic[n] = t;
+		sc->topic_n[t]++;
+		bytes += add;
+		n++;
+	}
+	return n;
+}
+
+/* Lay the selected partitions out topic by topic into s->asked (the order
+ * of the request, and of its answer). */
+static void group_parts(struct km_fsess *s, uint32_t n, uint32_t nt)
+{
+	struct km_fetcher_scratch *sc = s->pool->cfg.scratch;
+	uint32_t first = 0;
+
+	for (uint32_t t = 0; t < nt; t++) {
+		sc->req_topics[t].first = first;
+		sc->req_topics[t].count = sc->topic_n[t];
+		sc->topic_n[t] = first; /* now the topic's fill cursor */
+		first += sc->req_topics[t].count;
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		uint32_t at = sc->topic_n[sc->sel_topic[i]]++;
+
+		s->asked[at] = sc->sel[i];
+		sc->sel[i]->ask_slot = (int32_t)at;
+	}
+	s->n_asked = n;
+}
+
+/* ---- ApiVersions ---- */
+
+static int enc_apiversions(struct km_fsess *s, struct km_wire_wr *w)
+{
+	struct km_apiversions_req m;
+
+	km_wire_name_set(&m.sw_name, KM_FETCHER_CLIENT_ID);
+	km_wire_name_set(&m.sw_version, KM_FETCHER_SW_VERSION);
+	km_fsess_req_begin(s, w, KM_API_API_VERSIONS, s->v_api_ask);
+	return km_apiversions_req_encode(w, s->v_api_ask, &m);
+}
+
+/* The broker's range for key in a (possibly partly) decoded response, or
+ * NULL. */
+static const struct km_api_range *
+find_key(const struct km_apiversions_resp *m, int16_t key)
+{
+	for (uint32_t i = 0; i < m->n_keys; i++)
+		if (m->keys[i].api_key == key &&
+		    m->keys[i].min_version <= m->keys[i].max_version)
+			return &m->keys[i];
+	return NULL;
+}
+
+/* UNSUPPORTED_VERSION: ask again at min(sent - 1, the broker's ApiVersions
+ * maximum), or v0 when the answer does not say (as librdkafka does). The
+ * body may be of another version than asked (Kafka answers v0), so it is
+ * read as sent and, failing that, as v0. */
+static void step_down(struct km_fsess *s, const struct km_kframe_frame *fr,
+		      const struct km_apiversions_resp *asked)
+{
+	const struct km_api_range *k = find_key(asked, KM_API_API_VERSIONS);
+	struct km_apiversions_resp v0 = {0, s->pool->cfg.scratch->keys,
+					 KM_FETCHER_API_KEYS_MAX, 0, 0};
+	int16_t sent = s->inflight_ver;
+	int16_t max = -1;
+	struct km_wire_rd r;
+	int32_t corr;
+
+	if (k != NULL) {
+		max = k->max_version;
+	} else {
+		km_wire_rd_init(&r, &fr->chain, fr->body, fr->body_len,
+				&km_wire_limits_default);
+		km_resphdr_decode(&r, KM_API_API_VERSIONS, 0, &corr);
+		km_apiversions_resp_decode(&r, 0, &v0);
+		if ((k = find_key(&v0, KM_API_API_VERSIONS)) != NULL)
+			max = k->max_version;
+	}
+	if (max < 0)
+		s->v_api_ask = 0;
+	else
+		s->v_api_ask = max < sent - 1 ? max : (int16_t)(sent - 1);
+}
+
+/* The highest version of key both sides speak, within [floor, ceil]. */
+static int pick(struct km_fsess *s, const struct km_apiversions_resp *m,
+		int16_t key, int16_t floor, int16_t ceil, const char *name,
+		int16_t *out)
+{
+	const struct km_api_range *theirs = find_key(m, key);
+	struct km_api_range ours;
+	int16_t lo, hi;
+
+	km_proto_versions(key, &ours);
+	lo = ours.min_version > floor ? ours.min_version : floor;
+	hi = ours.max_version < ceil ? ours.max_version : ceil;
+	if (theirs == NULL) {
+		km_fsess_fail_all(s, "source broker %s:%u does not offer %s; "
+				  "kmirror needs v%d-v%d", s->target.host,
+				  (unsigned)s->target.port, name, (int)lo,
+				  (int)hi);
+		return -1;
+	}
+	if (theirs->max_version < lo || theirs->min_version > hi) {
+		km_fsess_fail_all(s, "source broker %s:%u speaks %s v%d-v%d; "
+				  "kmirror needs v%d-v%d", s->target.host,
+				  (unsigned)s->target.port, name,
+				  (int)theirs->min_version,
+				  (int)theirs->max_version, (int)lo, (int)hi);
+		return -1;
+	}
+	*out = theirs->max_version < hi ? theirs->max_version : hi;
+	return 0;
+}
+
+void km_fsess_on_apiversions(struct km_fsess *s,
+			     const struct km_kframe_frame *fr,
+			     struct km_wire_rd *r)
+{
+	struct km_apiversions_resp m = {0, s->pool->cfg.scratch->keys,
+					KM_FETCHER_API_KEYS_MAX, 0, 0};
+	int rc = km_apiversions_resp_decode(r, s->inflight_ver, &m);
+
+	if (m.error_code == KM_KERR_UNSUPPORTED_VERSION && s->inflight_ver > 0) {
+		step_down(s, fr, &m);
+		return;
+	}
+	if (rc < 0 || m.error_code) {
+		km_fsess_protocol_error(s, "ApiVersions v%d: %s",
+					(int)s->inflight_ver,
+					rc < 0 ? km_strerror(rc)
+					       : km_kerr_name(m.error_code));
+		return;
+	}
+	/* Fetch v4 is the first with record batch v2 (magic 2) and
+	 * IsolationLevel; ListOffsets v1 the first with one offset per
+	 * partition. ListOffsets v4+ adds only leader epochs, which the
+	 * session does not use, and librdkafka's mock cluster answers v4+
+	 * with a LeaderEpoch of 8 bytes instead of 4: stay at v3. */
+	if (pick(s, &m, KM_API_FETCH, 4, INT16_MAX, "Fetch", &s->v_fetch) < 0 ||
+	    pick(s, &m, KM_API_LIST_OFFSETS, 1, 3, "ListOffsets",
+		 &s->v_listoffsets) < 0 ||
+	    pick(s, &m, KM_API_METADATA, 0, INT16_MAX, "Metadata",
+		 &s->v_metadata) < 0)
+		return;
+	s->v_apiversions = s->inflight_ver;
+	s->versions_known = true;
+	km_fsess_start_waiting(s);
+}
+
+/* ---- Metadata ---- */
+
+/* The topics of the partitions waiting for a leader (each once); every
+ * partition of those topics that waits is answered by it. */
+static int enc_metadata(struct km_fsess *s, struct km_wire_wr *w,
+			uint64_t now)
+{
+	struct km_fetcher_scratch *sc = s->pool->cfg.scratch;
+	struct km_metadata_req m = {sc->names, KM_FETCHER_META_TOPICS_MAX, 0,
+				    false};
+	uint64_t bytes = REQ_FIXED_BYTES;
+
+	for (struct km_fetcher *f = s->members; f != NULL; f = f->next) {
+		int32_t t;
+
+		if (!wants_meta(f, now))
+			continue;
+		for (t = 0; t < m.n_topics; t++)
+			if (strcmp(sc->names[t].s, f->cfg.topic) == 0)
+				break;
+		if (t == m.n_topics) {
+			bytes += 2u + strlen(f->cfg.topic);
+			if (t == (int32_t)KM_FETCHER_META_TOPICS_MAX ||
+			    bytes > KM_FSESS_REQ_BYTES)
+				continue;
+			km_wire_name_set(&sc->names[m.n_topics++], f->cfg.topic);
+		}
+	}
+	for (struct km_fetcher *f = s->members; f != NULL; f = f->next)
+		for (int32_t t = 0; f->phase == KM_FP_META && t < m.n_topics; t++)
+			if (strcmp(sc->names[t].s, f->cfg.topic) == 0)
+				f->in_meta = true;
+	km_fsess_req_begin(s, w, KM_API_METADATA, s->v_metadata);
+	return km_metadata_req_encode(w, s->v_metadata, &m);
+}
+
+/* ---- ListOffsets ---- */
+
+static int enc_listoffsets(struct km_fsess *s, struct km_wire_wr *w,
+			   uint64_t now)
+{
+	struct km_fetcher_scratch *sc = s->pool->cfg.scratch;
+	struct km_listoffsets_req m;
+	uint32_t nt, n = select_parts(s, wants_offsets, now, LO_PART_BYTES,
+				      &nt);
+
+	group_parts(s, n, nt);
+	for (uint32_t i = 0; i < n; i++) {
+		const struct km_fetcher *f = s->asked[i];
+		struct km_listoffsets_req_part *p = &sc->lo_parts[i];
+
+		p->partition = f->cfg.partition;
+		p->current_leader_epoch = -1;
+		p->timestamp = f->lo_want == KM_FREQ_LATEST ? -1 : -2;
+		p->max_num_offsets = 1;
+	}
+	memset(&m, 0, sizeof(m));
+	m.replica_id = -1;
+	m.isolation_level = 0; /* latest = the high watermark */
+	m.topics = sc->req_topics;
+	m.topics_max = m.n_topics = nt;
+	m.parts = sc->lo_parts;
+	m.parts_max = m.n_parts = n;
+	km_fsess_req_begin(s, w, KM_API_LIST_OFFSETS, s->v_listoffsets);
+	return km_listoffsets_req_encode(w, s->v_listoffsets, &m);
+}
+
+/* ---- Fetch ---- */
+
+/* MaxBytes for n partitions: within half the budget (fetcher.h) less
+ * their overhead, and the stall-halved session maximum. */
+static int32_t resp_max_bytes(const struct km_fsess *s, uint32_t n)
+{
+	uint64_t over = KM_FETCHER_RESP_OVERHEAD +
+			(uint64_t)(n - 1) * KM_FETCHER_PART_OVERHEAD;
+	uint64_t half = s->budget_bytes / 2;
+	int64_t room = half > over ? (int64_t)(half - over) : 0;
+
+	if (room < KM_FETCHER_MAX_BYTES_MIN)
+		room = KM_FETCHER_MAX_BYTES_MIN;
+	return s->max_bytes < room ? s->max_bytes : (int32_t)room;
+}
+
+static void fetch_part(struct km_fetcher *f, struct km_fetch_req_part *p,
+		       int32_t max_bytes)
+{
+	p->partition = f->cfg.partition;
+	p->current_leader_epoch = -1; /* no epoch fencing: any leader serves */
+	p->fetch_offset = f->next_offset;
+	p->log_start_offset = -1;     /* a consumer, not a follower */
+	p->partition_max_bytes = f->cfg.max_bytes < max_bytes
+					 ? f->cfg.max_bytes : max_bytes;
+	f->stats.max_bytes = p->partition_max_bytes;
+	f->inflight_offset = f->next_offset;
+	if (f->in_frame)
+		f->stats.fetch_pipelined++;
+}
+
+/* The next Fetch starts one partition later (fairness under MaxBytes). */
+static void rotate_members(struct km_fsess *s)
+{
+	struct km_fetcher *head = s->members, **pp;
+
+	if (head == NULL || head->next == NULL)
+		return;
+	s->members = head->next;
+	for (pp = &s->members; *pp != NULL; pp = &(*pp)->next)
+		;
+	head->next = NULL;
+	*pp = head;
+}
+
+static int enc_fetch(struct km_fsess *s, struct km_wire_wr *w, uint64_t now)
+{
+	struct km_fetcher_scratch *sc = s->pool->cfg.scratch;
+	struct km_fetch_req m;
+	uint32_t nt, n = select_parts(s, km_fetcher_fetchable, now,
+				      FETCH_PART_BYTES, &nt);
+	int32_t max_bytes = resp_max_bytes(s, n);
+
+	KM_ASSERT(n > 0);
+	group_parts(s, n, nt);
+	for (uint32_t i = 0; i < n; i++)
+		fetch_part(s->asked[i], &sc->fetch_parts[i], max_bytes);
+	memset(&m, 0, sizeof(m));
+	m.replica_id = -1;
+	m.max_wait_ms = s->max_wait_ms;
+	m.min_bytes = 1;
+	m.max_bytes = max_bytes;
+	m.isolation_level = 0;	     /* read_uncommitted: all up to the HW */
+	m.session_id = 0;	     /* no fetch session (KIP-227) */
+	m.session_epoch = -1;
+	m.topics = sc->req_topics;
+	m.topics_max = m.n_topics = nt;
+	m.parts = sc->fetch_parts;
+	m.parts_max = m.n_parts = n;
+	km_wire_name_set(&m.rack_id, "");
+	rotate_members(s);
+	km_fsess_req_begin(s, w, KM_API_FETCH, s->v_fetch);
+	return km_fetch_req_encode(w, s->v_fetch, &m);
+}
+
+int km_fsess_encode(struct km_fsess *s, struct km_wire_wr *w, enum km_freq r)
+{
+	uint64_t now = km_fetcher_now_ms();
+
+	switch (r) {
+	case KM_FREQ_APIVERSIONS:
+		return enc_apiversions(s, w);
+	case KM_FREQ_METADATA:
+		return enc_metadata(s, w, now);
+	case KM_FREQ_EARLIEST:
+	case KM_FREQ_LATEST:
+		return enc_listoffsets(s, w, now);
+	case KM_FREQ_FETCH:
+		return enc_fetch(s, w, now);
+	case KM_FREQ_NONE:
+	default:
+		KM_ASSERT(!"no request to encode");
+		return -EINVAL;
+	}
+}

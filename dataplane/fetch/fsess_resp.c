@@ -1,0 +1,283 @@
+/* A fetch session's answers, partition by partition: Metadata (leaders,
+ * then each partition stays or moves), ListOffsets, and Fetch (each
+ * partition's records span, appended from the held frame, which is
+ * released once every partition is done with it). See fsess.h. */
+#include "dataplane/fetch/fetcher_pvt.h"
+
+#include <string.h>
+
+#include "common/errors.h"
+#include "common/km_assert.h"
+
+/* read_uncommitted responses carry none (Kafka sends null); a source that
+ * sends more than this fails the decode, a protocol error. */
+#define ABORTED_MAX 256u
+
+/* The partition asked at position *k, or anywhere in the request, whose
+ * answer this is; NULL if none (it left, or was never asked). */
+static struct km_fetcher *match(struct km_fsess *s, uint32_t *k,
+				const char *topic, int32_t partition)
+{
+	struct km_fetcher *f;
+
+	if (*k < s->n_asked && (f = s->asked[*k]) != NULL &&
+	    f->cfg.partition == partition && strcmp(f->cfg.topic, topic) == 0) {
+		(*k)++;
+		return f;
+	}
+	for (uint32_t i = 0; i < s->n_asked; i++) {
+		f = s->asked[i];
+		if (f != NULL && f->cfg.partition == partition &&
+		    strcmp(f->cfg.topic, topic) == 0)
+			return f;
+	}
+	return NULL;
+}
+
+/* Partitions asked and not answered: the source broke the request. */
+static void missing(struct km_fsess *s, const char *api)
+{
+	for (uint32_t i = 0; i < s->n_asked; i++) {
+		struct km_fetcher *f = s->asked[i];
+
+		if (f == NULL)
+			continue;
+		km_fsess_unask(f);
+		km_fetcher_fail(f, "%s v%d: partition missing", api,
+				(int)s->inflight_ver);
+	}
+	s->n_asked = 0;
+}
+
+static void unask_all(struct km_fsess *s)
+{
+	for (uint32_t i = 0; i < s->n_asked; i++)
+		if (s->asked[i] != NULL)
+			km_fsess_unask(s->asked[i]);
+	s->n_asked = 0;
+}
+
+/* ---- Metadata ---- */
+
+static bool port_ok(int32_t port)
+{
+	return port > 0 && port <= UINT16_MAX;
+}
+
+/* Every broker named (up to the capacity) joins the rotation. */
+static void remember_brokers(struct km_fsess *s,
+			     const struct km_metadata_resp *m)
+{
+	uint32_t n = 0;
+
+	for (uint32_t i = 0; i < m->n_brokers && n < KM_FETCHER_BROKERS_MAX;
+	     i++) {
+		const struct km_metadata_broker *b = &m->brokers[i];
+
+		if (b->host.len <= 0 || !port_ok(b->port))
+			continue;
+		s->brokers[n].id = b->node_id;
+		memcpy(s->brokers[n].addr.host, b->host.s,
+		       (size_t)b->host.len + 1);
+		s->brokers[n].addr.port = (uint16_t)b->port;
+		n++;
+	}
+	s->n_brokers = n;
+	if (m->cluster_id.len > 0)
+		memcpy(s->cluster_id, m->cluster_id.s,
+		       (size_t)m->cluster_id.len + 1);
+}
+
+static void meta_decode_failed(struct km_fsess *s, int rc)
+{
+	if (rc != KM_EWIRECAPACITY) {
+		km_fsess_protocol_error(s, "Metadata v%d: %s",
+					(int)s->inflight_ver, km_strerror(rc));
+		return;
+	}
+	for (struct km_fetcher *f = s->members; f != NULL; f = f->next)
+		if (f->in_meta)
+			km_fetcher_fail(f, "Metadata v%d: %s (more brokers, "
+					"partitions or replicas than struct "
+					"km_fetcher_scratch holds)",
+					(int)s->inflight_ver, km_strerror(rc));
+}
+
+void km_fsess_on_metadata(struct km_fsess *s, struct km_wire_rd *r)
+{
+	struct km_fetcher_scratch *sc = s->pool->cfg.scratch;
+	struct km_metadata_resp m = {
+		.brokers = sc->brokers,
+		.brokers_max = KM_FETCHER_META_BROKERS_MAX,
+		.topics = sc->topics, .topics_max = KM_FETCHER_META_TOPICS_MAX,
+		.parts = sc->parts, .parts_max = KM_FETCHER_META_PARTS_MAX,
+		.nodes = sc->nodes, .nodes_max = KM_FETCHER_META_NODES_MAX,
+	};
+	struct km_fetcher *f, *next;
+	int rc = km_metadata_resp_decode(r, s->inflight_ver, &m);
+
+	if (rc < 0) {
+		meta_decode_failed(s, rc);
+		return;
+	}
+	s->healthy = true;
+	remember_brokers(s, &m);
+	/* Each partition asked stays, moves (the list changes under us:
+	 * next is taken first), or waits to ask again. */
+	for (f = s->members; f != NULL; f = next) {
+		int16_t err;
+
+		next = f->next;
+		if (!f->in_meta)
+			continue;
+		f->in_meta = false;
+		err = km_fetcher_on_metadata(f, &m);
+		if (err)
+			km_fetcher_kafka_error(f, "Metadata", KM_FREQ_METADATA,
+					       err);
+		else
+			km_fsess_route(s, f);
+	}
+}
+
+/* ---- ListOffsets ---- */
+
+void km_fsess_on_listoffsets(struct km_fsess *s, struct km_wire_rd *r)
+{
+	struct km_fetcher_scratch *sc = s->pool->cfg.scratch;
+	struct km_listoffsets_resp m = {0, sc->req_topics, KM_FETCHER_ASK_MAX,
+					0, sc->lo_resp, KM_FETCHER_ASK_MAX, 0};
+	int rc = km_listoffsets_resp_decode(r, s->inflight_ver, &m);
+	uint32_t k = 0;
+
+	if (rc < 0) {
+		unask_all(s);
+		km_fsess_protocol_error(s, "ListOffsets v%d: %s",
+					(int)s->inflight_ver, km_strerror(rc));
+		return;
+	}
+	s->healthy = true;
+	for (uint32_t t = 0; t < m.n_topics; t++) {
+		const struct km_proto_topic *tp = &m.topics[t];
+
+		for (uint32_t i = tp->first; i < tp->first + tp->count; i++) {
+			const struct km_listoffsets_resp_part *p = &m.parts[i];
+			struct km_fetcher *f = match(s, &k, tp->name.s,
+						     p->partition);
+
+			if (f == NULL)
+				continue;
+			km_fsess_unask(f);
+			km_fetcher_on_listoffsets(f, p, f->lo_want,
+						  s->inflight_ver);
+		}
+	}
+	missing(s, "ListOffsets");
+}
+
+/* ---- Fetch ---- */
+
+/* The whole request failed (v7+ top-level ErrorCode): each partition
+ * asked takes the error. */
+static void fetch_failed(struct km_fsess *s, int16_t err)
+{
+	for (uint32_t i = 0; i < s->n_asked; i++) {
+		struct km_fetcher *f = s->asked[i];
+
+		if (f == NULL)
+			continue;
+		km_fsess_unask(f);
+		km_fetcher_kafka_error(f, "Fetch", KM_FREQ_FETCH, err);
+	}
+	s->n_asked = 0;
+}
+
+/* A malformed answer: nothing of it is appended. */
+static void fetch_malformed(struct km_fsess *s, int rc)
+{
+	for (struct km_fetcher *f = s->members; f != NULL; f = f->next)
+		f->in_frame = false;
+	unask_all(s);
+	km_fsess_protocol_error(s, "Fetch v%d answer: %s", (int)s->inflight_ver,
+				km_strerror(rc));
+}
+
+/* Hand each partition its part. @return partitions now appending, or a
+ * wire error. */
+static int fetch_parts(struct km_fsess *s, struct km_fetch_resp_iter *it,
+		       const struct km_kframe_frame *fr)
+{
+	uint32_t k = 0;
+	int users = 0;
+
+	for (uint32_t i = 0; i <= KM_FETCHER_ASK_MAX * 4u; i++) {
+		struct km_fetch_part p;
+		struct km_fetcher *f;
+		int rc = km_fetch_resp_next_partition(it, &p);
+
+		if (rc != 1)
+			return rc < 0 ? rc : users;
+		f = match(s, &k, it->cur.topic.s, p.partition);
+		if (f == NULL)
+			continue; /* it left the session meanwhile */
+		km_fsess_unask(f);
+		km_fetcher_on_fetch(f, &p, fr);
+		users += f->in_frame;
+	}
+	return KM_EWIRECAPACITY;
+}
+
+bool km_fsess_on_fetch(struct km_fsess *s, const struct km_kframe_frame *fr,
+		       struct km_wire_rd *r)
+{
+	struct km_fetch_aborted aborted[ABORTED_MAX];
+	struct km_fetch_resp_iter it;
+	int rc = km_fetch_resp_begin(&it, r, s->inflight_ver, aborted,
+				     ABORTED_MAX);
+
+	if (rc == 0 && it.error_code) {
+		fetch_failed(s, it.error_code);
+		return false;
+	}
+	if (rc == 0)
+		rc = fetch_parts(s, &it, fr);
+	if (rc < 0) {
+		fetch_malformed(s, rc);
+		return false;
+	}
+	s->healthy = true;
+	s->proto_streak = 0;
+	s->backoff_ms = s->backoff_min_ms;
+	missing(s, "Fetch");
+	if (rc == 0)
+		return false;
+	s->frame = fr;
+	s->frame_users = (uint32_t)rc;
+	km_fsess_drain(s);
+	return true;
+}
+
+int km_fsess_drain(struct km_fsess *s)
+{
+	struct km_fetcher *f;
+	int moved = 0;
+
+	KM_ASSERT(s->frame != NULL);
+	for (f = s->members; f != NULL; f = f->next) {
+		uint32_t done = f->n_done;
+
+		if (!f->in_frame)
+			continue;
+		if (km_fetcher_drain(f)) {
+			s->frame_users--;
+			moved = 1;
+		} else if (f->n_done != done) {
+			moved = 1;
+		}
+	}
+	if (s->frame_users > 0)
+		return moved;
+	km_kframe_release(&s->kf);
+	s->frame = NULL;
+	return 1;
+}

@@ -1,0 +1,398 @@
+/* Committed offsets table and its records (dataplane/group/goffsets.h). A chained
+ * hash table keyed by (group, topic, partition); it doubles as it fills. */
+#include "dataplane/group/goffsets.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/crc32c.h"
+#include "common/errors.h"
+#include "common/km_limits.h"
+#include "common/log.h"
+#include "iouring_log/log.h"
+#include "kafka/batch.h"
+#include "kafka/records.h"
+
+struct entry {
+	struct entry *next;
+	uint32_t hash;
+	int32_t partition;
+	char *group;		/* one allocation: group \0 topic \0 */
+	char *topic;
+	struct km_goffset o;
+};
+
+struct km_goffsets {
+	struct entry **slots;
+	uint32_t n_slots;	/* a power of two */
+	uint32_t count;
+};
+
+/* Batches the load reads at a time. */
+#define LOAD_BYTES (1u << 20)
+
+static uint32_t key_hash(const char *group, const char *topic, int32_t part)
+{
+	uint32_t h = km_crc32c_update(0, group, strlen(group) + 1);
+
+	h = km_crc32c_update(h, topic, strlen(topic) + 1);
+	return km_crc32c_update(h, &part, sizeof(part));
+}
+
+int km_goffsets_create(struct km_goffsets **out)
+{
+	struct km_goffsets *t = calloc(1, sizeof(*t));
+
+	if (t == NULL)
+		return -ENOMEM;
+	t->n_slots = 64;
+	t->slots = calloc(t->n_slots, sizeof(*t->slots));
+	if (t->slots == NULL) {
+		free(t);
+		return -ENOMEM;
+	}
+	*out = t;
+	return 0;
+}
+
+static void entry_free(struct entry *e)
+{
+	free(e->group);
+	free(e->o.metadata);
+	free(e);
+}
+
+void km_goffsets_destroy(struct km_goffsets *t)
+{
+	if (t == NULL)
+		return;
+	for (uint32_t i = 0; i < t->n_slots; i++)
+		for (struct entry *e = t->slots[i], *n; e; e = n) {
+			n = e->next;
+			entry_free(e);
+		}
+	free(t->slots);
+	free(t);
+}
+
+static struct entry **find(const struct km_goffsets *t, const char *group,
+			   const char *topic, int32_t part, uint32_t hash)
+{
+	struct entry **pe = &t->slots[hash & (t->n_slots - 1)];
+
+	for (; *pe; pe = &(*pe)->next)
+		if ((*pe)->hash == hash && (*pe)->partition == part &&
+		    strcmp((*pe)->group, group) == 0 &&
+		    strcmp((*pe)->topic, topic) == 0)
+			return pe;
+	return pe;
+}
+
+/* Double the slots once the table holds as many entries. */
+static void grow(struct km_goffsets *t)
+{
+	uint32_t n = t->n_slots * 2;
+	struct entry **s = calloc(n, sizeof(*s));
+
+	if (s == NULL || t->count < t->n_slots) {
+		free(s);
+		return; /* a longer chain is slower, not wrong */
+	}
+	for (uint32_t i = 0; i < t->n_slots; i++)
+		for (struct entry *e = t->slots[i], *next; e; e = next) {
+			next = e->next;
+			e->next = s[e->hash & (n - 1)];
+			s[e->hash & (n - 1)] = e;
+		}
+	free(t->slots);
+	t->slots = s;
+	t->n_slots = n;
+}
+
+static struct entry *entry_new(const char *group, const char *topic,
+			       int32_t part, uint32_t hash)
+{
+	size_t gl = strlen(group), tl = strlen(topic);
+	struct entry *e = calloc(1, sizeof(*e));
+
+	if (e == NULL || (e->group = malloc(gl + tl + 2)) == NULL) {
+		free(e);
+		return NULL;
+	}
+	memcpy(e->group, group, gl + 1);
+	e->topic = e->group + gl + 1;
+	memcpy(e->topic, topic, tl + 1);
+	e->partition = part;
+	e->hash = hash;
+	return e;
+}
+
+static int set_value(struct entry *e, const struct km_gorec_value *v)
+{
+	char *md = malloc((size_t)v->metadata_len + 1);
+
+	if (md == NULL)
+		return -ENOMEM;
+	if (v->metadata_len)
+		memcpy(md, v->metadata, v->metadata_len);
+	md[v->metadata_len] = '\0';
+	free(e->o.metadata);
+	e->o = (struct km_goffset){ v->offset, v->leader_epoch, v->commit_ts,
+				    v->metadata_len, md };
+	return 0;
+}
+
+int km_goffsets_put(struct km_goffsets *t, const char *group,
+		    const char *topic, int32_t partition,
+		    const struct km_gorec_value *v)
+{
+	uint32_t hash = key_hash(group, topic, partition);
+	struct entry **pe = find(t, group, topic, partition, hash), *e = *pe;
+
+	if (strlen(group) > KM_GOREC_NAME_MAX || strlen(topic) > KM_GOREC_NAME_MAX ||
+	    (v && v->metadata_len > KM_GOREC_METADATA_MAX))
+		return KM_EGOREC;
+	if (v == NULL) {
+		if (e != NULL) {
+			*pe = e->next;
+			entry_free(e);
+			t->count--;
+		}
+		return 0;
+	}
+	if (e == NULL) {
+		if ((e = entry_new(group, topic, partition, hash)) == NULL)
+			return -ENOMEM;
+		if (set_value(e, v) < 0) {
+			entry_free(e);
+			return -ENOMEM;
+		}
+		*pe = e;
+		t->count++;
+		grow(t);
+		return 0;
+	}
+	return set_value(e, v);
+}
+
+const struct km_goffset *km_goffsets_get(const struct km_goffsets *t,
+					 const char *group, const char *topic,
+					 int32_t partition)
+{
+	uint32_t hash = key_hash(group, topic, partition);
+	struct entry *e = *find(t, group, topic, partition, hash);
+
+	return e ? &e->o : NULL;
+}
+
+uint32_t km_goffsets_each(const struct km_goffsets *t, const char *group,
+			  km_goffsets_fn fn, void *arg)
+{
+	uint32_t n = 0;
+
+	for (uint32_t i = 0; i < t->n_slots; i++)
+		for (const struct entry *e = t->slots[i]; e; e = e->next) {
+			if (group != NULL && strcmp(group, e->group) != 0)
+				continue;
+			fn(arg, e->group, e->topic, e->partition, &e->o);
+			n++;
+		}
+	return n;
+}
+
+uint32_t km_goffsets_count(const struct km_goffsets *t)
+{
+	return t->count;
+}
+
+/* ---- records --------------------------------------------------------------- */
+
+static int apply_record(struct km_goffsets *t, const struct km_batch *b,
+			const struct km_record *r)
+{
+	uint8_t kbuf[KM_GOREC_KEY_MAX], vbuf[KM_GOREC_VALUE_MAX];
+	struct km_gorec_key k;
+	struct km_gorec_value v;
+	int rc;
+
+	if (r->key_len < 0 || (size_t)r->key_len > sizeof(kbuf) ||
+	    (r->value_len >= 0 && (size_t)r->value_len > sizeof(vbuf)))
+		return KM_EGOREC;
+	km_chain_copy(b->chain, r->key, kbuf, (size_t)r->key_len);
+	if ((rc = km_gorec_key_decode(kbuf, (size_t)r->key_len, &k)) < 0)
+		return rc;
+	if (k.version == 2)
+		return 0; /* group metadata: membership is not kept */
+	if (r->value_len < 0)
+		return km_goffsets_put(t, k.group, k.topic, k.partition, NULL);
+	km_chain_copy(b->chain, r->value, vbuf, (size_t)r->value_len);
+	if ((rc = km_gorec_value_decode(vbuf, (size_t)r->value_len, &v)) < 0)
+		return rc;
+	return km_goffsets_put(t, k.group, k.topic, k.partition, &v);
+}
+
+int km_goffsets_apply_batch(struct km_goffsets *t, const struct km_batch *b)
+{
+	struct km_records_iter it;
+	struct km_record r;
+	int n = 0, rc;
+
+	if (km_batch_is_control(b))
+		return 0;
+	if ((rc = km_records_begin(&it, b)) < 0)
+		return rc;
+	while ((rc = km_records_next(&it, &r)) > 0) {
+		if ((rc = apply_record(t, b, &r)) < 0)
+			return rc;
+		n++;
+	}
+	return rc < 0 ? rc : n;
+}
+
+/* Apply the batches of one read; *next advances past each. */
+static int apply_buf(struct km_goffsets *t, const uint8_t *buf, uint32_t len,
+		     int64_t *next)
+{
+	struct iovec iov = { (void *)buf, len };
+	struct km_chain ch = { &iov, 1 };
+	struct km_chain_cur cur = { 0, 0 };
+	struct km_batch b;
+	int n = 0, rc;
+
+	while (cur.off < len &&
+	       (rc = km_batch_parse(&b, &ch, cur, KM_BATCH_BYTES_MAX)) > 0) {
+		int got = km_goffsets_apply_batch(t, &b);
+
+		if (got < 0)
+			KM_WARN("groups", "%s-0: batch at offset %" PRId64
+				" skipped: %s", KM_GOFFSETS_TOPIC,
+				km_batch_base_offset(&b), km_strerror(got));
+		n += got > 0 ? got : 0;
+		*next = km_batch_last_offset(&b) + 1;
+		cur.off += (uint32_t)rc;
+	}
+	return n;
+}
+
+int km_goffsets_load(struct km_goffsets *t, struct km_log *log)
+{
+	int64_t next = km_log_start_offset(log);
+	int64_t end = km_log_appended_offset(log);
+	uint8_t *buf = malloc(LOAD_BYTES);
+	int n = 0, rc = 0;
+
+	if (buf == NULL)
+		return -ENOMEM;
+	while (rc == 0 && next < end) {
+		struct km_log_read_result res;
+
+		rc = km_log_read(log, next, end, LOAD_BYTES, buf, LOAD_BYTES, &res);
+		if (rc < 0 || res.batches == 0)
+			break;
+		n += apply_buf(t, buf, res.bytes, &next);
+		if (res.next_offset > next)
+			next = res.next_offset;
+	}
+	free(buf);
+	return rc < 0 ? rc : n;
+}
+
+size_t km_goffsets_build_size(const struct km_goffsets_commit *c, uint32_t n)
+{
+	/* 61 B batch header; per record: varint overhead (at most 5 B for
+	 * each of 6 varints), attributes, key, value. */
+	size_t sz = 61;
+
+	for (uint32_t i = 0; i < n; i++)
+		sz += 31 + KM_GOREC_KEY_MAX +
+		      (c[i].value ? 2 + 8 + 4 + 2 + c[i].value->metadata_len + 8
+				  : 0);
+	return sz;
+}
+
+int km_goffsets_build(void *buf, size_t cap, const struct km_goffsets_commit *c,
+		      uint32_t n, int64_t now_ms)
+{
+	struct km_record_spec *recs = calloc(n ? n : 1, sizeof(*recs));
+	uint8_t *kv = malloc((size_t)(n ? n : 1) *
+			     (KM_GOREC_KEY_MAX + KM_GOREC_VALUE_MAX));
+	struct km_batch_spec spec = { 0, -1, 0, -1, -1, -1 };
+	int rc = recs && kv ? 0 : -ENOMEM;
+
+	for (uint32_t i = 0; rc == 0 && i < n; i++) {
+		uint8_t *k = kv + (size_t)i * (KM_GOREC_KEY_MAX + KM_GOREC_VALUE_MAX);
+		uint8_t *v = k + KM_GOREC_KEY_MAX;
+		int kl = km_gorec_key_encode(k, KM_GOREC_KEY_MAX, c[i].group,
+					     c[i].topic, c[i].partition);
+		int vl = c[i].value ? km_gorec_value_encode(v, KM_GOREC_VALUE_MAX,
+							    c[i].value)
+				    : -1;
+
+		if (kl < 0 || (c[i].value && vl < 0))
+			rc = kl < 0 ? kl : vl;
+		recs[i] = (struct km_record_spec){ k, kl, c[i].value ? v : NULL,
+						   vl, now_ms, NULL, 0 };
+	}
+	if (rc == 0)
+		rc = km_records_build(buf, cap, &spec, recs, (int32_t)n);
+	free(recs);
+	free(kv);
+	return rc;
+}
+
+struct collect {
+	struct km_goffsets_commit *c;
+	struct km_gorec_value *v;
+	uint32_t n;
+};
+
+static void collect_one(void *arg, const char *group, const char *topic,
+			int32_t partition, const struct km_goffset *o)
+{
+	struct collect *x = arg;
+
+	x->v[x->n] = (struct km_gorec_value){ o->offset, o->leader_epoch,
+					      o->commit_ts, o->metadata,
+					      o->metadata_len };
+	x->c[x->n] = (struct km_goffsets_commit){ group, topic, partition,
+						  &x->v[x->n] };
+	x->n++;
+}
+
+int km_goffsets_build_all(const struct km_goffsets *t, uint32_t max_records,
+			  int64_t now_ms, uint8_t **out, size_t *out_len)
+{
+	uint32_t n = t->count ? t->count : 1;
+	struct collect x = { calloc(n, sizeof(*x.c)), calloc(n, sizeof(*x.v)), 0 };
+	size_t cap = km_goffsets_build_size(x.c, 0) * (n / max_records + 1);
+	uint8_t *buf = NULL;
+	size_t len = 0;
+	int batches = 0, rc = x.c && x.v ? 0 : -ENOMEM;
+
+	if (rc == 0) {
+		km_goffsets_each(t, NULL, collect_one, &x);
+		cap += km_goffsets_build_size(x.c, x.n);
+		rc = (buf = malloc(cap)) ? 0 : -ENOMEM;
+	}
+	for (uint32_t i = 0; rc == 0 && i < x.n; i += max_records) {
+		uint32_t k = x.n - i < max_records ? x.n - i : max_records;
+
+		rc = km_goffsets_build(buf + len, cap - len, x.c + i, k, now_ms);
+		if (rc > 0) {
+			len += (size_t)rc;
+			batches++;
+			rc = 0;
+		}
+	}
+	free(x.c);
+	free(x.v);
+	if (rc < 0) {
+		free(buf);
+		return rc;
+	}
+	*out = buf;
+	*out_len = len;
+	return batches;
+}

@@ -1,0 +1,1567 @@
+/* Kernel network backend: TCP over kernel sockets, every operation an
+ * io_uring request on the worker's ring (iouring_log/uring.h), shared with
+ * the worker's disk I/O.
+ *
+ * Requests. Each connection embeds one struct km_io_req per operation kind,
+ * so a CQE's user_data names both the connection and the operation:
+ *   r_connect + r_ltimeout  IORING_OP_CONNECT linked to a LINK_TIMEOUT;
+ *   r_recv                  multishot RECV with IOSQE_BUFFER_SELECT from the
+ *                           backend's provided buffer ring (kernel >= 6.0),
+ *                           or single-shot RECV into a pool buffer;
+ *   r_send                  SENDMSG of everything queued (one at a time, so
+ *                           order holds; a short count is resubmitted);
+ *   r_timer + r_tremove     the graceful-close timeout and its removal;
+ *   r_cancel                ASYNC_CANCEL of every request on the fd.
+ * c->inflight counts requests whose final CQE is still due; a connection
+ * returns to the pool only when it is DEAD and that count is 0, so no CQE
+ * can ever name a recycled slot.
+ *
+ * Needs. What a connection still has to submit is a bitmask (c->need);
+ * conn_service() submits what it can. A need that found the SQ full puts the
+ * connection on the pending list (retried by km_net_poll()); a receive that
+ * found no free buffer puts it on the starved list (moved to pending when
+ * buffers are released). Both lists are intrusive and bounded by conns_max.
+ *
+ * Teardown. Whatever ends a connection (EOF, an error, abort, close timeout)
+ * calls conn_teardown() once: state DEAD, cancel everything on the fd, and
+ * when the last request has completed conn_finalize() closes the fd (with
+ * SO_LINGER 0 for an abortive close, so the peer gets a RST), fails the
+ * unsent sends with -ECANCELED, reports on_close (or on_connect) and frees
+ * the slot. The cancel always goes through the ring, so finalisation (and
+ * with it every user callback) runs from the poll loop, never from inside a
+ * km_net_* call.
+ */
+#include "dataplane/net/net.h"
+
+#include <arpa/inet.h>
+#include <liburing.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "common/km_assert.h"
+#include "common/log.h"
+#include "iouring_log/uring.h"
+
+#define container_of(p, type, member)                                          \
+	((type *)(void *)((char *)(p) - offsetof(type, member)))
+
+/* Pending connections serviced per km_net_poll() (STYLE 13). */
+#define KNET_POLL_BUDGET 32u
+/* Buffer group ids tried before giving up (another user of the ring may
+ * hold some: registration answers -EEXIST). */
+#define KNET_BGID_TRIES 256u
+/* Largest provided buffer ring the kernel takes (entries are u16 ids). */
+#define KNET_BUFS_MAX 32768u
+#define KNET_BUF_BYTES_MIN 512u
+#define KNET_BUF_BYTES_MAX (16u << 20)
+/* sendmsg takes at most UIO_MAXIOV (1024) iovecs. */
+#define KNET_IOV_MAX 1024u
+#define KNET_CONNS_MAX (1u << 20)
+#define KNET_LISTENERS_MAX 1024u
+#define KNET_SENDQ_MAX 65536u
+#define KNET_CLOSE_TIMEOUT_MS 10000u
+/* Destroy waits for at most this many completions of the worker's ring. */
+#define KNET_DESTROY_ROUNDS (1u << 22)
+#define KNET_NO_BUF UINT32_MAX
+
+struct knet_link {
+	struct knet_link *prev, *next;
+};
+
+enum conn_state {
+	CONN_FREE,
+	CONN_CONNECTING,
+	CONN_OPEN,
+	CONN_CLOSING, /* km_net_close(): flushing, FIN sent once flushed */
+	CONN_DEAD,    /* tearing down: waiting for requests to complete */
+};
+
+enum conn_list { L_NONE, L_FREE, L_PENDING, L_STARVED };
+
+enum conn_need {
+	NEED_CONNECT = 1u << 0,
+	NEED_RECV = 1u << 1,
+	NEED_SEND = 1u << 2,
+	NEED_TIMER = 1u << 3,
+	NEED_CANCEL = 1u << 4,
+	NEED_TREMOVE = 1u << 5,
+};
+
+enum buf_state {
+	BUF_POOL, /* in the kernel's buffer ring or on the free stack */
+	BUF_RECV, /* taken by a receive, not yet delivered */
+	BUF_USER, /* delivered: the consumer holds it */
+};
+
+struct send_slot {
+	km_net_sent_fn fn;
+	void *arg;
+	size_t total;
+	size_t left;	/* bytes the kernel has not taken yet */
+	uint32_t n_iov; /* its iovecs still in the connection's iovec ring */
+};
+
+struct knet;
+
+struct knet_conn {
+	struct km_net_conn pub; /* first */
+	struct knet *kn;
+	struct knet_link link;
+	enum conn_state state;
+	enum conn_list list;
+	int fd;
+	int reason;	  /* the on_close / on_connect code once DEAD */
+	uint32_t need;	  /* enum conn_need bits */
+	uint32_t inflight;
+	uint32_t rx_bid;  /* single-shot: buffer lent to the pending recv */
+	bool established; /* on_close (not on_connect) ends it */
+	bool abortive;	  /* close with SO_LINGER 0 */
+	bool recv_armed;
+	bool send_armed;
+	bool timer_armed;
+	bool shut_wr;
+	bool stalled;
+	struct km_io_req r_connect, r_ltimeout, r_recv, r_send;
+	struct km_io_req r_timer, r_tremove, r_cancel;
+	struct sockaddr_in peer;
+	struct __kernel_timespec ts_connect, ts_close;
+	struct msghdr msg;
+	struct iovec *tx_iov;	/* the in-flight sendmsg's copy */
+	size_t tx_bytes;
+	struct send_slot *sq;	/* ring of send_queue_max */
+	uint32_t sq_head, sq_count;
+	struct iovec *sq_iov;	/* ring of send_iov_max */
+	uint32_t si_head, si_count;
+	struct km_net_conn_stats st;
+};
+
+struct knet_listener {
+	struct km_net_listener pub; /* first */
+	struct knet *kn;
+	const struct km_net_handler *h;
+	int fd;
+	uint32_t inflight;
+	bool used;
+	bool closing;
+	bool armed;
+	bool multishot;
+	bool need_arm;
+	bool need_cancel;
+	bool pending;
+	struct km_io_req r_accept, r_cancel;
+};
+
+struct knet {
+	struct km_net pub; /* first */
+	struct km_uring *u;
+	struct km_net_config cfg;
+	bool multishot;
+	uint32_t inflight; /* requests of this backend still due a CQE */
+	uint32_t listeners_pending;
+	struct knet_conn *conns;
+	struct knet_listener *lsn;
+	struct send_slot *slot_mem;
+	struct iovec *iov_mem;
+	struct knet_link free_list, pending, starved;
+	/* Receive pool: rx_buf_count buffers of rx_buf_bytes in one mapping. */
+	uint8_t *buf_mem;
+	size_t buf_mem_bytes;
+	uint8_t *buf_state;
+	uint32_t *buf_stack; /* single-shot: free ids */
+	uint32_t buf_stack_n;
+	struct io_uring_buf_ring *br;
+	size_t br_bytes;
+	uint32_t br_mask;
+	uint32_t ring_bufs; /* multishot: buffers in the kernel's ring */
+	int bgid;
+	struct km_net_stats st;
+};
+
+static void conn_service(struct knet_conn *c);
+static void conn_teardown(struct knet_conn *c, int reason, bool abortive);
+static void listener_service(struct knet_listener *l);
+static void knet_release(struct km_net *net, const uint32_t *ids, uint32_t n);
+
+/* ---- lists ---------------------------------------------------------- */
+
+static void link_init(struct knet_link *l)
+{
+	l->prev = l;
+	l->next = l;
+}
+
+static bool link_empty(const struct knet_link *head)
+{
+	return head->next == head;
+}
+
+static void link_del(struct knet_link *l)
+{
+	l->prev->next = l->next;
+	l->next->prev = l->prev;
+	link_init(l);
+}
+
+static void link_add_tail(struct knet_link *head, struct knet_link *l)
+{
+	l->prev = head->prev;
+	l->next = head;
+	head->prev->next = l;
+	head->prev = l;
+}
+
+static struct knet_link *list_head(struct knet *kn, enum conn_list which)
+{
+	switch (which) {
+	case L_FREE:
+		return &kn->free_list;
+	case L_PENDING:
+		return &kn->pending;
+	case L_STARVED:
+		return &kn->starved;
+	case L_NONE:
+	default:
+		return NULL;
+	}
+}
+
+/* Move c onto list `to` (or off every list). */
+static void conn_place(struct knet_conn *c, enum conn_list to)
+{
+	if (c->list == to)
+		return;
+	if (c->list != L_NONE)
+		link_del(&c->link);
+	if (to != L_NONE)
+		link_add_tail(list_head(c->kn, to), &c->link);
+	c->list = to;
+}
+
+/* ---- small helpers --------------------------------------------------- */
+
+static struct knet *knet_of(struct km_net *net)
+{
+	return container_of(net, struct knet, pub);
+}
+
+static struct knet_conn *conn_of(struct km_net_conn *pc)
+{
+	return container_of(pc, struct knet_conn, pub);
+}
+
+static bool conn_rx_live(const struct knet_conn *c)
+{
+	return c->state == CONN_OPEN || c->state == CONN_CLOSING;
+}
+
+static void ms_to_ts(struct __kernel_timespec *ts, uint32_t ms)
+{
+	ts->tv_sec = ms / 1000;
+	ts->tv_nsec = (long long)(ms % 1000) * 1000000;
+}
+
+static int parse_ipv4(const char *ipv4, uint16_t port, struct sockaddr_in *sa)
+{
+	memset(sa, 0, sizeof(*sa));
+	sa->sin_family = AF_INET;
+	sa->sin_port = htons(port);
+	if (ipv4 == NULL || inet_pton(AF_INET, ipv4, &sa->sin_addr) != 1)
+		return -EINVAL;
+	return 0;
+}
+
+static void set_nodelay(int fd)
+{
+	int one = 1;
+
+	/* Only fails on a socket that is not TCP: a programming error. */
+	KM_ASSERT(setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one,
+			     sizeof(one)) == 0);
+}
+
+/* Close; with abortive, SO_LINGER {1, 0} turns the FIN into a RST. */
+static void close_fd(int fd, bool abortive)
+{
+	if (abortive) {
+		struct linger lg = { 1, 0 };
+
+		(void)setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+	}
+	close(fd);
+}
+
+/* n free SQEs, submitting what is queued if the SQ is too full. The first of
+ * them, or NULL: the caller keeps its need and retries from km_net_poll(). */
+static struct io_uring_sqe *knet_sqe(struct knet *kn, unsigned n)
+{
+	struct io_uring *r = &kn->u->ring;
+
+	if (io_uring_sq_space_left(r) < n && km_uring_submit(kn->u) < 0)
+		return NULL;
+	if (io_uring_sq_space_left(r) < n)
+		return NULL;
+	return io_uring_get_sqe(r);
+}
+
+/* Account for one request of c prepared in sqe. */
+static void conn_op_start(struct knet_conn *c, struct io_uring_sqe *sqe,
+			  struct km_io_req *req)
+{
+	io_uring_sqe_set_data(sqe, req);
+	km_uring_note_queued(c->kn->u);
+	c->inflight++;
+	c->kn->inflight++;
+}
+
+/* ---- receive buffer pool ------------------------------------------- */
+
+static void *buf_addr(const struct knet *kn, uint32_t bid)
+{
+	return kn->buf_mem + (size_t)bid * kn->cfg.rx_buf_bytes;
+}
+
+static uint32_t bufs_free(const struct knet *kn)
+{
+	return kn->multishot ? kn->ring_bufs : kn->buf_stack_n;
+}
+
+/* Return n buffers to the kernel's ring (multishot) or the free stack. */
+static void pool_put(struct knet *kn, const uint32_t *ids, uint32_t n)
+{
+	for (uint32_t i = 0; i < n; i++) {
+		uint32_t bid = ids[i];
+
+		KM_ASSERT_HOT(bid < kn->cfg.rx_buf_count);
+		KM_ASSERT_HOT(kn->buf_state[bid] != BUF_POOL);
+		kn->buf_state[bid] = BUF_POOL;
+		if (kn->multishot)
+			io_uring_buf_ring_add(kn->br, buf_addr(kn, bid),
+					      kn->cfg.rx_buf_bytes,
+					      (unsigned short)bid,
+					      (int)kn->br_mask, (int)i);
+		else
+			kn->buf_stack[kn->buf_stack_n++] = bid;
+	}
+	if (kn->multishot) {
+		/* Publishes the entries: a release store of the ring tail, so
+		 * the kernel sees each entry's address before the new tail. */
+		io_uring_buf_ring_advance(kn->br, (int)n);
+		kn->ring_bufs += n;
+	}
+}
+
+/* Move starved connections to the pending list, as many as there are free
+ * buffers for them: km_net_poll() re-arms their receives. */
+static void wake_starved(struct knet *kn)
+{
+	uint32_t avail = bufs_free(kn);
+
+	while (avail > 0 && !link_empty(&kn->starved)) {
+		struct knet_conn *c =
+			container_of(kn->starved.next, struct knet_conn, link);
+
+		conn_place(c, L_PENDING);
+		avail--;
+	}
+}
+
+/* ---- submissions ---------------------------------------------------- */
+
+static bool prep_connect(struct knet_conn *c)
+{
+	struct knet *kn = c->kn;
+	bool timed = kn->cfg.connect_timeout_ms > 0;
+	struct io_uring_sqe *sqe = knet_sqe(kn, timed ? 2 : 1);
+
+	if (sqe == NULL)
+		return false;
+	io_uring_prep_connect(sqe, c->fd, (struct sockaddr *)&c->peer,
+			      sizeof(c->peer));
+	conn_op_start(c, sqe, &c->r_connect);
+	if (timed) {
+		/* The two SQEs are adjacent (knet_sqe reserved both), so the
+		 * link holds: the timeout cancels the connect if it fires. */
+		sqe->flags |= IOSQE_IO_LINK;
+		sqe = io_uring_get_sqe(&kn->u->ring);
+		KM_ASSERT(sqe != NULL);
+		ms_to_ts(&c->ts_connect, kn->cfg.connect_timeout_ms);
+		io_uring_prep_link_timeout(sqe, &c->ts_connect, 0);
+		conn_op_start(c, sqe, &c->r_ltimeout);
+	}
+	c->need &= ~(uint32_t)NEED_CONNECT;
+	return true;
+}
+
+/* Arm the receive. @return 0 (armed or not wanted), -EBUSY (SQ full) or
+ * -ENOBUFS (no free buffer: the connection is starved). */
+static int prep_recv(struct knet_conn *c)
+{
+	struct knet *kn = c->kn;
+	struct io_uring_sqe *sqe;
+
+	if (!conn_rx_live(c) || c->recv_armed) {
+		c->need &= ~(uint32_t)NEED_RECV;
+		return 0;
+	}
+	if (bufs_free(kn) == 0)
+		return -ENOBUFS;
+	if ((sqe = knet_sqe(kn, 1)) == NULL)
+		return -EBUSY;
+	if (kn->multishot) {
+		io_uring_prep_recv_multishot(sqe, c->fd, NULL, 0, 0);
+		sqe->flags |= IOSQE_BUFFER_SELECT;
+		sqe->buf_group = (uint16_t)kn->bgid;
+	} else {
+		uint32_t bid = kn->buf_stack[--kn->buf_stack_n];
+
+		kn->buf_state[bid] = BUF_RECV;
+		c->rx_bid = bid;
+		io_uring_prep_recv(sqe, c->fd, buf_addr(kn, bid),
+				   kn->cfg.rx_buf_bytes, 0);
+	}
+	conn_op_start(c, sqe, &c->r_recv);
+	c->recv_armed = true;
+	c->stalled = false;
+	c->need &= ~(uint32_t)NEED_RECV;
+	return 0;
+}
+
+/* Copy the queued iovecs (a ring) into the flat array sendmsg reads. */
+static void build_tx(struct knet_conn *c)
+{
+	uint32_t cap = c->kn->cfg.send_iov_max;
+
+	c->tx_bytes = 0;
+	for (uint32_t i = 0; i < c->si_count; i++) {
+		c->tx_iov[i] = c->sq_iov[(c->si_head + i) % cap];
+		c->tx_bytes += c->tx_iov[i].iov_len;
+	}
+	memset(&c->msg, 0, sizeof(c->msg));
+	c->msg.msg_iov = c->tx_iov;
+	c->msg.msg_iovlen = c->si_count;
+}
+
+static bool prep_send(struct knet_conn *c)
+{
+	struct io_uring_sqe *sqe;
+
+	if (c->state == CONN_CONNECTING)
+		return true; /* keeps NEED_SEND: sent once connected */
+	if (!conn_rx_live(c) || c->send_armed || c->si_count == 0) {
+		c->need &= ~(uint32_t)NEED_SEND;
+		return true;
+	}
+	if ((sqe = knet_sqe(c->kn, 1)) == NULL)
+		return false;
+	build_tx(c);
+	KM_ASSERT(c->tx_bytes > 0);
+	/* No MSG_WAITALL: a short count comes back and is resubmitted, so a
+	 * slow peer never pins more than one request. */
+	io_uring_prep_sendmsg(sqe, c->fd, &c->msg, MSG_NOSIGNAL);
+	conn_op_start(c, sqe, &c->r_send);
+	c->send_armed = true;
+	c->need &= ~(uint32_t)NEED_SEND;
+	return true;
+}
+
+static bool prep_timer(struct knet_conn *c)
+{
+	struct io_uring_sqe *sqe;
+
+	if (c->state != CONN_CLOSING || c->timer_armed) {
+		c->need &= ~(uint32_t)NEED_TIMER;
+		return true;
+	}
+	if ((sqe = knet_sqe(c->kn, 1)) == NULL)
+		return false;
+	ms_to_ts(&c->ts_close, c->kn->cfg.close_timeout_ms);
+	io_uring_prep_timeout(sqe, &c->ts_close, 0, 0);
+	conn_op_start(c, sqe, &c->r_timer);
+	c->timer_armed = true;
+	c->need &= ~(uint32_t)NEED_TIMER;
+	return true;
+}
+
+static bool prep_cancel(struct knet_conn *c)
+{
+	struct io_uring_sqe *sqe = knet_sqe(c->kn, 1);
+
+	if (sqe == NULL)
+		return false;
+	/* Every request on the fd: connect (its linked timeout follows),
+	 * recv, sendmsg. Kernel >= 5.19. */
+	io_uring_prep_cancel_fd(sqe, c->fd, IORING_ASYNC_CANCEL_ALL);
+	conn_op_start(c, sqe, &c->r_cancel);
+	c->need &= ~(uint32_t)NEED_CANCEL;
+	return true;
+}
+
+static bool prep_tremove(struct knet_conn *c)
+{
+	struct io_uring_sqe *sqe;
+
+	if (!c->timer_armed) {
+		c->need &= ~(uint32_t)NEED_TREMOVE;
+		return true;
+	}
+	if ((sqe = knet_sqe(c->kn, 1)) == NULL)
+		return false;
+	io_uring_prep_timeout_remove(sqe, (uint64_t)(uintptr_t)&c->r_timer, 0);
+	conn_op_start(c, sqe, &c->r_tremove);
+	c->need &= ~(uint32_t)NEED_TREMOVE;
+	return true;
+}
+
+/* Submit what c needs; park it on the pending list if the SQ was full, on
+ * the starved list if only a receive buffer is missing. */
+static void conn_service(struct knet_conn *c)
+{
+	bool sq_full = false;
+	int rc = 0;
+
+	if (c->need & NEED_CANCEL)
+		sq_full |= !prep_cancel(c);
+	if (c->need & NEED_TREMOVE)
+		sq_full |= !prep_tremove(c);
+	if (c->need & NEED_CONNECT)
+		sq_full |= !prep_connect(c);
+	if (c->need & NEED_TIMER)
+		sq_full |= !prep_timer(c);
+	if (c->need & NEED_SEND)
+		sq_full |= !prep_send(c);
+	if (c->need & NEED_RECV)
+		rc = prep_recv(c);
+	if (sq_full || rc == -EBUSY) {
+		conn_place(c, L_PENDING);
+	} else if (rc == -ENOBUFS) {
+		if (!c->stalled) {
+			c->stalled = true;
+			c->st.rx_stalls++;
+			c->kn->st.rx_stalls++;
+		}
+		conn_place(c, L_STARVED);
+	} else {
+		conn_place(c, L_NONE);
+	}
+}
+
+/* ---- connection life cycle ------------------------------------------ */
+
+static struct knet_conn *conn_alloc(struct knet *kn)
+{
+	struct knet_conn *c;
+
+	if (link_empty(&kn->free_list))
+		return NULL;
+	c = container_of(kn->free_list.next, struct knet_conn, link);
+	conn_place(c, L_NONE);
+	KM_ASSERT(c->state == CONN_FREE);
+	KM_ASSERT(c->inflight == 0);
+	c->need = 0;
+	c->reason = 0;
+	c->rx_bid = KNET_NO_BUF;
+	c->established = c->abortive = c->shut_wr = c->stalled = false;
+	c->recv_armed = c->send_armed = c->timer_armed = false;
+	c->sq_head = c->sq_count = c->si_head = c->si_count = 0;
+	memset(&c->st, 0, sizeof(c->st));
+	kn->st.conns_used++;
+	return c;
+}
+
+static void conn_free(struct knet_conn *c)
+{
+	struct knet *kn = c->kn;
+
+	KM_ASSERT(c->inflight == 0);
+	KM_ASSERT(c->sq_count == 0);
+	c->state = CONN_FREE;
+	c->fd = -1;
+	c->pub.h = NULL;
+	c->pub.ctx = NULL;
+	kn->st.conns_used--;
+	conn_place(c, L_FREE);
+}
+
+/* Fail every send still queued; the callbacks see the connection DEAD, so
+ * a km_net_send() from one of them answers -EPIPE. */
+static void send_fail_all(struct knet_conn *c)
+{
+	uint32_t cap = c->kn->cfg.send_queue_max;
+
+	while (c->sq_count > 0) {
+		struct send_slot s = c->sq[c->sq_head];
+
+		c->sq_head = (c->sq_head + 1) % cap;
+		c->sq_count--;
+		if (s.fn != NULL)
+			s.fn(&c->pub, s.arg, -ECANCELED);
+	}
+	c->si_head = c->si_count = 0;
+}
+
+static void conn_count_close(struct knet *kn, int reason)
+{
+	kn->st.closes++;
+	if (reason == -ECONNRESET)
+		kn->st.resets++;
+	else if (reason != 0 && reason != -ECONNABORTED)
+		kn->st.errors++;
+}
+
+/* Last step: every request has completed. */
+static void conn_finalize(struct knet_conn *c)
+{
+	const struct km_net_handler *h = c->pub.h;
+
+	KM_ASSERT(c->state == CONN_DEAD);
+	KM_ASSERT(c->inflight == 0);
+	KM_ASSERT(c->rx_bid == KNET_NO_BUF);
+	conn_place(c, L_NONE);
+	c->need = 0;
+	close_fd(c->fd, c->abortive);
+	send_fail_all(c);
+	if (c->established) {
+		conn_count_close(c->kn, c->reason);
+		if (h->on_close != NULL)
+			h->on_close(&c->pub, c->reason);
+	} else if (h->on_connect != NULL) {
+		h->on_connect(&c->pub, c->reason);
+	}
+	conn_free(c);
+}
+
+/* A request of c reached its final CQE. */
+static void conn_op_done(struct knet_conn *c)
+{
+	KM_ASSERT(c->inflight > 0);
+	c->inflight--;
+	c->kn->inflight--;
+	if (c->state == CONN_DEAD && c->inflight == 0)
+		conn_finalize(c);
+}
+
+static void conn_teardown(struct knet_conn *c, int reason, bool abortive)
+{
+	KM_ASSERT(c->state != CONN_FREE);
+	if (c->state == CONN_DEAD)
+		return; /* the first reason stands */
+	c->state = CONN_DEAD;
+	c->reason = reason;
+	c->abortive = abortive;
+	c->need = NEED_CANCEL;
+	if (c->timer_armed)
+		c->need |= NEED_TREMOVE;
+	conn_service(c);
+}
+
+static void conn_shut_wr(struct knet_conn *c)
+{
+	/* Fails only if the peer already reset (ENOTCONN): the receive
+	 * reports that. */
+	(void)shutdown(c->fd, SHUT_WR);
+	c->shut_wr = true;
+}
+
+/* ---- completions ---------------------------------------------------- */
+
+static void on_connect_cqe(struct km_io_req *req, int res, uint32_t flags)
+{
+	struct knet_conn *c = container_of(req, struct knet_conn, r_connect);
+	const struct km_net_handler *h = c->pub.h;
+
+	(void)flags;
+	if (c->state == CONN_CONNECTING && res == 0) {
+		c->state = CONN_OPEN;
+		c->established = true;
+		c->kn->st.connects++;
+		if (h->on_connect != NULL)
+			h->on_connect(&c->pub, 0);
+		if (conn_rx_live(c)) {
+			c->need |= NEED_RECV | NEED_SEND;
+			conn_service(c);
+		}
+	} else if (c->state == CONN_CONNECTING) {
+		/* Only the linked timeout cancels a connect we still want. */
+		c->kn->st.connect_errors++;
+		conn_teardown(c, res == -ECANCELED ? -ETIMEDOUT : res, false);
+	}
+	conn_op_done(c);
+}
+
+static void on_ltimeout_cqe(struct km_io_req *req, int res, uint32_t flags)
+{
+	/* -ETIME: fired (the connect then completes -ECANCELED); -ECANCELED
+	 * or -ENOENT: the connect finished first. Nothing to do either way. */
+	(void)res;
+	(void)flags;
+	conn_op_done(container_of(req, struct knet_conn, r_ltimeout));
+}
+
+/* The buffer a receive CQE carries, now BUF_RECV, or KNET_NO_BUF. */
+static uint32_t recv_take_buf(struct knet_conn *c, uint32_t flags)
+{
+	struct knet *kn = c->kn;
+	uint32_t bid;
+
+	if (!kn->multishot) {
+		bid = c->rx_bid;
+		c->rx_bid = KNET_NO_BUF;
+		return bid;
+	}
+	if (!(flags & IORING_CQE_F_BUFFER))
+		return KNET_NO_BUF;
+	bid = flags >> IORING_CQE_BUFFER_SHIFT;
+	KM_ASSERT_HOT(bid < kn->cfg.rx_buf_count);
+	KM_ASSERT_HOT(kn->buf_state[bid] == BUF_POOL);
+	kn->buf_state[bid] = BUF_RECV;
+	kn->ring_bufs--;
+	return bid;
+}
+
+static void recv_deliver(struct knet_conn *c, uint32_t bid, uint32_t len)
+{
+	struct knet *kn = c->kn;
+	struct iovec iov = { buf_addr(kn, bid), len };
+	struct km_chain chain = { &iov, 1 };
+
+	kn->buf_state[bid] = BUF_USER;
+	kn->st.rx_bufs_held++;
+	kn->st.bytes_in += len;
+	kn->st.recvs++;
+	c->st.bytes_in += len;
+	c->st.recvs++;
+	if (c->state == CONN_DEAD || c->pub.h->on_recv == NULL) {
+		knet_release(&kn->pub, &bid, 1);
+		return;
+	}
+	c->pub.h->on_recv(&c->pub, &chain, &bid);
+}
+
+/* A receive ended without bytes: EOF (0) or an error. */
+static void recv_end(struct knet_conn *c, int res)
+{
+	switch (res) {
+	case 0: /* the peer's FIN: orderly end */
+		conn_teardown(c, 0, false);
+		break;
+	case -ENOBUFS: /* the buffer ring ran dry: re-armed when refilled */
+	case -EINTR:
+	case -EAGAIN:
+		break;
+	case -ECANCELED: /* ours (teardown) or the ring going away */
+		conn_teardown(c, -ECANCELED, true);
+		break;
+	default: /* -ECONNRESET, -ETIMEDOUT, -EHOSTUNREACH, -EPIPE, ... */
+		conn_teardown(c, res, false);
+		break;
+	}
+}
+
+static void on_recv_cqe(struct km_io_req *req, int res, uint32_t flags)
+{
+	struct knet_conn *c = container_of(req, struct knet_conn, r_recv);
+	bool final = !(flags & IORING_CQE_F_MORE);
+	uint32_t bid = recv_take_buf(c, flags);
+
+	if (final)
+		c->recv_armed = false;
+	if (res > 0) {
+		KM_ASSERT_HOT(bid != KNET_NO_BUF);
+		recv_deliver(c, bid, (uint32_t)res);
+	} else {
+		if (bid != KNET_NO_BUF) {
+			pool_put(c->kn, &bid, 1);
+			wake_starved(c->kn);
+		}
+		recv_end(c, res);
+	}
+	if (final && conn_rx_live(c)) {
+		c->need |= NEED_RECV;
+		conn_service(c);
+	}
+	if (final)
+		conn_op_done(c);
+}
+
+/* Take n bytes off the head of the send queue. @return how many slots at
+ * the head are now complete (their callbacks still to run). */
+static uint32_t send_account(struct knet_conn *c, size_t n)
+{
+	uint32_t qcap = c->kn->cfg.send_queue_max;
+	uint32_t icap = c->kn->cfg.send_iov_max;
+	uint32_t done = 0;
+
+	for (uint32_t i = 0; i < c->sq_count && n > 0; i++) {
+		struct send_slot *s = &c->sq[(c->sq_head + i) % qcap];
+		size_t take = n < s->left ? n : s->left;
+
+		n -= take;
+		s->left -= take;
+		/* Drop the iovecs the kernel took; trim a partial one. */
+		while (s->n_iov > 0 && (take > 0 || s->left == 0)) {
+			struct iovec *v = &c->sq_iov[c->si_head];
+
+			if (v->iov_len > take) {
+				v->iov_base = (char *)v->iov_base + take;
+				v->iov_len -= take;
+				break;
+			}
+			take -= v->iov_len;
+			c->si_head = (c->si_head + 1) % icap;
+			c->si_count--;
+			s->n_iov--;
+		}
+		if (s->left == 0)
+			done++;
+	}
+	KM_ASSERT_HOT(n == 0);
+	return done;
+}
+
+static void send_complete(struct knet_conn *c, uint32_t done)
+{
+	uint32_t cap = c->kn->cfg.send_queue_max;
+
+	/* Slots the user queues from a callback go to the tail; the done ones
+	 * stay at the head until popped here. */
+	for (uint32_t i = 0; i < done; i++) {
+		struct send_slot s = c->sq[c->sq_head];
+
+		KM_ASSERT_HOT(s.left == 0);
+		c->sq_head = (c->sq_head + 1) % cap;
+		c->sq_count--;
+		if (s.fn != NULL)
+			s.fn(&c->pub, s.arg, (int)s.total);
+	}
+}
+
+static void on_send_cqe(struct km_io_req *req, int res, uint32_t flags)
+{
+	struct knet_conn *c = container_of(req, struct knet_conn, r_send);
+	struct knet *kn = c->kn;
+
+	(void)flags;
+	c->send_armed = false;
+	if (res > 0) {
+		kn->st.bytes_out += (uint64_t)res;
+		kn->st.sends++;
+		c->st.bytes_out += (uint64_t)res;
+		c->st.sends++;
+		if ((size_t)res < c->tx_bytes) {
+			kn->st.short_sends++;
+			c->st.short_sends++;
+		}
+		send_complete(c, send_account(c, (size_t)res));
+	} else if (res == -EINTR || res == -EAGAIN) {
+		/* resubmitted below */
+	} else if (res == 0) {
+		conn_teardown(c, -EPIPE, false); /* no progress on a stream */
+	} else {
+		conn_teardown(c, res, false); /* -EPIPE, -ECONNRESET, ... */
+	}
+	if (c->state == CONN_CLOSING && c->si_count == 0 && !c->shut_wr)
+		conn_shut_wr(c);
+	if (conn_rx_live(c) && c->si_count > 0)
+		c->need |= NEED_SEND;
+	conn_service(c);
+	conn_op_done(c);
+}
+
+static void on_timer_cqe(struct km_io_req *req, int res, uint32_t flags)
+{
+	struct knet_conn *c = container_of(req, struct knet_conn, r_timer);
+
+	(void)flags;
+	c->timer_armed = false;
+	/* -ETIME: the peer's FIN did not come in time; -ECANCELED: removed. */
+	if (res == -ETIME && c->state == CONN_CLOSING)
+		conn_teardown(c, -ETIMEDOUT, true);
+	conn_op_done(c);
+}
+
+static void on_tremove_cqe(struct km_io_req *req, int res, uint32_t flags)
+{
+	(void)res; /* 0, or -ENOENT / -EALREADY if the timer fired first */
+	(void)flags;
+	conn_op_done(container_of(req, struct knet_conn, r_tremove));
+}
+
+static void on_cancel_cqe(struct km_io_req *req, int res, uint32_t flags)
+{
+	struct knet_conn *c = container_of(req, struct knet_conn, r_cancel);
+
+	(void)flags;
+	/* res: how many were cancelled, or -ENOENT (none left) / -EALREADY
+	 * (running: its CQE follows). -EINVAL: the kernel predates
+	 * IORING_ASYNC_CANCEL_FD, so wake the socket's requests instead. */
+	if (res == -EINVAL)
+		(void)shutdown(c->fd, SHUT_RDWR);
+	conn_op_done(c);
+}
+
+/* ---- public: connections -------------------------------------------- */
+
+static int knet_connect(struct km_net *net, const char *ipv4, uint16_t port,
+			const struct km_net_handler *h, void *ctx,
+			struct km_net_conn **out)
+{
+	struct knet *kn = knet_of(net);
+	struct sockaddr_in sa;
+	struct knet_conn *c;
+	int fd;
+
+	KM_ASSERT(h != NULL);
+	if (parse_ipv4(ipv4, port, &sa) < 0)
+		return -EINVAL;
+	if ((c = conn_alloc(kn)) == NULL)
+		return -ENOBUFS;
+	/* Blocking mode on purpose: io_uring then polls the socket itself;
+	 * on an O_NONBLOCK one it would hand -EAGAIN back. */
+	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0) {
+		int rc = -errno;
+
+		conn_free(c);
+		return rc;
+	}
+	set_nodelay(fd);
+	c->fd = fd;
+	c->peer = sa;
+	c->pub.h = h;
+	c->pub.ctx = ctx;
+	c->state = CONN_CONNECTING;
+	c->need = NEED_CONNECT;
+	conn_service(c);
+	*out = &c->pub;
+	return 0;
+}
+
+static int knet_send(struct km_net_conn *pc, const struct iovec *iov,
+		     uint32_t n_iov, km_net_sent_fn fn, void *arg)
+{
+	struct knet_conn *c = conn_of(pc);
+	const struct km_net_config *cfg = &c->kn->cfg;
+	struct send_slot *s;
+	size_t total = 0;
+
+	if (c->state != CONN_OPEN && c->state != CONN_CONNECTING)
+		return -EPIPE;
+	if (n_iov == 0 || n_iov > cfg->send_iov_max)
+		return -EINVAL;
+	for (uint32_t i = 0; i < n_iov; i++)
+		total += iov[i].iov_len;
+	if (total == 0 || total > INT32_MAX)
+		return -EINVAL;
+	if (c->sq_count == cfg->send_queue_max ||
+	    c->si_count + n_iov > cfg->send_iov_max) {
+		c->kn->st.send_queue_full++;
+		return -EAGAIN;
+	}
+	for (uint32_t i = 0; i < n_iov; i++)
+		c->sq_iov[(c->si_head + c->si_count + i) % cfg->send_iov_max] =
+			iov[i];
+	c->si_count += n_iov;
+	s = &c->sq[(c->sq_head + c->sq_count) % cfg->send_queue_max];
+	*s = (struct send_slot){ fn, arg, total, total, n_iov };
+	c->sq_count++;
+	c->need |= NEED_SEND;
+	conn_service(c);
+	return 0;
+}
+
+static int knet_close(struct km_net_conn *pc)
+{
+	struct knet_conn *c = conn_of(pc);
+
+	switch (c->state) {
+	case CONN_CONNECTING:
+		conn_teardown(c, -ECONNABORTED, true);
+		return 0;
+	case CONN_OPEN:
+		c->state = CONN_CLOSING;
+		if (c->si_count == 0 && !c->send_armed)
+			conn_shut_wr(c);
+		c->need |= NEED_TIMER;
+		conn_service(c);
+		return 0;
+	case CONN_CLOSING:
+	case CONN_DEAD:
+		return -EALREADY;
+	case CONN_FREE:
+	default:
+		KM_ASSERT(!"km_net_close on a free connection");
+		return -EINVAL;
+	}
+}
+
+static void knet_abort(struct km_net_conn *pc)
+{
+	struct knet_conn *c = conn_of(pc);
+
+	KM_ASSERT(c->state != CONN_FREE);
+	conn_teardown(c, -ECONNABORTED, true);
+}
+
+static void knet_release(struct km_net *net, const uint32_t *ids, uint32_t n)
+{
+	struct knet *kn = knet_of(net);
+
+	for (uint32_t i = 0; i < n; i++) {
+		KM_ASSERT(ids[i] < kn->cfg.rx_buf_count);
+		KM_ASSERT(kn->buf_state[ids[i]] == BUF_USER);
+	}
+	KM_ASSERT(kn->st.rx_bufs_held >= n);
+	kn->st.rx_bufs_held -= n;
+	pool_put(kn, ids, n);
+	wake_starved(kn);
+}
+
+/* ---- listeners ------------------------------------------------------ */
+
+static int listen_socket(const struct sockaddr_in *sa, uint16_t *port)
+{
+	struct sockaddr_in bound;
+	socklen_t len = sizeof(bound);
+	int one = 1, rc;
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	if (fd < 0)
+		return -errno;
+	if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
+	    bind(fd, (const struct sockaddr *)sa, sizeof(*sa)) < 0 ||
+	    listen(fd, SOMAXCONN) < 0 ||
+	    getsockname(fd, (struct sockaddr *)&bound, &len) < 0)
+		goto out_close;
+	*port = ntohs(bound.sin_port);
+	return fd;
+out_close:
+	rc = -errno;
+	close(fd);
+	return rc;
+}
+
+static void listener_set_pending(struct knet_listener *l, bool pending)
+{
+	if (l->pending == pending)
+		return;
+	l->pending = pending;
+	if (pending)
+		l->kn->listeners_pending++;
+	else
+		l->kn->listeners_pending--;
+}
+
+static void listener_op_done(struct knet_listener *l)
+{
+	KM_ASSERT(l->inflight > 0);
+	l->inflight--;
+	l->kn->inflight--;
+	if (l->closing && l->inflight == 0) {
+		listener_set_pending(l, false);
+		close(l->fd);
+		l->fd = -1;
+		l->used = false;
+	}
+}
+
+static bool listener_prep(struct knet_listener *l, struct km_io_req *req)
+{
+	struct io_uring_sqe *sqe = knet_sqe(l->kn, 1);
+
+	if (sqe == NULL)
+		return false;
+	if (req == &l->r_cancel)
+		io_uring_prep_cancel(sqe, &l->r_accept, 0);
+	else if (l->multishot)
+		io_uring_prep_multishot_accept(sqe, l->fd, NULL, NULL,
+					       SOCK_CLOEXEC);
+	else
+		io_uring_prep_accept(sqe, l->fd, NULL, NULL, SOCK_CLOEXEC);
+	io_uring_sqe_set_data(sqe, req);
+	km_uring_note_queued(l->kn->u);
+	l->inflight++;
+	l->kn->inflight++;
+	return true;
+}
+
+static void listener_service(struct knet_listener *l)
+{
+	if (l->need_cancel && listener_prep(l, &l->r_cancel))
+		l->need_cancel = false;
+	if (l->closing)
+		l->need_arm = false;
+	if (l->need_arm && !l->armed && listener_prep(l, &l->r_accept)) {
+		l->armed = true;
+		l->need_arm = false;
+	}
+	listener_set_pending(l, l->need_cancel || l->need_arm);
+}
+
+/* A connection arrived; take it into the pool or turn it away. */
+static void accept_conn(struct knet_listener *l, int fd)
+{
+	struct knet *kn = l->kn;
+	struct knet_conn *c = conn_alloc(kn);
+
+	if (c == NULL) {
+		kn->st.accepts_refused++;
+		KM_DEBUG("knet", "pool full (%u): connection reset",
+			 kn->cfg.conns_max);
+		close_fd(fd, true);
+		return;
+	}
+	set_nodelay(fd);
+	c->fd = fd;
+	c->pub.h = l->h;
+	c->pub.ctx = l->pub.ctx;
+	c->state = CONN_OPEN;
+	c->established = true;
+	kn->st.accepts++;
+	if (l->h->on_accept != NULL)
+		l->h->on_accept(&c->pub);
+	if (conn_rx_live(c)) {
+		c->need |= NEED_RECV | NEED_SEND;
+		conn_service(c);
+	}
+}
+
+static void on_accept_cqe(struct km_io_req *req, int res, uint32_t flags)
+{
+	struct knet_listener *l =
+		container_of(req, struct knet_listener, r_accept);
+	bool final = !(flags & IORING_CQE_F_MORE);
+
+	if (res >= 0 && l->closing)
+		close(res);
+	else if (res >= 0)
+		accept_conn(l, res);
+	else if (res == -EINVAL && l->multishot)
+		l->multishot = false; /* kernel < 5.19: single-shot accepts */
+	else if (res != -ECANCELED && res != -EINTR && res != -ECONNABORTED)
+		KM_WARN("knet", "accept on port %u: %s", l->pub.port,
+			strerror(-res)); /* -EMFILE, -ENFILE, -ENOMEM */
+	if (final) {
+		l->armed = false;
+		l->need_arm = !l->closing;
+		/* After an error, re-arm from km_net_poll(), not here: a
+		 * persistent -EMFILE would otherwise spin inside one poll. */
+		if (res >= 0 || res == -EINVAL)
+			listener_service(l);
+		else
+			listener_set_pending(l, l->need_arm);
+		listener_op_done(l);
+	}
+}
+
+static void on_lcancel_cqe(struct km_io_req *req, int res, uint32_t flags)
+{
+	(void)res;
+	(void)flags;
+	listener_op_done(container_of(req, struct knet_listener, r_cancel));
+}
+
+static int knet_listen(struct km_net *net, const char *ipv4, uint16_t port,
+		       const struct km_net_handler *h, void *ctx,
+		       struct km_net_listener **out)
+{
+	struct knet *kn = knet_of(net);
+	struct knet_listener *l = NULL;
+	struct sockaddr_in sa;
+	uint16_t bound = 0;
+	int fd;
+
+	KM_ASSERT(h != NULL);
+	if (parse_ipv4(ipv4, port, &sa) < 0)
+		return -EINVAL;
+	for (uint32_t i = 0; i < kn->cfg.listeners_max && l == NULL; i++)
+		if (!kn->lsn[i].used)
+			l = &kn->lsn[i];
+	if (l == NULL)
+		return -ENOBUFS;
+	if ((fd = listen_socket(&sa, &bound)) < 0)
+		return fd;
+	KM_ASSERT(l->inflight == 0);
+	l->used = true;
+	l->closing = l->armed = l->need_cancel = l->pending = false;
+	l->multishot = true;
+	l->need_arm = true;
+	l->fd = fd;
+	l->h = h;
+	l->pub.ctx = ctx;
+	l->pub.port = bound;
+	listener_service(l);
+	*out = &l->pub;
+	return 0;
+}
+
+static void knet_unlisten(struct km_net_listener *pl)
+{
+	struct knet_listener *l = container_of(pl, struct knet_listener, pub);
+
+	KM_ASSERT(l->used);
+	KM_ASSERT(!l->closing);
+	l->closing = true;
+	l->need_arm = false;
+	if (l->armed) {
+		l->need_cancel = true;
+		listener_service(l);
+	} else if (l->inflight == 0) {
+		listener_set_pending(l, false);
+		close(l->fd);
+		l->fd = -1;
+		l->used = false;
+	}
+}
+
+/* ---- poll, stats ---------------------------------------------------- */
+
+static int knet_poll(struct km_net *net)
+{
+	struct knet *kn = knet_of(net);
+	uint32_t done = 0;
+
+	while (done < KNET_POLL_BUDGET && !link_empty(&kn->pending)) {
+		struct knet_conn *c =
+			container_of(kn->pending.next, struct knet_conn, link);
+
+		conn_place(c, L_NONE);
+		conn_service(c);
+		done++;
+	}
+	for (uint32_t i = 0;
+	     kn->listeners_pending > 0 && i < kn->cfg.listeners_max; i++)
+		if (kn->lsn[i].pending) {
+			listener_service(&kn->lsn[i]);
+			done++;
+		}
+	return (int)done;
+}
+
+static bool knet_wants_poll(const struct km_net *net)
+{
+	const struct knet *kn = container_of(net, struct knet, pub);
+
+	return !link_empty(&kn->pending) || kn->listeners_pending > 0;
+}
+
+static void knet_stats(const struct km_net *net, struct km_net_stats *out)
+{
+	const struct knet *kn = container_of(net, struct knet, pub);
+
+	*out = kn->st;
+	out->conns_max = kn->cfg.conns_max;
+	out->rx_bufs_total = kn->cfg.rx_buf_count;
+	out->rx_multishot = kn->multishot;
+}
+
+static void knet_conn_stats(const struct km_net_conn *pc,
+			    struct km_net_conn_stats *out)
+{
+	const struct knet_conn *c =
+		container_of(pc, const struct knet_conn, pub);
+
+	*out = c->st;
+	out->send_queued = c->sq_count;
+}
+
+/* ---- create, destroy ------------------------------------------------ */
+
+/* Multishot recv with a provided buffer ring, tried on a scratch ring and a
+ * socketpair: a byte must come back in a ring buffer with the request still
+ * armed (IORING_CQE_F_MORE). Kernels before 6.0 fail it. */
+static bool probe_recv_multishot(void)
+{
+	struct __kernel_timespec ts = { 1, 0 };
+	struct io_uring_buf_reg reg;
+	struct io_uring_cqe *cqe;
+	struct io_uring_sqe *sqe;
+	struct io_uring r;
+	size_t pg = (size_t)sysconf(_SC_PAGESIZE);
+	bool ok = false;
+	char buf[64];
+	int sv[2] = { -1, -1 };
+	void *br;
+
+	if (io_uring_queue_init(4, &r, 0) < 0)
+		return false;
+	br = mmap(NULL, pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+		  -1, 0);
+	if (br == MAP_FAILED)
+		goto out_ring;
+	io_uring_buf_ring_init(br);
+	memset(&reg, 0, sizeof(reg));
+	reg.ring_addr = (uint64_t)(uintptr_t)br;
+	reg.ring_entries = 1;
+	if (io_uring_register_buf_ring(&r, &reg, 0) < 0 ||
+	    socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
+		goto out_ring;
+	io_uring_buf_ring_add(br, buf, sizeof(buf), 0,
+			      io_uring_buf_ring_mask(1), 0);
+	io_uring_buf_ring_advance(br, 1);
+	sqe = io_uring_get_sqe(&r);
+	io_uring_prep_recv_multishot(sqe, sv[0], NULL, 0, 0);
+	sqe->flags |= IOSQE_BUFFER_SELECT;
+	sqe->buf_group = 0;
+	if (io_uring_submit(&r) != 1 || write(sv[1], "k", 1) != 1)
+		goto out_ring;
+	if (io_uring_wait_cqe_timeout(&r, &cqe, &ts) == 0) {
+		ok = cqe->res == 1 && (cqe->flags & IORING_CQE_F_BUFFER) &&
+		     (cqe->flags & IORING_CQE_F_MORE);
+		io_uring_cqe_seen(&r, cqe);
+	}
+out_ring:
+	/* Exiting the ring cancels the recv and drops the registration
+	 * before the ring's memory goes. */
+	io_uring_queue_exit(&r);
+	if (sv[0] >= 0) {
+		close(sv[0]);
+		close(sv[1]);
+	}
+	if (br != MAP_FAILED)
+		munmap(br, pg);
+	return ok;
+}
+
+static uint32_t pow2_ceil(uint32_t v)
+{
+	uint32_t p = 1;
+
+	while (p < v)
+		p <<= 1;
+	return p;
+}
+
+/* Map, register (first free group id) and fill the provided buffer ring. */
+static int bring_setup(struct knet *kn)
+{
+	uint32_t entries = pow2_ceil(kn->cfg.rx_buf_count);
+	struct io_uring_buf_reg reg;
+	int rc = -EEXIST;
+
+	kn->br_bytes = (size_t)entries * sizeof(struct io_uring_buf);
+	kn->br = mmap(NULL, kn->br_bytes, PROT_READ | PROT_WRITE,
+		      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (kn->br == MAP_FAILED) {
+		kn->br = NULL;
+		return -ENOMEM;
+	}
+	io_uring_buf_ring_init(kn->br);
+	memset(&reg, 0, sizeof(reg));
+	reg.ring_addr = (uint64_t)(uintptr_t)kn->br;
+	reg.ring_entries = entries;
+	for (uint32_t g = 0; g < KNET_BGID_TRIES && rc == -EEXIST; g++) {
+		reg.bgid = (uint16_t)g;
+		rc = io_uring_register_buf_ring(&kn->u->ring, &reg, 0);
+		kn->bgid = (int)g;
+	}
+	if (rc < 0) {
+		munmap(kn->br, kn->br_bytes);
+		kn->br = NULL;
+		return rc;
+	}
+	kn->br_mask = (uint32_t)io_uring_buf_ring_mask(entries);
+	for (uint32_t i = 0; i < kn->cfg.rx_buf_count; i++)
+		kn->buf_state[i] = BUF_RECV; /* pool_put() expects not-POOL */
+	for (uint32_t i = 0; i < kn->cfg.rx_buf_count; i++)
+		pool_put(kn, &i, 1);
+	return 0;
+}
+
+static int bufs_init(struct knet *kn)
+{
+	uint32_t n = kn->cfg.rx_buf_count;
+	int rc;
+
+	kn->buf_mem_bytes = (size_t)n * kn->cfg.rx_buf_bytes;
+	kn->buf_mem = mmap(NULL, kn->buf_mem_bytes, PROT_READ | PROT_WRITE,
+			   MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+	if (kn->buf_mem == MAP_FAILED) {
+		kn->buf_mem = NULL;
+		return -ENOMEM;
+	}
+	kn->buf_state = calloc(n, sizeof(*kn->buf_state));
+	kn->buf_stack = calloc(n, sizeof(*kn->buf_stack));
+	if (kn->buf_state == NULL || kn->buf_stack == NULL)
+		return -ENOMEM;
+	kn->multishot = kn->cfg.rx_mode == KM_NET_RX_AUTO &&
+			probe_recv_multishot();
+	if (kn->multishot && (rc = bring_setup(kn)) < 0)
+		return rc;
+	for (uint32_t i = 0; !kn->multishot && i < n; i++)
+		kn->buf_stack[kn->buf_stack_n++] = n - 1 - i;
+	return 0;
+}
+
+static void bufs_free_all(struct knet *kn)
+{
+	if (kn->br != NULL) {
+		io_uring_unregister_buf_ring(&kn->u->ring, kn->bgid);
+		munmap(kn->br, kn->br_bytes);
+	}
+	if (kn->buf_mem != NULL)
+		munmap(kn->buf_mem, kn->buf_mem_bytes);
+	free(kn->buf_state);
+	free(kn->buf_stack);
+}
+
+static const struct km_io_req conn_reqs[] = {
+	{ on_connect_cqe }, { on_ltimeout_cqe }, { on_recv_cqe },
+	{ on_send_cqe },    { on_timer_cqe },	 { on_tremove_cqe },
+	{ on_cancel_cqe },
+};
+
+static void conn_init(struct knet *kn, struct knet_conn *c, uint32_t i)
+{
+	const struct km_net_config *cfg = &kn->cfg;
+
+	c->pub.net = &kn->pub;
+	c->kn = kn;
+	c->fd = -1;
+	c->rx_bid = KNET_NO_BUF;
+	c->state = CONN_FREE;
+	c->r_connect = conn_reqs[0];
+	c->r_ltimeout = conn_reqs[1];
+	c->r_recv = conn_reqs[2];
+	c->r_send = conn_reqs[3];
+	c->r_timer = conn_reqs[4];
+	c->r_tremove = conn_reqs[5];
+	c->r_cancel = conn_reqs[6];
+	c->sq = kn->slot_mem + (size_t)i * cfg->send_queue_max;
+	c->sq_iov = kn->iov_mem + (size_t)i * cfg->send_iov_max * 2;
+	c->tx_iov = c->sq_iov + cfg->send_iov_max;
+	link_init(&c->link);
+	c->list = L_NONE;
+	conn_place(c, L_FREE);
+}
+
+static int conns_init(struct knet *kn)
+{
+	const struct km_net_config *cfg = &kn->cfg;
+	size_t n = cfg->conns_max;
+
+	link_init(&kn->free_list);
+	link_init(&kn->pending);
+	link_init(&kn->starved);
+	kn->conns = calloc(n, sizeof(*kn->conns));
+	kn->lsn = calloc(cfg->listeners_max + 1, sizeof(*kn->lsn));
+	kn->slot_mem = calloc(n * cfg->send_queue_max, sizeof(*kn->slot_mem));
+	kn->iov_mem = calloc(n * cfg->send_iov_max * 2, sizeof(*kn->iov_mem));
+	if (kn->conns == NULL || kn->lsn == NULL || kn->slot_mem == NULL ||
+	    kn->iov_mem == NULL)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < cfg->conns_max; i++)
+		conn_init(kn, &kn->conns[i], i);
+	for (uint32_t i = 0; i < cfg->listeners_max; i++) {
+		struct knet_listener *l = &kn->lsn[i];
+
+		l->pub.net = &kn->pub;
+		l->kn = kn;
+		l->fd = -1;
+		l->r_accept.fn = on_accept_cqe;
+		l->r_cancel.fn = on_lcancel_cqe;
+	}
+	return 0;
+}
+
+static void conns_free_all(struct knet *kn)
+{
+	free(kn->conns);
+	free(kn->lsn);
+	free(kn->slot_mem);
+	free(kn->iov_mem);
+}
+
+static void knet_destroy(struct km_net *net)
+{
+	struct knet *kn = knet_of(net);
+
+	for (uint32_t i = 0; i < kn->cfg.conns_max; i++) {
+		struct knet_conn *c = &kn->conns[i];
+
+		if (c->state != CONN_FREE && c->state != CONN_DEAD)
+			conn_teardown(c, -ECONNABORTED, true);
+	}
+	for (uint32_t i = 0; i < kn->cfg.listeners_max; i++)
+		if (kn->lsn[i].used && !kn->lsn[i].closing)
+			knet_unlisten(&kn->lsn[i].pub);
+	/* Each round completes at least one request of the ring. */
+	for (uint32_t r = 0; r < KNET_DESTROY_ROUNDS; r++) {
+		int rc;
+
+		if (kn->inflight == 0 && !knet_wants_poll(net))
+			break;
+		knet_poll(net);
+		rc = km_uring_poll(kn->u, kn->inflight > 0);
+		KM_ASSERT(rc >= 0);
+	}
+	KM_ASSERT(kn->inflight == 0);
+	KM_ASSERT(kn->st.conns_used == 0);
+	bufs_free_all(kn);
+	conns_free_all(kn);
+	free(kn);
+}
+
+static const struct km_net_ops knet_ops = {
+	.destroy = knet_destroy,
+	.poll = knet_poll,
+	.wants_poll = knet_wants_poll,
+	.connect = knet_connect,
+	.listen = knet_listen,
+	.unlisten = knet_unlisten,
+	.send = knet_send,
+	.release = knet_release,
+	.close = knet_close,
+	.abort = knet_abort,
+	.stats = knet_stats,
+	.conn_stats = knet_conn_stats,
+};
+
+static bool config_ok(const struct km_net_config *cfg)
+{
+	return cfg->uring != NULL && cfg->conns_max >= 1 &&
+	       cfg->conns_max <= KNET_CONNS_MAX &&
+	       cfg->listeners_max <= KNET_LISTENERS_MAX &&
+	       cfg->rx_buf_count >= 1 && cfg->rx_buf_count <= KNET_BUFS_MAX &&
+	       cfg->rx_buf_bytes >= KNET_BUF_BYTES_MIN &&
+	       cfg->rx_buf_bytes <= KNET_BUF_BYTES_MAX &&
+	       cfg->send_queue_max >= 1 && cfg->send_queue_max <= KNET_SENDQ_MAX &&
+	       cfg->send_iov_max >= 1 && cfg->send_iov_max <= KNET_IOV_MAX &&
+	       (cfg->rx_mode == KM_NET_RX_AUTO ||
+		cfg->rx_mode == KM_NET_RX_SINGLE);
+}
+
+int km_knet_create(const struct km_net_config *cfg, struct km_net **out)
+{
+	struct knet *kn;
+	int rc;
+
+	if (!config_ok(cfg))
+		return -EINVAL;
+	if ((kn = calloc(1, sizeof(*kn))) == NULL)
+		return -ENOMEM;
+	kn->pub.ops = &knet_ops;
+	kn->u = cfg->uring;
+	kn->cfg = *cfg;
+	if (kn->cfg.close_timeout_ms == 0)
+		kn->cfg.close_timeout_ms = KNET_CLOSE_TIMEOUT_MS;
+	if ((rc = conns_init(kn)) < 0)
+		goto out_free;
+	if ((rc = bufs_init(kn)) < 0)
+		goto out_free;
+	KM_INFO("knet", "%u connections, %u x %u B receive buffers, %s recv",
+		cfg->conns_max, cfg->rx_buf_count, cfg->rx_buf_bytes,
+		kn->multishot ? "multishot" : "single-shot");
+	*out = &kn->pub;
+	return 0;
+out_free:
+	bufs_free_all(kn);
+	conns_free_all(kn);
+	free(kn);
+	return rc;
+}

@@ -1,0 +1,422 @@
+/* The front-end's Fetch (v4-11): read whole batches up to the high
+ * watermark (or the LSO), long-poll without blocking, answer in a slot
+ * whose records stay in a Fetch buffer (iovecs, no copy into the response
+ * ring). See frontend.h for the semantics. */
+#include <errno.h>
+#include <string.h>
+
+#include "common/errors.h"
+#include "common/km_assert.h"
+#include "common/log.h"
+#include "dataplane/serve/frontend_pvt.h"
+
+#define RESP_FIXED_BYTES 64u
+/* Partition fields of a v11 response with no aborted transaction:
+ * index, error, HW, LSO, log start, aborted count, preferred replica,
+ * records length. */
+#define RESP_PART_BYTES 48u
+
+/* One evaluation of the Fetch in process. */
+struct fetch_pass {
+	bool committed;		/* read_committed */
+	bool errors;		/* a partition answers with an error */
+	bool readable;		/* a partition has data below its bound */
+	bool min_one;		/* KIP-74: no records read yet */
+	uint32_t bytes;		/* record bytes read */
+	uint32_t resp_left;	/* of the request's MaxBytes */
+	uint32_t gaps;		/* partitions with records */
+};
+
+void fe_fetch_reset(struct fe_conn *fc)
+{
+	struct fe_fetch *f = fc->fetch;
+
+	if (f->buf != NULL)
+		fe_fbuf_put(fc->fe, f->buf);
+	f->buf = NULL;
+	f->buf_used = 0;
+	f->active = false;
+	f->parked = false;
+	f->need_buf = false;
+	f->n_ext = 0;
+	f->n_aborted = 0;
+}
+
+int fe_fetch_iovec(struct fe_conn *fc, struct iovec *out, uint32_t out_max)
+{
+	struct fe_fetch *f = fc->fetch;
+
+	return km_wire_wr_iovec(&f->w, f->ext, f->n_ext, out, out_max);
+}
+
+uint64_t fe_fetch_deadline(const struct fe_conn *fc)
+{
+	const struct fe_fetch *f = fc->fetch;
+	uint64_t recheck;
+
+	if (!f->active || !f->parked)
+		return UINT64_MAX;
+	recheck = f->checked_ms + KM_FRONTEND_RECHECK_MS;
+	return recheck < f->deadline_ms ? recheck : f->deadline_ms;
+}
+
+/* Kafka's FetchSession rules for a broker without a session cache: id 0
+ * with epoch -1 (sessionless) or 0 (a new session: answered sessionless,
+ * id 0, which tells the client to keep sending full requests) is served;
+ * an incremental epoch without a session, or a session id, is refused. */
+static int16_t session_error(int16_t version, const struct km_fetch_req *q)
+{
+	if (version < 7)
+		return KM_KERR_NONE;
+	if (q->session_id != 0)
+		return KM_KERR_FETCH_SESSION_ID_NOT_FOUND;
+	if (q->session_epoch > 0)
+		return KM_KERR_INVALID_FETCH_SESSION_EPOCH;
+	return KM_KERR_NONE;
+}
+
+static int fetch_decode(struct fe_conn *fc, const struct km_reqhdr *h,
+			struct km_wire_rd *r)
+{
+	struct km_frontend *fe = fc->fe;
+	struct fe_fetch *f = fc->fetch;
+	struct km_fetch_req *q = &f->req;
+	int rc;
+
+	memset(q, 0, sizeof(*q));
+	q->topics = f->topics;
+	q->topics_max = fe->topics_max;
+	q->parts = f->parts;
+	q->parts_max = fe->parts_max;
+	q->forgotten = f->forgotten;
+	q->forgotten_max = sizeof(f->forgotten) / sizeof(f->forgotten[0]);
+	q->forgotten_parts = f->forgotten_parts;
+	q->forgotten_parts_max =
+		sizeof(f->forgotten_parts) / sizeof(f->forgotten_parts[0]);
+	rc = km_fetch_req_decode(r, h->api_version, q);
+	if (rc == KM_EWIRECAPACITY)
+		return fe_conn_fail(fc, "Fetch v%d names more than %u "
+				    "partitions or %u topics", h->api_version,
+				    fe->parts_max, fe->topics_max);
+	if (rc < 0)
+		return fe_conn_fail(fc, "malformed Fetch v%d request: %s",
+				    h->api_version, km_strerror(rc));
+	f->top_err = session_error(h->api_version, q);
+	return 0;
+}
+
+static uint32_t fetch_bound(const struct fe_fetch *f)
+{
+	uint32_t b = RESP_FIXED_BYTES + 16 * KM_FRONTEND_ABORTED_MAX;
+
+	for (uint32_t t = 0; t < f->req.n_topics; t++)
+		b += 8 + (uint32_t)f->req.topics[t].name.len;
+	return b + RESP_PART_BYTES * f->req.n_parts;
+}
+
+/* The table is fixed while we run: look each partition up once. */
+static void fetch_resolve(struct fe_conn *fc)
+{
+	struct fe_fetch *f = fc->fetch;
+
+	for (uint32_t t = 0; t < f->req.n_topics; t++) {
+		const struct km_proto_topic *tp = &f->req.topics[t];
+
+		for (uint32_t i = tp->first; i < tp->first + tp->count; i++)
+			f->res[i].p = km_part_find(fc->fe->table, tp->name.s,
+						   f->parts[i].partition);
+	}
+}
+
+/* Offsets and error of partition i, nothing read yet. */
+static void fetch_state(struct fe_conn *fc, uint32_t i, struct fetch_pass *ps)
+{
+	struct fe_fetch *f = fc->fetch;
+	struct fe_fpart *x = &f->res[i];
+	int64_t off = f->parts[i].fetch_offset;
+	struct km_log *log;
+
+	x->err = fe_part_state_err(x->p);
+	x->hw = x->lso = x->log_start = x->bound = -1;
+	x->rec_len = 0;
+	x->ab_first = 0;
+	x->n_ab = -1;
+	if (x->err == KM_KERR_NONE) {
+		log = x->p->log;
+		x->hw = km_log_durable_offset(log);
+		x->log_start = km_log_start_offset(log);
+		x->lso = fe_part_lso(fc->fe, x->p);
+		x->bound = ps->committed ? x->lso : x->hw;
+		/* R6: above the HW is past what exists for a client. */
+		if (off < x->log_start || off > x->hw) {
+			x->err = KM_KERR_OFFSET_OUT_OF_RANGE;
+			x->hw = x->lso = x->log_start = x->bound = -1;
+		}
+	}
+	if (x->err != KM_KERR_NONE)
+		ps->errors = true;
+	else if (off < x->bound)
+		ps->readable = true;
+	if (x->err == KM_KERR_NONE && ps->committed)
+		x->n_ab = 0;
+}
+
+/* The aborted transactions overlapping [from, upto) of x's log. */
+static int fetch_aborted(struct fe_conn *fc, struct fe_fpart *x, int64_t from,
+			 int64_t upto)
+{
+	struct fe_fetch *f = fc->fetch;
+	uint32_t room = KM_FRONTEND_ABORTED_MAX - f->n_aborted;
+	int n = km_log_aborted_txns(x->p->log, from, upto, fc->fe->ab_tmp, room);
+
+	if (n < 0)
+		return n;
+	if ((uint32_t)n > room) {
+		/* Records served without all their aborted transactions would
+		 * hand aborted data to a read_committed consumer. */
+		KM_WARN("frontend", "%s-%d: more than %u aborted transactions "
+			"in one Fetch response; its records wait for the next",
+			x->p->topic, (int)x->p->partition,
+			KM_FRONTEND_ABORTED_MAX);
+		return -ENOSPC;
+	}
+	x->ab_first = f->n_aborted;
+	x->n_ab = n;
+	for (int k = 0; k < n; k++) {
+		f->aborted[f->n_aborted].producer_id = fc->fe->ab_tmp[k].producer_id;
+		f->aborted[f->n_aborted++].first_offset =
+			fc->fe->ab_tmp[k].first_offset;
+	}
+	return 0;
+}
+
+/* A read failed: -ERANGE means the log moved under us (truncated). */
+static void read_failed(struct fe_fpart *x, int rc, struct fetch_pass *ps)
+{
+	if (rc == KM_ENOSPACE)
+		return; /* the batch does not fit what is left: next time */
+	if (rc == -ERANGE) {
+		x->err = KM_KERR_OFFSET_OUT_OF_RANGE;
+	} else {
+		x->err = KM_KERR_KAFKA_STORAGE_ERROR;
+		KM_WARN("frontend", "%s-%d: read failed: %s", x->p->topic,
+			(int)x->p->partition, km_strerror(rc));
+	}
+	x->hw = x->lso = x->log_start = -1;
+	x->n_ab = -1;
+	ps->errors = true;
+}
+
+/* Whole batches of partition i into the Fetch buffer, within the
+ * partition's and the response's MaxBytes, except that the first
+ * partition with data gets its first batch whatever its size (KIP-74). */
+static void fetch_read(struct fe_conn *fc, uint32_t i, struct fetch_pass *ps)
+{
+	struct fe_fetch *f = fc->fetch;
+	struct fe_fpart *x = &f->res[i];
+	const struct km_fetch_req_part *q = &f->parts[i];
+	uint32_t left = fc->fe->fetch_buf_bytes - f->buf_used;
+	uint32_t limit = q->partition_max_bytes > 0
+				 ? (uint32_t)q->partition_max_bytes : 0;
+	struct km_log_read_result rr;
+	uint32_t cap;
+	int rc;
+
+	if (x->err != KM_KERR_NONE || q->fetch_offset >= x->bound ||
+	    ps->gaps == fc->fe->gaps_max)
+		return;
+	limit = limit < ps->resp_left ? limit : ps->resp_left;
+	cap = ps->min_one ? left : (limit < left ? limit : left);
+	if (cap < KM_BATCH_HEADER_BYTES)
+		return;
+	rc = km_log_read(x->p->log, q->fetch_offset, x->bound, limit,
+			 f->buf + f->buf_used, cap, &rr);
+	if (rc == KM_ENOSPACE && ps->min_one)
+		KM_WARN("frontend", "%s-%d: the batch at offset %lld is larger "
+			"than fetch_buf_bytes (%u): it cannot be served",
+			x->p->topic, (int)x->p->partition,
+			(long long)q->fetch_offset, fc->fe->fetch_buf_bytes);
+	if (rc < 0) {
+		read_failed(x, rc, ps);
+		return;
+	}
+	if (rr.bytes == 0 || (ps->committed &&
+			      fetch_aborted(fc, x, q->fetch_offset,
+					    rr.next_offset) < 0))
+		return;
+	x->rec_off = f->buf_used;
+	x->rec_len = rr.bytes;
+	f->buf_used += rr.bytes;
+	KM_ASSERT_HOT(f->buf_used <= fc->fe->fetch_buf_bytes);
+	ps->bytes += rr.bytes;
+	ps->resp_left -= rr.bytes < ps->resp_left ? rr.bytes : ps->resp_left;
+	ps->min_one = false;
+	ps->gaps++;
+}
+
+static void fetch_enc_part(struct fe_conn *fc, struct km_proto_enc *e,
+			   uint32_t i)
+{
+	struct fe_fetch *f = fc->fetch;
+	const struct fe_fpart *x = &f->res[i];
+	struct km_fetch_part p;
+
+	memset(&p, 0, sizeof(p));
+	p.partition = f->parts[i].partition;
+	p.error_code = x->err;
+	p.high_watermark = x->hw;
+	p.last_stable_offset = x->lso;
+	p.log_start_offset = x->log_start;
+	p.n_aborted = x->n_ab;
+	p.aborted = x->n_ab > 0 ? &f->aborted[x->ab_first] : NULL;
+	p.preferred_read_replica = -1;
+	if (x->err != KM_KERR_NONE)
+		fc->fe->st.partition_errors++;
+	km_fetch_resp_enc_partition(e, &p, NULL, (int32_t)x->rec_len);
+	if (x->rec_len == 0)
+		return;
+	KM_ASSERT_HOT(f->n_ext < fc->fe->gaps_max); /* fetch_read's bound */
+	f->ext[f->n_ext].iov_base = f->buf + x->rec_off;
+	f->ext[f->n_ext++].iov_len = x->rec_len;
+	fc->fe->st.records_bytes_out += x->rec_len;
+}
+
+/* Encode the answer in the Fetch's slot; the records stay in the Fetch
+ * buffer as external fields until the send completes. */
+static void fetch_respond(struct fe_conn *fc)
+{
+	struct fe_fetch *f = fc->fetch;
+	int16_t ver = fc->slots[f->slot].api_version;
+	struct km_proto_enc e;
+
+	f->parked = false;
+	f->need_buf = false;
+	f->n_ext = 0;
+	fe_slot_begin(fc, f->slot, &f->w);
+	km_wire_wr_set_gaps(&f->w, f->gaps, KM_FRONTEND_GAPS_MAX);
+	km_fetch_resp_enc_begin(&e, &f->w, ver, 0, f->top_err, 0);
+	for (uint32_t t = 0; t < f->req.n_topics && f->top_err == 0; t++) {
+		const struct km_proto_topic *tp = &f->req.topics[t];
+
+		km_fetch_resp_enc_topic(&e, &tp->name);
+		for (uint32_t i = tp->first; i < tp->first + tp->count; i++)
+			fetch_enc_part(fc, &e, i);
+	}
+	km_fetch_resp_enc_end(&e);
+	fe_slot_finish(fc, f->slot, &f->w, false);
+}
+
+static void fetch_park(struct fe_conn *fc, uint64_t now, bool need_buf)
+{
+	struct fe_fetch *f = fc->fetch;
+
+	f->need_buf = need_buf;
+	if (f->buf != NULL)
+		fe_fbuf_put(fc->fe, f->buf);
+	f->buf = NULL;
+	f->buf_used = 0;
+	f->n_aborted = 0;
+	if (!f->parked)
+		fc->fe->st.fetch_parked++;
+	f->parked = true;
+	f->checked_ms = now;
+}
+
+/* Read what the Fetch asks for and answer, or park it until more data is
+ * durable or its MaxWaitMs passes (force). Kafka answers at once when a
+ * partition errors, MaxWaitMs is 0, or MinBytes are readable. */
+static void fetch_eval(struct fe_conn *fc, uint64_t now, bool force)
+{
+	struct fe_fetch *f = fc->fetch;
+	const struct km_fetch_req *q = &f->req;
+	struct fetch_pass ps;
+	bool wait = !force && q->max_wait_ms > 0 && q->min_bytes > 0;
+
+	memset(&ps, 0, sizeof(ps));
+	ps.committed = q->isolation_level == 1;
+	ps.min_one = true;
+	ps.resp_left = q->max_bytes > 0 ? (uint32_t)q->max_bytes : 0;
+	f->buf_used = 0;
+	f->n_aborted = 0;
+	if (f->top_err != KM_KERR_NONE) {
+		fetch_respond(fc);
+		return;
+	}
+	for (uint32_t i = 0; i < q->n_parts; i++)
+		fetch_state(fc, i, &ps);
+	wait = wait && !ps.errors;
+	if (ps.readable && f->buf == NULL)
+		f->buf = fe_fbuf_get(fc->fe);
+	if (wait && (!ps.readable || f->buf == NULL)) {
+		fetch_park(fc, now, ps.readable);
+		return;
+	}
+	for (uint32_t i = 0; i < q->n_parts && f->buf != NULL; i++)
+		fetch_read(fc, i, &ps);
+	if (wait && !ps.errors && ps.bytes < (uint32_t)q->min_bytes) {
+		fetch_park(fc, now, false);
+		return;
+	}
+	fetch_respond(fc);
+}
+
+/* While parked: did a bound move, or a partition go offline? */
+static bool fetch_changed(const struct fe_conn *fc)
+{
+	const struct fe_fetch *f = fc->fetch;
+	bool committed = f->req.isolation_level == 1;
+
+	for (uint32_t i = 0; i < f->req.n_parts; i++) {
+		const struct fe_fpart *x = &f->res[i];
+		int64_t cur;
+
+		if (fe_part_state_err(x->p) != KM_KERR_NONE)
+			return true;
+		cur = committed ? fe_part_lso(fc->fe, x->p)
+				: km_log_durable_offset(x->p->log);
+		if (cur != x->bound)
+			return true;
+	}
+	return false;
+}
+
+void fe_fetch_tick(struct fe_conn *fc, uint64_t now_ms)
+{
+	struct fe_fetch *f = fc->fetch;
+
+	if (!f->active || !f->parked)
+		return;
+	if (now_ms >= f->deadline_ms)
+		fetch_eval(fc, now_ms, true);
+	else if (f->need_buf ? fe_fbuf_available(fc->fe) : fetch_changed(fc))
+		fetch_eval(fc, now_ms, false);
+	else
+		f->checked_ms = now_ms;
+}
+
+int fe_handle_fetch(struct fe_conn *fc, const struct km_reqhdr *h,
+		    struct km_wire_rd *r)
+{
+	struct fe_fetch *f = fc->fetch;
+	uint64_t now;
+	uint32_t slot;
+	int rc;
+
+	if (f->active)
+		return FE_WAIT; /* the previous Fetch's answer is not sent */
+	if ((rc = fetch_decode(fc, h, r)) < 0)
+		return rc;
+	rc = fe_slot_open(fc, h, fetch_bound(f), &slot);
+	if (rc != 0)
+		return rc;
+	fc->slots[slot].fetch = true;
+	f->active = true;
+	f->parked = false;
+	f->slot = slot;
+	now = fe_now_ms();
+	f->deadline_ms = now + (f->req.max_wait_ms > 0
+					? (uint64_t)f->req.max_wait_ms : 0);
+	fetch_resolve(fc);
+	fetch_eval(fc, now, false);
+	return 0;
+}

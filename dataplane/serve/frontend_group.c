@@ -1,0 +1,604 @@
+/* The front-end's group coordinator (issue 7): FindCoordinator, JoinGroup,
+ * SyncGroup, Heartbeat, LeaveGroup, ListGroups and DescribeGroups over the
+ * membership state machine (dataplane/group/group.h); OffsetCommit and
+ * OffsetFetch over the committed offsets (frontend_offsets.c). kmirrord is
+ * a single broker, so it coordinates every group itself.
+ *
+ * A JoinGroup or SyncGroup answer may come later (the rebalance waits for
+ * the other members): its slot stays PENDING and a ticket, listed on the
+ * connection, finds it again; a closed connection withdraws its tickets.
+ * Their responses reserve GROUP_RESP_BYTES: a leader's member list or an
+ * assignment larger than that closes the connection with the reason.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/errors.h"
+#include "common/log.h"
+#include "dataplane/serve/frontend_pvt.h"
+#include "kafka/proto_group.h"
+
+#define GROUP_RESP_BYTES (64u * 1024)
+#define PROTOCOLS_MAX 16u
+#define ASSIGN_MAX 1024u
+#define LEAVE_MAX 256u
+#define LIST_MAX 1024u
+#define DESC_GROUPS_MAX 64u
+#define DESC_MEMBERS_MAX 1024u
+
+/* A JoinGroup or SyncGroup waiting for its answer. */
+struct fe_gticket {
+	struct fe_conn *fc;
+	uint32_t slot;
+	struct fe_gticket *next, *prev;
+};
+
+/* Bytes of request fields copied out when they straddle receive buffers;
+ * freed when the handler returns (the group module copies what it keeps). */
+struct scratch {
+	void *p[ASSIGN_MAX + PROTOCOLS_MAX];
+	uint32_t n;
+};
+
+static const uint8_t *span_bytes(const struct km_chain *ch, struct scratch *sc,
+				 const struct km_group_bytes *b)
+{
+	void *p;
+
+	if (b->len <= 0)
+		return NULL;
+	if ((p = km_chain_contig(ch, b->span.cur, (size_t)b->len)) != NULL)
+		return p;
+	if (sc->n == sizeof(sc->p) / sizeof(sc->p[0]) ||
+	    (p = malloc((size_t)b->len)) == NULL)
+		return NULL;
+	km_wire_span_copy(ch, &b->span, p, (size_t)b->len);
+	return sc->p[sc->n++] = p;
+}
+
+static void scratch_free(struct scratch *sc)
+{
+	for (uint32_t i = 0; i < sc->n; i++)
+		free(sc->p[i]);
+	sc->n = 0;
+}
+
+static const char *name_or_null(const struct km_wire_name *n)
+{
+	return n->len < 0 ? NULL : n->s;
+}
+
+/* ---- tickets ---------------------------------------------------------------- */
+
+static struct fe_gticket *ticket_new(struct fe_conn *fc, uint32_t slot)
+{
+	struct fe_gticket *t = calloc(1, sizeof(*t));
+
+	if (t == NULL)
+		return NULL;
+	t->fc = fc;
+	t->slot = slot;
+	t->next = fc->gtickets;
+	if (t->next)
+		t->next->prev = t;
+	fc->gtickets = t;
+	return t;
+}
+
+static void ticket_free(struct fe_gticket *t)
+{
+	if (t->prev)
+		t->prev->next = t->next;
+	else
+		t->fc->gtickets = t->next;
+	if (t->next)
+		t->next->prev = t->prev;
+	free(t);
+}
+
+void fe_groups_conn_closed(struct fe_conn *fc)
+{
+	while (fc->gtickets != NULL) {
+		km_group_cancel(fc->fe->groups, fc->gtickets);
+		ticket_free(fc->gtickets);
+	}
+}
+
+/* ---- delayed answers -------------------------------------------------------- */
+
+static void join_respond(struct fe_conn *fc, uint32_t slot,
+			 const struct km_group_join_result *res)
+{
+	struct km_group_member *m = calloc(res->n_members + 1, sizeof(*m));
+	struct km_joingroup_resp r = { .error_code = res->error,
+				       .generation_id = res->generation,
+				       .members = m,
+				       .members_max = res->n_members,
+				       .n_members = m ? res->n_members : 0 };
+	struct km_wire_wr w;
+
+	km_wire_name_set(&r.protocol_name, res->protocol);
+	km_wire_name_set(&r.leader, res->leader_id);
+	km_wire_name_set(&r.member_id, res->member_id);
+	for (uint32_t i = 0; m != NULL && i < res->n_members; i++) {
+		const struct km_group_member_view *v = &res->members[i];
+
+		km_wire_name_set(&m[i].member_id, v->member_id);
+		if (v->instance_id)
+			km_wire_name_set(&m[i].group_instance_id, v->instance_id);
+		else
+			km_wire_name_set_null(&m[i].group_instance_id);
+		m[i].data = (struct km_group_bytes){ .p = v->metadata,
+						     .len = (int32_t)v->metadata_len };
+	}
+	fe_slot_begin(fc, slot, &w);
+	km_joingroup_resp_encode(&w, fc->slots[slot].api_version, &r);
+	fe_slot_finish(fc, slot, &w, false);
+	free(m);
+}
+
+static void on_join(void *arg, void *ticket,
+		    const struct km_group_join_result *res)
+{
+	struct fe_gticket *t = ticket;
+
+	(void)arg;
+	join_respond(t->fc, t->slot, res);
+	ticket_free(t);
+}
+
+static void on_sync(void *arg, void *ticket, int16_t error,
+		    const uint8_t *assignment, uint32_t len)
+{
+	struct fe_gticket *t = ticket;
+	struct fe_conn *fc = t->fc;
+	struct km_syncgroup_resp r = { .error_code = error,
+				       .assignment = { .p = assignment,
+							       .len = (int32_t)len } };
+	struct km_wire_wr w;
+
+	(void)arg;
+	fe_slot_begin(fc, t->slot, &w);
+	km_syncgroup_resp_encode(&w, fc->slots[t->slot].api_version, &r);
+	fe_slot_finish(fc, t->slot, &w, false);
+	ticket_free(t);
+}
+
+/* ---- life cycle ------------------------------------------------------------- */
+
+int fe_groups_init(struct km_frontend *fe, const struct km_frontend_config *cfg)
+{
+	struct km_group_config gc;
+	int rc;
+
+	km_group_config_default(&gc);
+	if (cfg->group_initial_rebalance_delay_ms != UINT32_MAX)
+		gc.initial_rebalance_delay_ms = cfg->group_initial_rebalance_delay_ms;
+	if (cfg->group_min_session_timeout_ms)
+		gc.session_timeout_min_ms = cfg->group_min_session_timeout_ms;
+	if (cfg->group_max_session_timeout_ms)
+		gc.session_timeout_max_ms = cfg->group_max_session_timeout_ms;
+	gc.protocols_max = PROTOCOLS_MAX;
+	gc.members_max = ASSIGN_MAX;
+	/* An answer's bytes must fit its reserved response. */
+	gc.metadata_bytes_max = GROUP_RESP_BYTES / 2;
+	gc.on_join = on_join;
+	gc.on_sync = on_sync;
+	gc.cb_arg = fe;
+	if ((rc = km_group_create(&gc, &fe->groups)) < 0)
+		return rc;
+	return fe_offsets_init(fe);
+}
+
+void fe_groups_free(struct km_frontend *fe)
+{
+	km_group_destroy(fe->groups);
+	fe->groups = NULL;
+	fe_offsets_free(fe);
+}
+
+bool fe_groups_active(struct km_frontend *fe, const char *group)
+{
+	return km_group_is_active(fe->groups, group);
+}
+
+void fe_groups_tick(struct km_frontend *fe, uint64_t now_ms)
+{
+	if (now_ms >= km_group_next_deadline_ms(fe->groups))
+		km_group_tick(fe->groups, now_ms);
+}
+
+uint64_t fe_groups_deadline(const struct km_frontend *fe)
+{
+	return km_group_next_deadline_ms(fe->groups);
+}
+
+/* ---- FindCoordinator, Heartbeat, LeaveGroup ------------------------------- */
+
+/* Encode a small, immediate answer. */
+#define RESPOND(fc, h, bound, encode, msg)                                   \
+	do {                                                                 \
+		uint32_t slot_;                                              \
+		struct km_wire_wr w_;                                        \
+		int rc_ = fe_slot_open(fc, h, bound, &slot_);                \
+		if (rc_ != 0)                                                \
+			return rc_;                                          \
+		fe_slot_begin(fc, slot_, &w_);                               \
+		encode(&w_, (h)->api_version, msg);                          \
+		return fe_slot_finish(fc, slot_, &w_, true);                 \
+	} while (0)
+
+static int decode_failed(struct fe_conn *fc, const struct km_reqhdr *h, int rc)
+{
+	return fe_conn_fail(fc, "malformed %s v%d request: %s",
+			    fe_api_name(h->api_key), h->api_version,
+			    km_strerror(rc));
+}
+
+static int handle_findcoord(struct fe_conn *fc, const struct km_reqhdr *h,
+			    struct km_wire_rd *r)
+{
+	struct km_frontend *fe = fc->fe;
+	struct km_findcoord_req q;
+	struct km_findcoord_resp m = { .node_id = fe->node_id,
+				       .port = fe->adv_port ? fe->adv_port : fe->port };
+	int rc = km_findcoord_req_decode(r, h->api_version, &q);
+
+	if (rc < 0)
+		return decode_failed(fc, h, rc);
+	km_wire_name_set(&m.host, fe->host);
+	km_wire_name_set_null(&m.error_message);
+	if (q.key_type != 0) {
+		/* Transactions are not coordinated here (InitProducerId
+		 * refuses transactional ids). */
+		m.error_code = KM_KERR_COORDINATOR_NOT_AVAILABLE;
+		m.node_id = -1;
+		m.port = -1;
+		km_wire_name_set(&m.host, "");
+	}
+	RESPOND(fc, h, 64 + KM_WIRE_NAME_BYTES_MAX, km_findcoord_resp_encode, &m);
+}
+
+static int handle_heartbeat(struct fe_conn *fc, const struct km_reqhdr *h,
+			    struct km_wire_rd *r)
+{
+	struct km_heartbeat_req q;
+	struct km_heartbeat_resp m = { 0 };
+	int rc = km_heartbeat_req_decode(r, h->api_version, &q);
+
+	if (rc < 0)
+		return decode_failed(fc, h, rc);
+	m.error_code = km_group_heartbeat(fc->fe->groups, q.group_id.s,
+					  q.member_id.s,
+					  name_or_null(&q.group_instance_id),
+					  q.generation_id, fe_now_ms());
+	RESPOND(fc, h, 32, km_heartbeat_resp_encode, &m);
+}
+
+static int handle_leave(struct fe_conn *fc, const struct km_reqhdr *h,
+			struct km_wire_rd *r)
+{
+	struct km_leavegroup_member mem[LEAVE_MAX];
+	struct km_group_leave_member lm[LEAVE_MAX];
+	int16_t errs[LEAVE_MAX];
+	struct km_leavegroup_req q = { .members = mem, .members_max = LEAVE_MAX };
+	struct km_leavegroup_resp m = { .members = mem, .members_max = LEAVE_MAX };
+	int rc = km_leavegroup_req_decode(r, h->api_version, &q);
+
+	if (rc < 0)
+		return decode_failed(fc, h, rc);
+	for (uint32_t i = 0; i < q.n_members; i++)
+		lm[i] = (struct km_group_leave_member){
+			mem[i].member_id.s, name_or_null(&mem[i].group_instance_id)
+		};
+	m.error_code = km_group_leave(fc->fe->groups, q.group_id.s, lm,
+				      q.n_members, errs, fe_now_ms());
+	for (uint32_t i = 0; i < q.n_members; i++)
+		mem[i].error_code = errs[i];
+	if (h->api_version < 3 && m.error_code == KM_KERR_NONE && q.n_members)
+		m.error_code = errs[0];
+	m.n_members = h->api_version >= 3 ? q.n_members : 0;
+	RESPOND(fc, h, 32 + m.n_members * (2 * (KM_WIRE_NAME_BYTES_MAX + 3) + 4),
+		km_leavegroup_resp_encode, &m);
+}
+
+/* ---- JoinGroup, SyncGroup ---------------------------------------------------- */
+
+/* Open the slot of a delayed answer and its ticket. @return 0, FE_WAIT, or
+ * a negative code. */
+static int open_delayed(struct fe_conn *fc, const struct km_reqhdr *h,
+			struct fe_gticket **t)
+{
+	uint32_t bound = GROUP_RESP_BYTES < fc->fe->conn_buf_bytes / 2
+				 ? GROUP_RESP_BYTES : fc->fe->conn_buf_bytes / 2;
+	uint32_t slot;
+	int rc = fe_slot_open(fc, h, bound, &slot);
+
+	if (rc != 0)
+		return rc;
+	if ((*t = ticket_new(fc, slot)) == NULL)
+		return fe_conn_fail(fc, "%s: out of memory",
+				    fe_api_name(h->api_key));
+	return 0;
+}
+
+static int handle_join(struct fe_conn *fc, const struct km_reqhdr *h,
+		       struct km_wire_rd *r)
+{
+	struct km_joingroup_protocol wp[PROTOCOLS_MAX];
+	struct km_group_protocol gp[PROTOCOLS_MAX];
+	struct km_joingroup_req q = { .protocols = wp, .protocols_max = PROTOCOLS_MAX };
+	struct km_group_join_req jr;
+	struct scratch sc = { .n = 0 };
+	struct fe_gticket *t;
+	int rc = km_joingroup_req_decode(r, h->api_version, &q);
+
+	if (rc < 0)
+		return decode_failed(fc, h, rc);
+	for (uint32_t i = 0; i < q.n_protocols; i++)
+		gp[i] = (struct km_group_protocol){
+			wp[i].name.s, span_bytes(r->chain, &sc, &wp[i].metadata),
+			wp[i].metadata.len > 0 ? (uint32_t)wp[i].metadata.len : 0
+		};
+	jr = (struct km_group_join_req){
+		.group_id = q.group_id.s, .member_id = q.member_id.s,
+		.instance_id = name_or_null(&q.group_instance_id),
+		.client_id = fc->client_id, .client_host = "",
+		.session_timeout_ms = q.session_timeout_ms,
+		.rebalance_timeout_ms = q.rebalance_timeout_ms,
+		.protocol_type = q.protocol_type.s, .protocols = gp,
+		.n_protocols = q.n_protocols, .version = h->api_version,
+	};
+	if ((rc = open_delayed(fc, h, &t)) == 0 &&
+	    (rc = km_group_join(fc->fe->groups, &jr, t, fe_now_ms())) < 0) {
+		ticket_free(t);
+		rc = fe_conn_fail(fc, "JoinGroup: %s", km_strerror(rc));
+	}
+	scratch_free(&sc);
+	return rc;
+}
+
+static int handle_sync(struct fe_conn *fc, const struct km_reqhdr *h,
+		       struct km_wire_rd *r)
+{
+	struct km_group_member *wa = calloc(ASSIGN_MAX, sizeof(*wa));
+	struct km_group_assignment *ga = calloc(ASSIGN_MAX, sizeof(*ga));
+	struct km_syncgroup_req q = { .assignments = wa, .assignments_max = ASSIGN_MAX };
+	struct scratch *sc = calloc(1, sizeof(*sc));
+	struct km_group_sync_req sr;
+	struct fe_gticket *t;
+	int rc = wa && ga && sc ? km_syncgroup_req_decode(r, h->api_version, &q)
+				: -ENOMEM;
+
+	if (rc < 0) {
+		rc = rc == -ENOMEM ? fe_conn_fail(fc, "SyncGroup: out of memory")
+				   : decode_failed(fc, h, rc);
+		goto out;
+	}
+	for (uint32_t i = 0; i < q.n_assignments; i++)
+		ga[i] = (struct km_group_assignment){
+			wa[i].member_id.s, span_bytes(r->chain, sc, &wa[i].data),
+			wa[i].data.len > 0 ? (uint32_t)wa[i].data.len : 0
+		};
+	sr = (struct km_group_sync_req){
+		.group_id = q.group_id.s, .member_id = q.member_id.s,
+		.instance_id = name_or_null(&q.group_instance_id),
+		.generation = q.generation_id, .assignments = ga,
+		.n_assignments = q.n_assignments,
+	};
+	if ((rc = open_delayed(fc, h, &t)) == 0 &&
+	    (rc = km_group_sync(fc->fe->groups, &sr, t, fe_now_ms())) < 0) {
+		ticket_free(t);
+		rc = fe_conn_fail(fc, "SyncGroup: %s", km_strerror(rc));
+	}
+	scratch_free(sc);
+out:
+	free(sc);
+	free(ga);
+	free(wa);
+	return rc;
+}
+
+/* ---- ListGroups, DescribeGroups -------------------------------------------- */
+
+/* Groups known only by their committed offsets (synced from the source, or
+ * whose members are gone after a restart) are Empty groups to Kafka's
+ * tools, as in Kafka: listed, and described as Empty with no members. */
+struct offset_groups {
+	struct km_group_overview *ov;
+	uint32_t n, cap;
+	const struct km_group *g;
+};
+
+static void add_offset_group(void *arg, const char *group, const char *topic,
+			     int32_t partition, const struct km_goffset *o)
+{
+	struct offset_groups *x = arg;
+
+	(void)topic;
+	(void)partition;
+	(void)o;
+	if (x->n == x->cap || km_group_is_active(x->g, group))
+		return;
+	for (uint32_t i = 0; i < x->n; i++)
+		if (strcmp(x->ov[i].group_id, group) == 0)
+			return;
+	x->ov[x->n++] = (struct km_group_overview){ group, "", "Empty" };
+}
+
+static uint32_t list_all(struct km_frontend *fe, struct km_group_overview *ov)
+{
+	uint32_t n = km_group_list(fe->groups, ov, LIST_MAX);
+	struct offset_groups x = { ov, n < LIST_MAX ? n : LIST_MAX, LIST_MAX,
+				   fe->groups };
+
+	if (fe_offsets_ready(fe) == KM_KERR_NONE)
+		km_goffsets_each(fe->go.table, NULL, add_offset_group, &x);
+	return x.n;
+}
+
+static void count_only(void *arg, const char *group, const char *topic,
+		       int32_t partition, const struct km_goffset *o)
+{
+	(void)arg, (void)group, (void)topic, (void)partition, (void)o;
+}
+
+static bool has_offsets(struct km_frontend *fe, const char *group)
+{
+	return fe_offsets_ready(fe) == KM_KERR_NONE &&
+	       km_goffsets_each(fe->go.table, group, count_only, NULL) > 0;
+}
+
+static int handle_list(struct fe_conn *fc, const struct km_reqhdr *h,
+		       struct km_wire_rd *r)
+{
+	struct km_wire_name states[8];
+	struct km_listgroups_req q = { .states_filter = states, .states_max = 8 };
+	struct km_group_overview *ov = calloc(LIST_MAX, sizeof(*ov));
+	struct km_listgroups_group *g = calloc(LIST_MAX, sizeof(*g));
+	struct km_listgroups_resp m = { .groups = g, .groups_max = LIST_MAX };
+	uint32_t n, slot;
+	struct km_wire_wr w;
+	int rc = ov && g ? km_listgroups_req_decode(r, h->api_version, &q) : -ENOMEM;
+
+	if (rc < 0) {
+		free(ov);
+		free(g);
+		return rc == -ENOMEM ? fe_conn_fail(fc, "ListGroups: out of memory")
+				     : decode_failed(fc, h, rc);
+	}
+	n = list_all(fc->fe, ov);
+	for (uint32_t i = 0; i < n; i++) {
+		bool keep = q.n_states == 0;
+
+		for (uint32_t k = 0; k < q.n_states; k++)
+			keep |= strcmp(states[k].s, ov[i].state) == 0;
+		if (!keep)
+			continue;
+		km_wire_name_set(&g[m.n_groups].group_id, ov[i].group_id);
+		km_wire_name_set(&g[m.n_groups].protocol_type, ov[i].protocol_type);
+		km_wire_name_set(&g[m.n_groups++].group_state, ov[i].state);
+	}
+	rc = fe_slot_open(fc, h, 32 + m.n_groups * 3 * (KM_WIRE_NAME_BYTES_MAX + 4),
+			  &slot);
+	if (rc == 0) {
+		fe_slot_begin(fc, slot, &w);
+		km_listgroups_resp_encode(&w, h->api_version, &m);
+		rc = fe_slot_finish(fc, slot, &w, true);
+	}
+	free(ov);
+	free(g);
+	return rc;
+}
+
+/* One group of a DescribeGroups answer; *bound grows by what it adds. */
+static void describe_one(struct km_frontend *fe, const struct km_wire_name *id,
+			 struct km_descgroups_resp *m,
+			 struct km_group_member_view *views, uint32_t *bound)
+{
+	struct km_descgroups_group *g = &m->groups[m->n_groups++];
+	struct km_group_description d;
+	uint32_t room = m->members_max - m->n_members;
+	int n = km_group_describe(fe->groups, id->s, &d, views, room);
+
+	memset(g, 0, sizeof(*g));
+	g->group_id = *id;
+	g->authorized_operations = KM_GROUP_AUTH_OPS_UNSET;
+	g->first = m->n_members;
+	if ((n < 0 || d.state == KM_GROUP_DEAD) && has_offsets(fe, id->s)) {
+		km_wire_name_set(&g->group_state, "Empty");
+		km_wire_name_set(&g->protocol_type, "");
+		km_wire_name_set(&g->protocol_data, "");
+		*bound += 4 * (KM_WIRE_NAME_BYTES_MAX + 4) + 16;
+		return;
+	}
+	km_wire_name_set(&g->group_state, n < 0 ? "Dead" : d.state_name);
+	km_wire_name_set(&g->protocol_type, n < 0 ? "" : d.protocol_type);
+	km_wire_name_set(&g->protocol_data, n < 0 ? "" : d.protocol);
+	*bound += 4 * (KM_WIRE_NAME_BYTES_MAX + 4) + 16;
+	for (int i = 0; i < n && (uint32_t)i < room; i++) {
+		struct km_descgroups_member *dm = &m->members[m->n_members++];
+		const struct km_group_member_view *v = &views[i];
+
+		km_wire_name_set(&dm->member_id, v->member_id);
+		if (v->instance_id)
+			km_wire_name_set(&dm->group_instance_id, v->instance_id);
+		else
+			km_wire_name_set_null(&dm->group_instance_id);
+		km_wire_name_set(&dm->client_id, v->client_id);
+		km_wire_name_set(&dm->client_host, v->client_host);
+		dm->metadata = (struct km_group_bytes){ .p = v->metadata,
+							.len = (int32_t)v->metadata_len };
+		dm->assignment = (struct km_group_bytes){ .p = v->assignment,
+							  .len = (int32_t)v->assignment_len };
+		*bound += 5 * (KM_WIRE_NAME_BYTES_MAX + 4) + v->metadata_len +
+			  v->assignment_len;
+		g->count++;
+	}
+}
+
+static int handle_describe(struct fe_conn *fc, const struct km_reqhdr *h,
+			   struct km_wire_rd *r)
+{
+	struct km_wire_name *ids = calloc(DESC_GROUPS_MAX, sizeof(*ids));
+	struct km_descgroups_req q = { .groups = ids, .groups_max = DESC_GROUPS_MAX };
+	struct km_descgroups_group *gs = calloc(DESC_GROUPS_MAX, sizeof(*gs));
+	struct km_descgroups_member *ms = calloc(DESC_MEMBERS_MAX, sizeof(*ms));
+	struct km_group_member_view *views = calloc(DESC_MEMBERS_MAX, sizeof(*views));
+	struct km_descgroups_resp m = { .groups = gs, .groups_max = DESC_GROUPS_MAX,
+					.members = ms, .members_max = DESC_MEMBERS_MAX };
+	uint32_t bound = 32, slot;
+	struct km_wire_wr w;
+	int rc = ids && gs && ms && views
+			 ? km_descgroups_req_decode(r, h->api_version, &q) : -ENOMEM;
+
+	if (rc < 0) {
+		rc = rc == -ENOMEM ? fe_conn_fail(fc, "DescribeGroups: out of memory")
+				   : decode_failed(fc, h, rc);
+		goto out;
+	}
+	/* Each group's views stay valid until the next non-query call:
+	 * they are all encoded below, before any. */
+	for (uint32_t i = 0; i < q.n_groups; i++)
+		describe_one(fc->fe, &ids[i], &m, views + m.n_members, &bound);
+	if ((rc = fe_slot_open(fc, h, bound, &slot)) == 0) {
+		fe_slot_begin(fc, slot, &w);
+		km_descgroups_resp_encode(&w, h->api_version, &m);
+		rc = fe_slot_finish(fc, slot, &w, true);
+	}
+out:
+	free(ids);
+	free(gs);
+	free(ms);
+	free(views);
+	return rc;
+}
+
+int fe_handle_group(struct fe_conn *fc, const struct km_reqhdr *h,
+		    struct km_wire_rd *r)
+{
+	switch (h->api_key) {
+	case KM_API_FIND_COORDINATOR:
+		return handle_findcoord(fc, h, r);
+	case KM_API_JOIN_GROUP:
+		return handle_join(fc, h, r);
+	case KM_API_SYNC_GROUP:
+		return handle_sync(fc, h, r);
+	case KM_API_HEARTBEAT:
+		return handle_heartbeat(fc, h, r);
+	case KM_API_LEAVE_GROUP:
+		return handle_leave(fc, h, r);
+	case KM_API_LIST_GROUPS:
+		return handle_list(fc, h, r);
+	case KM_API_DESCRIBE_GROUPS:
+		return handle_describe(fc, h, r);
+	case KM_API_OFFSET_COMMIT:
+		return fe_handle_offset_commit(fc, h, r);
+	case KM_API_OFFSET_FETCH:
+		return fe_handle_offset_fetch(fc, h, r);
+	default:
+		return fe_conn_fail(fc, "API key %d is not a group API",
+				    h->api_key);
+	}
+}

@@ -1,0 +1,357 @@
+/* The front-end's synchronous APIs: ApiVersions, Metadata, ListOffsets,
+ * InitProducerId. Each answers at once into a slot of its own. */
+#include <errno.h>
+#include <string.h>
+
+#include "common/errors.h"
+#include "common/km_limits.h"
+#include "common/log.h"
+#include "dataplane/serve/frontend_pvt.h"
+#include "kafka/batch.h"
+#include "kafka/records.h"
+
+/* Response header and top-level fields, generously. */
+#define RESP_FIXED_BYTES 64u
+
+static bool part_offline(const struct km_part *p)
+{
+	return p->log == NULL ||
+	       atomic_load_explicit(&((struct km_part *)p)->error,
+				    memory_order_acquire) != 0;
+}
+
+int16_t fe_part_state_err(const struct km_part *p)
+{
+	if (p == NULL)
+		return KM_KERR_UNKNOWN_TOPIC_OR_PARTITION;
+	/* Retriable: the client refreshes its metadata and comes back. */
+	return part_offline(p) ? KM_KERR_NOT_LEADER_OR_FOLLOWER : KM_KERR_NONE;
+}
+
+int64_t fe_part_lso(const struct km_frontend *fe, struct km_part *p)
+{
+	/* Relaxed, as the owner stores it: no other data hangs on the
+	 * value, and a stale LSO is only ever behind the true one, which is
+	 * safe to serve up to. */
+	int64_t hw = km_log_durable_offset(p->log), lso;
+
+	if (p->owner != fe->worker_id)
+		lso = atomic_load_explicit(&p->stats.lso, memory_order_relaxed);
+	else
+		lso = km_log_lso(p->log);
+	/* R6 whatever the snapshot says (a truncation may have moved the
+	 * HW back since it was taken). */
+	return lso < hw ? lso : hw;
+}
+
+/* ---- ApiVersions ---- */
+
+int fe_handle_apiversions(struct fe_conn *fc, const struct km_reqhdr *h,
+			  struct km_wire_rd *r, bool unsupported)
+{
+	struct km_api_range keys[KM_PROTO_APIS];
+	struct km_apiversions_resp m = { 0, keys, KM_PROTO_APIS, 0, 0 };
+	struct km_apiversions_req req;
+	struct km_reqhdr hv = *h;
+	struct km_wire_wr w;
+	uint32_t slot;
+	int rc;
+
+	if (!unsupported &&
+	    (rc = km_apiversions_req_decode(r, h->api_version, &req)) < 0)
+		return fe_conn_fail(fc, "malformed ApiVersions v%d request: %s",
+				    h->api_version, km_strerror(rc));
+	rc = km_proto_supported(keys, KM_PROTO_APIS);
+	m.n_keys = rc > 0 ? (uint32_t)rc : 0;
+	if (unsupported) {
+		/* KIP-511: a version the broker does not know is answered
+		 * with UNSUPPORTED_VERSION in a v0 body that still lists the
+		 * ranges, so the client can retry at one it knows. */
+		m.error_code = KM_KERR_UNSUPPORTED_VERSION;
+		hv.api_version = 0;
+	}
+	rc = fe_slot_open(fc, &hv, RESP_FIXED_BYTES + 8 * KM_PROTO_APIS, &slot);
+	if (rc != 0)
+		return rc;
+	fe_slot_begin(fc, slot, &w);
+	km_apiversions_resp_encode(&w, hv.api_version, &m);
+	return fe_slot_finish(fc, slot, &w, true);
+}
+
+/* ---- Metadata ---- */
+
+static void md_add_topic(struct km_frontend *fe, struct km_metadata_resp *m,
+			 const char *name, struct km_part *first, uint32_t n)
+{
+	struct km_metadata_topic *t = &m->topics[m->n_topics++];
+
+	t->error_code = n > 0 ? KM_KERR_NONE
+			      : KM_KERR_UNKNOWN_TOPIC_OR_PARTITION;
+	if (km_wire_name_set(&t->name, name) < 0)
+		km_wire_name_set(&t->name, "");
+	t->is_internal = n > 0 && first[0].internal;
+	t->first = m->n_parts;
+	t->count = n;
+	if (n == 0)
+		fe->st.partition_errors++;
+	for (uint32_t i = 0; i < n; i++) {
+		struct km_metadata_part *p = &m->parts[m->n_parts++];
+		bool offline = part_offline(&first[i]);
+
+		p->error_code = offline ? KM_KERR_LEADER_NOT_AVAILABLE
+					: KM_KERR_NONE;
+		p->partition = first[i].partition;
+		p->leader_id = offline ? -1 : fe->node_id;
+		p->replicas_first = p->isr_first = 0; /* nodes[0]: us */
+		p->replicas_count = p->isr_count = 1;
+	}
+}
+
+static void md_all_topics(struct km_frontend *fe, struct km_metadata_resp *m)
+{
+	const struct km_part_table *t = fe->table;
+
+	for (uint32_t i = 0; i < t->n;) {
+		struct km_part *first;
+		uint32_t n = km_part_topic(t, t->parts[i].topic, &first);
+
+		md_add_topic(fe, m, first->topic, first, n);
+		i += n;
+	}
+}
+
+/* The topics asked for, each once (a stamp per table topic). */
+static void md_named_topics(struct km_frontend *fe, struct km_metadata_resp *m,
+			    const struct km_metadata_req *req)
+{
+	if (++fe->md_stamp == 0) {
+		memset(fe->md_seen, 0, fe->table->n * sizeof(*fe->md_seen));
+		fe->md_stamp = 1;
+	}
+	for (int32_t i = 0; i < req->n_topics; i++) {
+		struct km_part *first;
+		uint32_t n = km_part_topic(fe->table, req->topics[i].s, &first);
+		uint32_t idx = n > 0 ? (uint32_t)(first - fe->table->parts) : 0;
+
+		if (n > 0 && fe->md_seen[idx] == fe->md_stamp)
+			continue;
+		if (n > 0)
+			fe->md_seen[idx] = fe->md_stamp;
+		md_add_topic(fe, m, req->topics[i].s, first, n);
+	}
+}
+
+static uint32_t md_bound(const struct km_metadata_resp *m)
+{
+	uint32_t b = RESP_FIXED_BYTES + 32 + 2 * KM_WIRE_NAME_BYTES_MAX;
+
+	for (uint32_t i = 0; i < m->n_topics; i++)
+		b += 16 + (uint32_t)(m->topics[i].name.len > 0
+					     ? m->topics[i].name.len : 0);
+	return b + 32 * m->n_parts;
+}
+
+int fe_handle_metadata(struct fe_conn *fc, const struct km_reqhdr *h,
+		       struct km_wire_rd *r)
+{
+	struct km_frontend *fe = fc->fe;
+	struct km_metadata_req req = { fe->names, fe->parts_max, 0, true };
+	struct km_metadata_broker broker;
+	int32_t node = fe->node_id;
+	struct km_metadata_resp m = {
+		.brokers = &broker, .brokers_max = 1, .n_brokers = 1,
+		.controller_id = fe->node_id,
+		.topics = fe->md_topics, .topics_max = fe->md_topics_max,
+		.parts = fe->md_parts, .parts_max = fe->table->n,
+		.nodes = &node, .nodes_max = 1, .n_nodes = 1,
+	};
+	struct km_wire_wr w;
+	uint32_t slot;
+	int rc = km_metadata_req_decode(r, h->api_version, &req);
+
+	if (rc < 0)
+		return fe_conn_fail(fc, "malformed Metadata v%d request: %s",
+				    h->api_version, km_strerror(rc));
+	broker.node_id = fe->node_id;
+	km_wire_name_set(&broker.host, fe->host);
+	broker.port = fe->adv_port;
+	km_wire_name_set_null(&broker.rack);
+	km_wire_name_set(&m.cluster_id, fe->cluster_id);
+	if (req.n_topics < 0)
+		md_all_topics(fe, &m);
+	else
+		md_named_topics(fe, &m, &req);
+	rc = fe_slot_open(fc, h, md_bound(&m), &slot);
+	if (rc != 0)
+		return rc;
+	fe_slot_begin(fc, slot, &w);
+	km_metadata_resp_encode(&w, h->api_version, &m);
+	return fe_slot_finish(fc, slot, &w, true);
+}
+
+/* ---- ListOffsets ---- */
+
+/* Within the batch at buf, the first record at or after ts: Kafka answers
+ * with that record. A compressed or LogAppendTime batch is answered with
+ * its base offset and maxTimestamp (its records are not decompressed). */
+static void lo_in_batch(const uint8_t *buf, uint32_t len, int64_t ts,
+			struct km_listoffsets_resp_part *a)
+{
+	struct iovec v = { (void *)buf, len };
+	struct km_chain ch = { &v, 1 };
+	struct km_records_iter it;
+	struct km_record rec;
+	struct km_batch b;
+
+	if (km_batch_parse(&b, &ch, km_chain_start(&ch),
+			   len < KM_BATCH_BYTES_MAX ? len : KM_BATCH_BYTES_MAX) <= 0)
+		return;
+	a->offset = km_batch_base_offset(&b);
+	a->timestamp = km_batch_max_timestamp(&b);
+	if (km_batch_is_log_append_time(&b) || km_records_begin(&it, &b) < 0)
+		return;
+	/* Bounded by the batch's recordsCount. */
+	while (km_records_next(&it, &rec) > 0)
+		if (rec.timestamp >= ts) {
+			a->offset = rec.offset;
+			a->timestamp = rec.timestamp;
+			return;
+		}
+}
+
+/* Offset by timestamp, below bound (Kafka: "lastFetchableOffset"). The
+ * record-level answer needs a Fetch buffer to read the batch into; when
+ * none is free the batch's base offset is given with timestamp -1. */
+static void lo_by_time(struct km_frontend *fe, struct km_log *log, int64_t ts,
+		       int64_t bound, struct km_listoffsets_resp_part *a)
+{
+	struct km_log_read_result rr;
+	int64_t off = -1;
+	uint8_t *buf;
+
+	if (km_log_offset_for_time(log, ts, &off) < 0 || off < 0 ||
+	    off >= bound)
+		return;
+	a->offset = off;
+	if ((buf = fe_fbuf_get(fe)) == NULL)
+		return;
+	if (km_log_read(log, off, bound, 0, buf, fe->fetch_buf_bytes, &rr) == 0 &&
+	    rr.batches > 0)
+		lo_in_batch(buf, rr.bytes, ts, a);
+	fe_fbuf_put(fe, buf);
+}
+
+static void lo_answer(struct km_frontend *fe, const char *topic,
+		      const struct km_listoffsets_req_part *q, bool committed,
+		      struct km_listoffsets_resp_part *a)
+{
+	struct km_part *p = km_part_find(fe->table, topic, q->partition);
+	int64_t bound;
+
+	a->partition = q->partition;
+	a->error_code = fe_part_state_err(p);
+	a->timestamp = -1;
+	a->offset = -1;
+	a->leader_epoch = -1;
+	a->old_offsets_count = 0;
+	if (a->error_code != KM_KERR_NONE) {
+		fe->st.partition_errors++;
+		return;
+	}
+	bound = committed ? fe_part_lso(fe, p) : km_log_durable_offset(p->log);
+	if (q->timestamp == -1)
+		a->offset = bound; /* LATEST: the HW, or the LSO */
+	else if (q->timestamp == -2)
+		a->offset = km_log_start_offset(p->log); /* EARLIEST */
+	else
+		lo_by_time(fe, p->log, q->timestamp, bound, a);
+	a->old_offsets_count = a->offset >= 0 ? 1 : 0;
+}
+
+int fe_handle_listoffsets(struct fe_conn *fc, const struct km_reqhdr *h,
+			  struct km_wire_rd *r)
+{
+	struct km_frontend *fe = fc->fe;
+	struct km_listoffsets_req req = {
+		.topics = fe->lo_topics, .topics_max = fe->topics_max,
+		.parts = fe->lo_req, .parts_max = fe->parts_max,
+	};
+	struct km_listoffsets_resp m = {
+		.topics = fe->lo_topics, .parts = fe->lo_resp,
+	};
+	uint32_t bound = RESP_FIXED_BYTES, slot;
+	struct km_wire_wr w;
+	int rc = km_listoffsets_req_decode(r, h->api_version, &req);
+
+	if (rc < 0)
+		return fe_conn_fail(fc, "malformed ListOffsets v%d request: %s",
+				    h->api_version, km_strerror(rc));
+	for (uint32_t t = 0; t < req.n_topics; t++) {
+		const struct km_proto_topic *tp = &req.topics[t];
+
+		bound += 8 + (uint32_t)tp->name.len + 40 * tp->count;
+		for (uint32_t i = tp->first; i < tp->first + tp->count; i++)
+			lo_answer(fe, tp->name.s, &req.parts[i],
+				  req.isolation_level == 1, &fe->lo_resp[i]);
+	}
+	m.n_topics = m.topics_max = req.n_topics;
+	m.n_parts = m.parts_max = req.n_parts;
+	rc = fe_slot_open(fc, h, bound, &slot);
+	if (rc != 0)
+		return rc;
+	fe_slot_begin(fc, slot, &w);
+	km_listoffsets_resp_encode(&w, h->api_version, &m);
+	return fe_slot_finish(fc, slot, &w, true);
+}
+
+/* ---- InitProducerId ---- */
+
+static void initpid_answer(struct fe_conn *fc, const struct km_initpid_req *q,
+			   struct km_initpid_resp *m)
+{
+	const struct km_part_ops *ops = fc->fe->ops;
+	int rc;
+
+	m->throttle_time_ms = 0;
+	m->error_code = KM_KERR_NONE;
+	m->producer_id = -1;
+	m->producer_epoch = -1;
+	if (q->transactional_id.len >= 0) {
+		m->error_code = KM_KERR_TRANSACTIONAL_ID_AUTHORIZATION_FAILED;
+		KM_WARN("frontend", "connection %u (client id \"%s\"): "
+			"InitProducerId for transactional id \"%s\" refused "
+			"(%s): transactions through the front-end are not "
+			"supported", fc->id, fc->client_id,
+			q->transactional_id.s, km_kerr_name(m->error_code));
+		return;
+	}
+	rc = ops->alloc_pid(ops->ctx, &m->producer_id, &m->producer_epoch);
+	if (rc < 0) {
+		m->error_code = KM_KERR_UNKNOWN_SERVER_ERROR; /* retried */
+		m->producer_id = -1;
+		m->producer_epoch = -1;
+		KM_WARN("frontend", "connection %u: no producer id: %s",
+			fc->id, km_strerror(rc));
+	}
+}
+
+int fe_handle_initpid(struct fe_conn *fc, const struct km_reqhdr *h,
+		      struct km_wire_rd *r)
+{
+	struct km_initpid_req req;
+	struct km_initpid_resp m;
+	struct km_wire_wr w;
+	uint32_t slot;
+	int rc = km_initpid_req_decode(r, h->api_version, &req);
+
+	if (rc < 0)
+		return fe_conn_fail(fc, "malformed InitProducerId v%d request: "
+				    "%s", h->api_version, km_strerror(rc));
+	rc = fe_slot_open(fc, h, RESP_FIXED_BYTES, &slot);
+	if (rc != 0)
+		return rc;
+	initpid_answer(fc, &req, &m);
+	fe_slot_begin(fc, slot, &w);
+	km_initpid_resp_encode(&w, h->api_version, &m);
+	return fe_slot_finish(fc, slot, &w, true);
+}

@@ -1,0 +1,250 @@
+/* Private to dataplane/serve/frontend*.c: not for direct inclusion.
+ *
+ * A connection keeps its requests in process in a ring of slots, in request
+ * order. Each slot reserves its response's bytes (and, for a Produce, the
+ * arrays its outcomes fill) in the connection's buffer, which is a byte ring
+ * allocated in slot order and freed in slot order as responses are sent.
+ * A slot is PENDING until its response is encoded (READY), QUEUED once
+ * handed to km_net_send(), SENT when the send's callback came; only the
+ * oldest slots are ever READY-and-sendable, so responses leave in order.
+ */
+#ifndef KM_DATAPLANE_FRONTEND_PVT_H
+#define KM_DATAPLANE_FRONTEND_PVT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/uio.h>
+
+#include "dataplane/serve/frontend.h"
+#include "dataplane/group/goffsets.h"
+#include "dataplane/group/group.h"
+#include "dataplane/net/kframe.h"
+#include "dataplane/serve/part.h"
+#include "kafka/proto.h"
+
+/* A handler's answer besides 0 (done) and a negative code (the connection
+ * failed): leave the frame queued and retry once resources free up. */
+#define FE_WAIT 1
+
+enum fe_slot_state {
+	FE_SLOT_PENDING = 0,
+	FE_SLOT_READY,
+	FE_SLOT_QUEUED,
+	FE_SLOT_SENT,
+};
+
+struct fe_slot {
+	enum fe_slot_state state;
+	bool fetch;		/* its records are the connection's Fetch's */
+	int16_t api_key;
+	int16_t api_version;
+	int32_t corr;
+	uint32_t off;		/* reservation in the connection's buffer */
+	uint32_t cap;
+	uint32_t len;		/* encoded bytes at off */
+	/* Produce: topics, partitions and tickets at off + data_off. */
+	uint32_t data_off;
+	uint32_t n_topics;
+	uint32_t n_parts;
+	uint32_t pending;	/* outcomes not yet reported */
+};
+
+/* One partition of the Fetch in process. */
+struct fe_fpart {
+	struct km_part *p;	/* NULL: unknown here */
+	int16_t err;
+	int64_t hw;
+	int64_t lso;
+	int64_t log_start;
+	int64_t bound;		/* readable up to (hw or lso); parked on it */
+	uint32_t rec_off;	/* records in the Fetch buffer */
+	uint32_t rec_len;
+	uint32_t ab_first;	/* aborted[ab_first, + n_ab); -1: null */
+	int32_t n_ab;
+};
+
+/* The connection's Fetch in process (one at a time: clients wait for a
+ * Fetch response before the next Fetch; a second one waits its turn). */
+struct fe_fetch {
+	bool active;		/* until its response is sent */
+	bool parked;		/* long-polling */
+	bool need_buf;		/* parked for a Fetch buffer, data readable */
+	uint32_t slot;
+	int16_t top_err;	/* session errors (v7+) */
+	uint64_t deadline_ms;
+	uint64_t checked_ms;
+	struct km_fetch_req req;
+	struct km_proto_topic *topics;
+	struct km_fetch_req_part *parts;
+	struct fe_fpart *res;
+	struct km_proto_topic forgotten[16];
+	int32_t forgotten_parts[256];
+	struct km_fetch_aborted aborted[KM_FRONTEND_ABORTED_MAX];
+	uint32_t n_aborted;
+	uint8_t *buf;		/* a Fetch buffer, while held */
+	uint32_t buf_used;
+	struct km_wire_wr w;	/* the encoded response, for its iovecs */
+	struct km_wire_gap gaps[KM_FRONTEND_GAPS_MAX];
+	struct iovec ext[KM_FRONTEND_GAPS_MAX];
+	uint32_t n_ext;
+};
+
+struct fe_conn {
+	struct km_frontend *fe;
+	struct km_net_conn *c;	/* NULL once on_close came */
+	bool used;
+	bool closing;		/* we aborted it; on_close follows */
+	uint32_t id;		/* for log lines */
+	uint32_t pending_ops;	/* Produce outcomes not yet reported */
+	char client_id[64];
+	struct km_kframe kf;
+	const struct km_kframe_frame *held; /* a frame waiting for room */
+	uint8_t *buf;		/* response ring, conn_buf_bytes */
+	uint32_t tail;
+	struct fe_slot slots[KM_FRONTEND_PIPELINE];
+	uint32_t s_head;
+	uint32_t s_count;
+	bool send_blocked;	/* km_net_send said -EAGAIN */
+	struct fe_fetch *fetch;
+	struct fe_gticket *gtickets;	/* JoinGroup/SyncGroup answers awaited */
+};
+
+/* What a Produce outcome finds its way back with. */
+struct fe_ticket {
+	struct fe_conn *fc;
+	uint32_t slot;
+	uint32_t part;
+};
+
+struct fe_fbuf {
+	uint8_t *mem;
+	bool used;
+};
+
+struct km_frontend {
+	struct km_net *net;
+	const struct km_part_table *table;
+	const struct km_part_ops *ops;
+	char cluster_id[KM_WIRE_NAME_BYTES_MAX + 1];
+	char host[KM_WIRE_NAME_BYTES_MAX + 1];
+	int32_t node_id;
+	uint32_t worker_id;
+	uint16_t adv_port;
+	uint16_t port;
+	struct km_net_listener *lsn;
+	struct km_wire_limits limits;
+	uint32_t conn_buf_bytes;
+	uint32_t parts_max;
+	uint32_t topics_max;	/* topics a request may name */
+	uint32_t gaps_max;	/* partitions with records per response */
+	uint32_t iov_max;
+	uint32_t fetch_buf_bytes;
+	struct fe_conn *conns;
+	struct fe_conn refused;	/* ctx of connections turned away */
+	uint32_t conns_max;
+	uint32_t conns_used;
+	uint32_t next_id;
+	struct fe_fbuf *fbufs;
+	uint32_t n_fbufs;
+	uint8_t *staging;	/* Produce records straddling buffers */
+	uint32_t staging_bytes;
+	/* Scratch of the synchronous handlers (Metadata, ListOffsets): one
+	 * request at a time on this thread. */
+	struct km_wire_name *names;		/* parts_max */
+	struct km_metadata_topic *md_topics;	/* topics_max + table topics */
+	uint32_t md_topics_max;
+	struct km_metadata_part *md_parts;	/* table size */
+	uint32_t *md_seen;			/* table size: request stamp */
+	uint32_t md_stamp;
+	struct km_proto_topic *lo_topics;	/* topics_max */
+	struct km_listoffsets_req_part *lo_req; /* parts_max */
+	struct km_listoffsets_resp_part *lo_resp; /* parts_max */
+	struct km_aborted_txn *ab_tmp;		/* KM_FRONTEND_ABORTED_MAX */
+	struct km_frontend_stats st;
+	struct km_group *groups;	/* membership (frontend_group.c) */
+	/* The group coordinator's committed offsets (frontend_offsets.c). */
+	struct {
+		struct km_part *part;	/* __consumer_offsets-0 */
+		struct km_goffsets *table;
+		bool loaded;
+		int load_err;
+		uint32_t writes;	/* batches given, outcome not yet in */
+		uint64_t since_compact;	/* records appended since */
+		bool compacting;
+		int64_t compact_from;
+	} go;
+};
+
+/* frontend.c: connections, slots, sending. */
+uint64_t fe_now_ms(void);
+int fe_conn_fail(struct fe_conn *fc, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+int fe_slot_open(struct fe_conn *fc, const struct km_reqhdr *h, uint32_t bound,
+		 uint32_t *slot);
+void fe_slot_begin(struct fe_conn *fc, uint32_t slot, struct km_wire_wr *w);
+int fe_slot_finish(struct fe_conn *fc, uint32_t slot, struct km_wire_wr *w,
+		   bool trim);
+void fe_send_ready(struct fe_conn *fc);
+void fe_conn_maybe_free(struct fe_conn *fc);
+uint8_t *fe_fbuf_get(struct km_frontend *fe);
+void fe_fbuf_put(struct km_frontend *fe, uint8_t *mem);
+bool fe_fbuf_available(const struct km_frontend *fe);
+const char *fe_api_name(int16_t api_key);
+
+/* frontend_meta.c: ApiVersions, Metadata, ListOffsets, InitProducerId. */
+int fe_handle_apiversions(struct fe_conn *fc, const struct km_reqhdr *h,
+			  struct km_wire_rd *r, bool unsupported);
+int fe_handle_metadata(struct fe_conn *fc, const struct km_reqhdr *h,
+		       struct km_wire_rd *r);
+int fe_handle_listoffsets(struct fe_conn *fc, const struct km_reqhdr *h,
+			  struct km_wire_rd *r);
+int fe_handle_initpid(struct fe_conn *fc, const struct km_reqhdr *h,
+		      struct km_wire_rd *r);
+/* Kafka error code for a partition that is unknown, not open or failed. */
+int16_t fe_part_state_err(const struct km_part *p);
+/* The partition's last stable offset, from this thread. */
+int64_t fe_part_lso(const struct km_frontend *fe, struct km_part *p);
+
+/* frontend_barrier.c: kmirror's own KmirrorBarrier (failback). */
+int fe_handle_barrier(struct fe_conn *fc, const struct km_reqhdr *h,
+		      struct km_wire_rd *r);
+
+/* frontend_fetch.c */
+int fe_handle_fetch(struct fe_conn *fc, const struct km_reqhdr *h,
+		    struct km_wire_rd *r);
+void fe_fetch_tick(struct fe_conn *fc, uint64_t now_ms);
+void fe_fetch_reset(struct fe_conn *fc);
+uint64_t fe_fetch_deadline(const struct fe_conn *fc);
+int fe_fetch_iovec(struct fe_conn *fc, struct iovec *out, uint32_t out_max);
+
+/* frontend_offsets.c: committed offsets and their writes. */
+typedef void (*fe_owrite_fn)(void *arg, int rc);
+int fe_offsets_init(struct km_frontend *fe);
+void fe_offsets_free(struct km_frontend *fe);
+int16_t fe_offsets_ready(struct km_frontend *fe);
+/* Write commits (copied); done(arg, rc) once durable and in the table, or
+ * failed. @return 0 (done will run) or a negative code (it will not). */
+int fe_offsets_write(struct km_frontend *fe, const struct km_goffsets_commit *c,
+		     uint32_t n, fe_owrite_fn done, void *arg);
+
+int fe_handle_offset_commit(struct fe_conn *fc, const struct km_reqhdr *h,
+			    struct km_wire_rd *r);
+int fe_handle_offset_fetch(struct fe_conn *fc, const struct km_reqhdr *h,
+			   struct km_wire_rd *r);
+
+/* frontend_group.c: the group coordinator's APIs. */
+int fe_groups_init(struct km_frontend *fe, const struct km_frontend_config *cfg);
+void fe_groups_free(struct km_frontend *fe);
+bool fe_groups_active(struct km_frontend *fe, const char *group);
+void fe_groups_tick(struct km_frontend *fe, uint64_t now_ms);
+uint64_t fe_groups_deadline(const struct km_frontend *fe);
+void fe_groups_conn_closed(struct fe_conn *fc);
+int fe_handle_group(struct fe_conn *fc, const struct km_reqhdr *h,
+		    struct km_wire_rd *r);
+
+/* frontend_produce.c */
+int fe_handle_produce(struct fe_conn *fc, const struct km_reqhdr *h,
+		      struct km_wire_rd *r);
+int16_t fe_kerr_from_km(int err);
+
+#endif
