@@ -161,7 +161,7 @@ static int finish_prepare(struct km_daemon *d, uint32_t i,
 	struct km_worker_reply r;
 	int rc;
 
-	km_test_crash_point("prepare-after-preparing");
+	km_worker_crash_point("prepare-after-preparing");
 	rc = km_worker_prepare(d->workers[p->owner], p, ms->prepare_truncate_to,
 			       ms->prepare_from_start, &r);
 	if (rc == 0)
@@ -172,7 +172,7 @@ static int finish_prepare(struct km_daemon *d, uint32_t i,
 		return rc;
 	}
 	*res = r.stop;
-	km_test_crash_point("prepare-after-cut");
+	km_worker_crash_point("prepare-after-cut");
 	ms->state = KM_MSTATE_MIRRORING;
 	ms->prepare_truncate_to = -1;
 	ms->prepare_from_start = false;

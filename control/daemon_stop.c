@@ -77,7 +77,7 @@ static int finish_stop(struct km_daemon *d, uint32_t i,
 	int rc;
 
 	km_daemon_part_dir(d, p, dir, sizeof(dir));
-	km_test_crash_point("stop-after-stopping");
+	km_worker_crash_point("stop-after-stopping");
 	rc = km_worker_stop(d->workers[p->owner], p,
 			    (enum km_stop_mode)ms->stop_mode,
 			    ms->source_cluster_id, &r);
@@ -92,7 +92,7 @@ static int finish_stop(struct km_daemon *d, uint32_t i,
 	ms->state = KM_MSTATE_STOPPED;
 	ms->last_mirrored_offset = r.stop.barrier_offset;
 	if ((rc = km_mstate_save(dir, ms)) == 0)
-		km_test_crash_point("stop-after-stopped");
+		km_worker_crash_point("stop-after-stopped");
 	if (rc < 0 || (rc = open_writes(d, i)) < 0)
 		snprintf(err, err_len, "%s-%d: after the barrier: %s", p->topic,
 			 p->partition, km_strerror(rc));

@@ -150,8 +150,16 @@ enum km_stop_mode {
 int km_worker_stop(struct km_worker *w, struct km_part *p,
 		   enum km_stop_mode mode, const char *source_cluster_id,
 		   struct km_worker_reply *reply);
-/** Test-only: SIGKILL the process if $KMIRROR_TEST_CRASH equals point. */
-void km_test_crash_point(const char *point);
+#ifdef KM_TEST_HOOKS
+/** Test switch: SIGKILL the process if $KMIRROR_TEST_CRASH equals point. */
+void km_worker_crash_point(const char *point);
+#else
+/* A release build (no -Dtest_hooks) has no crash points. */
+static inline void km_worker_crash_point(const char *point)
+{
+	(void)point;
+}
+#endif
 
 /**
  * R5, PREPARING on p's owner: refuse Produce from now on (POLICY_VIOLATION,

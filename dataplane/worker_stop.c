@@ -150,20 +150,23 @@ static int write_barrier(struct km_log *log, const char *cluster_id,
 	/* R3: never over an open mirrored transaction. */
 	if (km_pstate_has_open_negative_txn(km_log_pstate(log)))
 		return KM_ETXNOPEN;
-	/* Test-only: show what happens downstream without the barrier. */
+#ifdef KM_TEST_HOOKS
+	/* Test switch: show what happens downstream without the barrier. */
 	if (getenv("KMIRROR_TEST_NO_BARRIER") != NULL) {
 		KM_WARN("worker", "KMIRROR_TEST_NO_BARRIER: no barrier written");
 		*offset = km_log_end_offset(log);
 		return 0;
 	}
+#endif
 	len = km_ctrl_build_pid_reset(buf, sizeof(buf), &s, cluster_id);
 	return len < 0 ? len : append_control(log, buf, len, offset);
 }
 
-/* Test-only (README, "Testing switches"): KMIRROR_TEST_CRASH=<point> kills
- * the process with SIGKILL at that point of a stop, to prove a restart
- * resumes it. */
-void km_test_crash_point(const char *point)
+#ifdef KM_TEST_HOOKS
+/* Test switch (docs/testing.md): KMIRROR_TEST_CRASH=<point> kills the
+ * process with SIGKILL at that point of a stop, to prove a restart resumes
+ * it. */
+void km_worker_crash_point(const char *point)
 {
 	const char *want = getenv("KMIRROR_TEST_CRASH");
 
@@ -172,6 +175,7 @@ void km_test_crash_point(const char *point)
 		raise(SIGKILL);
 	}
 }
+#endif
 
 /* Steps 2-4, with the fetcher gone. */
 static int run_stop(struct km_log *log, const struct wmsg *m,
@@ -192,13 +196,13 @@ static int run_stop(struct km_log *log, const struct wmsg *m,
 					      : cut_truncate(log, r);
 	r->cut_offset = km_log_end_offset(log);
 	if (rc == 0) {
-		km_test_crash_point("stop-after-cut");
+		km_worker_crash_point("stop-after-cut");
 		rc = write_barrier(log, m->u.stop.cluster_id, &r->barrier_offset);
 	}
 	if (rc == 0)
 		rc = km_log_checkpoint(log);
 	if (rc == 0)
-		km_test_crash_point("stop-after-barrier");
+		km_worker_crash_point("stop-after-barrier");
 	return rc;
 }
 

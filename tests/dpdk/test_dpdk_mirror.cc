@@ -28,6 +28,7 @@
 #include "tests/e2e/daemon.h"
 #include "tests/e2e/e2e_util.h"
 #include "tests/support/kafka_peers.h"
+#include "tests/support/test_hooks.h"
 
 using namespace kmtest;
 
@@ -282,6 +283,7 @@ TEST_F(DpdkMirror, ResetMidStreamResumesWhereItStopped)
 
 TEST_F(DpdkMirror, LossAndReorderingAreRepaired)
 {
+	KM_NEEDS_TEST_HOOKS();
 	ASSERT_EQ("", start_source());
 	ASSERT_EQ("", produce_to_source(0, kRecords));
 	/* No netem qdisc here: the mirror's test switch drops every 50th and
@@ -409,6 +411,7 @@ TEST_F(DpdkMirror, TwoWorkersEachDriveTheirOwnQueuePair)
  * whichever worker owns it. */
 TEST_F(DpdkMirror, TwoWorkersRepairLossThenFailOverWithTheBarrier)
 {
+	KM_NEEDS_TEST_HOOKS();
 	constexpr int kParts = 4;
 	constexpr int64_t kEach = 3000;
 

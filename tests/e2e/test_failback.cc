@@ -15,6 +15,7 @@
 #include "tests/e2e/daemon.h"
 #include "tests/e2e/e2e_util.h"
 #include "tests/support/kafka_peers.h"
+#include "tests/support/test_hooks.h"
 
 using namespace kmtest;
 
@@ -213,6 +214,7 @@ TEST(Failback, RefusesWithoutACommonHistory)
  * (again: idempotent) and mirrors, with one barrier from B, no other. */
 TEST(Failback, CrashWhilePreparingResumes)
 {
+	KM_NEEDS_TEST_HOOKS();
 	for (const char *point : { "prepare-after-preparing", "prepare-after-cut" }) {
 		SCOPED_TRACE(point);
 		Pair p;

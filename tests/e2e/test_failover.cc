@@ -13,6 +13,7 @@
 #include "tests/e2e/daemon.h"
 #include "tests/e2e/e2e_util.h"
 #include "tests/support/kafka_peers.h"
+#include "tests/support/test_hooks.h"
 
 using namespace kmtest;
 
@@ -221,6 +222,7 @@ int count_of(const std::string &text, const std::string &what)
  * completes with exactly one barrier, and the partition is writable. */
 TEST(Failover, CrashInEachStopStepResumesWithOneBarrier)
 {
+	KM_NEEDS_TEST_HOOKS();
 	TempDir ta("km-fo-crash-a");
 	Daemon a(ta.path(), { "local.topics=c:1" });
 	ASSERT_EQ("", a.start());
@@ -333,6 +335,7 @@ TEST(Chain, BarrierKeepsCollidingProducersApartDownstream)
 
 TEST(Chain, WithoutTheBarrierDownstreamStateIsCorrupted)
 {
+	KM_NEEDS_TEST_HOOKS();
 	std::string log = run_chain(false);
 	/* B's new producer (raw id 0, -2 on C) lands on the state of A's
 	 * producer (also -2): its sequence 0 follows A's 299. */

@@ -160,6 +160,14 @@ static int rx_steered(struct dnet *dn)
 	return (int)n;
 }
 
+/* To this queue's endpoint, or passed on to the queue it belongs to. */
+static void rx_deliver(struct dnet *dn, struct rte_mbuf *m)
+{
+	if (!steer(dn, m))
+		rx_frame(dn, m);
+}
+
+#ifdef KM_TEST_HOOKS
 /* The test switch (dnet_pvt.h): true if it took m. */
 static bool impair(struct dnet *dn, struct rte_mbuf *m)
 {
@@ -179,13 +187,6 @@ static bool impair(struct dnet *dn, struct rte_mbuf *m)
 		return true;
 	}
 	return false;
-}
-
-/* To this queue's endpoint, or passed on to the queue it belongs to. */
-static void rx_deliver(struct dnet *dn, struct rte_mbuf *m)
-{
-	if (!steer(dn, m))
-		rx_frame(dn, m);
 }
 
 static void rx_release_held(struct dnet *dn)
@@ -227,6 +228,23 @@ void dnet_impair_init(struct dnet *dn)
 	KM_WARN("dpdk", "test switch: dropping every %u-th and reordering every %u-th received data frame",
 		drop, swap);
 }
+#else
+/* A release build (no -Dtest_hooks) has no impairment switch. */
+static void rx_one(struct dnet *dn, struct rte_mbuf *m)
+{
+	rx_deliver(dn, m);
+}
+
+static void rx_release_held(struct dnet *dn)
+{
+	(void)dn;
+}
+
+void dnet_impair_init(struct dnet *dn)
+{
+	(void)dn;
+}
+#endif
 
 /* Up to DNET_RX_BURSTS_MAX bursts, one ACK decision per burst.
  * @return frames taken. */

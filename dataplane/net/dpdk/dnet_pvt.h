@@ -96,7 +96,8 @@ struct dconn {
 	struct dconn *next_free;
 };
 
-/* Test switch KMIRROR_TEST_DPDK_IMPAIR="drop=N,swap=M" (read at create):
+/* Test switch KMIRROR_TEST_DPDK_IMPAIR="drop=N,swap=M" (read at create, in
+ * a build with -Dtest_hooks=true only):
  * of the received frames that carry data (over 100 bytes), drop every
  * N-th and deliver every M-th after the one that follows it, so that the
  * end-to-end tests get loss and reordering where no netem qdisc exists.
