@@ -44,12 +44,10 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "common/container.h"
 #include "common/km_assert.h"
 #include "common/log.h"
 #include "iouring_log/uring.h"
-
-#define container_of(p, type, member)                                          \
-	((type *)(void *)((char *)(p) - offsetof(type, member)))
 
 /* Pending connections serviced per km_net_poll() (STYLE 13). */
 #define KNET_POLL_BUDGET 32u
@@ -247,12 +245,12 @@ static void conn_place(struct knet_conn *c, enum conn_list to)
 
 static struct knet *knet_of(struct km_net *net)
 {
-	return container_of(net, struct knet, pub);
+	return km_container_of(net, struct knet, pub);
 }
 
 static struct knet_conn *conn_of(struct km_net_conn *pc)
 {
-	return container_of(pc, struct knet_conn, pub);
+	return km_container_of(pc, struct knet_conn, pub);
 }
 
 static bool conn_rx_live(const struct knet_conn *c)
@@ -363,8 +361,8 @@ static void wake_starved(struct knet *kn)
 	uint32_t avail = bufs_free(kn);
 
 	while (avail > 0 && !link_empty(&kn->starved)) {
-		struct knet_conn *c =
-			container_of(kn->starved.next, struct knet_conn, link);
+		struct knet_conn *c = km_container_of(kn->starved.next,
+						      struct knet_conn, link);
 
 		conn_place(c, L_PENDING);
 		avail--;
@@ -559,7 +557,7 @@ static struct knet_conn *conn_alloc(struct knet *kn)
 
 	if (link_empty(&kn->free_list))
 		return NULL;
-	c = container_of(kn->free_list.next, struct knet_conn, link);
+	c = km_container_of(kn->free_list.next, struct knet_conn, link);
 	conn_place(c, L_NONE);
 	KM_ASSERT(c->state == CONN_FREE);
 	KM_ASSERT(c->inflight == 0);
@@ -672,7 +670,7 @@ static void conn_shut_wr(struct knet_conn *c)
 
 static void on_connect_cqe(struct km_io_req *req, int res, uint32_t flags)
 {
-	struct knet_conn *c = container_of(req, struct knet_conn, r_connect);
+	struct knet_conn *c = km_container_of(req, struct knet_conn, r_connect);
 	const struct km_net_handler *h = c->pub.h;
 
 	(void)flags;
@@ -700,7 +698,7 @@ static void on_ltimeout_cqe(struct km_io_req *req, int res, uint32_t flags)
 	 * or -ENOENT: the connect finished first. Nothing to do either way. */
 	(void)res;
 	(void)flags;
-	conn_op_done(container_of(req, struct knet_conn, r_ltimeout));
+	conn_op_done(km_container_of(req, struct knet_conn, r_ltimeout));
 }
 
 /* The buffer a receive CQE carries, now BUF_RECV, or KNET_NO_BUF. */
@@ -765,7 +763,7 @@ static void recv_end(struct knet_conn *c, int res)
 
 static void on_recv_cqe(struct km_io_req *req, int res, uint32_t flags)
 {
-	struct knet_conn *c = container_of(req, struct knet_conn, r_recv);
+	struct knet_conn *c = km_container_of(req, struct knet_conn, r_recv);
 	bool final = !(flags & IORING_CQE_F_MORE);
 	uint32_t bid = recv_take_buf(c, flags);
 
@@ -843,7 +841,7 @@ static void send_complete(struct knet_conn *c, uint32_t done)
 
 static void on_send_cqe(struct km_io_req *req, int res, uint32_t flags)
 {
-	struct knet_conn *c = container_of(req, struct knet_conn, r_send);
+	struct knet_conn *c = km_container_of(req, struct knet_conn, r_send);
 	struct knet *kn = c->kn;
 
 	(void)flags;
@@ -875,7 +873,7 @@ static void on_send_cqe(struct km_io_req *req, int res, uint32_t flags)
 
 static void on_timer_cqe(struct km_io_req *req, int res, uint32_t flags)
 {
-	struct knet_conn *c = container_of(req, struct knet_conn, r_timer);
+	struct knet_conn *c = km_container_of(req, struct knet_conn, r_timer);
 
 	(void)flags;
 	c->timer_armed = false;
@@ -889,12 +887,12 @@ static void on_tremove_cqe(struct km_io_req *req, int res, uint32_t flags)
 {
 	(void)res; /* 0, or -ENOENT / -EALREADY if the timer fired first */
 	(void)flags;
-	conn_op_done(container_of(req, struct knet_conn, r_tremove));
+	conn_op_done(km_container_of(req, struct knet_conn, r_tremove));
 }
 
 static void on_cancel_cqe(struct km_io_req *req, int res, uint32_t flags)
 {
-	struct knet_conn *c = container_of(req, struct knet_conn, r_cancel);
+	struct knet_conn *c = km_container_of(req, struct knet_conn, r_cancel);
 
 	(void)flags;
 	/* res: how many were cancelled, or -ENOENT (none left) / -EALREADY
@@ -1134,7 +1132,7 @@ static void accept_conn(struct knet_listener *l, int fd)
 static void on_accept_cqe(struct km_io_req *req, int res, uint32_t flags)
 {
 	struct knet_listener *l =
-		container_of(req, struct knet_listener, r_accept);
+		km_container_of(req, struct knet_listener, r_accept);
 	bool final = !(flags & IORING_CQE_F_MORE);
 
 	if (res >= 0 && l->closing)
@@ -1163,7 +1161,7 @@ static void on_lcancel_cqe(struct km_io_req *req, int res, uint32_t flags)
 {
 	(void)res;
 	(void)flags;
-	listener_op_done(container_of(req, struct knet_listener, r_cancel));
+	listener_op_done(km_container_of(req, struct knet_listener, r_cancel));
 }
 
 static int knet_listen(struct km_net *net, const char *ipv4, uint16_t port,
@@ -1202,7 +1200,8 @@ static int knet_listen(struct km_net *net, const char *ipv4, uint16_t port,
 
 static void knet_unlisten(struct km_net_listener *pl)
 {
-	struct knet_listener *l = container_of(pl, struct knet_listener, pub);
+	struct knet_listener *l =
+		km_container_of(pl, struct knet_listener, pub);
 
 	KM_ASSERT(l->used);
 	KM_ASSERT(!l->closing);
@@ -1227,8 +1226,8 @@ static int knet_poll(struct km_net *net)
 	uint32_t done = 0;
 
 	while (done < KNET_POLL_BUDGET && !link_empty(&kn->pending)) {
-		struct knet_conn *c =
-			container_of(kn->pending.next, struct knet_conn, link);
+		struct knet_conn *c = km_container_of(kn->pending.next,
+						      struct knet_conn, link);
 
 		conn_place(c, L_NONE);
 		conn_service(c);
@@ -1245,14 +1244,14 @@ static int knet_poll(struct km_net *net)
 
 static bool knet_wants_poll(const struct km_net *net)
 {
-	const struct knet *kn = container_of(net, struct knet, pub);
+	const struct knet *kn = km_container_of(net, struct knet, pub);
 
 	return !link_empty(&kn->pending) || kn->listeners_pending > 0;
 }
 
 static void knet_stats(const struct km_net *net, struct km_net_stats *out)
 {
-	const struct knet *kn = container_of(net, struct knet, pub);
+	const struct knet *kn = km_container_of(net, struct knet, pub);
 
 	*out = kn->st;
 	out->conns_max = kn->cfg.conns_max;
@@ -1264,7 +1263,7 @@ static void knet_conn_stats(const struct km_net_conn *pc,
 			    struct km_net_conn_stats *out)
 {
 	const struct knet_conn *c =
-		container_of(pc, const struct knet_conn, pub);
+		km_container_of(pc, const struct knet_conn, pub);
 
 	*out = c->st;
 	out->send_queued = c->sq_count;

@@ -314,7 +314,7 @@ static int dnet_connect(struct km_net *net, const char *ipv4, uint16_t port,
 			const struct km_net_handler *h, void *ctx,
 			struct km_net_conn **out)
 {
-	struct dnet *dn = container_of(net, struct dnet, pub);
+	struct dnet *dn = km_container_of(net, struct dnet, pub);
 	struct in_addr a;
 	struct dconn *dc;
 	int rc;
@@ -352,8 +352,8 @@ static void dnet_unlisten(struct km_net_listener *l)
 static int dnet_send(struct km_net_conn *c, const struct iovec *iov,
 		     uint32_t n_iov, km_net_sent_fn fn, void *arg)
 {
-	struct dconn *dc = container_of(c, struct dconn, pub);
-	struct dnet *dn = container_of(c->net, struct dnet, pub);
+	struct dconn *dc = km_container_of(c, struct dconn, pub);
+	struct dnet *dn = km_container_of(c->net, struct dnet, pub);
 	uint64_t total = 0;
 	struct dsend *s;
 
@@ -385,14 +385,14 @@ static int dnet_send(struct km_net_conn *c, const struct iovec *iov,
 
 static void dnet_release(struct km_net *net, const uint32_t *ids, uint32_t n)
 {
-	struct dnet *dn = container_of(net, struct dnet, pub);
+	struct dnet *dn = km_container_of(net, struct dnet, pub);
 
 	km_tcp_release(dn->ep, ids, n);
 }
 
 static void dnet_abort(struct km_net_conn *c)
 {
-	struct dconn *dc = container_of(c, struct dconn, pub);
+	struct dconn *dc = km_container_of(c, struct dconn, pub);
 
 	if (dc->aborting || dc->ending)
 		return;
@@ -402,8 +402,8 @@ static void dnet_abort(struct km_net_conn *c)
 
 static int dnet_close(struct km_net_conn *c)
 {
-	struct dconn *dc = container_of(c, struct dconn, pub);
-	struct dnet *dn = container_of(c->net, struct dnet, pub);
+	struct dconn *dc = km_container_of(c, struct dconn, pub);
+	struct dnet *dn = km_container_of(c->net, struct dnet, pub);
 
 	if (dc->close_req || dc->aborting || dc->ending)
 		return -EALREADY;
@@ -418,7 +418,7 @@ static int dnet_close(struct km_net_conn *c)
 
 static void dnet_stats(const struct km_net *net, struct km_net_stats *out)
 {
-	const struct dnet *dn = container_of(net, const struct dnet, pub);
+	const struct dnet *dn = km_container_of(net, const struct dnet, pub);
 	struct km_tcp_stats ts;
 
 	km_tcp_get_stats(dn->ep, &ts);
@@ -442,7 +442,7 @@ static void dnet_stats(const struct km_net *net, struct km_net_stats *out)
 static void dnet_conn_stats(const struct km_net_conn *c,
 			    struct km_net_conn_stats *out)
 {
-	const struct dconn *dc = container_of(c, const struct dconn, pub);
+	const struct dconn *dc = km_container_of(c, const struct dconn, pub);
 
 	struct km_tcp_counters tc;
 
@@ -457,7 +457,7 @@ static void dnet_conn_stats(const struct km_net_conn *c,
 
 static int dnet_poll(struct km_net *net)
 {
-	struct dnet *dn = container_of(net, struct dnet, pub);
+	struct dnet *dn = km_container_of(net, struct dnet, pub);
 	int n;
 
 	dnet_thread_enter(dn);
@@ -474,7 +474,7 @@ static int dnet_poll(struct km_net *net)
 
 static uint32_t dnet_nap_us(const struct km_net *net)
 {
-	const struct dnet *dn = container_of(net, const struct dnet, pub);
+	const struct dnet *dn = km_container_of(net, const struct dnet, pub);
 	uint32_t k;
 
 	if (dn->tx_n > 0 || dn->want_count > 0 ||
@@ -491,7 +491,7 @@ static uint32_t dnet_nap_us(const struct km_net *net)
  * runs the endpoint's timers. */
 static bool dnet_wants_poll(const struct km_net *net)
 {
-	const struct dnet *dn = container_of(net, const struct dnet, pub);
+	const struct dnet *dn = km_container_of(net, const struct dnet, pub);
 
 	if (dn->tx_n > 0 || dn->want_count > 0)
 		return true;
@@ -557,7 +557,7 @@ static void dnet_free(struct dnet *dn)
 
 static void dnet_destroy(struct km_net *net)
 {
-	struct dnet *dn = container_of(net, struct dnet, pub);
+	struct dnet *dn = km_container_of(net, struct dnet, pub);
 
 	if (dn->ep != NULL) {
 		end_all(dn);

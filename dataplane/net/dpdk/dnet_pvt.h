@@ -8,14 +8,9 @@
 
 #include <rte_mbuf.h>
 
+#include "common/container.h"
 #include "dataplane/net/net.h"
 #include "dataplane/net/tcp/tcp.h"
-
-/* rte_common.h's container_of, which DPDK's headers bring in. */
-#ifndef container_of
-#define container_of(p, type, member)                                          \
-	((type *)(void *)((char *)(p) - offsetof(type, member)))
-#endif
 
 /* Frames taken per rx burst, as DPDK's examples (STYLE 13). */
 #define DNET_BURST 32u
