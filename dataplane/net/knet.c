@@ -17,10 +17,11 @@
  * can ever name a recycled slot.
  *
  * Needs. What a connection still has to submit is a bitmask (c->need);
- * conn_service() submits what it can. A need that found the SQ full puts the
- * connection on the pending list (retried by km_net_poll()); a receive that
- * found no free buffer puts it on the starved list (moved to pending when
- * buffers are released). Both lists are intrusive and bounded by conns_max.
+ * km_knet_conn_service() submits what it can. A need that found the SQ
+ * full puts the connection on the pending list (retried by km_net_poll());
+ * a receive that found no free buffer puts it on the starved list (moved
+ * to pending when buffers are released). Both lists are intrusive and
+ * bounded by conns_max.
  *
  * Teardown. Whatever ends a connection (EOF, an error, abort, close timeout)
  * calls conn_teardown() once: state DEAD, cancel everything on the fd, and
@@ -68,9 +69,7 @@
 /* Destroy waits for at most this many completions of the worker's ring. */
 #define KNET_DESTROY_ROUNDS (1u << 22)
 
-static void conn_service(struct knet_conn *c);
 static void conn_teardown(struct knet_conn *c, int reason, bool abortive);
-static void listener_service(struct knet_listener *l);
 static void knet_release(struct km_net *net, const uint32_t *ids, uint32_t n);
 
 /* ---- small helpers --------------------------------------------------- */
@@ -81,7 +80,7 @@ static void ms_to_ts(struct __kernel_timespec *ts, uint32_t ms)
 	ts->tv_nsec = (long long)(ms % 1000) * 1000000;
 }
 
-static int parse_ipv4(const char *ipv4, uint16_t port, struct sockaddr_in *sa)
+int km_knet_parse_ipv4(const char *ipv4, uint16_t port, struct sockaddr_in *sa)
 {
 	memset(sa, 0, sizeof(*sa));
 	sa->sin_family = AF_INET;
@@ -91,7 +90,7 @@ static int parse_ipv4(const char *ipv4, uint16_t port, struct sockaddr_in *sa)
 	return 0;
 }
 
-static void set_nodelay(int fd)
+void km_knet_set_nodelay(int fd)
 {
 	int one = 1;
 
@@ -101,7 +100,7 @@ static void set_nodelay(int fd)
 }
 
 /* Close; with abortive, SO_LINGER {1, 0} turns the FIN into a RST. */
-static void close_fd(int fd, bool abortive)
+void km_knet_close_fd(int fd, bool abortive)
 {
 	if (abortive) {
 		struct linger lg = { 1, 0 };
@@ -312,7 +311,7 @@ static bool prep_tremove(struct knet_conn *c)
 
 /* Submit what c needs; park it on the pending list if the SQ was full, on
  * the starved list if only a receive buffer is missing. */
-static void conn_service(struct knet_conn *c)
+void km_knet_conn_service(struct knet_conn *c)
 {
 	bool sq_full = false;
 	int rc = 0;
@@ -345,7 +344,7 @@ static void conn_service(struct knet_conn *c)
 
 /* ---- connection life cycle ------------------------------------------ */
 
-static struct knet_conn *conn_alloc(struct knet *kn)
+struct knet_conn *km_knet_conn_alloc(struct knet *kn)
 {
 	struct knet_conn *c;
 
@@ -416,7 +415,7 @@ static void conn_finalize(struct knet_conn *c)
 	KM_ASSERT(c->rx_bid == KNET_NO_BUF);
 	conn_place(c, L_NONE);
 	c->need = 0;
-	close_fd(c->fd, c->abortive);
+	km_knet_close_fd(c->fd, c->abortive);
 	send_fail_all(c);
 	if (c->established) {
 		conn_count_close(c->kn, c->reason);
@@ -449,7 +448,7 @@ static void conn_teardown(struct knet_conn *c, int reason, bool abortive)
 	c->need = NEED_CANCEL;
 	if (c->timer_armed)
 		c->need |= NEED_TREMOVE;
-	conn_service(c);
+	km_knet_conn_service(c);
 }
 
 static void conn_shut_wr(struct knet_conn *c)
@@ -476,7 +475,7 @@ static void on_connect_cqe(struct km_io_req *req, int res, uint32_t flags)
 			h->on_connect(&c->pub, 0);
 		if (conn_rx_live(c)) {
 			c->need |= NEED_RECV | NEED_SEND;
-			conn_service(c);
+			km_knet_conn_service(c);
 		}
 	} else if (c->state == CONN_CONNECTING) {
 		/* Only the linked timeout cancels a connect we still want. */
@@ -575,7 +574,7 @@ static void on_recv_cqe(struct km_io_req *req, int res, uint32_t flags)
 	}
 	if (final && conn_rx_live(c)) {
 		c->need |= NEED_RECV;
-		conn_service(c);
+		km_knet_conn_service(c);
 	}
 	if (final)
 		conn_op_done(c);
@@ -661,7 +660,7 @@ static void on_send_cqe(struct km_io_req *req, int res, uint32_t flags)
 		conn_shut_wr(c);
 	if (conn_rx_live(c) && c->si_count > 0)
 		c->need |= NEED_SEND;
-	conn_service(c);
+	km_knet_conn_service(c);
 	conn_op_done(c);
 }
 
@@ -709,9 +708,9 @@ static int knet_connect(struct km_net *net, const char *ipv4, uint16_t port,
 	int fd;
 
 	KM_ASSERT(h != NULL);
-	if (parse_ipv4(ipv4, port, &sa) < 0)
+	if (km_knet_parse_ipv4(ipv4, port, &sa) < 0)
 		return -EINVAL;
-	if ((c = conn_alloc(kn)) == NULL)
+	if ((c = km_knet_conn_alloc(kn)) == NULL)
 		return -ENOBUFS;
 	/* Blocking mode on purpose: io_uring then polls the socket itself;
 	 * on an O_NONBLOCK one it would hand -EAGAIN back. */
@@ -722,14 +721,14 @@ static int knet_connect(struct km_net *net, const char *ipv4, uint16_t port,
 		conn_free(c);
 		return rc;
 	}
-	set_nodelay(fd);
+	km_knet_set_nodelay(fd);
 	c->fd = fd;
 	c->peer = sa;
 	c->pub.h = h;
 	c->pub.ctx = ctx;
 	c->state = CONN_CONNECTING;
 	c->need = NEED_CONNECT;
-	conn_service(c);
+	km_knet_conn_service(c);
 	*out = &c->pub;
 	return 0;
 }
@@ -763,7 +762,7 @@ static int knet_send(struct km_net_conn *pc, const struct iovec *iov,
 	*s = (struct send_slot){ fn, arg, total, total, n_iov };
 	c->sq_count++;
 	c->need |= NEED_SEND;
-	conn_service(c);
+	km_knet_conn_service(c);
 	return 0;
 }
 
@@ -780,7 +779,7 @@ static int knet_close(struct km_net_conn *pc)
 		if (c->si_count == 0 && !c->send_armed)
 			conn_shut_wr(c);
 		c->need |= NEED_TIMER;
-		conn_service(c);
+		km_knet_conn_service(c);
 		return 0;
 	case CONN_CLOSING:
 	case CONN_DEAD:
@@ -814,204 +813,6 @@ static void knet_release(struct km_net *net, const uint32_t *ids, uint32_t n)
 	wake_starved(kn);
 }
 
-/* ---- listeners ------------------------------------------------------ */
-
-static int listen_socket(const struct sockaddr_in *sa, uint16_t *port)
-{
-	struct sockaddr_in bound;
-	socklen_t len = sizeof(bound);
-	int one = 1, rc;
-	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-
-	if (fd < 0)
-		return -errno;
-	if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
-	    bind(fd, (const struct sockaddr *)sa, sizeof(*sa)) < 0 ||
-	    listen(fd, SOMAXCONN) < 0 ||
-	    getsockname(fd, (struct sockaddr *)&bound, &len) < 0)
-		goto out_close;
-	*port = ntohs(bound.sin_port);
-	return fd;
-out_close:
-	rc = -errno;
-	close(fd);
-	return rc;
-}
-
-static void listener_set_pending(struct knet_listener *l, bool pending)
-{
-	if (l->pending == pending)
-		return;
-	l->pending = pending;
-	if (pending)
-		l->kn->listeners_pending++;
-	else
-		l->kn->listeners_pending--;
-}
-
-static void listener_op_done(struct knet_listener *l)
-{
-	KM_ASSERT(l->inflight > 0);
-	l->inflight--;
-	l->kn->inflight--;
-	if (l->closing && l->inflight == 0) {
-		listener_set_pending(l, false);
-		close(l->fd);
-		l->fd = -1;
-		l->used = false;
-	}
-}
-
-static bool listener_prep(struct knet_listener *l, struct km_io_req *req)
-{
-	struct io_uring_sqe *sqe = knet_sqe(l->kn, 1);
-
-	if (sqe == NULL)
-		return false;
-	if (req == &l->r_cancel)
-		io_uring_prep_cancel(sqe, &l->r_accept, 0);
-	else if (l->multishot)
-		io_uring_prep_multishot_accept(sqe, l->fd, NULL, NULL,
-					       SOCK_CLOEXEC);
-	else
-		io_uring_prep_accept(sqe, l->fd, NULL, NULL, SOCK_CLOEXEC);
-	io_uring_sqe_set_data(sqe, req);
-	km_uring_note_queued(l->kn->u);
-	l->inflight++;
-	l->kn->inflight++;
-	return true;
-}
-
-static void listener_service(struct knet_listener *l)
-{
-	if (l->need_cancel && listener_prep(l, &l->r_cancel))
-		l->need_cancel = false;
-	if (l->closing)
-		l->need_arm = false;
-	if (l->need_arm && !l->armed && listener_prep(l, &l->r_accept)) {
-		l->armed = true;
-		l->need_arm = false;
-	}
-	listener_set_pending(l, l->need_cancel || l->need_arm);
-}
-
-/* A connection arrived; take it into the pool or turn it away. */
-static void accept_conn(struct knet_listener *l, int fd)
-{
-	struct knet *kn = l->kn;
-	struct knet_conn *c = conn_alloc(kn);
-
-	if (c == NULL) {
-		kn->st.accepts_refused++;
-		KM_DEBUG("knet", "pool full (%u): connection reset",
-			 kn->cfg.conns_max);
-		close_fd(fd, true);
-		return;
-	}
-	set_nodelay(fd);
-	c->fd = fd;
-	c->pub.h = l->h;
-	c->pub.ctx = l->pub.ctx;
-	c->state = CONN_OPEN;
-	c->established = true;
-	kn->st.accepts++;
-	if (l->h->on_accept != NULL)
-		l->h->on_accept(&c->pub);
-	if (conn_rx_live(c)) {
-		c->need |= NEED_RECV | NEED_SEND;
-		conn_service(c);
-	}
-}
-
-static void on_accept_cqe(struct km_io_req *req, int res, uint32_t flags)
-{
-	struct knet_listener *l =
-		km_container_of(req, struct knet_listener, r_accept);
-	bool final = !(flags & IORING_CQE_F_MORE);
-
-	if (res >= 0 && l->closing)
-		close(res);
-	else if (res >= 0)
-		accept_conn(l, res);
-	else if (res == -EINVAL && l->multishot)
-		l->multishot = false; /* kernel < 5.19: single-shot accepts */
-	else if (res != -ECANCELED && res != -EINTR && res != -ECONNABORTED)
-		KM_WARN("knet", "accept on port %u: %s", l->pub.port,
-			strerror(-res)); /* -EMFILE, -ENFILE, -ENOMEM */
-	if (final) {
-		l->armed = false;
-		l->need_arm = !l->closing;
-		/* After an error, re-arm from km_net_poll(), not here: a
-		 * persistent -EMFILE would otherwise spin inside one poll. */
-		if (res >= 0 || res == -EINVAL)
-			listener_service(l);
-		else
-			listener_set_pending(l, l->need_arm);
-		listener_op_done(l);
-	}
-}
-
-static void on_lcancel_cqe(struct km_io_req *req, int res, uint32_t flags)
-{
-	(void)res;
-	(void)flags;
-	listener_op_done(km_container_of(req, struct knet_listener, r_cancel));
-}
-
-static int knet_listen(struct km_net *net, const char *ipv4, uint16_t port,
-		       const struct km_net_handler *h, void *ctx,
-		       struct km_net_listener **out)
-{
-	struct knet *kn = knet_of(net);
-	struct knet_listener *l = NULL;
-	struct sockaddr_in sa;
-	uint16_t bound = 0;
-	int fd;
-
-	KM_ASSERT(h != NULL);
-	if (parse_ipv4(ipv4, port, &sa) < 0)
-		return -EINVAL;
-	for (uint32_t i = 0; i < kn->cfg.listeners_max && l == NULL; i++)
-		if (!kn->lsn[i].used)
-			l = &kn->lsn[i];
-	if (l == NULL)
-		return -ENOBUFS;
-	if ((fd = listen_socket(&sa, &bound)) < 0)
-		return fd;
-	KM_ASSERT(l->inflight == 0);
-	l->used = true;
-	l->closing = l->armed = l->need_cancel = l->pending = false;
-	l->multishot = true;
-	l->need_arm = true;
-	l->fd = fd;
-	l->h = h;
-	l->pub.ctx = ctx;
-	l->pub.port = bound;
-	listener_service(l);
-	*out = &l->pub;
-	return 0;
-}
-
-static void knet_unlisten(struct km_net_listener *pl)
-{
-	struct knet_listener *l =
-		km_container_of(pl, struct knet_listener, pub);
-
-	KM_ASSERT(l->used);
-	KM_ASSERT(!l->closing);
-	l->closing = true;
-	l->need_arm = false;
-	if (l->armed) {
-		l->need_cancel = true;
-		listener_service(l);
-	} else if (l->inflight == 0) {
-		listener_set_pending(l, false);
-		close(l->fd);
-		l->fd = -1;
-		l->used = false;
-	}
-}
-
 /* ---- poll, stats ---------------------------------------------------- */
 
 static int knet_poll(struct km_net *net)
@@ -1024,13 +825,13 @@ static int knet_poll(struct km_net *net)
 						      struct knet_conn, link);
 
 		conn_place(c, L_NONE);
-		conn_service(c);
+		km_knet_conn_service(c);
 		done++;
 	}
 	for (uint32_t i = 0;
 	     kn->listeners_pending > 0 && i < kn->cfg.listeners_max; i++)
 		if (kn->lsn[i].pending) {
-			listener_service(&kn->lsn[i]);
+			km_knet_listener_service(&kn->lsn[i]);
 			done++;
 		}
 	return (int)done;
@@ -1250,15 +1051,8 @@ static int conns_init(struct knet *kn)
 		return -ENOMEM;
 	for (uint32_t i = 0; i < cfg->conns_max; i++)
 		conn_init(kn, &kn->conns[i], i);
-	for (uint32_t i = 0; i < cfg->listeners_max; i++) {
-		struct knet_listener *l = &kn->lsn[i];
-
-		l->pub.net = &kn->pub;
-		l->kn = kn;
-		l->fd = -1;
-		l->r_accept.fn = on_accept_cqe;
-		l->r_cancel.fn = on_lcancel_cqe;
-	}
+	for (uint32_t i = 0; i < cfg->listeners_max; i++)
+		km_knet_listener_init(kn, &kn->lsn[i]);
 	return 0;
 }
 
@@ -1282,7 +1076,7 @@ static void knet_destroy(struct km_net *net)
 	}
 	for (uint32_t i = 0; i < kn->cfg.listeners_max; i++)
 		if (kn->lsn[i].used && !kn->lsn[i].closing)
-			knet_unlisten(&kn->lsn[i].pub);
+			km_knet_unlisten(&kn->lsn[i].pub);
 	/* Each round completes at least one request of the ring. */
 	for (uint32_t r = 0; r < KNET_DESTROY_ROUNDS; r++) {
 		int rc;
@@ -1305,8 +1099,8 @@ static const struct km_net_ops knet_ops = {
 	.poll = knet_poll,
 	.wants_poll = knet_wants_poll,
 	.connect = knet_connect,
-	.listen = knet_listen,
-	.unlisten = knet_unlisten,
+	.listen = km_knet_listen,
+	.unlisten = km_knet_unlisten,
 	.send = knet_send,
 	.release = knet_release,
 	.close = knet_close,

@@ -228,4 +228,22 @@ static inline void conn_op_start(struct knet_conn *c,
 	c->kn->inflight++;
 }
 
+/* ---- knet.c: sockets and the connection life cycle ------------------ */
+
+int km_knet_parse_ipv4(const char *ipv4, uint16_t port,
+		       struct sockaddr_in *sa);
+void km_knet_set_nodelay(int fd);
+void km_knet_close_fd(int fd, bool abortive);
+struct knet_conn *km_knet_conn_alloc(struct knet *kn);
+void km_knet_conn_service(struct knet_conn *c);
+
+/* ---- knet_listen.c: listeners --------------------------------------- */
+
+void km_knet_listener_init(struct knet *kn, struct knet_listener *l);
+void km_knet_listener_service(struct knet_listener *l);
+int km_knet_listen(struct km_net *net, const char *ipv4, uint16_t port,
+		   const struct km_net_handler *h, void *ctx,
+		   struct km_net_listener **out);
+void km_knet_unlisten(struct km_net_listener *pl);
+
 #endif
