@@ -24,13 +24,13 @@
  * bounded by conns_max.
  *
  * Teardown. Whatever ends a connection (EOF, an error, abort, close timeout)
- * calls conn_teardown() once: state DEAD, cancel everything on the fd, and
- * when the last request has completed conn_finalize() closes the fd (with
- * SO_LINGER 0 for an abortive close, so the peer gets a RST), fails the
- * unsent sends with -ECANCELED, reports on_close (or on_connect) and frees
- * the slot. The cancel always goes through the ring, so finalisation (and
- * with it every user callback) runs from the poll loop, never from inside a
- * km_net_* call.
+ * calls km_knet_conn_teardown() once: state DEAD, cancel everything on the
+ * fd, and when the last request has completed conn_finalize() closes the fd
+ * (with SO_LINGER 0 for an abortive close, so the peer gets a RST), fails
+ * the unsent sends with -ECANCELED, reports on_close (or on_connect) and
+ * frees the slot. The cancel always goes through the ring, so finalisation
+ * (and with it every user callback) runs from the poll loop, never from
+ * inside a km_net_* call.
  */
 #include "dataplane/net/net.h"
 
@@ -69,7 +69,6 @@
 /* Destroy waits for at most this many completions of the worker's ring. */
 #define KNET_DESTROY_ROUNDS (1u << 22)
 
-static void conn_teardown(struct knet_conn *c, int reason, bool abortive);
 static void knet_release(struct km_net *net, const uint32_t *ids, uint32_t n);
 
 /* ---- small helpers --------------------------------------------------- */
@@ -223,44 +222,6 @@ static int prep_recv(struct knet_conn *c)
 	return 0;
 }
 
-/* Copy the queued iovecs (a ring) into the flat array sendmsg reads. */
-static void build_tx(struct knet_conn *c)
-{
-	uint32_t cap = c->kn->cfg.send_iov_max;
-
-	c->tx_bytes = 0;
-	for (uint32_t i = 0; i < c->si_count; i++) {
-		c->tx_iov[i] = c->sq_iov[(c->si_head + i) % cap];
-		c->tx_bytes += c->tx_iov[i].iov_len;
-	}
-	memset(&c->msg, 0, sizeof(c->msg));
-	c->msg.msg_iov = c->tx_iov;
-	c->msg.msg_iovlen = c->si_count;
-}
-
-static bool prep_send(struct knet_conn *c)
-{
-	struct io_uring_sqe *sqe;
-
-	if (c->state == CONN_CONNECTING)
-		return true; /* keeps NEED_SEND: sent once connected */
-	if (!conn_rx_live(c) || c->send_armed || c->si_count == 0) {
-		c->need &= ~(uint32_t)NEED_SEND;
-		return true;
-	}
-	if ((sqe = knet_sqe(c->kn, 1)) == NULL)
-		return false;
-	build_tx(c);
-	KM_ASSERT(c->tx_bytes > 0);
-	/* No MSG_WAITALL: a short count comes back and is resubmitted, so a
-	 * slow peer never pins more than one request. */
-	io_uring_prep_sendmsg(sqe, c->fd, &c->msg, MSG_NOSIGNAL);
-	conn_op_start(c, sqe, &c->r_send);
-	c->send_armed = true;
-	c->need &= ~(uint32_t)NEED_SEND;
-	return true;
-}
-
 static bool prep_timer(struct knet_conn *c)
 {
 	struct io_uring_sqe *sqe;
@@ -325,7 +286,7 @@ void km_knet_conn_service(struct knet_conn *c)
 	if (c->need & NEED_TIMER)
 		sq_full |= !prep_timer(c);
 	if (c->need & NEED_SEND)
-		sq_full |= !prep_send(c);
+		sq_full |= !km_knet_prep_send(c);
 	if (c->need & NEED_RECV)
 		rc = prep_recv(c);
 	if (sq_full || rc == -EBUSY) {
@@ -379,23 +340,6 @@ static void conn_free(struct knet_conn *c)
 	conn_place(c, L_FREE);
 }
 
-/* Fail every send still queued; the callbacks see the connection DEAD, so
- * a km_net_send() from one of them answers -EPIPE. */
-static void send_fail_all(struct knet_conn *c)
-{
-	uint32_t cap = c->kn->cfg.send_queue_max;
-
-	while (c->sq_count > 0) {
-		struct send_slot s = c->sq[c->sq_head];
-
-		c->sq_head = (c->sq_head + 1) % cap;
-		c->sq_count--;
-		if (s.fn != NULL)
-			s.fn(&c->pub, s.arg, -ECANCELED);
-	}
-	c->si_head = c->si_count = 0;
-}
-
 static void conn_count_close(struct knet *kn, int reason)
 {
 	kn->st.closes++;
@@ -416,7 +360,7 @@ static void conn_finalize(struct knet_conn *c)
 	conn_place(c, L_NONE);
 	c->need = 0;
 	km_knet_close_fd(c->fd, c->abortive);
-	send_fail_all(c);
+	km_knet_send_fail_all(c);
 	if (c->established) {
 		conn_count_close(c->kn, c->reason);
 		if (h->on_close != NULL)
@@ -428,7 +372,7 @@ static void conn_finalize(struct knet_conn *c)
 }
 
 /* A request of c reached its final CQE. */
-static void conn_op_done(struct knet_conn *c)
+void km_knet_conn_op_done(struct knet_conn *c)
 {
 	KM_ASSERT(c->inflight > 0);
 	c->inflight--;
@@ -437,7 +381,7 @@ static void conn_op_done(struct knet_conn *c)
 		conn_finalize(c);
 }
 
-static void conn_teardown(struct knet_conn *c, int reason, bool abortive)
+void km_knet_conn_teardown(struct knet_conn *c, int reason, bool abortive)
 {
 	KM_ASSERT(c->state != CONN_FREE);
 	if (c->state == CONN_DEAD)
@@ -451,7 +395,7 @@ static void conn_teardown(struct knet_conn *c, int reason, bool abortive)
 	km_knet_conn_service(c);
 }
 
-static void conn_shut_wr(struct knet_conn *c)
+void km_knet_conn_shut_wr(struct knet_conn *c)
 {
 	/* Fails only if the peer already reset (ENOTCONN): the receive
 	 * reports that. */
@@ -480,9 +424,10 @@ static void on_connect_cqe(struct km_io_req *req, int res, uint32_t flags)
 	} else if (c->state == CONN_CONNECTING) {
 		/* Only the linked timeout cancels a connect we still want. */
 		c->kn->st.connect_errors++;
-		conn_teardown(c, res == -ECANCELED ? -ETIMEDOUT : res, false);
+		km_knet_conn_teardown(c, res == -ECANCELED ? -ETIMEDOUT : res,
+				      false);
 	}
-	conn_op_done(c);
+	km_knet_conn_op_done(c);
 }
 
 static void on_ltimeout_cqe(struct km_io_req *req, int res, uint32_t flags)
@@ -491,7 +436,8 @@ static void on_ltimeout_cqe(struct km_io_req *req, int res, uint32_t flags)
 	 * or -ENOENT: the connect finished first. Nothing to do either way. */
 	(void)res;
 	(void)flags;
-	conn_op_done(km_container_of(req, struct knet_conn, r_ltimeout));
+	km_knet_conn_op_done(
+		km_container_of(req, struct knet_conn, r_ltimeout));
 }
 
 /* The buffer a receive CQE carries, now BUF_RECV, or KNET_NO_BUF. */
@@ -539,17 +485,17 @@ static void recv_end(struct knet_conn *c, int res)
 {
 	switch (res) {
 	case 0: /* the peer's FIN: orderly end */
-		conn_teardown(c, 0, false);
+		km_knet_conn_teardown(c, 0, false);
 		break;
 	case -ENOBUFS: /* the buffer ring ran dry: re-armed when refilled */
 	case -EINTR:
 	case -EAGAIN:
 		break;
 	case -ECANCELED: /* ours (teardown) or the ring going away */
-		conn_teardown(c, -ECANCELED, true);
+		km_knet_conn_teardown(c, -ECANCELED, true);
 		break;
 	default: /* -ECONNRESET, -ETIMEDOUT, -EHOSTUNREACH, -EPIPE, ... */
-		conn_teardown(c, res, false);
+		km_knet_conn_teardown(c, res, false);
 		break;
 	}
 }
@@ -577,91 +523,7 @@ static void on_recv_cqe(struct km_io_req *req, int res, uint32_t flags)
 		km_knet_conn_service(c);
 	}
 	if (final)
-		conn_op_done(c);
-}
-
-/* Take n bytes off the head of the send queue. @return how many slots at
- * the head are now complete (their callbacks still to run). */
-static uint32_t send_account(struct knet_conn *c, size_t n)
-{
-	uint32_t qcap = c->kn->cfg.send_queue_max;
-	uint32_t icap = c->kn->cfg.send_iov_max;
-	uint32_t done = 0;
-
-	for (uint32_t i = 0; i < c->sq_count && n > 0; i++) {
-		struct send_slot *s = &c->sq[(c->sq_head + i) % qcap];
-		size_t take = n < s->left ? n : s->left;
-
-		n -= take;
-		s->left -= take;
-		/* Drop the iovecs the kernel took; trim a partial one. */
-		while (s->n_iov > 0 && (take > 0 || s->left == 0)) {
-			struct iovec *v = &c->sq_iov[c->si_head];
-
-			if (v->iov_len > take) {
-				v->iov_base = (char *)v->iov_base + take;
-				v->iov_len -= take;
-				break;
-			}
-			take -= v->iov_len;
-			c->si_head = (c->si_head + 1) % icap;
-			c->si_count--;
-			s->n_iov--;
-		}
-		if (s->left == 0)
-			done++;
-	}
-	KM_ASSERT_HOT(n == 0);
-	return done;
-}
-
-static void send_complete(struct knet_conn *c, uint32_t done)
-{
-	uint32_t cap = c->kn->cfg.send_queue_max;
-
-	/* Slots the user queues from a callback go to the tail; the done ones
-	 * stay at the head until popped here. */
-	for (uint32_t i = 0; i < done; i++) {
-		struct send_slot s = c->sq[c->sq_head];
-
-		KM_ASSERT_HOT(s.left == 0);
-		c->sq_head = (c->sq_head + 1) % cap;
-		c->sq_count--;
-		if (s.fn != NULL)
-			s.fn(&c->pub, s.arg, (int)s.total);
-	}
-}
-
-static void on_send_cqe(struct km_io_req *req, int res, uint32_t flags)
-{
-	struct knet_conn *c = km_container_of(req, struct knet_conn, r_send);
-	struct knet *kn = c->kn;
-
-	(void)flags;
-	c->send_armed = false;
-	if (res > 0) {
-		kn->st.bytes_out += (uint64_t)res;
-		kn->st.sends++;
-		c->st.bytes_out += (uint64_t)res;
-		c->st.sends++;
-		if ((size_t)res < c->tx_bytes) {
-			kn->st.short_sends++;
-			c->st.short_sends++;
-		}
-		send_complete(c, send_account(c, (size_t)res));
-	} else if (res == -EINTR || res == -EAGAIN) {
-		/* resubmitted below */
-	} else if (res == 0) {
-		conn_teardown(c, -EPIPE, false); /* no progress on a stream */
-	} else {
-		conn_teardown(c, res, false); /* -EPIPE, -ECONNRESET, ... */
-	}
-	if (c->state == CONN_CLOSING && c->si_count == 0 && !c->shut_wr)
-		conn_shut_wr(c);
-	if (conn_rx_live(c) && c->si_count > 0)
-		c->need |= NEED_SEND;
-	km_knet_conn_service(c);
-	conn_op_done(c);
+		km_knet_conn_op_done(c);
 }
 
 static void on_timer_cqe(struct km_io_req *req, int res, uint32_t flags)
@@ -672,15 +534,15 @@ static void on_timer_cqe(struct km_io_req *req, int res, uint32_t flags)
 	c->timer_armed = false;
 	/* -ETIME: the peer's FIN did not come in time; -ECANCELED: removed. */
 	if (res == -ETIME && c->state == CONN_CLOSING)
-		conn_teardown(c, -ETIMEDOUT, true);
-	conn_op_done(c);
+		km_knet_conn_teardown(c, -ETIMEDOUT, true);
+	km_knet_conn_op_done(c);
 }
 
 static void on_tremove_cqe(struct km_io_req *req, int res, uint32_t flags)
 {
 	(void)res; /* 0, or -ENOENT / -EALREADY if the timer fired first */
 	(void)flags;
-	conn_op_done(km_container_of(req, struct knet_conn, r_tremove));
+	km_knet_conn_op_done(km_container_of(req, struct knet_conn, r_tremove));
 }
 
 static void on_cancel_cqe(struct km_io_req *req, int res, uint32_t flags)
@@ -693,7 +555,7 @@ static void on_cancel_cqe(struct km_io_req *req, int res, uint32_t flags)
 	 * IORING_ASYNC_CANCEL_FD, so wake the socket's requests instead. */
 	if (res == -EINVAL)
 		(void)shutdown(c->fd, SHUT_RDWR);
-	conn_op_done(c);
+	km_knet_conn_op_done(c);
 }
 
 /* ---- public: connections -------------------------------------------- */
@@ -733,51 +595,18 @@ static int knet_connect(struct km_net *net, const char *ipv4, uint16_t port,
 	return 0;
 }
 
-static int knet_send(struct km_net_conn *pc, const struct iovec *iov,
-		     uint32_t n_iov, km_net_sent_fn fn, void *arg)
-{
-	struct knet_conn *c = conn_of(pc);
-	const struct km_net_config *cfg = &c->kn->cfg;
-	struct send_slot *s;
-	size_t total = 0;
-
-	if (c->state != CONN_OPEN && c->state != CONN_CONNECTING)
-		return -EPIPE;
-	if (n_iov == 0 || n_iov > cfg->send_iov_max)
-		return -EINVAL;
-	for (uint32_t i = 0; i < n_iov; i++)
-		total += iov[i].iov_len;
-	if (total == 0 || total > INT32_MAX)
-		return -EINVAL;
-	if (c->sq_count == cfg->send_queue_max ||
-	    c->si_count + n_iov > cfg->send_iov_max) {
-		c->kn->st.send_queue_full++;
-		return -EAGAIN;
-	}
-	for (uint32_t i = 0; i < n_iov; i++)
-		c->sq_iov[(c->si_head + c->si_count + i) % cfg->send_iov_max] =
-			iov[i];
-	c->si_count += n_iov;
-	s = &c->sq[(c->sq_head + c->sq_count) % cfg->send_queue_max];
-	*s = (struct send_slot){ fn, arg, total, total, n_iov };
-	c->sq_count++;
-	c->need |= NEED_SEND;
-	km_knet_conn_service(c);
-	return 0;
-}
-
 static int knet_close(struct km_net_conn *pc)
 {
 	struct knet_conn *c = conn_of(pc);
 
 	switch (c->state) {
 	case CONN_CONNECTING:
-		conn_teardown(c, -ECONNABORTED, true);
+		km_knet_conn_teardown(c, -ECONNABORTED, true);
 		return 0;
 	case CONN_OPEN:
 		c->state = CONN_CLOSING;
 		if (c->si_count == 0 && !c->send_armed)
-			conn_shut_wr(c);
+			km_knet_conn_shut_wr(c);
 		c->need |= NEED_TIMER;
 		km_knet_conn_service(c);
 		return 0;
@@ -796,7 +625,7 @@ static void knet_abort(struct km_net_conn *pc)
 	struct knet_conn *c = conn_of(pc);
 
 	KM_ASSERT(c->state != CONN_FREE);
-	conn_teardown(c, -ECONNABORTED, true);
+	km_knet_conn_teardown(c, -ECONNABORTED, true);
 }
 
 static void knet_release(struct km_net *net, const uint32_t *ids, uint32_t n)
@@ -1006,7 +835,7 @@ static void bufs_free_all(struct knet *kn)
 
 static const struct km_io_req conn_reqs[] = {
 	{ on_connect_cqe }, { on_ltimeout_cqe }, { on_recv_cqe },
-	{ on_send_cqe },    { on_timer_cqe },	 { on_tremove_cqe },
+	{ km_knet_on_send_cqe },    { on_timer_cqe },	 { on_tremove_cqe },
 	{ on_cancel_cqe },
 };
 
@@ -1072,7 +901,7 @@ static void knet_destroy(struct km_net *net)
 		struct knet_conn *c = &kn->conns[i];
 
 		if (c->state != CONN_FREE && c->state != CONN_DEAD)
-			conn_teardown(c, -ECONNABORTED, true);
+			km_knet_conn_teardown(c, -ECONNABORTED, true);
 	}
 	for (uint32_t i = 0; i < kn->cfg.listeners_max; i++)
 		if (kn->lsn[i].used && !kn->lsn[i].closing)
@@ -1101,7 +930,7 @@ static const struct km_net_ops knet_ops = {
 	.connect = knet_connect,
 	.listen = km_knet_listen,
 	.unlisten = km_knet_unlisten,
-	.send = knet_send,
+	.send = km_knet_send,
 	.release = knet_release,
 	.close = knet_close,
 	.abort = knet_abort,

@@ -236,6 +236,17 @@ void km_knet_set_nodelay(int fd);
 void km_knet_close_fd(int fd, bool abortive);
 struct knet_conn *km_knet_conn_alloc(struct knet *kn);
 void km_knet_conn_service(struct knet_conn *c);
+void km_knet_conn_op_done(struct knet_conn *c);
+void km_knet_conn_teardown(struct knet_conn *c, int reason, bool abortive);
+void km_knet_conn_shut_wr(struct knet_conn *c);
+
+/* ---- knet_send.c: the send queue ------------------------------------ */
+
+bool km_knet_prep_send(struct knet_conn *c);
+void km_knet_on_send_cqe(struct km_io_req *req, int res, uint32_t flags);
+void km_knet_send_fail_all(struct knet_conn *c);
+int km_knet_send(struct km_net_conn *pc, const struct iovec *iov,
+		 uint32_t n_iov, km_net_sent_fn fn, void *arg);
 
 /* ---- knet_listen.c: listeners --------------------------------------- */
 
