@@ -53,9 +53,6 @@
 
 /* Pending connections serviced per km_net_poll() (STYLE 13). */
 #define KNET_POLL_BUDGET 32u
-/* Buffer group ids tried before giving up (another user of the ring may
- * hold some: registration answers -EEXIST). */
-#define KNET_BGID_TRIES 256u
 /* Largest provided buffer ring the kernel takes (entries are u16 ids). */
 #define KNET_BUFS_MAX 32768u
 #define KNET_BUF_BYTES_MIN 512u
@@ -69,7 +66,6 @@
 /* Destroy waits for at most this many completions of the worker's ring. */
 #define KNET_DESTROY_ROUNDS (1u << 22)
 
-static void knet_release(struct km_net *net, const uint32_t *ids, uint32_t n);
 
 /* ---- small helpers --------------------------------------------------- */
 
@@ -109,58 +105,6 @@ void km_knet_close_fd(int fd, bool abortive)
 	close(fd);
 }
 
-/* ---- receive buffer pool ------------------------------------------- */
-
-static void *buf_addr(const struct knet *kn, uint32_t bid)
-{
-	return kn->buf_mem + (size_t)bid * kn->cfg.rx_buf_bytes;
-}
-
-static uint32_t bufs_free(const struct knet *kn)
-{
-	return kn->multishot ? kn->ring_bufs : kn->buf_stack_n;
-}
-
-/* Return n buffers to the kernel's ring (multishot) or the free stack. */
-static void pool_put(struct knet *kn, const uint32_t *ids, uint32_t n)
-{
-	for (uint32_t i = 0; i < n; i++) {
-		uint32_t bid = ids[i];
-
-		KM_ASSERT_HOT(bid < kn->cfg.rx_buf_count);
-		KM_ASSERT_HOT(kn->buf_state[bid] != BUF_POOL);
-		kn->buf_state[bid] = BUF_POOL;
-		if (kn->multishot)
-			io_uring_buf_ring_add(kn->br, buf_addr(kn, bid),
-					      kn->cfg.rx_buf_bytes,
-					      (unsigned short)bid,
-					      (int)kn->br_mask, (int)i);
-		else
-			kn->buf_stack[kn->buf_stack_n++] = bid;
-	}
-	if (kn->multishot) {
-		/* Publishes the entries: a release store of the ring tail, so
-		 * the kernel sees each entry's address before the new tail. */
-		io_uring_buf_ring_advance(kn->br, (int)n);
-		kn->ring_bufs += n;
-	}
-}
-
-/* Move starved connections to the pending list, as many as there are free
- * buffers for them: km_net_poll() re-arms their receives. */
-static void wake_starved(struct knet *kn)
-{
-	uint32_t avail = bufs_free(kn);
-
-	while (avail > 0 && !link_empty(&kn->starved)) {
-		struct knet_conn *c = km_container_of(kn->starved.next,
-						      struct knet_conn, link);
-
-		conn_place(c, L_PENDING);
-		avail--;
-	}
-}
-
 /* ---- submissions ---------------------------------------------------- */
 
 static bool prep_connect(struct knet_conn *c)
@@ -186,40 +130,6 @@ static bool prep_connect(struct knet_conn *c)
 	}
 	c->need &= ~(uint32_t)NEED_CONNECT;
 	return true;
-}
-
-/* Arm the receive. @return 0 (armed or not wanted), -EBUSY (SQ full) or
- * -ENOBUFS (no free buffer: the connection is starved). */
-static int prep_recv(struct knet_conn *c)
-{
-	struct knet *kn = c->kn;
-	struct io_uring_sqe *sqe;
-
-	if (!conn_rx_live(c) || c->recv_armed) {
-		c->need &= ~(uint32_t)NEED_RECV;
-		return 0;
-	}
-	if (bufs_free(kn) == 0)
-		return -ENOBUFS;
-	if ((sqe = knet_sqe(kn, 1)) == NULL)
-		return -EBUSY;
-	if (kn->multishot) {
-		io_uring_prep_recv_multishot(sqe, c->fd, NULL, 0, 0);
-		sqe->flags |= IOSQE_BUFFER_SELECT;
-		sqe->buf_group = (uint16_t)kn->bgid;
-	} else {
-		uint32_t bid = kn->buf_stack[--kn->buf_stack_n];
-
-		kn->buf_state[bid] = BUF_RECV;
-		c->rx_bid = bid;
-		io_uring_prep_recv(sqe, c->fd, buf_addr(kn, bid),
-				   kn->cfg.rx_buf_bytes, 0);
-	}
-	conn_op_start(c, sqe, &c->r_recv);
-	c->recv_armed = true;
-	c->stalled = false;
-	c->need &= ~(uint32_t)NEED_RECV;
-	return 0;
 }
 
 static bool prep_timer(struct knet_conn *c)
@@ -288,7 +198,7 @@ void km_knet_conn_service(struct knet_conn *c)
 	if (c->need & NEED_SEND)
 		sq_full |= !km_knet_prep_send(c);
 	if (c->need & NEED_RECV)
-		rc = prep_recv(c);
+		rc = km_knet_prep_recv(c);
 	if (sq_full || rc == -EBUSY) {
 		conn_place(c, L_PENDING);
 	} else if (rc == -ENOBUFS) {
@@ -440,92 +350,6 @@ static void on_ltimeout_cqe(struct km_io_req *req, int res, uint32_t flags)
 		km_container_of(req, struct knet_conn, r_ltimeout));
 }
 
-/* The buffer a receive CQE carries, now BUF_RECV, or KNET_NO_BUF. */
-static uint32_t recv_take_buf(struct knet_conn *c, uint32_t flags)
-{
-	struct knet *kn = c->kn;
-	uint32_t bid;
-
-	if (!kn->multishot) {
-		bid = c->rx_bid;
-		c->rx_bid = KNET_NO_BUF;
-		return bid;
-	}
-	if (!(flags & IORING_CQE_F_BUFFER))
-		return KNET_NO_BUF;
-	bid = flags >> IORING_CQE_BUFFER_SHIFT;
-	KM_ASSERT_HOT(bid < kn->cfg.rx_buf_count);
-	KM_ASSERT_HOT(kn->buf_state[bid] == BUF_POOL);
-	kn->buf_state[bid] = BUF_RECV;
-	kn->ring_bufs--;
-	return bid;
-}
-
-static void recv_deliver(struct knet_conn *c, uint32_t bid, uint32_t len)
-{
-	struct knet *kn = c->kn;
-	struct iovec iov = { buf_addr(kn, bid), len };
-	struct km_chain chain = { &iov, 1 };
-
-	kn->buf_state[bid] = BUF_USER;
-	kn->st.rx_bufs_held++;
-	kn->st.bytes_in += len;
-	kn->st.recvs++;
-	c->st.bytes_in += len;
-	c->st.recvs++;
-	if (c->state == CONN_DEAD || c->pub.h->on_recv == NULL) {
-		knet_release(&kn->pub, &bid, 1);
-		return;
-	}
-	c->pub.h->on_recv(&c->pub, &chain, &bid);
-}
-
-/* A receive ended without bytes: EOF (0) or an error. */
-static void recv_end(struct knet_conn *c, int res)
-{
-	switch (res) {
-	case 0: /* the peer's FIN: orderly end */
-		km_knet_conn_teardown(c, 0, false);
-		break;
-	case -ENOBUFS: /* the buffer ring ran dry: re-armed when refilled */
-	case -EINTR:
-	case -EAGAIN:
-		break;
-	case -ECANCELED: /* ours (teardown) or the ring going away */
-		km_knet_conn_teardown(c, -ECANCELED, true);
-		break;
-	default: /* -ECONNRESET, -ETIMEDOUT, -EHOSTUNREACH, -EPIPE, ... */
-		km_knet_conn_teardown(c, res, false);
-		break;
-	}
-}
-
-static void on_recv_cqe(struct km_io_req *req, int res, uint32_t flags)
-{
-	struct knet_conn *c = km_container_of(req, struct knet_conn, r_recv);
-	bool final = !(flags & IORING_CQE_F_MORE);
-	uint32_t bid = recv_take_buf(c, flags);
-
-	if (final)
-		c->recv_armed = false;
-	if (res > 0) {
-		KM_ASSERT_HOT(bid != KNET_NO_BUF);
-		recv_deliver(c, bid, (uint32_t)res);
-	} else {
-		if (bid != KNET_NO_BUF) {
-			pool_put(c->kn, &bid, 1);
-			wake_starved(c->kn);
-		}
-		recv_end(c, res);
-	}
-	if (final && conn_rx_live(c)) {
-		c->need |= NEED_RECV;
-		km_knet_conn_service(c);
-	}
-	if (final)
-		km_knet_conn_op_done(c);
-}
-
 static void on_timer_cqe(struct km_io_req *req, int res, uint32_t flags)
 {
 	struct knet_conn *c = km_container_of(req, struct knet_conn, r_timer);
@@ -628,20 +452,6 @@ static void knet_abort(struct km_net_conn *pc)
 	km_knet_conn_teardown(c, -ECONNABORTED, true);
 }
 
-static void knet_release(struct km_net *net, const uint32_t *ids, uint32_t n)
-{
-	struct knet *kn = knet_of(net);
-
-	for (uint32_t i = 0; i < n; i++) {
-		KM_ASSERT(ids[i] < kn->cfg.rx_buf_count);
-		KM_ASSERT(kn->buf_state[ids[i]] == BUF_USER);
-	}
-	KM_ASSERT(kn->st.rx_bufs_held >= n);
-	kn->st.rx_bufs_held -= n;
-	pool_put(kn, ids, n);
-	wake_starved(kn);
-}
-
 /* ---- poll, stats ---------------------------------------------------- */
 
 static int knet_poll(struct km_net *net)
@@ -695,146 +505,8 @@ static void knet_conn_stats(const struct km_net_conn *pc,
 
 /* ---- create, destroy ------------------------------------------------ */
 
-/* Multishot recv with a provided buffer ring, tried on a scratch ring and a
- * socketpair: a byte must come back in a ring buffer with the request still
- * armed (IORING_CQE_F_MORE). Kernels before 6.0 fail it. */
-static bool probe_recv_multishot(void)
-{
-	struct __kernel_timespec ts = { 1, 0 };
-	struct io_uring_buf_reg reg;
-	struct io_uring_cqe *cqe;
-	struct io_uring_sqe *sqe;
-	struct io_uring r;
-	size_t pg = (size_t)sysconf(_SC_PAGESIZE);
-	bool ok = false;
-	char buf[64];
-	int sv[2] = { -1, -1 };
-	void *br;
-
-	if (io_uring_queue_init(4, &r, 0) < 0)
-		return false;
-	br = mmap(NULL, pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
-		  -1, 0);
-	if (br == MAP_FAILED)
-		goto out_ring;
-	io_uring_buf_ring_init(br);
-	memset(&reg, 0, sizeof(reg));
-	reg.ring_addr = (uint64_t)(uintptr_t)br;
-	reg.ring_entries = 1;
-	if (io_uring_register_buf_ring(&r, &reg, 0) < 0 ||
-	    socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
-		goto out_ring;
-	io_uring_buf_ring_add(br, buf, sizeof(buf), 0,
-			      io_uring_buf_ring_mask(1), 0);
-	io_uring_buf_ring_advance(br, 1);
-	sqe = io_uring_get_sqe(&r);
-	io_uring_prep_recv_multishot(sqe, sv[0], NULL, 0, 0);
-	sqe->flags |= IOSQE_BUFFER_SELECT;
-	sqe->buf_group = 0;
-	if (io_uring_submit(&r) != 1 || write(sv[1], "k", 1) != 1)
-		goto out_ring;
-	if (io_uring_wait_cqe_timeout(&r, &cqe, &ts) == 0) {
-		ok = cqe->res == 1 && (cqe->flags & IORING_CQE_F_BUFFER) &&
-		     (cqe->flags & IORING_CQE_F_MORE);
-		io_uring_cqe_seen(&r, cqe);
-	}
-out_ring:
-	/* Exiting the ring cancels the recv and drops the registration
-	 * before the ring's memory goes. */
-	io_uring_queue_exit(&r);
-	if (sv[0] >= 0) {
-		close(sv[0]);
-		close(sv[1]);
-	}
-	if (br != MAP_FAILED)
-		munmap(br, pg);
-	return ok;
-}
-
-static uint32_t pow2_ceil(uint32_t v)
-{
-	uint32_t p = 1;
-
-	while (p < v)
-		p <<= 1;
-	return p;
-}
-
-/* Map, register (first free group id) and fill the provided buffer ring. */
-static int bring_setup(struct knet *kn)
-{
-	uint32_t entries = pow2_ceil(kn->cfg.rx_buf_count);
-	struct io_uring_buf_reg reg;
-	int rc = -EEXIST;
-
-	kn->br_bytes = (size_t)entries * sizeof(struct io_uring_buf);
-	kn->br = mmap(NULL, kn->br_bytes, PROT_READ | PROT_WRITE,
-		      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (kn->br == MAP_FAILED) {
-		kn->br = NULL;
-		return -ENOMEM;
-	}
-	io_uring_buf_ring_init(kn->br);
-	memset(&reg, 0, sizeof(reg));
-	reg.ring_addr = (uint64_t)(uintptr_t)kn->br;
-	reg.ring_entries = entries;
-	for (uint32_t g = 0; g < KNET_BGID_TRIES && rc == -EEXIST; g++) {
-		reg.bgid = (uint16_t)g;
-		rc = io_uring_register_buf_ring(&kn->u->ring, &reg, 0);
-		kn->bgid = (int)g;
-	}
-	if (rc < 0) {
-		munmap(kn->br, kn->br_bytes);
-		kn->br = NULL;
-		return rc;
-	}
-	kn->br_mask = (uint32_t)io_uring_buf_ring_mask(entries);
-	for (uint32_t i = 0; i < kn->cfg.rx_buf_count; i++)
-		kn->buf_state[i] = BUF_RECV; /* pool_put() expects not-POOL */
-	for (uint32_t i = 0; i < kn->cfg.rx_buf_count; i++)
-		pool_put(kn, &i, 1);
-	return 0;
-}
-
-static int bufs_init(struct knet *kn)
-{
-	uint32_t n = kn->cfg.rx_buf_count;
-	int rc;
-
-	kn->buf_mem_bytes = (size_t)n * kn->cfg.rx_buf_bytes;
-	kn->buf_mem = mmap(NULL, kn->buf_mem_bytes, PROT_READ | PROT_WRITE,
-			   MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
-	if (kn->buf_mem == MAP_FAILED) {
-		kn->buf_mem = NULL;
-		return -ENOMEM;
-	}
-	kn->buf_state = calloc(n, sizeof(*kn->buf_state));
-	kn->buf_stack = calloc(n, sizeof(*kn->buf_stack));
-	if (kn->buf_state == NULL || kn->buf_stack == NULL)
-		return -ENOMEM;
-	kn->multishot = kn->cfg.rx_mode == KM_NET_RX_AUTO &&
-			probe_recv_multishot();
-	if (kn->multishot && (rc = bring_setup(kn)) < 0)
-		return rc;
-	for (uint32_t i = 0; !kn->multishot && i < n; i++)
-		kn->buf_stack[kn->buf_stack_n++] = n - 1 - i;
-	return 0;
-}
-
-static void bufs_free_all(struct knet *kn)
-{
-	if (kn->br != NULL) {
-		io_uring_unregister_buf_ring(&kn->u->ring, kn->bgid);
-		munmap(kn->br, kn->br_bytes);
-	}
-	if (kn->buf_mem != NULL)
-		munmap(kn->buf_mem, kn->buf_mem_bytes);
-	free(kn->buf_state);
-	free(kn->buf_stack);
-}
-
 static const struct km_io_req conn_reqs[] = {
-	{ on_connect_cqe }, { on_ltimeout_cqe }, { on_recv_cqe },
+	{ on_connect_cqe }, { on_ltimeout_cqe }, { km_knet_on_recv_cqe },
 	{ km_knet_on_send_cqe },    { on_timer_cqe },	 { on_tremove_cqe },
 	{ on_cancel_cqe },
 };
@@ -918,7 +590,7 @@ static void knet_destroy(struct km_net *net)
 	}
 	KM_ASSERT(kn->inflight == 0);
 	KM_ASSERT(kn->st.conns_used == 0);
-	bufs_free_all(kn);
+	km_knet_bufs_free_all(kn);
 	conns_free_all(kn);
 	free(kn);
 }
@@ -931,7 +603,7 @@ static const struct km_net_ops knet_ops = {
 	.listen = km_knet_listen,
 	.unlisten = km_knet_unlisten,
 	.send = km_knet_send,
-	.release = knet_release,
+	.release = km_knet_release,
 	.close = knet_close,
 	.abort = knet_abort,
 	.stats = knet_stats,
@@ -968,7 +640,7 @@ int km_knet_create(const struct km_net_config *cfg, struct km_net **out)
 		kn->cfg.close_timeout_ms = KNET_CLOSE_TIMEOUT_MS;
 	if ((rc = conns_init(kn)) < 0)
 		goto out_free;
-	if ((rc = bufs_init(kn)) < 0)
+	if ((rc = km_knet_bufs_init(kn)) < 0)
 		goto out_free;
 	KM_INFO("knet", "%u connections, %u x %u B receive buffers, %s recv",
 		cfg->conns_max, cfg->rx_buf_count, cfg->rx_buf_bytes,
@@ -976,7 +648,7 @@ int km_knet_create(const struct km_net_config *cfg, struct km_net **out)
 	*out = &kn->pub;
 	return 0;
 out_free:
-	bufs_free_all(kn);
+	km_knet_bufs_free_all(kn);
 	conns_free_all(kn);
 	free(kn);
 	return rc;

@@ -240,6 +240,14 @@ void km_knet_conn_op_done(struct knet_conn *c);
 void km_knet_conn_teardown(struct knet_conn *c, int reason, bool abortive);
 void km_knet_conn_shut_wr(struct knet_conn *c);
 
+/* ---- knet_recv.c: receive with provided buffers --------------------- */
+
+int km_knet_bufs_init(struct knet *kn);
+void km_knet_bufs_free_all(struct knet *kn);
+int km_knet_prep_recv(struct knet_conn *c);
+void km_knet_on_recv_cqe(struct km_io_req *req, int res, uint32_t flags);
+void km_knet_release(struct km_net *net, const uint32_t *ids, uint32_t n);
+
 /* ---- knet_send.c: the send queue ------------------------------------ */
 
 bool km_knet_prep_send(struct knet_conn *c);
