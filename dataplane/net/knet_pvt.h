@@ -187,7 +187,7 @@ static inline void conn_place(struct knet_conn *c, enum conn_list to)
 	c->list = to;
 }
 
-/* ---- small helpers --------------------------------------------------- */
+/* ---- small helpers -------------------------------------------------- */
 
 static inline struct knet *knet_of(struct km_net *net)
 {
@@ -228,17 +228,23 @@ static inline void conn_op_start(struct knet_conn *c,
 	c->kn->inflight++;
 }
 
-/* ---- knet.c: sockets and the connection life cycle ------------------ */
+/* ---- knet_conn.c: connection life cycle ----------------------------- */
 
 int km_knet_parse_ipv4(const char *ipv4, uint16_t port,
 		       struct sockaddr_in *sa);
 void km_knet_set_nodelay(int fd);
 void km_knet_close_fd(int fd, bool abortive);
+void km_knet_conn_init(struct knet *kn, struct knet_conn *c, uint32_t i);
 struct knet_conn *km_knet_conn_alloc(struct knet *kn);
 void km_knet_conn_service(struct knet_conn *c);
 void km_knet_conn_op_done(struct knet_conn *c);
 void km_knet_conn_teardown(struct knet_conn *c, int reason, bool abortive);
 void km_knet_conn_shut_wr(struct knet_conn *c);
+int km_knet_connect(struct km_net *net, const char *ipv4, uint16_t port,
+		    const struct km_net_handler *h, void *ctx,
+		    struct km_net_conn **out);
+int km_knet_close(struct km_net_conn *pc);
+void km_knet_abort(struct km_net_conn *pc);
 
 /* ---- knet_recv.c: receive with provided buffers --------------------- */
 

@@ -203,7 +203,7 @@ void km_knet_release(struct km_net *net, const uint32_t *ids, uint32_t n)
 	wake_starved(kn);
 }
 
-/* ---- setup ------------------------------------------------------- */
+/* ---- setup ---------------------------------------------------------- */
 
 /* Multishot recv with a provided buffer ring, tried on a scratch ring and a
  * socketpair: a byte must come back in a ring buffer with the request still
