@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "common/clock.h"
+#include "common/container.h"
 #include "common/crc32c.h"
 #include "common/errors.h"
 #include "common/km_assert.h"
@@ -368,8 +369,7 @@ static void arm_tick(struct km_worker *w);
 
 static void on_efd(struct km_io_req *req, int res, uint32_t flags)
 {
-	struct km_worker *w = (struct km_worker *)((char *)req -
-			      offsetof(struct km_worker, efd_req));
+	struct km_worker *w = km_container_of(req, struct km_worker, efd_req);
 
 	(void)flags;
 	w->efd_armed = false;
@@ -380,8 +380,7 @@ static void on_efd(struct km_io_req *req, int res, uint32_t flags)
 
 static void on_tick(struct km_io_req *req, int res, uint32_t flags)
 {
-	struct km_worker *w = (struct km_worker *)((char *)req -
-			      offsetof(struct km_worker, tick_req));
+	struct km_worker *w = km_container_of(req, struct km_worker, tick_req);
 
 	(void)res;
 	(void)flags;

@@ -6,6 +6,8 @@
 #include <cstring>
 
 #include "common/chain.h"
+#include "common/clock.h"
+#include "common/container.h"
 #include "common/crc32c.h"
 #include "common/endian.h"
 #include "common/errors.h"
@@ -47,6 +49,9 @@ TEST(Headers, LinkFromCxx)
 	EXPECT_STREQ("COMMIT", km_ctrl_type_name(KM_CTRL_COMMIT));
 	EXPECT_STREQ("lz4", km_codec_name(KM_CODEC_LZ4));
 	km_chain ch = {nullptr, 0};
+	struct Holder { int a; km_chain member; } h;
+	EXPECT_EQ(&h, km_container_of(&h.member, Holder, member));
+	EXPECT_GT(km_clock_wall_ms(), 0);
 	EXPECT_FALSE(km_chain_has(&ch, km_chain_start(&ch), 1));
 	km_store_be32(buf, 1);
 	EXPECT_EQ(1u, km_load_be32(buf));
