@@ -167,7 +167,9 @@ struct km_api_range {
 
 enum {
 	KM_PROTO_APIS = 16,	  /* APIs this codec speaks, and kmirrord's
-				   * front end serves (and advertises) */
+				   * front end serves (and advertises): the
+				   * spoken rows of kafka/proto_header.c's
+				   * table, checked at build time */
 };
 
 /**
@@ -185,6 +187,10 @@ int km_proto_supported(struct km_api_range *out, uint32_t out_max);
 
 /** @return 0, KM_EWIREAPIKEY (key not spoken) or KM_EWIREVERSION. */
 int km_proto_check(int16_t api_key, int16_t api_version);
+
+/** ApiKeys.java's name of api_key ("Fetch"), for log lines; spoken or not.
+ *  "unknown API" for a key not in the table. Never NULL, static. */
+const char *km_proto_api_name(int16_t api_key);
 
 /** True if (api_key, api_version) uses flexible encoding, per Kafka's
  *  "flexibleVersions" (Produce 9+, Fetch 12+, ListOffsets 6+, Metadata 9+,

@@ -1,16 +1,22 @@
 /* Version table, request/response headers and Kafka error names. */
 #include "kafka/proto.h"
 
+#include <assert.h>
 #include <stddef.h>
 
 #include "common/errors.h"
 #include "common/km_assert.h"
 
-/* What this codec speaks (and the front end serves: every API spoken),
- * and where each API turns flexible (the schemas' "flexibleVersions";
- * ControlledShutdown only for its v0 header). Rows in key order. */
+/* The one table of the APIs kmirror knows (docs/adding-an-api.md): what
+ * this codec speaks, which is what the front end serves and advertises in
+ * ApiVersions (every API spoken has a handler in
+ * dataplane/serve/frontend_dispatch.c, checked when a front end is
+ * created), ApiKeys.java's name for log lines, and where each API turns
+ * flexible (the schemas' "flexibleVersions"; ControlledShutdown only for
+ * its v0 header). Rows in key order. */
 struct api_info {
 	int16_t key;
+	const char *name;
 	int16_t min_version;
 	int16_t max_version;
 	int16_t flexible_from;
@@ -18,24 +24,30 @@ struct api_info {
 };
 
 static const struct api_info apis[] = {
-	{ KM_API_PRODUCE, 3, 7, 9, true },
-	{ KM_API_FETCH, 4, 11, 12, true },
-	{ KM_API_LIST_OFFSETS, 0, 5, 6, true },
-	{ KM_API_METADATA, 0, 4, 9, true },
-	{ KM_API_CONTROLLED_SHUTDOWN, 0, 0, 3, false },
-	{ KM_API_OFFSET_COMMIT, 0, 7, 8, true },
-	{ KM_API_OFFSET_FETCH, 0, 7, 6, true },
-	{ KM_API_FIND_COORDINATOR, 0, 2, 3, true },
-	{ KM_API_JOIN_GROUP, 0, 5, 6, true },
-	{ KM_API_HEARTBEAT, 0, 3, 4, true },
-	{ KM_API_LEAVE_GROUP, 0, 3, 4, true },
-	{ KM_API_SYNC_GROUP, 0, 3, 4, true },
-	{ KM_API_DESCRIBE_GROUPS, 0, 4, 5, true },
-	{ KM_API_LIST_GROUPS, 0, 4, 3, true },
-	{ KM_API_API_VERSIONS, 0, 3, 3, true },
-	{ KM_API_INIT_PRODUCER_ID, 0, 4, 2, true },
-	{ KM_API_KMIRROR_BARRIER, 0, 0, INT16_MAX, true },
+	{ KM_API_PRODUCE, "Produce", 3, 7, 9, true },
+	{ KM_API_FETCH, "Fetch", 4, 11, 12, true },
+	{ KM_API_LIST_OFFSETS, "ListOffsets", 0, 5, 6, true },
+	{ KM_API_METADATA, "Metadata", 0, 4, 9, true },
+	{ KM_API_CONTROLLED_SHUTDOWN, "ControlledShutdown", 0, 0, 3, false },
+	{ KM_API_OFFSET_COMMIT, "OffsetCommit", 0, 7, 8, true },
+	{ KM_API_OFFSET_FETCH, "OffsetFetch", 0, 7, 6, true },
+	{ KM_API_FIND_COORDINATOR, "FindCoordinator", 0, 2, 3, true },
+	{ KM_API_JOIN_GROUP, "JoinGroup", 0, 5, 6, true },
+	{ KM_API_HEARTBEAT, "Heartbeat", 0, 3, 4, true },
+	{ KM_API_LEAVE_GROUP, "LeaveGroup", 0, 3, 4, true },
+	{ KM_API_SYNC_GROUP, "SyncGroup", 0, 3, 4, true },
+	{ KM_API_DESCRIBE_GROUPS, "DescribeGroups", 0, 4, 5, true },
+	{ KM_API_LIST_GROUPS, "ListGroups", 0, 4, 3, true },
+	{ KM_API_API_VERSIONS, "ApiVersions", 0, 3, 3, true },
+	{ KM_API_INIT_PRODUCER_ID, "InitProducerId", 0, 4, 2, true },
+	{ KM_API_KMIRROR_BARRIER, "KmirrorBarrier", 0, 0, INT16_MAX, true },
 };
+
+/* Rows kept only for their header version (ControlledShutdown): a new row
+ * that is spoken raises KM_PROTO_APIS, or the build stops here. */
+#define UNSPOKEN_ROWS 1
+static_assert(sizeof(apis) / sizeof(apis[0]) == KM_PROTO_APIS + UNSPOKEN_ROWS,
+	      "KM_PROTO_APIS counts the spoken rows of apis[]");
 
 static const struct api_info *find_api(int16_t key)
 {
@@ -81,6 +93,13 @@ int km_proto_check(int16_t api_key, int16_t api_version)
 	if (api_version < r.min_version || api_version > r.max_version)
 		return KM_EWIREVERSION;
 	return 0;
+}
+
+const char *km_proto_api_name(int16_t api_key)
+{
+	const struct api_info *a = find_api(api_key);
+
+	return a != NULL ? a->name : "unknown API";
 }
 
 bool km_proto_is_flexible(int16_t api_key, int16_t api_version)

@@ -47,46 +47,6 @@ uint64_t fe_now_ms(void)
 	return km_clock_ms();
 }
 
-const char *fe_api_name(int16_t api_key)
-{
-	switch (api_key) {
-	case KM_API_PRODUCE:
-		return "Produce";
-	case KM_API_FETCH:
-		return "Fetch";
-	case KM_API_LIST_OFFSETS:
-		return "ListOffsets";
-	case KM_API_METADATA:
-		return "Metadata";
-	case KM_API_API_VERSIONS:
-		return "ApiVersions";
-	case KM_API_INIT_PRODUCER_ID:
-		return "InitProducerId";
-	case KM_API_OFFSET_COMMIT:
-		return "OffsetCommit";
-	case KM_API_OFFSET_FETCH:
-		return "OffsetFetch";
-	case KM_API_FIND_COORDINATOR:
-		return "FindCoordinator";
-	case KM_API_JOIN_GROUP:
-		return "JoinGroup";
-	case KM_API_HEARTBEAT:
-		return "Heartbeat";
-	case KM_API_LEAVE_GROUP:
-		return "LeaveGroup";
-	case KM_API_SYNC_GROUP:
-		return "SyncGroup";
-	case KM_API_DESCRIBE_GROUPS:
-		return "DescribeGroups";
-	case KM_API_LIST_GROUPS:
-		return "ListGroups";
-	case KM_API_KMIRROR_BARRIER:
-		return "KmirrorBarrier";
-	default:
-		return "API";
-	}
-}
-
 /* ---- create / destroy ---- */
 
 static int check_config(const struct km_frontend_config *cfg)

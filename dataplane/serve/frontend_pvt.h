@@ -189,7 +189,11 @@ void fe_conn_maybe_free(struct fe_conn *fc);
 uint8_t *fe_fbuf_get(struct km_frontend *fe);
 void fe_fbuf_put(struct km_frontend *fe, uint8_t *mem);
 bool fe_fbuf_available(const struct km_frontend *fe);
-const char *fe_api_name(int16_t api_key);
+/* The names are kafka/proto_header.c's. */
+static inline const char *fe_api_name(int16_t api_key)
+{
+	return km_proto_api_name(api_key);
+}
 
 /* frontend_meta.c: ApiVersions, Metadata, ListOffsets, InitProducerId. */
 int fe_handle_apiversions(struct fe_conn *fc, const struct km_reqhdr *h,

@@ -473,6 +473,27 @@ TEST(WireProto, VersionTable)
 	EXPECT_FALSE(km_proto_is_flexible(1234, 99));
 }
 
+// The front-end's log lines name APIs from the same table as the versions:
+// every API served has ApiKeys.java's name, and a key outside it a fixed one.
+TEST(WireProto, ApiNamesComeFromTheVersionTable)
+{
+	EXPECT_STREQ("Produce", km_proto_api_name(KM_API_PRODUCE));
+	EXPECT_STREQ("Fetch", km_proto_api_name(KM_API_FETCH));
+	EXPECT_STREQ("ApiVersions", km_proto_api_name(KM_API_API_VERSIONS));
+	EXPECT_STREQ("OffsetCommit", km_proto_api_name(KM_API_OFFSET_COMMIT));
+	EXPECT_STREQ("KmirrorBarrier",
+		     km_proto_api_name(KM_API_KMIRROR_BARRIER));
+	EXPECT_STREQ("ControlledShutdown",
+		     km_proto_api_name(KM_API_CONTROLLED_SHUTDOWN));
+	EXPECT_STREQ("unknown API", km_proto_api_name(42));
+	EXPECT_STREQ("unknown API", km_proto_api_name(-1));
+	km_api_range all[KM_PROTO_APIS];
+	ASSERT_EQ(KM_PROTO_APIS, km_proto_supported(all, KM_PROTO_APIS));
+	for (const km_api_range &a : all)
+		EXPECT_STRNE("unknown API", km_proto_api_name(a.api_key))
+			<< "key " << a.api_key;
+}
+
 // A server can answer what it cannot decode: the correlation id is there.
 TEST(WireProto, UnknownKeysAndVersionsKeepTheHeader)
 {
