@@ -34,6 +34,7 @@ static void on_recv(struct km_net_conn *c, const struct km_chain *data,
 		    const uint32_t *buf_ids);
 static void on_close(struct km_net_conn *c, int reason);
 static void process_frames(struct fe_conn *fc);
+static void slots_release(struct fe_conn *fc);
 
 static const struct km_net_handler fe_handler = {
 	.on_connect = NULL,
@@ -332,7 +333,6 @@ static struct fe_conn *conn_alloc(struct km_frontend *fe)
 		fc->tail = 0;
 		fc->s_head = fc->s_count = 0;
 		fc->send_blocked = false;
-		fe_fetch_reset(fc);
 		fe->conns_used++;
 		return fc;
 	}
@@ -417,7 +417,7 @@ static void on_close(struct km_net_conn *c, int reason)
 	fc->fe->st.conns--;
 	km_kframe_reset(&fc->kf);
 	fc->held = NULL;
-	fe_fetch_reset(fc);
+	slots_release(fc);
 	fe_groups_conn_closed(fc);
 	fe_conn_maybe_free(fc);
 }
@@ -528,10 +528,11 @@ void fe_send_ready(struct fe_conn *fc)
 			continue;
 		iov[0].iov_base = fc->buf + s->off;
 		iov[0].iov_len = s->len;
-		if (s->fetch)
-			n = fe_fetch_iovec(fc, iov, fc->fe->iov_max);
+		if (s->ops != NULL && s->ops->iovec != NULL)
+			n = s->ops->iovec(fc, s, iov, fc->fe->iov_max);
 		if (n < 0) {
-			fe_conn_fail(fc, "Fetch response: %s", km_strerror(n));
+			fe_conn_fail(fc, "%s response: %s",
+				     fe_api_name(s->api_key), km_strerror(n));
 			return;
 		}
 		rc = km_net_send(fc->c, iov, (uint32_t)n, on_sent, s);
@@ -542,11 +543,28 @@ void fe_send_ready(struct fe_conn *fc)
 	}
 }
 
+static void slot_release(struct fe_conn *fc, struct fe_slot *s)
+{
+	const struct fe_slot_ops *ops = s->ops;
+
+	s->ops = NULL;
+	if (ops != NULL && ops->release != NULL)
+		ops->release(fc, s);
+}
+
+/* On close: no send callback will pop the slots left, and a reused
+ * connection starts with an empty ring. Produce slots still awaiting
+ * outcomes keep their bytes (fe_conn_maybe_free). */
+static void slots_release(struct fe_conn *fc)
+{
+	for (uint32_t i = 0; i < fc->s_count; i++)
+		slot_release(fc, slot_at(fc, i));
+}
+
 static void pop_sent(struct fe_conn *fc)
 {
 	while (fc->s_count > 0 && slot_at(fc, 0)->state == FE_SLOT_SENT) {
-		if (slot_at(fc, 0)->fetch)
-			fe_fetch_reset(fc);
+		slot_release(fc, slot_at(fc, 0));
 		fc->s_head = (fc->s_head + 1) % KM_FRONTEND_PIPELINE;
 		fc->s_count--;
 	}
@@ -687,6 +705,45 @@ static void process_frames(struct fe_conn *fc)
 
 /* ---- the loop ---- */
 
+/* Hooked slots first: a parked response that completes is then sent with
+ * the others, and its slot may make room for a held frame. Callbacks never
+ * run inside km_net_* calls (net.h), so the ring holds still while we walk
+ * it, unless a hook fails the connection. */
+static void conn_tick(struct fe_conn *fc, uint64_t now_ms)
+{
+	for (uint32_t i = 0; i < fc->s_count; i++) {
+		struct fe_slot *s = slot_at(fc, i);
+
+		if (fc->c == NULL || fc->closing)
+			return;
+		if (s->ops != NULL && s->ops->tick != NULL)
+			s->ops->tick(fc, s, now_ms);
+	}
+	if (fc->c == NULL || fc->closing)
+		return;
+	if (fc->send_blocked)
+		fe_send_ready(fc);
+	process_frames(fc);
+}
+
+static uint64_t conn_deadline(const struct fe_conn *fc)
+{
+	uint64_t next = UINT64_MAX;
+
+	for (uint32_t i = 0; i < fc->s_count; i++) {
+		const struct fe_slot *s =
+			&fc->slots[(fc->s_head + i) % KM_FRONTEND_PIPELINE];
+		uint64_t d;
+
+		if (s->ops == NULL || s->ops->deadline == NULL)
+			continue;
+		d = s->ops->deadline(fc, s);
+		if (d < next)
+			next = d;
+	}
+	return next;
+}
+
 /* Both scans stop at the last slot in use (conn_alloc fills from the
  * bottom): the worker ticks the front-end every turn, and a polled fetch
  * network turns it often. */
@@ -703,10 +760,7 @@ void km_frontend_tick(struct km_frontend *fe, uint64_t now_ms)
 		left--;
 		if (fc->c == NULL || fc->closing)
 			continue;
-		fe_fetch_tick(fc, now_ms);
-		if (fc->send_blocked)
-			fe_send_ready(fc);
-		process_frames(fc);
+		conn_tick(fc, now_ms);
 	}
 }
 
@@ -724,7 +778,7 @@ uint64_t km_frontend_next_deadline_ms(const struct km_frontend *fe)
 		left--;
 		if (fc->c == NULL || fc->closing)
 			continue;
-		d = fe_fetch_deadline(fc);
+		d = conn_deadline(fc);
 		if (d < next)
 			next = d;
 	}

@@ -27,10 +27,13 @@ struct fetch_pass {
 	uint32_t gaps;		/* partitions with records */
 };
 
-void fe_fetch_reset(struct fe_conn *fc)
+/* The slot's response is sent, or the connection closed: the next Fetch
+ * may come, and the records buffer goes back to the pool. */
+static void fetch_release(struct fe_conn *fc, struct fe_slot *s)
 {
 	struct fe_fetch *f = fc->fetch;
 
+	KM_ASSERT_HOT(s == &fc->slots[f->slot]);
 	if (f->buf != NULL)
 		fe_fbuf_put(fc->fe, f->buf);
 	f->buf = NULL;
@@ -42,18 +45,24 @@ void fe_fetch_reset(struct fe_conn *fc)
 	f->n_aborted = 0;
 }
 
-int fe_fetch_iovec(struct fe_conn *fc, struct iovec *out, uint32_t out_max)
+/* The head, then each partition's records from the Fetch buffer between
+ * the encoded fields around them (no copy). */
+static int fetch_iovec(struct fe_conn *fc, struct fe_slot *s, struct iovec *out,
+		       uint32_t out_max)
 {
 	struct fe_fetch *f = fc->fetch;
 
+	KM_ASSERT_HOT(s == &fc->slots[f->slot]);
 	return km_wire_wr_iovec(&f->w, f->ext, f->n_ext, out, out_max);
 }
 
-uint64_t fe_fetch_deadline(const struct fe_conn *fc)
+static uint64_t fetch_deadline(const struct fe_conn *fc,
+			       const struct fe_slot *s)
 {
 	const struct fe_fetch *f = fc->fetch;
 	uint64_t recheck;
 
+	KM_ASSERT_HOT(s == &fc->slots[f->slot]);
 	if (!f->active || !f->parked)
 		return UINT64_MAX;
 	recheck = f->checked_ms + KM_FRONTEND_RECHECK_MS;
@@ -380,10 +389,11 @@ static bool fetch_changed(const struct fe_conn *fc)
 	return false;
 }
 
-void fe_fetch_tick(struct fe_conn *fc, uint64_t now_ms)
+static void fetch_tick(struct fe_conn *fc, struct fe_slot *s, uint64_t now_ms)
 {
 	struct fe_fetch *f = fc->fetch;
 
+	KM_ASSERT_HOT(s == &fc->slots[f->slot]);
 	if (!f->active || !f->parked)
 		return;
 	if (now_ms >= f->deadline_ms)
@@ -393,6 +403,15 @@ void fe_fetch_tick(struct fe_conn *fc, uint64_t now_ms)
 	else
 		f->checked_ms = now_ms;
 }
+
+/* The Fetch's slot holds records outside the response ring and may be
+ * parked on time; one connection has one Fetch, in f. */
+static const struct fe_slot_ops fetch_slot_ops = {
+	.iovec = fetch_iovec,
+	.release = fetch_release,
+	.deadline = fetch_deadline,
+	.tick = fetch_tick,
+};
 
 int fe_handle_fetch(struct fe_conn *fc, const struct km_reqhdr *h,
 		    struct km_wire_rd *r)
@@ -409,7 +428,7 @@ int fe_handle_fetch(struct fe_conn *fc, const struct km_reqhdr *h,
 	rc = fe_slot_open(fc, h, fetch_bound(f), &slot);
 	if (rc != 0)
 		return rc;
-	fc->slots[slot].fetch = true;
+	fc->slots[slot].ops = &fetch_slot_ops;
 	f->active = true;
 	f->parked = false;
 	f->slot = slot;

@@ -33,9 +33,30 @@ enum fe_slot_state {
 	FE_SLOT_SENT,
 };
 
+struct fe_conn;
+struct fe_slot;
+
+/* What the pipeline calls back into the handler that owns
+ * a slot whose response is more than its encoded bytes, or that waits on
+ * time: a static table the handler points the slot at (nothing allocated
+ * per request). Any member may be NULL. */
+struct fe_slot_ops {
+	/* The response as iovecs, the slot's bytes first, in out[0..out_max):
+	 * @return how many, or a negative code (the connection fails). */
+	int (*iovec)(struct fe_conn *fc, struct fe_slot *s, struct iovec *out,
+		     uint32_t out_max);
+	/* Sent, or the connection closed: let go of what the response holds.
+	 * Runs once; the slot has no ops after it. */
+	void (*release)(struct fe_conn *fc, struct fe_slot *s);
+	/* When tick must run next (fe_now_ms() clock); UINT64_MAX: never. */
+	uint64_t (*deadline)(const struct fe_conn *fc, const struct fe_slot *s);
+	/* Every front-end tick while the connection is open. */
+	void (*tick)(struct fe_conn *fc, struct fe_slot *s, uint64_t now_ms);
+};
+
 struct fe_slot {
 	enum fe_slot_state state;
-	bool fetch;		/* its records are the connection's Fetch's */
+	const struct fe_slot_ops *ops;	/* NULL: the encoded bytes alone */
 	int16_t api_key;
 	int16_t api_version;
 	int32_t corr;
@@ -216,10 +237,6 @@ int fe_handle_barrier(struct fe_conn *fc, const struct km_reqhdr *h,
 /* frontend_fetch.c */
 int fe_handle_fetch(struct fe_conn *fc, const struct km_reqhdr *h,
 		    struct km_wire_rd *r);
-void fe_fetch_tick(struct fe_conn *fc, uint64_t now_ms);
-void fe_fetch_reset(struct fe_conn *fc);
-uint64_t fe_fetch_deadline(const struct fe_conn *fc);
-int fe_fetch_iovec(struct fe_conn *fc, struct iovec *out, uint32_t out_max);
 
 /* frontend_offsets.c: committed offsets and their writes. */
 typedef void (*fe_owrite_fn)(void *arg, int rc);
