@@ -36,7 +36,7 @@ enum fe_slot_state {
 struct fe_conn;
 struct fe_slot;
 
-/* What the pipeline calls back into the handler that owns
+/* What the pipeline (frontend_conn.c) calls back into the handler that owns
  * a slot whose response is more than its encoded bytes, or that waits on
  * time: a static table the handler points the slot at (nothing allocated
  * per request). Any member may be NULL. */
@@ -196,7 +196,13 @@ struct km_frontend {
 	} go;
 };
 
-/* frontend.c: connections, slots, sending. */
+/* frontend.c: create/destroy, the loop, Fetch records buffers. */
+uint8_t *fe_fbuf_get(struct km_frontend *fe);
+void fe_fbuf_put(struct km_frontend *fe, uint8_t *mem);
+bool fe_fbuf_available(const struct km_frontend *fe);
+
+/* frontend_conn.c: the pipeline (connections, framing, slots, sending). */
+extern const struct km_net_handler fe_conn_handler;
 uint64_t fe_now_ms(void);
 int fe_conn_fail(struct fe_conn *fc, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
@@ -207,9 +213,14 @@ int fe_slot_finish(struct fe_conn *fc, uint32_t slot, struct km_wire_wr *w,
 		   bool trim);
 void fe_send_ready(struct fe_conn *fc);
 void fe_conn_maybe_free(struct fe_conn *fc);
-uint8_t *fe_fbuf_get(struct km_frontend *fe);
-void fe_fbuf_put(struct km_frontend *fe, uint8_t *mem);
-bool fe_fbuf_available(const struct km_frontend *fe);
+void fe_conn_tick(struct fe_conn *fc, uint64_t now_ms);
+uint64_t fe_conn_deadline(const struct fe_conn *fc);
+
+/* frontend_dispatch.c: a request's header to its API's handler. */
+/* Handle one frame; first: not a retry after FE_WAIT. @return 0 (done with
+ * the frame), FE_WAIT, or a negative code (the connection failed). */
+int fe_dispatch(struct fe_conn *fc, const struct km_kframe_frame *fr,
+		bool first);
 /* The names are kafka/proto_header.c's. */
 static inline const char *fe_api_name(int16_t api_key)
 {
