@@ -192,6 +192,7 @@ int km_frontend_create(const struct km_frontend_config *cfg,
 
 	if (rc < 0)
 		return rc;
+	fe_dispatch_check();
 	fe = calloc(1, sizeof(*fe));
 	if (fe == NULL)
 		return -ENOMEM;

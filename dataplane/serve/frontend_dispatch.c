@@ -1,10 +1,70 @@
 /* The front-end's request dispatch: a frame's header decoded and counted,
  * and its body handed to the API's handler. Which APIs and versions are
- * served, and their names, is kafka/proto_header.c's table. */
+ * served, and their names, is kafka/proto_header.c's table; this file only
+ * adds the handler of each (docs/adding-an-api.md). */
 #include <string.h>
 
 #include "common/errors.h"
+#include "common/km_assert.h"
 #include "dataplane/serve/frontend_pvt.h"
+
+typedef int (*fe_handler_fn)(struct fe_conn *fc, const struct km_reqhdr *h,
+			     struct km_wire_rd *r);
+
+struct handler_row {
+	int16_t api_key;
+	fe_handler_fn fn;
+};
+
+static int handle_apiversions(struct fe_conn *fc, const struct km_reqhdr *h,
+			      struct km_wire_rd *r)
+{
+	return fe_handle_apiversions(fc, h, r, false);
+}
+
+/* One row per API the table speaks; the group coordinator's APIs share
+ * frontend_group.c's entry, which tells them apart. */
+static const struct handler_row handlers[] = {
+	{ KM_API_PRODUCE, fe_handle_produce },
+	{ KM_API_FETCH, fe_handle_fetch },
+	{ KM_API_LIST_OFFSETS, fe_handle_listoffsets },
+	{ KM_API_METADATA, fe_handle_metadata },
+	{ KM_API_OFFSET_COMMIT, fe_handle_group },
+	{ KM_API_OFFSET_FETCH, fe_handle_group },
+	{ KM_API_FIND_COORDINATOR, fe_handle_group },
+	{ KM_API_JOIN_GROUP, fe_handle_group },
+	{ KM_API_HEARTBEAT, fe_handle_group },
+	{ KM_API_LEAVE_GROUP, fe_handle_group },
+	{ KM_API_SYNC_GROUP, fe_handle_group },
+	{ KM_API_DESCRIBE_GROUPS, fe_handle_group },
+	{ KM_API_LIST_GROUPS, fe_handle_group },
+	{ KM_API_API_VERSIONS, handle_apiversions },
+	{ KM_API_INIT_PRODUCER_ID, fe_handle_initpid },
+	{ KM_API_KMIRROR_BARRIER, fe_handle_barrier },
+};
+
+#define N_HANDLERS (sizeof(handlers) / sizeof(handlers[0]))
+
+static fe_handler_fn find_handler(int16_t api_key)
+{
+	for (uint32_t i = 0; i < N_HANDLERS; i++)
+		if (handlers[i].api_key == api_key)
+			return handlers[i].fn;
+	return NULL;
+}
+
+/* An API advertised in ApiVersions without a handler would close every
+ * client that uses it: a programmer error, caught when a front end is
+ * created rather than by the first client. */
+void fe_dispatch_check(void)
+{
+	struct km_api_range keys[KM_PROTO_APIS];
+	int n = km_proto_supported(keys, KM_PROTO_APIS);
+
+	KM_ASSERT(n == (int)N_HANDLERS);
+	for (int i = 0; i < n; i++)
+		KM_ASSERT(find_handler(keys[i].api_key) != NULL);
+}
 
 static void note_client(struct fe_conn *fc, const struct km_reqhdr *h)
 {
@@ -29,45 +89,12 @@ static void count_request(struct km_frontend *fe, const struct km_reqhdr *h,
 		fe->st.requests_other++;
 }
 
-static int dispatch(struct fe_conn *fc, const struct km_reqhdr *h,
-		    struct km_wire_rd *r)
-{
-	switch (h->api_key) {
-	case KM_API_API_VERSIONS:
-		return fe_handle_apiversions(fc, h, r, false);
-	case KM_API_METADATA:
-		return fe_handle_metadata(fc, h, r);
-	case KM_API_LIST_OFFSETS:
-		return fe_handle_listoffsets(fc, h, r);
-	case KM_API_FETCH:
-		return fe_handle_fetch(fc, h, r);
-	case KM_API_PRODUCE:
-		return fe_handle_produce(fc, h, r);
-	case KM_API_INIT_PRODUCER_ID:
-		return fe_handle_initpid(fc, h, r);
-	case KM_API_KMIRROR_BARRIER:
-		return fe_handle_barrier(fc, h, r);
-	case KM_API_OFFSET_COMMIT:
-	case KM_API_OFFSET_FETCH:
-	case KM_API_FIND_COORDINATOR:
-	case KM_API_JOIN_GROUP:
-	case KM_API_HEARTBEAT:
-	case KM_API_LEAVE_GROUP:
-	case KM_API_SYNC_GROUP:
-	case KM_API_DESCRIBE_GROUPS:
-	case KM_API_LIST_GROUPS:
-		return fe_handle_group(fc, h, r);
-	default:
-		return fe_conn_fail(fc, "API key %d v%d is not served",
-				    h->api_key, h->api_version);
-	}
-}
-
 int fe_dispatch(struct fe_conn *fc, const struct km_kframe_frame *fr,
 		bool first)
 {
 	struct km_wire_rd r;
 	struct km_reqhdr h;
+	fe_handler_fn fn;
 	int rc;
 
 	km_wire_rd_init(&r, &fr->chain, fr->body, fr->body_len,
@@ -89,5 +116,8 @@ int fe_dispatch(struct fe_conn *fc, const struct km_kframe_frame *fr,
 	if (rc < 0)
 		return fe_conn_fail(fc, "malformed request header: %s",
 				    km_strerror(rc));
-	return dispatch(fc, &h, &r);
+	if ((fn = find_handler(h.api_key)) == NULL)
+		return fe_conn_fail(fc, "API key %d v%d is not served",
+				    h.api_key, h.api_version);
+	return fn(fc, &h, &r);
 }

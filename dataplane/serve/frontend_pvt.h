@@ -221,6 +221,8 @@ uint64_t fe_conn_deadline(const struct fe_conn *fc);
  * the frame), FE_WAIT, or a negative code (the connection failed). */
 int fe_dispatch(struct fe_conn *fc, const struct km_kframe_frame *fr,
 		bool first);
+/* Asserts that every API kafka/proto_header.c serves has a handler. */
+void fe_dispatch_check(void);
 /* The names are kafka/proto_header.c's. */
 static inline const char *fe_api_name(int16_t api_key)
 {
