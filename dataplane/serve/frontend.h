@@ -2,12 +2,12 @@
  * clients (librdkafka 2.0, kcat) over the Kafka protocol, on ONE dataplane
  * worker's network backend (dataplane/net/net.h) and io_uring.
  *
- * APIs, at the versions kafka/proto.h speaks (what librdkafka 2.0.2
- * negotiates): ApiVersions 0-3, Metadata 0-4, ListOffsets 0-5, Fetch 4-11,
- * Produce 3-7, InitProducerId 0-4. Any other API key or version closes the
- * connection (WARN with the key and version), as a Kafka broker does; an
- * unsupported ApiVersions version is answered with UNSUPPORTED_VERSION (35)
- * in a v0 body listing the ranges, so the client retries lower (KIP-511).
+ * APIs: those of the table in kafka/proto_header.c, at its versions (what
+ * librdkafka 2.0.2 negotiates; docs/adding-an-api.md). Any other API key
+ * or version closes the connection (WARN with the key and version), as a
+ * Kafka broker does; an unsupported ApiVersions version is answered with
+ * UNSUPPORTED_VERSION (35) in a v0 body listing the ranges, so the client
+ * retries lower (KIP-511).
  *
  * Per connection: requests are framed over the receive chain (size-prefixed,
  * at most frame_bytes_max; an oversized, negative or malformed request closes
