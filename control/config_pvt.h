@@ -1,5 +1,7 @@
-/* Private to control/config*.c: value parsers shared by the key table.
- * Not for direct inclusion elsewhere. */
+/* Private to control/config*.c: the key table (config_keys.c), the value
+ * parsers it uses (config_parse.c), the text writer of km_config_format()
+ * (config_format.c) and the checks between keys (config_check.c), for the
+ * loader (config.c). Not for direct inclusion elsewhere. */
 #ifndef KM_CONTROL_CONFIG_PVT_H
 #define KM_CONTROL_CONFIG_PVT_H
 
@@ -86,5 +88,66 @@ int km_config_parse_cluster_id(const struct km_config_ctx *c, char *dst,
 
 /** Is host a wildcard ("", 0.0.0.0, ::)? */
 bool km_config_host_is_any(const char *host);
+
+/* ---- the key table (config_keys.c) ---- */
+
+/* Keys in the table; config_keys.c asserts the count at compile time, so
+ * the loader can size its per-key arrays with it. */
+#define KM_CONFIG_KEYS_COUNT 37u
+
+/** @return the index of the key called name, or KM_ECFGKEY. */
+int km_config_key_find(const char *name);
+
+/** The name of key i (i < KM_CONFIG_KEYS_COUNT); static storage. */
+const char *km_config_key_name(uint32_t i);
+
+/** Parse c->value into key i's field(s) of c->cfg.
+ * @return 0, or KM_ECFGVALUE (message in c->err). */
+int km_config_key_apply(uint32_t i, const struct km_config_ctx *c);
+
+/* Text being built: what does not fit in buf is counted in len but not
+ * written, so the caller sees len >= cap and can say -ENOSPC. */
+struct km_config_sink {
+	char *buf;
+	size_t cap;
+	size_t len;
+};
+
+/** Append key i's value as properties text; nothing when the key is unset
+ * and has no default. */
+void km_config_key_format(uint32_t i, const struct km_config *cfg,
+			  struct km_config_sink *s);
+
+/* ---- the text writer (config_format.c) ---- */
+
+void km_config_emit(struct km_config_sink *s, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+/* value with the properties escapes, so reading it back gives value. */
+void km_config_emit_escaped(struct km_config_sink *s, const char *value);
+/* host:port, an IPv6 host in brackets. */
+void km_config_emit_addr(struct km_config_sink *s,
+			 const struct km_config_addr *a);
+/* be is in network byte order. */
+void km_config_emit_ipv4(struct km_config_sink *s, uint32_t be);
+
+/* ---- checks between keys (config_check.c) ---- */
+
+/**
+ * Once every key is applied: what one key demands of another (data.dir,
+ * topics with source.bootstrap.servers, net.mode=dpdk with its keys...).
+ * workers_set tells whether `workers` was given, since net.mode=dpdk
+ * changes its default. Messages start with "ORIGIN: ".
+ * @return 0, or KM_ECFGMISSING.
+ */
+int km_config_check(struct km_config *cfg, bool workers_set,
+		    const char *origin, char *err, size_t err_len);
+
+/**
+ * Fill the values that default from other keys: control.socket from
+ * data.dir, the advertised address from listeners.
+ * @return 0, or KM_ECFGMISSING (the default control.socket is too long).
+ */
+int km_config_derive(struct km_config *cfg, const char *origin, char *err,
+		     size_t err_len);
 
 #endif

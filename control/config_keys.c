@@ -1,0 +1,477 @@
+/* kmirrord's configuration keys: the table of every key (name, kind, field,
+ * range) and, for each, how its text is applied to struct km_config and
+ * how its value is written back. Value parsers are in config_parse.c,
+ * loading in config.c, the checks between keys in config_check.c. */
+#include <inttypes.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "common/errors.h"
+#include "common/km_assert.h"
+#include "control/config_pvt.h"
+#include "kafka/batch.h"
+
+static const char *const net_modes[] = { "kernel", "dpdk" };
+static const char *const stop_modes[] = { "truncate", "abort" };
+static const char *const resets[] = { "none", "earliest" };
+static const char *const flushes[] = { "interval", "always" };
+static const char *const levels[] = { "error", "warn", "info", "debug" };
+
+_Static_assert(KM_LOG_ERROR == 0 && KM_LOG_DEBUG == 3, "levels[] order");
+_Static_assert(sizeof(enum km_config_net_mode) == sizeof(int), "enum as int");
+_Static_assert(sizeof(enum km_config_stop_mode) == sizeof(int), "enum as int");
+_Static_assert(sizeof(enum km_config_offset_reset) == sizeof(int), "enum as int");
+_Static_assert(sizeof(enum km_log_level) == sizeof(int), "enum as int");
+
+enum kind {
+	K_U32,	  /* uint32_t field, with units and a range */
+	K_U64,	  /* uint64_t field */
+	K_I32,	  /* int32_t field */
+	K_ENUM,	  /* an enum field (int-sized), from names[] */
+	K_CUSTOM, /* apply() and format() */
+};
+
+struct key_def {
+	const char *name;
+	enum kind kind;
+	size_t off;
+	enum km_config_units units;
+	uint64_t min, max;
+	const char *const *names;
+	uint32_t names_count;
+	int (*apply)(const struct km_config_ctx *c);
+	void (*format)(const struct km_config *cfg, struct km_config_sink *s);
+};
+
+/* ---- custom keys ---- */
+
+#define CFG(c) ((c)->cfg)
+
+static int apply_data_dir(const struct km_config_ctx *c)
+{
+	return km_config_parse_path(c, CFG(c)->data_dir, sizeof(CFG(c)->data_dir));
+}
+
+static void format_data_dir(const struct km_config *cfg,
+			    struct km_config_sink *s)
+{
+	km_config_emit_escaped(s, cfg->data_dir);
+}
+
+static int apply_bootstrap(const struct km_config_ctx *c)
+{
+	return km_config_parse_addrs(c, KM_CONFIG_ADDR_BOOTSTRAP,
+				     CFG(c)->bootstrap, KM_CONFIG_BOOTSTRAP_MAX,
+				     &CFG(c)->bootstrap_count);
+}
+
+static void format_bootstrap(const struct km_config *cfg,
+			     struct km_config_sink *s)
+{
+	for (uint32_t i = 0; i < cfg->bootstrap_count; i++) {
+		km_config_emit(s, "%s", i == 0 ? "" : ",");
+		km_config_emit_addr(s, &cfg->bootstrap[i]);
+	}
+}
+
+static int apply_topics(const struct km_config_ctx *c)
+{
+	return km_config_parse_topics(c, CFG(c)->topics, &CFG(c)->topics_count);
+}
+
+static int apply_local_topics(const struct km_config_ctx *c)
+{
+	return km_config_parse_local_topics(c, CFG(c)->local_topics,
+					    CFG(c)->local_partitions,
+					    &CFG(c)->local_topics_count);
+}
+
+static void format_local_topics(const struct km_config *cfg,
+				struct km_config_sink *s)
+{
+	for (uint32_t i = 0; i < cfg->local_topics_count; i++)
+		km_config_emit(s, "%s%s:%u", i == 0 ? "" : ",", cfg->local_topics[i],
+		      cfg->local_partitions[i]);
+}
+
+static void format_topics(const struct km_config *cfg, struct km_config_sink *s)
+{
+	for (uint32_t i = 0; i < cfg->topics_count; i++)
+		km_config_emit(s, "%s%s", i == 0 ? "" : ",", cfg->topics[i]);
+}
+
+static int apply_groups(const struct km_config_ctx *c)
+{
+	return km_config_parse_groups(c, CFG(c)->groups, &CFG(c)->groups_count);
+}
+
+static void format_groups(const struct km_config *cfg, struct km_config_sink *s)
+{
+	for (uint32_t i = 0; i < cfg->groups_count; i++)
+		km_config_emit(s, "%s%s", i == 0 ? "" : ",", cfg->groups[i]);
+}
+
+static int apply_listeners(const struct km_config_ctx *c)
+{
+	uint32_t n;
+
+	return km_config_parse_addrs(c, KM_CONFIG_ADDR_LISTENER,
+				     &CFG(c)->listener, 1, &n);
+}
+
+static void format_listeners(const struct km_config *cfg,
+			     struct km_config_sink *s)
+{
+	km_config_emit(s, "PLAINTEXT://");
+	km_config_emit_addr(s, &cfg->listener);
+}
+
+static int apply_advertised(const struct km_config_ctx *c)
+{
+	uint32_t n;
+	int rc = km_config_parse_addrs(c, KM_CONFIG_ADDR_ADVERTISED,
+				       &CFG(c)->advertised, 1, &n);
+
+	CFG(c)->advertised_set = rc == 0;
+	return rc;
+}
+
+static void format_advertised(const struct km_config *cfg,
+			      struct km_config_sink *s)
+{
+	if (!cfg->advertised_set)
+		return;
+	km_config_emit(s, "PLAINTEXT://");
+	km_config_emit_addr(s, &cfg->advertised);
+}
+
+static int apply_control_socket(const struct km_config_ctx *c)
+{
+	return km_config_parse_path(c, CFG(c)->control_socket,
+				    sizeof(CFG(c)->control_socket));
+}
+
+static void format_control_socket(const struct km_config *cfg,
+				  struct km_config_sink *s)
+{
+	km_config_emit_escaped(s, cfg->control_socket);
+}
+
+static int apply_cluster_id(const struct km_config_ctx *c)
+{
+	int rc = km_config_parse_cluster_id(c, CFG(c)->cluster_id,
+					    sizeof(CFG(c)->cluster_id));
+
+	CFG(c)->cluster_id_configured = rc == 0;
+	return rc;
+}
+
+static void format_cluster_id(const struct km_config *cfg,
+			      struct km_config_sink *s)
+{
+	km_config_emit(s, "%s", cfg->cluster_id);
+}
+
+static int apply_eal_args(const struct km_config_ctx *c)
+{
+	return km_config_parse_eal_args(c, CFG(c)->dpdk.eal_args,
+					sizeof(CFG(c)->dpdk.eal_args));
+}
+
+static void format_eal_args(const struct km_config *cfg,
+			    struct km_config_sink *s)
+{
+	km_config_emit_escaped(s, cfg->dpdk.eal_args);
+}
+
+static int apply_dpdk_port(const struct km_config_ctx *c)
+{
+	return km_config_parse_dpdk_port(c, CFG(c)->dpdk.port,
+					 sizeof(CFG(c)->dpdk.port));
+}
+
+static void format_dpdk_port(const struct km_config *cfg,
+			     struct km_config_sink *s)
+{
+	km_config_emit(s, "%s", cfg->dpdk.port);
+}
+
+static int apply_dpdk_ip(const struct km_config_ctx *c)
+{
+	return km_config_parse_ipv4(c, false, &CFG(c)->dpdk.ip_be);
+}
+
+static void format_dpdk_ip(const struct km_config *cfg,
+			   struct km_config_sink *s)
+{
+	if (cfg->dpdk.ip_be != 0)
+		km_config_emit_ipv4(s, cfg->dpdk.ip_be);
+}
+
+static int apply_dpdk_netmask(const struct km_config_ctx *c)
+{
+	return km_config_parse_ipv4(c, true, &CFG(c)->dpdk.netmask_be);
+}
+
+static void format_dpdk_netmask(const struct km_config *cfg,
+				struct km_config_sink *s)
+{
+	km_config_emit_ipv4(s, cfg->dpdk.netmask_be);
+}
+
+static int apply_dpdk_gateway(const struct km_config_ctx *c)
+{
+	return km_config_parse_ipv4(c, false, &CFG(c)->dpdk.gateway_be);
+}
+
+static void format_dpdk_gateway(const struct km_config *cfg,
+				struct km_config_sink *s)
+{
+	if (cfg->dpdk.gateway_be != 0)
+		km_config_emit_ipv4(s, cfg->dpdk.gateway_be);
+}
+
+static int apply_dpdk_mac(const struct km_config_ctx *c)
+{
+	int rc = km_config_parse_mac(c, CFG(c)->dpdk.mac);
+
+	CFG(c)->dpdk.mac_set = rc == 0;
+	return rc;
+}
+
+static void format_dpdk_mac(const struct km_config *cfg,
+			    struct km_config_sink *s)
+{
+	const uint8_t *m = cfg->dpdk.mac;
+
+	if (cfg->dpdk.mac_set)
+		km_config_emit(s, "%02x:%02x:%02x:%02x:%02x:%02x", m[0], m[1], m[2],
+		      m[3], m[4], m[5]);
+}
+
+static int apply_flush(const struct km_config_ctx *c)
+{
+	int v, rc = km_config_parse_enum(c, flushes, 2, &v);
+
+	if (rc == 0)
+		CFG(c)->flush_always = v == 1;
+	return rc;
+}
+
+static void format_flush(const struct km_config *cfg, struct km_config_sink *s)
+{
+	km_config_emit(s, "%s", flushes[cfg->flush_always ? 1 : 0]);
+}
+
+static int apply_retention_ms(const struct km_config_ctx *c)
+{
+	return km_config_parse_limit(c, KM_CONFIG_UNITS_MS, &CFG(c)->retention_ms);
+}
+
+static void format_retention_ms(const struct km_config *cfg,
+				struct km_config_sink *s)
+{
+	km_config_emit(s, "%" PRId64, cfg->retention_ms);
+}
+
+static int apply_retention_bytes(const struct km_config_ctx *c)
+{
+	return km_config_parse_limit(c, KM_CONFIG_UNITS_BYTES,
+				     &CFG(c)->retention_bytes);
+}
+
+static void format_retention_bytes(const struct km_config *cfg,
+				   struct km_config_sink *s)
+{
+	km_config_emit(s, "%" PRId64, cfg->retention_bytes);
+}
+
+static int apply_topic_retention_ms(const struct km_config_ctx *c)
+{
+	return km_config_parse_topic_limits(c, KM_CONFIG_UNITS_MS,
+					    CFG(c)->topic_retention_ms,
+					    &CFG(c)->topic_retention_ms_count);
+}
+
+static void format_limits(const struct km_config_topic_value *v, uint32_t n,
+			  struct km_config_sink *s)
+{
+	for (uint32_t i = 0; i < n; i++)
+		km_config_emit(s, "%s%s:%" PRId64, i == 0 ? "" : ",", v[i].topic,
+		      v[i].value);
+}
+
+static void format_topic_retention_ms(const struct km_config *cfg,
+				      struct km_config_sink *s)
+{
+	format_limits(cfg->topic_retention_ms, cfg->topic_retention_ms_count, s);
+}
+
+static int apply_topic_retention_bytes(const struct km_config_ctx *c)
+{
+	return km_config_parse_topic_limits(c, KM_CONFIG_UNITS_BYTES,
+					    CFG(c)->topic_retention_bytes,
+					    &CFG(c)->topic_retention_bytes_count);
+}
+
+static void format_topic_retention_bytes(const struct km_config *cfg,
+					 struct km_config_sink *s)
+{
+	format_limits(cfg->topic_retention_bytes,
+		      cfg->topic_retention_bytes_count, s);
+}
+
+/* ---- the table: every key, in README order ---- */
+
+#define OFF(field) offsetof(struct km_config, field)
+#define CUSTOM(n, f) { .name = n, .kind = K_CUSTOM, .apply = apply_##f, .format = format_##f }
+#define NUMBER(n, k, field, u, lo, hi) \
+	{ .name = n, .kind = k, .off = OFF(field), .units = u, .min = lo, .max = hi }
+#define ENUM(n, field, table) \
+	{ .name = n, .kind = K_ENUM, .off = OFF(field), .names = table, \
+	  .names_count = sizeof(table) / sizeof(table[0]) }
+
+static const struct key_def keys[] = {
+	CUSTOM("data.dir", data_dir),
+	CUSTOM("source.bootstrap.servers", bootstrap),
+	CUSTOM("topics", topics),
+	CUSTOM("local.topics", local_topics),
+	CUSTOM("listeners", listeners),
+	CUSTOM("advertised.listeners", advertised),
+	CUSTOM("control.socket", control_socket),
+	CUSTOM("cluster.id", cluster_id),
+	NUMBER("node.id", K_I32, node_id, KM_CONFIG_UNITS_PLAIN, 0, INT32_MAX),
+	NUMBER("workers", K_U32, workers, KM_CONFIG_UNITS_PLAIN, 1,
+	       KM_CONFIG_WORKERS_MAX),
+	ENUM("net.mode", net_mode, net_modes),
+	CUSTOM("dpdk.eal.args", eal_args),
+	CUSTOM("dpdk.port", dpdk_port),
+	CUSTOM("dpdk.ip", dpdk_ip),
+	CUSTOM("dpdk.netmask", dpdk_netmask),
+	CUSTOM("dpdk.gateway", dpdk_gateway),
+	CUSTOM("dpdk.mac", dpdk_mac),
+	/* Kafka's int range; the log needs at least 1 KiB. */
+	NUMBER("segment.bytes", K_U64, segment_bytes, KM_CONFIG_UNITS_BYTES,
+	       1024, INT32_MAX),
+	CUSTOM("flush", flush),
+	NUMBER("flush.ms", K_U32, flush_interval_ms, KM_CONFIG_UNITS_MS, 0,
+	       INT32_MAX),
+	NUMBER("flush.bytes", K_U64, flush_bytes, KM_CONFIG_UNITS_BYTES, 1,
+	       INT64_MAX),
+	ENUM("stop.mode", stop_mode, stop_modes),
+	ENUM("mirror.offset.reset", offset_reset, resets),
+	NUMBER("fetch.max.bytes", K_U32, fetch_bytes_max, KM_CONFIG_UNITS_BYTES,
+	       1024, INT32_MAX),
+	NUMBER("fetch.max.wait.ms", K_U32, fetch_wait_ms_max, KM_CONFIG_UNITS_MS,
+	       0, INT32_MAX),
+	NUMBER("batch.max.bytes", K_U32, batch_bytes_max, KM_CONFIG_UNITS_BYTES,
+	       KM_BATCH_HEADER_BYTES, KM_BATCH_BYTES_MAX),
+	CUSTOM("retention.ms", retention_ms),
+	CUSTOM("retention.bytes", retention_bytes),
+	CUSTOM("topic.retention.ms", topic_retention_ms),
+	CUSTOM("topic.retention.bytes", topic_retention_bytes),
+	NUMBER("disk.free.min.bytes", K_U64, disk_free_min_bytes,
+	       KM_CONFIG_UNITS_BYTES, 0, INT64_MAX),
+	CUSTOM("groups", groups),
+	NUMBER("group.sync.interval.ms", K_U32, group_sync_interval_ms,
+	       KM_CONFIG_UNITS_MS, 100, INT32_MAX),
+	NUMBER("group.initial.rebalance.delay.ms", K_U32,
+	       group_initial_rebalance_delay_ms, KM_CONFIG_UNITS_MS, 0,
+	       INT32_MAX),
+	NUMBER("group.min.session.timeout.ms", K_U32,
+	       group_min_session_timeout_ms, KM_CONFIG_UNITS_MS, 1, INT32_MAX),
+	NUMBER("group.max.session.timeout.ms", K_U32,
+	       group_max_session_timeout_ms, KM_CONFIG_UNITS_MS, 1, INT32_MAX),
+	ENUM("log.level", log_level, levels),
+};
+
+_Static_assert(sizeof(keys) / sizeof(keys[0]) == KM_CONFIG_KEYS_COUNT,
+	       "KM_CONFIG_KEYS_COUNT in config_pvt.h counts the table");
+
+static int apply_generic(const struct key_def *k, const struct km_config_ctx *c)
+{
+	char *field = (char *)c->cfg + k->off;
+	uint64_t v;
+	int e, rc;
+
+	if (k->kind == K_ENUM) {
+		if ((rc = km_config_parse_enum(c, k->names, k->names_count, &e)) == 0)
+			memcpy(field, &e, sizeof(e));
+		return rc;
+	}
+	if ((rc = km_config_parse_uint(c, k->units, k->min, k->max, &v)) < 0)
+		return rc;
+	if (k->kind == K_U32) {
+		uint32_t v32 = (uint32_t)v;
+
+		memcpy(field, &v32, sizeof(v32));
+	} else if (k->kind == K_I32) {
+		int32_t i32 = (int32_t)v;
+
+		memcpy(field, &i32, sizeof(i32));
+	} else {
+		memcpy(field, &v, sizeof(v));
+	}
+	return 0;
+}
+
+static void format_generic(const struct key_def *k, const struct km_config *cfg,
+			   struct km_config_sink *s)
+{
+	const char *field = (const char *)cfg + k->off;
+	uint32_t v32;
+	int32_t i32;
+	uint64_t v64;
+	int e;
+
+	switch (k->kind) {
+	case K_ENUM:
+		memcpy(&e, field, sizeof(e));
+		KM_ASSERT(e >= 0 && (uint32_t)e < k->names_count);
+		km_config_emit(s, "%s", k->names[e]);
+		break;
+	case K_U32:
+		memcpy(&v32, field, sizeof(v32));
+		km_config_emit(s, "%" PRIu32, v32);
+		break;
+	case K_I32:
+		memcpy(&i32, field, sizeof(i32));
+		km_config_emit(s, "%" PRId32, i32);
+		break;
+	case K_U64:
+		memcpy(&v64, field, sizeof(v64));
+		km_config_emit(s, "%" PRIu64, v64);
+		break;
+	case K_CUSTOM:
+		k->format(cfg, s);
+		break;
+	}
+}
+
+int km_config_key_find(const char *name)
+{
+	for (uint32_t i = 0; i < KM_CONFIG_KEYS_COUNT; i++)
+		if (strcmp(keys[i].name, name) == 0)
+			return (int)i;
+	return KM_ECFGKEY;
+}
+
+const char *km_config_key_name(uint32_t i)
+{
+	KM_ASSERT(i < KM_CONFIG_KEYS_COUNT);
+	return keys[i].name;
+}
+
+int km_config_key_apply(uint32_t i, const struct km_config_ctx *c)
+{
+	KM_ASSERT(i < KM_CONFIG_KEYS_COUNT);
+	return keys[i].kind == K_CUSTOM ? keys[i].apply(c)
+					: apply_generic(&keys[i], c);
+}
+
+void km_config_key_format(uint32_t i, const struct km_config *cfg,
+			  struct km_config_sink *s)
+{
+	KM_ASSERT(i < KM_CONFIG_KEYS_COUNT);
+	format_generic(&keys[i], cfg, s);
+}
