@@ -321,7 +321,9 @@ int km_config_load(struct km_config *cfg, const char *path,
 		   size_t err_len)
 {
 	struct loader *l = calloc(1, sizeof(*l));
-	const char *origin = path != NULL ? path : "kmirrord";
+	/* Without a file there is nothing to name (every value came from
+	 * --set), and the program printing the message names itself. */
+	char prefix[KM_CONFIG_PATH_BYTES_MAX + 2];
 	int rc = 0;
 
 	KM_ASSERT(sets_count <= KM_CONFIG_SETS_MAX);
@@ -330,6 +332,8 @@ int km_config_load(struct km_config *cfg, const char *path,
 	*l = (struct loader){ .cfg = cfg, .path = path, .err = err,
 			      .err_len = err_len };
 	km_config_errf(err, err_len, "%s", "");
+	snprintf(prefix, sizeof(prefix), "%s%s", path != NULL ? path : "",
+		 path != NULL ? ": " : "");
 	km_config_defaults(cfg);
 	if (path != NULL)
 		rc = load_file(l);
@@ -338,10 +342,10 @@ int km_config_load(struct km_config *cfg, const char *path,
 	if (rc == 0)
 		rc = apply_all(l);
 	if (rc == 0)
-		rc = km_config_check(cfg, raw_set(l, "workers"), origin, err,
+		rc = km_config_check(cfg, raw_set(l, "workers"), prefix, err,
 				     err_len);
 	if (rc == 0)
-		rc = km_config_derive(cfg, origin, err, err_len);
+		rc = km_config_derive(cfg, prefix, err, err_len);
 	for (uint32_t i = 0; i < KM_CONFIG_KEYS_COUNT; i++)
 		free(l->raw[i].value);
 	free(l);

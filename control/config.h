@@ -174,7 +174,8 @@ void km_config_defaults(struct km_config *cfg);
  *
  * @param err  receives a one-line message naming the file and line (or
  *             "--set"), the key and the value (may be NULL; size it
- *             KM_CONFIG_ERR_BYTES_MAX).
+ *             KM_CONFIG_ERR_BYTES_MAX). A contradiction between keys is
+ *             prefixed with "FILE: ", or with nothing when path is NULL.
  * @return 0; or
  *   -errno          FILE cannot be read (-EFBIG: over 1 MiB);
  *   KM_ECFGSYNTAX   malformed properties text, or a --set without '=';
@@ -188,11 +189,32 @@ int km_config_load(struct km_config *cfg, const char *path,
 		   const char *const *sets, uint32_t sets_count, char *err,
 		   size_t err_len);
 
+/* kmirrord's command line, sorted; the pointers are into argv and live as
+ * long as it does. */
+struct km_config_args {
+	const char *path; /* the last --config FILE, or NULL */
+	const char *sets[KM_CONFIG_SETS_MAX]; /* "key=value", in order */
+	uint32_t sets_count;
+};
+
 /**
- * km_config_load() from kmirrord's arguments (argv[0] is skipped):
- * `--config FILE`, `--config=FILE`, `--set key=value`, `--set=key=value`.
- * Anything else is refused (the caller handles --help before).
- * @return as km_config_load(), plus KM_ECFGSYNTAX for a bad argument.
+ * Sort kmirrord's arguments (argv[0] is skipped): `--config FILE`,
+ * `--config=FILE`, `--set key=value`, `--set=key=value`. Anything else is
+ * refused (the caller handles --help before). Nothing is loaded yet: these
+ * are the errors of the command line itself, before any of the
+ * configuration's, so the caller can show the usage with them.
+ * @param err  receives a one-line message naming the argument (may be NULL).
+ * @return 0; or
+ *   KM_ECFGSYNTAX   not an option, a flag without its value, or more than
+ *                   KM_CONFIG_SETS_MAX --set;
+ *   KM_ECFGMISSING  neither --config nor --set: no configuration at all.
+ */
+int km_config_parse_args(struct km_config_args *args, int argc,
+			 const char *const *argv, char *err, size_t err_len);
+
+/**
+ * km_config_parse_args(), then km_config_load() with what it found.
+ * @return as those two.
  */
 int km_config_load_args(struct km_config *cfg, int argc,
 			const char *const *argv, char *err, size_t err_len);

@@ -1,5 +1,6 @@
 /* kmirrord's command line: `--config FILE` and `--set key=value`, each also
  * as `--flag=value`; see config.h. */
+#include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -26,29 +27,64 @@ static int arg_value(int argc, const char *const *argv, int *i,
 	return 1;
 }
 
-int km_config_load_args(struct km_config *cfg, int argc,
-			const char *const *argv, char *err, size_t err_len)
+/* needs_value: the flag was the last argument. */
+static int bad_arg(const char *arg, bool needs_value, char *err,
+		   size_t err_len)
 {
-	const char *sets[KM_CONFIG_SETS_MAX], *path = NULL, *v = NULL;
-	uint32_t n = 0;
+	char shown[400];
+
+	km_config_show(shown, sizeof(shown), arg);
+	if (needs_value)
+		km_config_errf(err, err_len, "%s needs a value", shown);
+	else if (arg[0] != '-' && strchr(arg, '=') != NULL)
+		/* Settings are not positional, whatever other daemons do. */
+		km_config_errf(err, err_len,
+			       "%s is not an option (a setting is --set %s)",
+			       shown, shown);
+	else
+		km_config_errf(err, err_len, "%s is not an option", shown);
+	return KM_ECFGSYNTAX;
+}
+
+int km_config_parse_args(struct km_config_args *args, int argc,
+			 const char *const *argv, char *err, size_t err_len)
+{
+	const char *v = NULL;
 	int m;
 
+	args->path = NULL;
+	args->sets_count = 0;
+	km_config_errf(err, err_len, "%s", "");
 	for (int i = 1; i < argc; i++) {
 		if ((m = arg_value(argc, argv, &i, "--config", &v)) > 0) {
-			path = v;
+			args->path = v;
 		} else if (m == 0 && (m = arg_value(argc, argv, &i, "--set", &v)) > 0) {
-			if (n == KM_CONFIG_SETS_MAX) {
+			if (args->sets_count == KM_CONFIG_SETS_MAX) {
 				km_config_errf(err, err_len, "more than %u --set flags",
 					       KM_CONFIG_SETS_MAX);
 				return KM_ECFGSYNTAX;
 			}
-			sets[n++] = v;
+			args->sets[args->sets_count++] = v;
 		} else {
-			km_config_errf(err, err_len, "%s %s: %s", argv[i],
-				       m < 0 ? "needs a value" : "is not an option",
-				       KM_CONFIG_USAGE);
-			return KM_ECFGSYNTAX;
+			return bad_arg(argv[i], m < 0, err, err_len);
 		}
 	}
-	return km_config_load(cfg, path, sets, n, err, err_len);
+	if (args->path == NULL && args->sets_count == 0) {
+		km_config_errf(err, err_len,
+			       "no configuration: pass --config FILE (or --set key=value settings); data.dir is required");
+		return KM_ECFGMISSING;
+	}
+	return 0;
+}
+
+int km_config_load_args(struct km_config *cfg, int argc,
+			const char *const *argv, char *err, size_t err_len)
+{
+	struct km_config_args args;
+	int rc = km_config_parse_args(&args, argc, argv, err, err_len);
+
+	if (rc < 0)
+		return rc;
+	return km_config_load(cfg, args.path, args.sets, args.sets_count, err,
+			      err_len);
 }

@@ -10,63 +10,63 @@
 #include "common/errors.h"
 #include "control/config_pvt.h"
 
-static int check_local(const struct km_config *cfg, const char *origin,
+static int check_local(const struct km_config *cfg, const char *prefix,
 		       char *err, size_t err_len)
 {
 	for (uint32_t i = 0; i < cfg->local_topics_count; i++)
 		for (uint32_t j = 0; j < cfg->topics_count; j++)
 			if (strcmp(cfg->local_topics[i], cfg->topics[j]) == 0) {
 				km_config_errf(err, err_len,
-					       "%s: topic \"%s\" is in both topics (mirrored) and local.topics (writable)",
-					       origin, cfg->topics[j]);
+					       "%stopic \"%s\" is in both topics (mirrored) and local.topics (writable)",
+					       prefix, cfg->topics[j]);
 				return KM_ECFGMISSING;
 			}
 	return 0;
 }
 
-static int check_groups(const struct km_config *cfg, const char *origin,
+static int check_groups(const struct km_config *cfg, const char *prefix,
 			char *err, size_t err_len)
 {
 	if (cfg->group_min_session_timeout_ms > cfg->group_max_session_timeout_ms) {
 		km_config_errf(err, err_len,
-			       "%s: group.min.session.timeout.ms=%u is above group.max.session.timeout.ms=%u",
-			       origin, cfg->group_min_session_timeout_ms,
+			       "%sgroup.min.session.timeout.ms=%u is above group.max.session.timeout.ms=%u",
+			       prefix, cfg->group_min_session_timeout_ms,
 			       cfg->group_max_session_timeout_ms);
 		return KM_ECFGMISSING;
 	}
 	if (cfg->groups_count > 0 && cfg->bootstrap_count == 0) {
 		km_config_errf(err, err_len,
-			       "%s: groups is set but source.bootstrap.servers is not (offsets are synced from the source)",
-			       origin);
+			       "%sgroups is set but source.bootstrap.servers is not (offsets are synced from the source)",
+			       prefix);
 		return KM_ECFGMISSING;
 	}
 	return 0;
 }
 
-static int check_sources(const struct km_config *cfg, const char *origin,
+static int check_sources(const struct km_config *cfg, const char *prefix,
 			 char *err, size_t err_len)
 {
 	int rc;
 
-	if ((rc = check_local(cfg, origin, err, err_len)) < 0)
+	if ((rc = check_local(cfg, prefix, err, err_len)) < 0)
 		return rc;
 	if (cfg->data_dir[0] == '\0') {
-		km_config_errf(err, err_len, "%s: data.dir is required", origin);
+		km_config_errf(err, err_len, "%sdata.dir is required", prefix);
 		return KM_ECFGMISSING;
 	}
 	if (cfg->topics_count > 0 && cfg->bootstrap_count == 0) {
 		km_config_errf(err, err_len,
-			       "%s: topics is set but source.bootstrap.servers is not (a mirroring host needs both; a host that only serves local partitions sets neither)",
-			       origin);
+			       "%stopics is set but source.bootstrap.servers is not (a mirroring host needs both; a host that only serves local partitions sets neither)",
+			       prefix);
 		return KM_ECFGMISSING;
 	}
 	if (cfg->bootstrap_count > 0 && cfg->topics_count == 0) {
 		km_config_errf(err, err_len,
-			       "%s: source.bootstrap.servers is set but topics is not (a mirroring host needs both; a host that only serves local partitions sets neither)",
-			       origin);
+			       "%ssource.bootstrap.servers is set but topics is not (a mirroring host needs both; a host that only serves local partitions sets neither)",
+			       prefix);
 		return KM_ECFGMISSING;
 	}
-	return check_groups(cfg, origin, err, err_len);
+	return check_groups(cfg, prefix, err, err_len);
 }
 
 /* net.mode=dpdk gives each worker one queue pair of the port, and most
@@ -80,7 +80,7 @@ static void dpdk_workers(struct km_config *cfg, bool workers_set)
 }
 
 static int check_dpdk(struct km_config *cfg, bool workers_set,
-		      const char *origin, char *err, size_t err_len)
+		      const char *prefix, char *err, size_t err_len)
 {
 	const struct km_config_dpdk *d = &cfg->dpdk;
 	char ip[INET_ADDRSTRLEN], gw[INET_ADDRSTRLEN], mask[INET_ADDRSTRLEN];
@@ -89,7 +89,7 @@ static int check_dpdk(struct km_config *cfg, bool workers_set,
 		return 0; /* dpdk.* are checked one by one, then ignored */
 	dpdk_workers(cfg, workers_set);
 	if (d->port[0] == '\0' || d->ip_be == 0) {
-		km_config_errf(err, err_len, "%s: net.mode=dpdk needs %s", origin,
+		km_config_errf(err, err_len, "%snet.mode=dpdk needs %s", prefix,
 			       d->port[0] == '\0' ? "dpdk.port" : "dpdk.ip");
 		return KM_ECFGMISSING;
 	}
@@ -100,12 +100,12 @@ static int check_dpdk(struct km_config *cfg, bool workers_set,
 	inet_ntop(AF_INET, &d->gateway_be, gw, sizeof(gw));
 	inet_ntop(AF_INET, &d->netmask_be, mask, sizeof(mask));
 	km_config_errf(err, err_len,
-		       "%s: dpdk.gateway %s is not in the subnet of dpdk.ip %s with dpdk.netmask %s",
-		       origin, gw, ip, mask);
+		       "%sdpdk.gateway %s is not in the subnet of dpdk.ip %s with dpdk.netmask %s",
+		       prefix, gw, ip, mask);
 	return KM_ECFGMISSING;
 }
 
-int km_config_derive(struct km_config *cfg, const char *origin, char *err,
+int km_config_derive(struct km_config *cfg, const char *prefix, char *err,
 		     size_t err_len)
 {
 	if (cfg->control_socket[0] == '\0') {
@@ -115,8 +115,8 @@ int km_config_derive(struct km_config *cfg, const char *origin, char *err,
 
 		if (n < 0 || (size_t)n >= sizeof(cfg->control_socket)) {
 			km_config_errf(err, err_len,
-				       "%s: the default control.socket (data.dir + \"/%s\") is longer than %u bytes, the limit of a Unix socket path; set control.socket",
-				       origin, KM_CONFIG_SOCKET_DEFAULT_NAME,
+				       "%sthe default control.socket (data.dir + \"/%s\") is longer than %u bytes, the limit of a Unix socket path; set control.socket",
+				       prefix, KM_CONFIG_SOCKET_DEFAULT_NAME,
 				       KM_CONFIG_SOCKET_BYTES_MAX - 1);
 			return KM_ECFGMISSING;
 		}
@@ -133,11 +133,11 @@ int km_config_derive(struct km_config *cfg, const char *origin, char *err,
 }
 
 int km_config_check(struct km_config *cfg, bool workers_set,
-		    const char *origin, char *err, size_t err_len)
+		    const char *prefix, char *err, size_t err_len)
 {
-	int rc = check_sources(cfg, origin, err, err_len);
+	int rc = check_sources(cfg, prefix, err, err_len);
 
 	if (rc == 0)
-		rc = check_dpdk(cfg, workers_set, origin, err, err_len);
+		rc = check_dpdk(cfg, workers_set, prefix, err, err_len);
 	return rc;
 }

@@ -136,18 +136,19 @@ void km_config_emit_ipv4(struct km_config_sink *s, uint32_t be);
  * Once every key is applied: what one key demands of another (data.dir,
  * topics with source.bootstrap.servers, net.mode=dpdk with its keys...).
  * workers_set tells whether `workers` was given, since net.mode=dpdk
- * changes its default. Messages start with "ORIGIN: ".
+ * changes its default. Messages start with prefix ("FILE: " or "").
  * @return 0, or KM_ECFGMISSING.
  */
 int km_config_check(struct km_config *cfg, bool workers_set,
-		    const char *origin, char *err, size_t err_len);
+		    const char *prefix, char *err, size_t err_len);
 
 /**
  * Fill the values that default from other keys: control.socket from
- * data.dir, the advertised address from listeners.
+ * data.dir, the advertised address from listeners. Messages as
+ * km_config_check()'s.
  * @return 0, or KM_ECFGMISSING (the default control.socket is too long).
  */
-int km_config_derive(struct km_config *cfg, const char *origin, char *err,
+int km_config_derive(struct km_config *cfg, const char *prefix, char *err,
 		     size_t err_len);
 
 #endif

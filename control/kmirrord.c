@@ -1,6 +1,7 @@
 /* kmirrord: `kmirrord --config FILE [--set key=value]...` (README.md,
  * "Configuration"). Exit status: 0 after a clean shutdown, 1 when the
- * daemon failed, 2 for a bad command line or configuration. */
+ * daemon failed, 2 for a bad command line (with the usage) or a bad
+ * configuration (the message alone: it names the file, key and value). */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,6 +11,8 @@
 #include "control/config.h"
 #include "control/daemon.h"
 
+enum { EXIT_DAEMON = 1, EXIT_CONFIG = 2 };
+
 static int usage(FILE *f)
 {
 	fprintf(f, "%s\n"
@@ -18,7 +21,7 @@ static int usage(FILE *f)
 		   "  --set key=value    override a key (repeatable)\n"
 		   "Stop with SIGTERM or SIGINT: logs are flushed and closed cleanly.\n",
 		   KM_CONFIG_USAGE);
-	return f == stdout ? 0 : 2;
+	return f == stdout ? 0 : EXIT_CONFIG;
 }
 
 /* SIGTERM/SIGINT go to the control thread's signalfd: block them before
@@ -36,6 +39,7 @@ static void block_signals(void)
 
 int main(int argc, char **argv)
 {
+	static struct km_config_args args;
 	static struct km_config cfg;
 	char err[KM_CONFIG_ERR_BYTES_MAX];
 	int rc;
@@ -43,15 +47,21 @@ int main(int argc, char **argv)
 	for (int i = 1; i < argc; i++)
 		if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0)
 			return usage(stdout);
-	rc = km_config_load_args(&cfg, argc, (const char *const *)argv, err,
-				 sizeof(err));
+	rc = km_config_parse_args(&args, argc, (const char *const *)argv, err,
+				  sizeof(err));
 	if (rc < 0) {
 		fprintf(stderr, "kmirrord: %s\n", err);
 		return usage(stderr);
+	}
+	rc = km_config_load(&cfg, args.path, args.sets, args.sets_count, err,
+			    sizeof(err));
+	if (rc < 0) {
+		fprintf(stderr, "kmirrord: %s\n", err);
+		return EXIT_CONFIG;
 	}
 	block_signals();
 	rc = km_daemon_run(&cfg);
 	if (rc < 0)
 		fprintf(stderr, "kmirrord: %s (%d)\n", km_strerror(rc), rc);
-	return rc < 0 ? 1 : 0;
+	return rc < 0 ? EXIT_DAEMON : 0;
 }

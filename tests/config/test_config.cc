@@ -539,16 +539,16 @@ TEST(Config, MissingRequired)
 
 	l = load(nullptr);
 	EXPECT_EQ(KM_ECFGMISSING, l.rc);
-	EXPECT_EQ("kmirrord: data.dir is required", l.err);
+	EXPECT_EQ("data.dir is required", l.err);
 
 	l = load(nullptr, { "data.dir=/d", "topics=a" });
 	EXPECT_EQ(KM_ECFGMISSING, l.rc);
-	EXPECT_EQ("kmirrord: topics is set but source.bootstrap.servers is not (a mirroring host needs both; a host that only serves local partitions sets neither)",
+	EXPECT_EQ("topics is set but source.bootstrap.servers is not (a mirroring host needs both; a host that only serves local partitions sets neither)",
 		  l.err);
 
 	l = load(nullptr, { "data.dir=/d", "source.bootstrap.servers=h:1" });
 	EXPECT_EQ(KM_ECFGMISSING, l.rc);
-	EXPECT_EQ("kmirrord: source.bootstrap.servers is set but topics is not (a mirroring host needs both; a host that only serves local partitions sets neither)",
+	EXPECT_EQ("source.bootstrap.servers is set but topics is not (a mirroring host needs both; a host that only serves local partitions sets neither)",
 		  l.err);
 }
 
@@ -563,14 +563,14 @@ TEST(Config, DpdkModeNeedsPortAndIp)
 {
 	Loaded l = load(nullptr, { "data.dir=/d", "net.mode=dpdk", "dpdk.ip=10.0.0.2" });
 	EXPECT_EQ(KM_ECFGMISSING, l.rc);
-	EXPECT_EQ("kmirrord: net.mode=dpdk needs dpdk.port", l.err);
+	EXPECT_EQ("net.mode=dpdk needs dpdk.port", l.err);
 	l = load(nullptr, { "data.dir=/d", "net.mode=dpdk", "dpdk.port=net_tap0" });
 	EXPECT_EQ(KM_ECFGMISSING, l.rc);
-	EXPECT_EQ("kmirrord: net.mode=dpdk needs dpdk.ip", l.err);
+	EXPECT_EQ("net.mode=dpdk needs dpdk.ip", l.err);
 	l = load(nullptr, { "data.dir=/d", "net.mode=dpdk", "dpdk.port=net_tap0",
 			    "dpdk.ip=10.0.0.2", "dpdk.gateway=10.0.1.1" });
 	EXPECT_EQ(KM_ECFGMISSING, l.rc);
-	EXPECT_EQ("kmirrord: dpdk.gateway 10.0.1.1 is not in the subnet of dpdk.ip 10.0.0.2 with dpdk.netmask 255.255.255.0",
+	EXPECT_EQ("dpdk.gateway 10.0.1.1 is not in the subnet of dpdk.ip 10.0.0.2 with dpdk.netmask 255.255.255.0",
 		  l.err);
 	l = load(nullptr, { "data.dir=/d", "net.mode=dpdk", "dpdk.port=net_tap0",
 			    "dpdk.ip=10.0.0.2", "dpdk.gateway=10.0.1.1",
@@ -594,7 +594,7 @@ TEST(Config, DefaultControlSocketMustFit)
 	std::string dir = "/" + std::string(100, 'd');
 	Loaded l = load(nullptr, { "data.dir=" + dir });
 	EXPECT_EQ(KM_ECFGMISSING, l.rc);
-	EXPECT_EQ("kmirrord: the default control.socket (data.dir + \"/kmirrord.sock\") is longer than 107 bytes, the limit of a Unix socket path; set control.socket",
+	EXPECT_EQ("the default control.socket (data.dir + \"/kmirrord.sock\") is longer than 107 bytes, the limit of a Unix socket path; set control.socket",
 		  l.err);
 	l = load(nullptr, { "data.dir=" + dir, "control.socket=/run/k.sock" });
 	EXPECT_EQ(0, l.rc) << l.err;
@@ -785,13 +785,19 @@ TEST(Config, Arguments)
 
 	l = load_args({ "kmirrord", "--bogus" });
 	EXPECT_EQ(KM_ECFGSYNTAX, l.rc);
-	EXPECT_EQ("--bogus is not an option: usage: kmirrord --config FILE [--set key=value]...",
+	EXPECT_EQ("--bogus is not an option", l.err);
+	l = load_args({ "kmirrord", "data.dir=/e" });
+	EXPECT_EQ(KM_ECFGSYNTAX, l.rc);
+	EXPECT_EQ("data.dir=/e is not an option (a setting is --set data.dir=/e)",
 		  l.err);
 	l = load_args({ "kmirrord", "--configx" });
 	EXPECT_EQ(KM_ECFGSYNTAX, l.rc);
 	l = load_args({ "kmirrord", "--config", path.c_str(), "--set" });
 	EXPECT_EQ(KM_ECFGSYNTAX, l.rc);
-	EXPECT_EQ("--set needs a value: usage: kmirrord --config FILE [--set key=value]...",
+	EXPECT_EQ("--set needs a value", l.err);
+	l = load_args({ "kmirrord" });
+	EXPECT_EQ(KM_ECFGMISSING, l.rc);
+	EXPECT_EQ("no configuration: pass --config FILE (or --set key=value settings); data.dir is required",
 		  l.err);
 }
 
