@@ -89,7 +89,7 @@ static void worker_config(const struct km_daemon *d, uint32_t id,
 	wc->net.send_queue_max = 64;
 	wc->net.send_iov_max = 256;
 	wc->net.connect_timeout_ms = 5000;
-	wc->alloc_pid = km_pid_alloc_next;
+	wc->alloc_pid = km_daemon_pid_alloc_next;
 	wc->alloc_pid_ctx = (void *)&d->pids;
 	wc->ctl_efd = d->ctl_efd;
 	wc->cluster_id = d->cfg->cluster_id;
@@ -185,7 +185,8 @@ static int open_parts(struct km_daemon *d)
 	if (!lost) /* else a worker may still write into r: leak it */
 		free(r);
 	if (rc == 0)
-		rc = km_pid_alloc_init(&d->pids, d->cfg->data_dir, max_pid);
+		rc = km_daemon_pid_alloc_init(&d->pids, d->cfg->data_dir,
+					      max_pid);
 	return rc;
 }
 
@@ -337,7 +338,7 @@ static void cleanup(struct km_daemon *d)
 {
 	km_ctlsock_close(d->ctl);
 	if (d->pids.dir_fd >= 0)
-		km_pid_alloc_fini(&d->pids);
+		km_daemon_pid_alloc_fini(&d->pids);
 	if (d->ctl_efd >= 0)
 		close(d->ctl_efd);
 	if (d->sig_fd >= 0)

@@ -17,7 +17,8 @@
 static int64_t read_limit(int dir_fd)
 {
 	char buf[64] = { 0 };
-	int fd = openat(dir_fd, KM_PID_BLOCK_FILE, O_RDONLY | O_CLOEXEC);
+	int fd = openat(dir_fd, KM_DAEMON_PID_BLOCK_FILE,
+			O_RDONLY | O_CLOEXEC);
 	ssize_t n;
 
 	if (fd < 0)
@@ -29,20 +30,20 @@ static int64_t read_limit(int dir_fd)
 	return strtoll(buf, NULL, 10);
 }
 
-static int write_limit(struct km_pid_alloc *a, int64_t limit)
+static int write_limit(struct km_daemon_pid_alloc *a, int64_t limit)
 {
 	char buf[64];
 	int n = snprintf(buf, sizeof(buf), "%" PRId64 "\n", limit);
-	int rc = km_file_write_atomic(a->dir_fd, KM_PID_BLOCK_FILE, buf,
-				      (size_t)n);
+	int rc = km_file_write_atomic(a->dir_fd, KM_DAEMON_PID_BLOCK_FILE,
+				      buf, (size_t)n);
 
 	if (rc == 0)
 		a->limit = limit;
 	return rc;
 }
 
-int km_pid_alloc_init(struct km_pid_alloc *a, const char *data_dir,
-		      int64_t max_seen)
+int km_daemon_pid_alloc_init(struct km_daemon_pid_alloc *a,
+			     const char *data_dir, int64_t max_seen)
 {
 	int64_t limit;
 
@@ -60,7 +61,7 @@ int km_pid_alloc_init(struct km_pid_alloc *a, const char *data_dir,
 	return 0;
 }
 
-void km_pid_alloc_fini(struct km_pid_alloc *a)
+void km_daemon_pid_alloc_fini(struct km_daemon_pid_alloc *a)
 {
 	if (a->dir_fd >= 0)
 		close(a->dir_fd);
@@ -68,14 +69,14 @@ void km_pid_alloc_fini(struct km_pid_alloc *a)
 	pthread_mutex_destroy(&a->lock);
 }
 
-int km_pid_alloc_next(void *ctx, int64_t *pid, int16_t *epoch)
+int km_daemon_pid_alloc_next(void *ctx, int64_t *pid, int16_t *epoch)
 {
-	struct km_pid_alloc *a = ctx;
+	struct km_daemon_pid_alloc *a = ctx;
 	int rc = 0;
 
 	pthread_mutex_lock(&a->lock);
 	if (a->next >= a->limit)
-		rc = write_limit(a, a->next + KM_PID_BLOCK);
+		rc = write_limit(a, a->next + KM_DAEMON_PID_BLOCK);
 	if (rc == 0) {
 		*pid = a->next++;
 		*epoch = 0;

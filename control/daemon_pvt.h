@@ -14,10 +14,10 @@
 
 /* Producer ids are reserved in blocks, the block's end kept in data.dir,
  * so that no id is handed out twice across restarts. */
-#define KM_PID_BLOCK 1000
-#define KM_PID_BLOCK_FILE "producer-id-block"
+#define KM_DAEMON_PID_BLOCK 1000
+#define KM_DAEMON_PID_BLOCK_FILE "producer-id-block"
 
-struct km_pid_alloc {
+struct km_daemon_pid_alloc {
 	pthread_mutex_t lock;
 	int dir_fd;
 	int64_t next;
@@ -45,7 +45,7 @@ struct km_daemon {
 	int ctl_efd;
 	int sig_fd;
 	struct km_ctlsock *ctl;
-	struct km_pid_alloc pids;
+	struct km_daemon_pid_alloc pids;
 	char source_cluster_id[256];
 	uint16_t kafka_port;
 	uint64_t started_ms;
@@ -69,10 +69,10 @@ struct km_daemon {
 int km_daemon_find_parts(struct km_daemon *d);
 
 /* daemon_pid.c */
-int km_pid_alloc_init(struct km_pid_alloc *a, const char *data_dir,
-		      int64_t max_seen);
-void km_pid_alloc_fini(struct km_pid_alloc *a);
-int km_pid_alloc_next(void *ctx, int64_t *pid, int16_t *epoch);
+int km_daemon_pid_alloc_init(struct km_daemon_pid_alloc *a,
+			     const char *data_dir, int64_t max_seen);
+void km_daemon_pid_alloc_fini(struct km_daemon_pid_alloc *a);
+int km_daemon_pid_alloc_next(void *ctx, int64_t *pid, int16_t *epoch);
 
 /* daemon.c */
 int km_daemon_start_fetch(struct km_daemon *d, uint32_t i);
