@@ -7,6 +7,8 @@
 #include "common/errors.h"
 #include "control/config_pvt.h"
 
+/* 1: argv[*i] is flag, *out its value (after '=' or the next argument,
+ * which *i then skips); 0: some other argument; -1: flag without value. */
 static int arg_value(int argc, const char *const *argv, int *i,
 		     const char *flag, const char **out)
 {
