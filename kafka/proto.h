@@ -82,7 +82,7 @@ enum km_api_key {
 	KM_API_LIST_GROUPS = 16,
 	KM_API_API_VERSIONS = 18,
 	KM_API_INIT_PRODUCER_ID = 22,
-	/* kmirror's own API (README, "Failback"): the latest MIRROR_PID_RESET
+	/* kmirror's own API (docs/design.md, "KmirrorBarrier"): the latest MIRROR_PID_RESET
 	 * barrier a partition holds for a cluster id. Far above Kafka's keys. */
 	KM_API_KMIRROR_BARRIER = 10000,
 };

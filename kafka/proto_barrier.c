@@ -3,7 +3,7 @@
  * MIRROR_PID_RESET barrier the upstream's partition holds whose
  * SourceClusterId is the asker's cluster id: the offset up to which the two
  * logs are the same. Non-flexible, like the Kafka APIs it sits beside, so
- * that any Kafka codec can read it (README, "Failback").
+ * that any Kafka codec can read it (docs/design.md, "KmirrorBarrier").
  *
  * Request: Topic STRING, Partition int32, SourceClusterId STRING.
  * Response: ErrorCode int16, BarrierOffset int64, LogStartOffset int64,

@@ -693,7 +693,7 @@ TEST(WireRecords, FetchedBatchParsesFromTheSpan)
 
 } // namespace
 
-// KmirrorBarrier v0 (kmirror's own API, README "Failback"): the bytes are
+// KmirrorBarrier v0 (kmirror's own API, docs/design.md "KmirrorBarrier"): the bytes are
 // plain non-flexible Kafka types, decoded at every split, and a cut body
 // is refused.
 TEST(WireProto, KmirrorBarrierBytes)
