@@ -666,9 +666,10 @@ TEST(CtlProto, ErrorCodesAreNamedAndExplained)
 	for (int code = KM_ECTLJSON; code >= KM_ECTLBUSY; code--)
 		EXPECT_STRNE(km_strerror(code), "unknown kmirror error") << code;
 	/* Every code km_strerror explains has a name in replies too. */
-	for (int code = -10001; code > KM_ELAST; code--)
+	for (int code = -10001; code > KM_ELAST; code--) {
 		if (strcmp(km_strerror(code), "unknown kmirror error") != 0)
 			EXPECT_STRNE(km_ctlproto_error_name(code), "UNKNOWN") << code;
+	}
 	for (int v = 0; v < KM_CTL_VERB_COUNT; v++)
 		EXPECT_EQ(km_ctlproto_verb_parse(
 				  km_ctlproto_verb_name((enum km_ctlproto_verb)v)),
