@@ -127,8 +127,10 @@ int km_log_list_snapshots(struct km_log *log, int64_t *out, uint32_t max);
 int km_log_load_snapshot(struct km_log *log, struct km_pstate *ps,
 			 int64_t offset);
 int km_log_delete_snapshot(struct km_log *log, int64_t offset);
-uint32_t km_log_find_segment(const struct km_log *log, int64_t offset);
 int km_log_write_snapshot(struct km_log *log, int64_t offset);
+
+/* log_read.c */
+uint32_t km_log_find_segment(const struct km_log *log, int64_t offset);
 
 /* log_scan.c: reading batches back from a segment's .log */
 struct log_scan {

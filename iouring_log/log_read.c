@@ -90,6 +90,22 @@ static void read_unlock(struct km_log *log)
 	KM_ASSERT(pthread_rwlock_unlock(&log->seg_lock) == 0);
 }
 
+uint32_t km_log_find_segment(const struct km_log *log, int64_t offset)
+{
+	uint32_t lo = 0, hi = log->n_segs;
+
+	/* The last segment whose base is <= offset (0 if none is). */
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+
+		if (log->segs[mid].base_offset <= offset)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo == 0 ? 0 : lo - 1;
+}
+
 /* Position of the first batch in s holding an offset >= offset with
  * maxTimestamp >= ts whose header lies below end (the readable bytes), or
  * end if none does. The walk goes from batch to batch, each size read from

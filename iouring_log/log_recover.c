@@ -103,22 +103,6 @@ int km_log_load_snapshot(struct km_log *log, struct km_pstate *ps,
 	return rc;
 }
 
-uint32_t km_log_find_segment(const struct km_log *log, int64_t offset)
-{
-	uint32_t lo = 0, hi = log->n_segs;
-
-	/* The last segment whose base is <= offset (0 if none is). */
-	while (lo < hi) {
-		uint32_t mid = lo + (hi - lo) / 2;
-
-		if (log->segs[mid].base_offset <= offset)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo == 0 ? 0 : lo - 1;
-}
-
 static int open_segments(struct km_log *log)
 {
 	int64_t *bases = calloc(log->cfg.segments_max, sizeof(*bases));
