@@ -1,4 +1,4 @@
-/* Opening, closing and configuring a partition log; producer snapshots. */
+/* Opening, closing and configuring a partition log. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -189,7 +189,7 @@ int km_log_close(struct km_log *log)
 	if (rc == 0)
 		rc = km_segment_seal(log_active(log));
 	if (rc == 0)
-		rc = km_log_write_snapshot(log, log->leo);
+		rc = km_log_snap_write(log, log->leo);
 	if (rc == 0)
 		rc = write_marker(log);
 	if (rc < 0)
@@ -197,18 +197,6 @@ int km_log_close(struct km_log *log)
 			 log->dir, km_strerror(rc));
 	free_log(log);
 	return rc;
-}
-
-int km_log_write_snapshot(struct km_log *log, int64_t offset)
-{
-	char name[64];
-	int n = km_pstate_snapshot_encode(log->ps, log->snap_buf, log->snap_cap);
-
-	if (n < 0)
-		return n;
-	snprintf(name, sizeof(name), "%020lld.snapshot", (long long)offset);
-	return km_log_write_text_atomic(log, name, (const char *)log->snap_buf,
-					(size_t)n);
 }
 
 int km_log_checkpoint(struct km_log *log)
@@ -220,7 +208,7 @@ int km_log_checkpoint(struct km_log *log)
 	if (rc == 0)
 		rc = km_log_sync(log);
 
-	return rc < 0 ? rc : km_log_write_snapshot(log, log->leo);
+	return rc < 0 ? rc : km_log_snap_write(log, log->leo);
 }
 
 int64_t km_log_start_offset(const struct km_log *log)

@@ -16,6 +16,8 @@
 #define KM_LOG_FLUSHES_MAX 8
 /* Present while the log is closed cleanly (the partition's own). */
 #define CLEAN_MARKER ".kafka_cleanshutdown"
+/* Snapshots considered when picking a starting point. */
+#define KM_LOG_SNAPSHOTS_MAX 256
 /* Leader epochs remembered for leader-epoch-checkpoint. */
 #define KM_LOG_EPOCHS_MAX 256
 /* Present while a km_log_reset_to is under way: "<offset>\n". Its rename
@@ -114,6 +116,9 @@ void km_log_set_error(struct km_log *log, int err);
 
 /* log_recover.c */
 int km_log_recover(struct km_log *log, struct km_log_recovery *rec);
+/* Offsets of "<20 digits><suffix>" files in the dir, ascending. */
+int km_log_list_files(struct km_log *log, const char *suffix, int64_t *out,
+		      uint32_t max);
 /* Called for each batch a rebuild replays, with what it did to the state. */
 typedef void (*km_log_replay_fn)(void *ctx, const struct km_batch *b,
 				 const struct km_pstate_result *pr);
@@ -122,12 +127,14 @@ typedef void (*km_log_replay_fn)(void *ctx, const struct km_batch *b,
 int km_log_rebuild_pstate(struct km_log *log, struct km_pstate *ps,
 			  int64_t snap_max, int64_t upto, km_log_replay_fn fn,
 			  void *ctx, int64_t *snapshot_offset);
-int km_log_drop_snapshots_after(struct km_log *log, int64_t offset);
-int km_log_list_snapshots(struct km_log *log, int64_t *out, uint32_t max);
-int km_log_load_snapshot(struct km_log *log, struct km_pstate *ps,
-			 int64_t offset);
-int km_log_delete_snapshot(struct km_log *log, int64_t offset);
-int km_log_write_snapshot(struct km_log *log, int64_t offset);
+
+/* log_snap.c: producer snapshots, "<offset>.snapshot" */
+int km_log_snap_write(struct km_log *log, int64_t offset);
+int km_log_snap_list(struct km_log *log, int64_t *out, uint32_t max);
+int km_log_snap_load(struct km_log *log, struct km_pstate *ps, int64_t offset);
+int km_log_snap_delete(struct km_log *log, int64_t offset);
+int km_log_snap_drop_after(struct km_log *log, int64_t offset);
+void km_log_snap_drop_before(struct km_log *log, int64_t start);
 
 /* log_read.c */
 uint32_t km_log_find_segment(const struct km_log *log, int64_t offset);

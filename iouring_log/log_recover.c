@@ -5,7 +5,6 @@
  * and a torn or corrupt tail is cut. */
 #include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,9 +15,6 @@
 #include "common/log.h"
 #include "iouring_log/log_pvt.h"
 
-/* Snapshots considered when picking a starting point. */
-#define SNAPSHOTS_MAX 256
-
 static int cmp_i64(const void *a, const void *b)
 {
 	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
@@ -26,9 +22,8 @@ static int cmp_i64(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-/* Offsets of "<20 digits><suffix>" files in the dir, ascending. */
-static int list_files(struct km_log *log, const char *suffix, int64_t *out,
-		      uint32_t max)
+int km_log_list_files(struct km_log *log, const char *suffix, int64_t *out,
+		     uint32_t max)
 {
 	int fd = dup(log->dir_fd);
 	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
@@ -56,53 +51,6 @@ static int list_files(struct km_log *log, const char *suffix, int64_t *out,
 	return (int)n;
 }
 
-int km_log_list_snapshots(struct km_log *log, int64_t *out, uint32_t max)
-{
-	return list_files(log, ".snapshot", out, max);
-}
-
-int km_log_delete_snapshot(struct km_log *log, int64_t offset)
-{
-	char name[64];
-
-	snprintf(name, sizeof(name), "%020lld.snapshot", (long long)offset);
-	return unlinkat(log->dir_fd, name, 0) < 0 && errno != ENOENT ? -errno : 0;
-}
-
-/* Snapshots past the end describe data that is gone. */
-int km_log_drop_snapshots_after(struct km_log *log, int64_t offset)
-{
-	int64_t snaps[SNAPSHOTS_MAX];
-	int n = km_log_list_snapshots(log, snaps, SNAPSHOTS_MAX), rc = 0;
-
-	for (int i = 0; i < n && rc == 0; i++)
-		if (snaps[i] > offset)
-			rc = km_log_delete_snapshot(log, snaps[i]);
-	return n < 0 ? n : rc;
-}
-
-int km_log_load_snapshot(struct km_log *log, struct km_pstate *ps,
-			 int64_t offset)
-{
-	char name[64];
-	ssize_t n;
-	int fd, rc;
-
-	snprintf(name, sizeof(name), "%020lld.snapshot", (long long)offset);
-	fd = openat(log->dir_fd, name, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	n = read(fd, log->snap_buf, log->snap_cap);
-	rc = n < 0 ? -errno : 0;
-	close(fd);
-	if (rc == 0)
-		rc = km_pstate_snapshot_decode(ps, log->snap_buf, (size_t)n, offset);
-	if (rc < 0)
-		KM_WARN("log", "%s: producer snapshot %s unusable: %s", log->dir,
-			name, km_strerror(rc));
-	return rc;
-}
-
 static int open_segments(struct km_log *log)
 {
 	int64_t *bases = calloc(log->cfg.segments_max, sizeof(*bases));
@@ -110,7 +58,7 @@ static int open_segments(struct km_log *log)
 
 	if (bases == NULL)
 		return -ENOMEM;
-	n = list_files(log, ".log", bases, log->cfg.segments_max);
+	n = km_log_list_files(log, ".log", bases, log->cfg.segments_max);
 	for (int i = 0; i < n && rc == 0; i++) {
 		rc = km_segment_open(&log->segs[i], log->dir_fd, bases[i],
 				     log->cfg.index_bytes_max, i == n - 1);
@@ -150,7 +98,7 @@ static int clean_open(struct km_log *log, struct km_log_recovery *rec)
 		return rc; /* a bad batch despite the marker: scan it all */
 	s->next_offset = log->leo;
 	km_pstate_reset(log->ps);
-	if ((rc = km_log_load_snapshot(log, log->ps, log->leo)) < 0)
+	if ((rc = km_log_snap_load(log, log->ps, log->leo)) < 0)
 		return rc;
 	rec->clean = true;
 	rec->snapshot_offset = log->leo;
@@ -358,8 +306,8 @@ static int rescan_from(struct km_log *log, int64_t snap,
 
 static int unclean_open(struct km_log *log, struct km_log_recovery *rec)
 {
-	int64_t snaps[SNAPSHOTS_MAX];
-	int k = km_log_list_snapshots(log, snaps, SNAPSHOTS_MAX);
+	int64_t snaps[KM_LOG_SNAPSHOTS_MAX];
+	int k = km_log_snap_list(log, snaps, KM_LOG_SNAPSHOTS_MAX);
 	int64_t snap;
 	int rc;
 
@@ -368,9 +316,9 @@ static int unclean_open(struct km_log *log, struct km_log_recovery *rec)
 	for (;;) {
 		snap = k > 0 ? snaps[k - 1] : -1;
 		km_pstate_reset(log->ps);
-		if (snap >= 0 && km_log_load_snapshot(log, log->ps, snap) < 0) {
+		if (snap >= 0 && km_log_snap_load(log, log->ps, snap) < 0) {
 			km_pstate_reset(log->ps);
-			(void)km_log_delete_snapshot(log, snaps[--k]);
+			(void)km_log_snap_delete(log, snaps[--k]);
 			continue;
 		}
 		memset(rec, 0, sizeof(*rec));
@@ -380,7 +328,7 @@ static int unclean_open(struct km_log *log, struct km_log_recovery *rec)
 		if (snap <= log->leo)
 			break;
 		/* The snapshot covers data the cut removed: use an older one. */
-		(void)km_log_delete_snapshot(log, snaps[--k]);
+		(void)km_log_snap_delete(log, snaps[--k]);
 	}
 	rec->snapshot_offset = snap;
 	return 0;
@@ -413,7 +361,7 @@ int km_log_recover(struct km_log *log, struct km_log_recovery *rec)
 		rc = unclean_open(log, rec);
 	if (rc < 0)
 		return rc;
-	if ((rc = km_log_drop_snapshots_after(log, log->leo)) < 0)
+	if ((rc = km_log_snap_drop_after(log, log->leo)) < 0)
 		return rc;
 	/* What the files hold is now made durable before it is served. */
 	if (fdatasync(log_active(log)->log_fd) < 0)
@@ -467,8 +415,8 @@ int km_log_rebuild_pstate(struct km_log *log, struct km_pstate *ps,
 			  int64_t snap_max, int64_t upto, km_log_replay_fn fn,
 			  void *ctx, int64_t *snapshot_offset)
 {
-	int64_t snaps[SNAPSHOTS_MAX];
-	int k = km_log_list_snapshots(log, snaps, SNAPSHOTS_MAX);
+	int64_t snaps[KM_LOG_SNAPSHOTS_MAX];
+	int k = km_log_snap_list(log, snaps, KM_LOG_SNAPSHOTS_MAX);
 	int64_t from = log_start(log);
 
 	if (k < 0)
@@ -478,7 +426,7 @@ int km_log_rebuild_pstate(struct km_log *log, struct km_pstate *ps,
 	while (k > 0 && snaps[k - 1] > snap_max)
 		k--;
 	for (; k > 0; k--) {
-		if (km_log_load_snapshot(log, ps, snaps[k - 1]) == 0) {
+		if (km_log_snap_load(log, ps, snaps[k - 1]) == 0) {
 			from = *snapshot_offset = snaps[k - 1];
 			break;
 		}

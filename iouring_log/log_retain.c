@@ -41,17 +41,6 @@ static uint64_t total_bytes(const struct km_log *log)
 	return sum;
 }
 
-/* Snapshots below the new log start describe nothing left. */
-static void drop_old_snapshots(struct km_log *log, int64_t start)
-{
-	int64_t offs[256];
-	int n = km_log_list_snapshots(log, offs, 256);
-
-	for (int i = 0; i < n && i < 256; i++)
-		if (offs[i] < start)
-			(void)km_log_delete_snapshot(log, offs[i]);
-}
-
 int km_log_retain(struct km_log *log, const struct km_log_retention *r,
 		  struct km_log_retained *out)
 {
@@ -83,7 +72,7 @@ int km_log_retain(struct km_log *log, const struct km_log_retention *r,
 		rc = rc ? rc : e;
 	}
 	out->start = log->segs[0].base_offset;
-	drop_old_snapshots(log, out->start);
+	km_log_snap_drop_before(log, out->start);
 	KM_INFO("log", "%s: retention deleted %u segment(s), %llu bytes; log "
 		"start now %lld", log->dir, n, (unsigned long long)out->bytes,
 		(long long)out->start);

@@ -194,7 +194,7 @@ int64_t km_log_truncate_to(struct km_log *log, int64_t offset,
 	if (rc == 0)
 		rc = km_log_epoch_truncate(log, log->leo);
 	if (rc == 0)
-		rc = km_log_drop_snapshots_after(log, log->leo);
+		rc = km_log_snap_drop_after(log, log->leo);
 	if (rc == 0)
 		rc = km_log_rebuild_pstate(log, log->ps, log->leo, log->leo, NULL,
 					   NULL, &snap);

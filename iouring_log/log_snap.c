@@ -1,0 +1,84 @@
+/* Producer snapshots of the partition directory, `<offset>.snapshot`
+ * (Kafka's format, pstate_codec.c): the state before the batch at offset.
+ * Written at each roll (log_io.c) and at a clean close or checkpoint; read
+ * back by recovery and truncation, which start from the newest usable one;
+ * deleted when unusable, or when what they describe is cut (recovery,
+ * truncation) or dropped (retention).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <unistd.h>
+
+#include "common/errors.h"
+#include "common/log.h"
+#include "iouring_log/log_pvt.h"
+
+int km_log_snap_write(struct km_log *log, int64_t offset)
+{
+	char name[64];
+	int n = km_pstate_snapshot_encode(log->ps, log->snap_buf, log->snap_cap);
+
+	if (n < 0)
+		return n;
+	snprintf(name, sizeof(name), "%020lld.snapshot", (long long)offset);
+	return km_log_write_text_atomic(log, name, (const char *)log->snap_buf,
+					(size_t)n);
+}
+
+int km_log_snap_list(struct km_log *log, int64_t *out, uint32_t max)
+{
+	return km_log_list_files(log, ".snapshot", out, max);
+}
+
+int km_log_snap_load(struct km_log *log, struct km_pstate *ps, int64_t offset)
+{
+	char name[64];
+	ssize_t n;
+	int fd, rc;
+
+	snprintf(name, sizeof(name), "%020lld.snapshot", (long long)offset);
+	fd = openat(log->dir_fd, name, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	n = read(fd, log->snap_buf, log->snap_cap);
+	rc = n < 0 ? -errno : 0;
+	close(fd);
+	if (rc == 0)
+		rc = km_pstate_snapshot_decode(ps, log->snap_buf, (size_t)n, offset);
+	if (rc < 0)
+		KM_WARN("log", "%s: producer snapshot %s unusable: %s", log->dir,
+			name, km_strerror(rc));
+	return rc;
+}
+
+int km_log_snap_delete(struct km_log *log, int64_t offset)
+{
+	char name[64];
+
+	snprintf(name, sizeof(name), "%020lld.snapshot", (long long)offset);
+	return unlinkat(log->dir_fd, name, 0) < 0 && errno != ENOENT ? -errno : 0;
+}
+
+/* Snapshots past the end describe data that is gone. */
+int km_log_snap_drop_after(struct km_log *log, int64_t offset)
+{
+	int64_t snaps[KM_LOG_SNAPSHOTS_MAX];
+	int n = km_log_snap_list(log, snaps, KM_LOG_SNAPSHOTS_MAX), rc = 0;
+
+	for (int i = 0; i < n && rc == 0; i++)
+		if (snaps[i] > offset)
+			rc = km_log_snap_delete(log, snaps[i]);
+	return n < 0 ? n : rc;
+}
+
+/* Snapshots below the new log start describe nothing left. */
+void km_log_snap_drop_before(struct km_log *log, int64_t start)
+{
+	int64_t offs[256];
+	int n = km_log_snap_list(log, offs, 256);
+
+	for (int i = 0; i < n && i < 256; i++)
+		if (offs[i] < start)
+			(void)km_log_snap_delete(log, offs[i]);
+}
