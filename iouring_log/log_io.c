@@ -2,7 +2,6 @@
  * completions advance the appended offset in order; group fdatasyncs advance
  * the durable offset. */
 #include <errno.h>
-#include <stdio.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -243,7 +242,6 @@ static void add_batch(struct km_log *log, struct km_segment *seg,
  * producer snapshot for base (the state before the batch at base). */
 static int roll(struct km_log *log, int64_t base, int snap_len)
 {
-	char name[64];
 	struct km_segment *old = log_active(log);
 	int rc;
 
@@ -267,9 +265,7 @@ static int roll(struct km_log *log, int64_t base, int snap_len)
 	 * index maps for read-only ones and retires the writable ones. */
 	if ((rc = km_segment_seal(old)) < 0)
 		return rc;
-	snprintf(name, sizeof(name), "%020lld.snapshot", (long long)base);
-	if ((rc = km_log_write_text_atomic(log, name, (const char *)log->snap_buf,
-					   (size_t)snap_len)) < 0)
+	if ((rc = km_log_snap_write_encoded(log, base, (size_t)snap_len)) < 0)
 		return rc;
 	/* Built past n_segs, where no reader looks, and shown whole under
 	 * the lock; once the lock has been held, no read that could have

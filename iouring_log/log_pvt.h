@@ -130,6 +130,9 @@ int km_log_rebuild_pstate(struct km_log *log, struct km_pstate *ps,
 
 /* log_snap.c: producer snapshots, "<offset>.snapshot" */
 int km_log_snap_write(struct km_log *log, int64_t offset);
+/* A roll encodes its snapshot before the batch changes the state, and
+ * writes those len bytes of log->snap_buf once the segment is sealed. */
+int km_log_snap_write_encoded(struct km_log *log, int64_t offset, size_t len);
 int km_log_snap_list(struct km_log *log, int64_t *out, uint32_t max);
 int km_log_snap_load(struct km_log *log, struct km_pstate *ps, int64_t offset);
 int km_log_snap_delete(struct km_log *log, int64_t offset);

@@ -14,16 +14,27 @@
 #include "common/log.h"
 #include "iouring_log/log_pvt.h"
 
-int km_log_snap_write(struct km_log *log, int64_t offset)
+static void snap_name(char *name, size_t size, int64_t offset)
+{
+	snprintf(name, size, "%020lld.snapshot", (long long)offset);
+}
+
+int km_log_snap_write_encoded(struct km_log *log, int64_t offset, size_t len)
 {
 	char name[64];
+
+	snap_name(name, sizeof(name), offset);
+	return km_log_write_text_atomic(log, name, (const char *)log->snap_buf,
+					len);
+}
+
+int km_log_snap_write(struct km_log *log, int64_t offset)
+{
 	int n = km_pstate_snapshot_encode(log->ps, log->snap_buf, log->snap_cap);
 
 	if (n < 0)
 		return n;
-	snprintf(name, sizeof(name), "%020lld.snapshot", (long long)offset);
-	return km_log_write_text_atomic(log, name, (const char *)log->snap_buf,
-					(size_t)n);
+	return km_log_snap_write_encoded(log, offset, (size_t)n);
 }
 
 int km_log_snap_list(struct km_log *log, int64_t *out, uint32_t max)
@@ -37,7 +48,7 @@ int km_log_snap_load(struct km_log *log, struct km_pstate *ps, int64_t offset)
 	ssize_t n;
 	int fd, rc;
 
-	snprintf(name, sizeof(name), "%020lld.snapshot", (long long)offset);
+	snap_name(name, sizeof(name), offset);
 	fd = openat(log->dir_fd, name, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
@@ -56,7 +67,7 @@ int km_log_snap_delete(struct km_log *log, int64_t offset)
 {
 	char name[64];
 
-	snprintf(name, sizeof(name), "%020lld.snapshot", (long long)offset);
+	snap_name(name, sizeof(name), offset);
 	return unlinkat(log->dir_fd, name, 0) < 0 && errno != ENOENT ? -errno : 0;
 }
 
