@@ -9,6 +9,7 @@
 #include "common/errors.h"
 #include "common/km_assert.h"
 #include "common/clock.h"
+#include "common/container.h"
 #include "common/log.h"
 #include "iouring_log/log_pvt.h"
 
@@ -49,8 +50,7 @@ static void kick_flush(struct km_log *log)
 
 static void flush_done(struct km_io_req *req, int res, uint32_t flags)
 {
-	struct km_log *log = (struct km_log *)((char *)req -
-				offsetof(struct km_log, flush_io));
+	struct km_log *log = km_container_of(req, struct km_log, flush_io);
 	struct log_flush *f = &log->flushes[log->f_head];
 
 	(void)flags;
