@@ -53,7 +53,7 @@ static json_t *port_row(uint32_t w, const struct km_worker_net *n)
 	return row;
 }
 
-static json_t *conn_row(uint32_t w, const struct km_fpool_conn *c)
+static json_t *conn_row(uint32_t w, const struct km_fsess_pool_conn *c)
 {
 	return json_pack("{s:i, s:s, s:I, s:I, s:I, s:I, s:I, s:I}",
 			 "worker", (int)w, "peer", c->peer,

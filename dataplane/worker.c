@@ -249,7 +249,7 @@ static int fetch_pool_init(struct km_worker *w)
 {
 	bool own = w->fnet != w->net; /* no front-end on a fetch-only net */
 	const struct km_net_config *nc = own ? &w->cfg.fetch_net : &w->cfg.net;
-	struct km_fpool_config pc = {0};
+	struct km_fsess_pool_config pc = {0};
 	uint32_t n = w->cfg.parts_max + 1;
 	uint32_t share;
 
@@ -262,9 +262,9 @@ static int fetch_pool_init(struct km_worker *w)
 	pc.scratch = w->scratch;
 	pc.resolve = resolve;
 	pc.resolve_ctx = w;
-	if ((w->fsess_mem = malloc(km_fpool_memsize(n))) == NULL)
+	if ((w->fsess_mem = malloc(km_fsess_pool_memsize(n))) == NULL)
 		return -ENOMEM;
-	return km_fpool_init(&w->fpool, &pc, w->fnet, w->fsess_mem);
+	return km_fsess_pool_init(&w->fpool, &pc, w->fnet, w->fsess_mem);
 }
 
 static void on_fetch(struct km_worker *w, struct wmsg *m)
@@ -507,7 +507,7 @@ static void publish_net(struct km_worker *w)
 		return;
 	p->dpdk = w->fnet != w->net;
 	km_net_get_stats(w->fnet, &p->net);
-	p->n_conns = km_fpool_conns(&w->fpool, p->conns, KM_WORKER_NET_CONNS);
+	p->n_conns = km_fsess_pool_conns(&w->fpool, p->conns, KM_WORKER_NET_CONNS);
 	pthread_mutex_unlock(&w->net_lock);
 }
 
@@ -520,7 +520,7 @@ void km_worker_net_snapshot(struct km_worker *w, struct km_worker_net *out)
 
 static int step_parts(struct km_worker *w, bool tick)
 {
-	int n = km_fpool_step(&w->fpool);
+	int n = km_fsess_pool_step(&w->fpool);
 
 	if (tick)
 		publish_net(w);
@@ -552,7 +552,7 @@ static bool fetchers_idle(struct km_worker *w)
 		if (w->wparts[i].fetcher != NULL &&
 		    !km_fetcher_idle(w->wparts[i].fetcher))
 			return false;
-	return w->fsess_mem == NULL || km_fpool_idle(&w->fpool);
+	return w->fsess_mem == NULL || km_fsess_pool_idle(&w->fpool);
 }
 
 static int close_logs(struct km_worker *w)

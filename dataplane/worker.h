@@ -88,7 +88,7 @@ struct km_worker_net {
 	bool dpdk;
 	struct km_net_stats net;
 	uint32_t n_conns;
-	struct km_fpool_conn conns[KM_WORKER_NET_CONNS];
+	struct km_fsess_pool_conn conns[KM_WORKER_NET_CONNS];
 };
 
 /** A copy of w's last published figures (control thread; takes the lock

@@ -89,7 +89,7 @@ struct km_worker {
 	void **slots;
 	struct wmsg *outbox, **outbox_tail; /* pushes waiting for room */
 	struct km_fetcher_scratch *scratch; /* shared by its sessions */
-	struct km_fpool fpool;		/* fetch sessions: one per broker */
+	struct km_fsess_pool fpool;		/* fetch sessions: one per broker */
 	void *fsess_mem;
 	struct wpart *wparts;
 	uint32_t n_wparts;

@@ -82,7 +82,7 @@ bool km_fetcher_literal_ipv4(const char *host,
 	return false;
 }
 
-int km_fetcher_resolve(const struct km_fpool *p, const char *host,
+int km_fetcher_resolve(const struct km_fsess_pool *p, const char *host,
 		       char ipv4[KM_FETCHER_IPV4_BYTES])
 {
 	if (km_fetcher_literal_ipv4(host, ipv4))
@@ -95,7 +95,7 @@ int km_fetcher_resolve(const struct km_fpool *p, const char *host,
 /* ---- init ---- */
 
 static bool config_ok(const struct km_fetcher_config *cfg,
-		      const struct km_fpool *p)
+		      const struct km_fsess_pool *p)
 {
 	char ip[KM_FETCHER_IPV4_BYTES];
 
@@ -145,7 +145,7 @@ static void stats_init(struct km_fetcher_stats *s)
 }
 
 int km_fetcher_init(struct km_fetcher *f, const struct km_fetcher_config *cfg,
-		    struct km_fpool *pool, struct km_log *log)
+		    struct km_fsess_pool *pool, struct km_log *log)
 {
 	uint64_t half;
 

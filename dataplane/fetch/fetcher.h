@@ -4,11 +4,11 @@
  * A struct km_fetcher is one mirrored partition: its offsets, the records
  * of a Fetch response it is appending, its error policy, state and figures.
  * It does no I/O of its own: km_fetcher_init() attaches it to a fetch
- * session of the worker's pool (struct km_fpool), which holds at most one
+ * session of the worker's pool (struct km_fsess_pool), which holds at most one
  * connection per source broker and per bootstrap list, and names every
  * partition it carries in each request (multi-partition Fetch, KIP-74:
  * PartitionMaxBytes per partition, MaxBytes for the response). The worker
- * loop calls km_uring_poll(), km_net_poll(), then km_fpool_step().
+ * loop calls km_uring_poll(), km_net_poll(), then km_fsess_pool_step().
  *
  * Finding the leader. A new partition joins a session of its bootstrap
  * list (the list's discovery session, else any of its sessions), which asks
@@ -79,7 +79,7 @@
 extern "C" {
 #endif
 
-struct km_fpool;
+struct km_fsess_pool;
 struct km_fsess;
 
 /* Capacities (STYLE 9). A struct km_fetcher is about 30 KiB: 24 KiB of
@@ -95,7 +95,7 @@ enum {
 
 /* Scratch for decoding Metadata and ApiVersions and building requests
  * (about 2 MiB): one per worker, shared by its sessions, which only use it
- * inside km_fpool_step() on that worker's thread. Brokers of the cluster,
+ * inside km_fsess_pool_step() on that worker's thread. Brokers of the cluster,
  * and partitions of the topics named, above these counts fail the
  * partitions named. */
 #define KM_FETCHER_META_BROKERS_MAX 256u
@@ -251,7 +251,7 @@ enum km_freq {
  * private. */
 struct km_fetcher {
 	struct km_fetcher_config cfg;
-	struct km_fpool *pool;
+	struct km_fsess_pool *pool;
 	struct km_log *log;
 	struct km_fsess *sess;	   /* NULL once detached (idle) */
 	struct km_fetcher *next;   /* sess's member list */
@@ -289,7 +289,7 @@ struct km_fetcher {
 
 /**
  * Set up a partition and attach it to a session of pool (nothing is sent
- * until km_fpool_step). f must not be attached (new, or idle).
+ * until km_fsess_pool_step). f must not be attached (new, or idle).
  * @return 0, -EINVAL: no bootstrap address, more than
  *         KM_FETCHER_BOOTSTRAP_MAX, a bootstrap host that is neither an IPv4
  *         literal nor "localhost" and the pool has no resolver, no topic, a
@@ -298,12 +298,12 @@ struct km_fetcher {
  *         in use.
  */
 int km_fetcher_init(struct km_fetcher *f, const struct km_fetcher_config *cfg,
-		    struct km_fpool *pool, struct km_log *log);
+		    struct km_fsess_pool *pool, struct km_log *log);
 
 /** Stop (reason "stopped", unless FAILED): nothing more is appended; the
  *  partition leaves its session once the writes of its batches held in a
  *  response frame are done. The others on the connection go on. Poll
- *  km_fpool_step() until km_fetcher_idle(). */
+ *  km_fsess_pool_step() until km_fetcher_idle(). */
 void km_fetcher_stop(struct km_fetcher *f);
 
 /** True when the partition has left its session and no write of its reads
@@ -344,7 +344,7 @@ static inline int64_t km_fetcher_high_watermark(const struct km_fetcher *f)
 	return f->stats.high_watermark;
 }
 
-/** Its session now (NULL once idle); valid until the next km_fpool_step. */
+/** Its session now (NULL once idle); valid until the next km_fsess_pool_step. */
 static inline const struct km_fsess *
 km_fetcher_session(const struct km_fetcher *f)
 {

@@ -42,7 +42,7 @@ uint64_t km_fetcher_now_ms(void);
 /* ---- fetcher.c: one partition ---- */
 
 /** FAILED with a reason (first one wins); the partition leaves its session
- *  (km_fpool_step) once no write of it reads a held frame. */
+ *  (km_fsess_pool_step) once no write of it reads a held frame. */
 void km_fetcher_fail(struct km_fetcher *f, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
@@ -62,7 +62,7 @@ void km_fetcher_need_leader(struct km_fetcher *f, uint32_t delay_ms);
 void km_fetcher_start(struct km_fetcher *f);
 
 /** Resolve host to an IPv4 literal. @return 0, -EAGAIN, or -EINVAL. */
-int km_fetcher_resolve(const struct km_fpool *p, const char *host,
+int km_fetcher_resolve(const struct km_fsess_pool *p, const char *host,
 		       char ipv4[KM_FETCHER_IPV4_BYTES]);
 
 /** An IPv4 literal, or "localhost". */
@@ -98,7 +98,7 @@ bool km_fetcher_appends_pending(const struct km_fetcher *f);
 
 /** Attach a new partition to a session of its bootstrap list (or a new
  *  discovery session). @return 0 or -ENOSPC. */
-int km_fsess_attach(struct km_fpool *p, struct km_fetcher *f);
+int km_fsess_attach(struct km_fsess_pool *p, struct km_fetcher *f);
 /** Metadata named f's leader (f->stats.leader) to session s: f stays
  *  (and starts) if s is that broker's session, else moves there. */
 void km_fsess_route(struct km_fsess *s, struct km_fetcher *f);

@@ -13,12 +13,12 @@
 
 /* ---- the pool ---- */
 
-size_t km_fpool_memsize(uint32_t sessions_max)
+size_t km_fsess_pool_memsize(uint32_t sessions_max)
 {
 	return (size_t)sessions_max * sizeof(struct km_fsess);
 }
 
-int km_fpool_init(struct km_fpool *p, const struct km_fpool_config *cfg,
+int km_fsess_pool_init(struct km_fsess_pool *p, const struct km_fsess_pool_config *cfg,
 		  struct km_net *net, void *mem)
 {
 	uint32_t bufs;
@@ -34,11 +34,11 @@ int km_fpool_init(struct km_fpool *p, const struct km_fpool_config *cfg,
 	p->net = net;
 	p->cfg = *cfg;
 	p->sess = mem;
-	memset(mem, 0, km_fpool_memsize(cfg->sessions_max));
+	memset(mem, 0, km_fsess_pool_memsize(cfg->sessions_max));
 	return 0;
 }
 
-bool km_fpool_idle(const struct km_fpool *p)
+bool km_fsess_pool_idle(const struct km_fsess_pool *p)
 {
 	for (uint32_t i = 0; i < p->cfg.sessions_max; i++)
 		if (p->sess[i].used)
@@ -46,7 +46,7 @@ bool km_fpool_idle(const struct km_fpool *p)
 	return true;
 }
 
-const struct km_fsess *km_fpool_session(const struct km_fpool *p, uint32_t i)
+const struct km_fsess *km_fsess_pool_session(const struct km_fsess_pool *p, uint32_t i)
 {
 	return i < p->cfg.sessions_max && p->sess[i].used ? &p->sess[i] : NULL;
 }
@@ -61,7 +61,7 @@ static void stats_add(struct km_fsess_stats *to, const struct km_fsess_stats *s)
 		b[i] += a[i];
 }
 
-void km_fpool_get_stats(const struct km_fpool *p, struct km_fpool_stats *out)
+void km_fsess_pool_get_stats(const struct km_fsess_pool *p, struct km_fsess_pool_stats *out)
 {
 	memset(out, 0, sizeof(*out));
 	out->sessions_opened = p->opened;
@@ -79,7 +79,7 @@ void km_fpool_get_stats(const struct km_fpool *p, struct km_fpool_stats *out)
 	}
 }
 
-uint32_t km_fpool_conns(const struct km_fpool *p, struct km_fpool_conn *out,
+uint32_t km_fsess_pool_conns(const struct km_fsess_pool *p, struct km_fsess_pool_conn *out,
 			uint32_t cap)
 {
 	uint32_t n = 0;
@@ -117,7 +117,7 @@ static bool same_group(const struct km_fsess *s,
 	return true;
 }
 
-static struct km_fsess *find_discovery(struct km_fpool *p,
+static struct km_fsess *find_discovery(struct km_fsess_pool *p,
 				       const struct km_fsess *like)
 {
 	for (uint32_t i = 0; i < p->cfg.sessions_max; i++) {
@@ -131,7 +131,7 @@ static struct km_fsess *find_discovery(struct km_fpool *p,
 }
 
 /* The group's session pinned to ip:port, if any. */
-static struct km_fsess *find_pinned(struct km_fpool *p,
+static struct km_fsess *find_pinned(struct km_fsess_pool *p,
 				    const struct km_fsess *like,
 				    const char *ip, uint16_t port)
 {
@@ -146,7 +146,7 @@ static struct km_fsess *find_pinned(struct km_fpool *p,
 	return NULL;
 }
 
-static struct km_fsess *free_slot(struct km_fpool *p)
+static struct km_fsess *free_slot(struct km_fsess_pool *p)
 {
 	for (uint32_t i = 0; i < p->cfg.sessions_max; i++)
 		if (!p->sess[i].used)
@@ -159,7 +159,7 @@ static struct km_fsess *free_slot(struct km_fpool *p)
  * held one must still fit (fetcher.h). */
 static void set_budget(struct km_fsess *s)
 {
-	const struct km_fpool_config *c = &s->pool->cfg;
+	const struct km_fsess_pool_config *c = &s->pool->cfg;
 	uint64_t half;
 
 	s->budget_bufs = c->rx_bufs_max < KM_KFRAME_SEGS_MAX
@@ -171,7 +171,7 @@ static void set_budget(struct km_fsess *s)
 }
 
 /* A fresh session of f's group (its timing is f's). */
-static struct km_fsess *open_from_config(struct km_fpool *p,
+static struct km_fsess *open_from_config(struct km_fsess_pool *p,
 					 const struct km_fetcher_config *c)
 {
 	struct km_fsess *s = free_slot(p);
@@ -283,7 +283,7 @@ static void move(struct km_fetcher *f, struct km_fsess *to)
 	join(to, f);
 }
 
-int km_fsess_attach(struct km_fpool *p, struct km_fetcher *f)
+int km_fsess_attach(struct km_fsess_pool *p, struct km_fetcher *f)
 {
 	struct km_fsess *s = NULL;
 
@@ -494,7 +494,7 @@ static int sess_step(struct km_fsess *s)
 	return km_fsess_conn_step(s) | moved;
 }
 
-int km_fpool_step(struct km_fpool *p)
+int km_fsess_pool_step(struct km_fsess_pool *p)
 {
 	int moved = 0;
 

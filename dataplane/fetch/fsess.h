@@ -4,8 +4,8 @@
  * source broker per worker"). The partitions themselves are struct
  * km_fetcher (fetcher.h); this is the connection side.
  *
- * Pool. A worker owns one struct km_fpool over caller memory for
- * sessions_max sessions (km_fpool_init; nothing allocated later). Each
+ * Pool. A worker owns one struct km_fsess_pool over caller memory for
+ * sessions_max sessions (km_fsess_pool_init; nothing allocated later). Each
  * session may hold rx_bufs_max receive buffers of the backend's pool, so
  * sessions_max x rx_bufs_max should stay within what the worker gives to
  * fetching.
@@ -37,7 +37,7 @@
  *
  * Callbacks of the network backend only record what happened on the
  * connection; responses are handled, and partitions moved, from
- * km_fpool_step(), so no log call (which may poll the ring) ever re-enters
+ * km_fsess_pool_step(), so no log call (which may poll the ring) ever re-enters
  * a handler.
  */
 #ifndef KM_DATAPLANE_FSESS_H
@@ -59,7 +59,7 @@ enum {
  * 8 KiB of asked partitions). */
 #define KM_FSESS_POOL_MAX 32u
 
-struct km_fpool_config {
+struct km_fsess_pool_config {
 	uint32_t sessions_max;	 /* 1..KM_FSESS_POOL_MAX */
 	/* The receive buffers one session may hold at once (its share of the
 	 * backend's pool, km_net_config rx_buf_count x rx_buf_bytes): bounds
@@ -100,7 +100,7 @@ struct km_fetcher_broker {
 
 /* Visible for sizeof only: every field is private. */
 struct km_fsess {
-	struct km_fpool *pool;
+	struct km_fsess_pool *pool;
 	bool used;
 	bool pinned;
 	struct km_fetcher_addr pin; /* pinned: the broker */
@@ -159,7 +159,7 @@ struct km_fsess {
 	struct km_fsess_stats stats;
 };
 
-struct km_fpool_stats {
+struct km_fsess_pool_stats {
 	uint32_t sessions_open;	   /* now */
 	uint32_t sessions_connected; /* now, with an open connection */
 	uint64_t sessions_opened;  /* ever */
@@ -167,9 +167,9 @@ struct km_fpool_stats {
 	struct km_fsess_stats sum; /* of every session, closed ones too */
 };
 
-struct km_fpool {
+struct km_fsess_pool {
 	struct km_net *net;
-	struct km_fpool_config cfg;
+	struct km_fsess_pool_config cfg;
 	struct km_fsess *sess;	   /* [cfg.sessions_max] */
 	uint64_t opened;
 	uint64_t exhausted;
@@ -177,27 +177,27 @@ struct km_fpool {
 };
 
 /* A fetch session's connection, for status. */
-struct km_fpool_conn {
+struct km_fsess_pool_conn {
 	char peer[KM_FETCHER_IPV4_BYTES + 8]; /* "a.b.c.d:port" */
 	struct km_net_conn_stats st;
 };
 
 /** The connections of the pool's sessions that have one, at most cap.
  *  @return how many were written. */
-uint32_t km_fpool_conns(const struct km_fpool *p, struct km_fpool_conn *out,
+uint32_t km_fsess_pool_conns(const struct km_fsess_pool *p, struct km_fsess_pool_conn *out,
 			uint32_t cap);
 
-/** Bytes of caller memory km_fpool_init() needs for sessions_max. */
-size_t km_fpool_memsize(uint32_t sessions_max);
+/** Bytes of caller memory km_fsess_pool_init() needs for sessions_max. */
+size_t km_fsess_pool_memsize(uint32_t sessions_max);
 
 /**
- * Set up a pool over mem (km_fpool_memsize(cfg->sessions_max) bytes,
+ * Set up a pool over mem (km_fsess_pool_memsize(cfg->sessions_max) bytes,
  * suitably aligned, for the pool's lifetime).
  * @return 0, or -EINVAL: no net, no scratch, sessions_max out of range, or
  *         receive buffers too small for one useful Fetch (rx_buf_bytes x
  *         rx_bufs_max below 16 KiB).
  */
-int km_fpool_init(struct km_fpool *p, const struct km_fpool_config *cfg,
+int km_fsess_pool_init(struct km_fsess_pool *p, const struct km_fsess_pool_config *cfg,
 		  struct km_net *net, void *mem);
 
 /**
@@ -206,16 +206,16 @@ int km_fpool_init(struct km_fpool *p, const struct km_fpool_config *cfg,
  * the next requests, partitions leaving. Call every loop turn.
  * @return 1 if something moved, 0 if idle.
  */
-int km_fpool_step(struct km_fpool *p);
+int km_fsess_pool_step(struct km_fsess_pool *p);
 
 /** True when no session is open (no connection, no buffer held). */
-bool km_fpool_idle(const struct km_fpool *p);
+bool km_fsess_pool_idle(const struct km_fsess_pool *p);
 
 /** Figures of the pool: open sessions, and sums over all sessions. */
-void km_fpool_get_stats(const struct km_fpool *p, struct km_fpool_stats *out);
+void km_fsess_pool_get_stats(const struct km_fsess_pool *p, struct km_fsess_pool_stats *out);
 
 /** Session i (0..sessions_max-1) if open, else NULL. */
-const struct km_fsess *km_fpool_session(const struct km_fpool *p, uint32_t i);
+const struct km_fsess *km_fsess_pool_session(const struct km_fsess_pool *p, uint32_t i);
 
 static inline const struct km_fsess_stats *
 km_fsess_get_stats(const struct km_fsess *s)

@@ -155,7 +155,7 @@ static void on_recv(struct km_net_conn *c, const struct km_chain *data,
 {
 	struct km_fsess *s = km_net_conn_ctx(c);
 
-	/* Frames are handled from km_fpool_step, never from here. */
+	/* Frames are handled from km_fsess_pool_step, never from here. */
 	if (km_kframe_push(&s->kf, data, buf_ids) < 0)
 		s->overflow = true; /* more segments than kframe holds */
 }

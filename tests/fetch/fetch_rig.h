@@ -2,7 +2,7 @@
 // io_uring, the kernel network backend, a pool of fetch sessions
 // (dataplane/fetch/fsess.h), a partition log on real files, and a km_fetcher in
 // the pool, driven the way a worker drives them (km_uring_poll,
-// km_net_poll, km_fpool_step), pumped until an observable condition holds
+// km_net_poll, km_fsess_pool_step), pumped until an observable condition holds
 // or a deadline passes (no sleeps). The source's exact bytes are read with
 // the raw client of tests/rdkafka (raw_kafka.h) and compared with the log.
 #ifndef KM_TESTS_FETCH_FETCH_RIG_H
@@ -147,7 +147,7 @@ protected:
 	// (Re)configure the pool of sessions, which must be idle to change.
 	void Pool(const StartOpts &o)
 	{
-		km_fpool_config pc = {};
+		km_fsess_pool_config pc = {};
 		pc.sessions_max = kSessionsMax;
 		pc.rx_buf_bytes = buf_bytes_;
 		pc.rx_bufs_max = o.rx_bufs_max ? o.rx_bufs_max : buf_count_;
@@ -160,8 +160,8 @@ protected:
 		    pc.resolve_ctx == pool_.cfg.resolve_ctx &&
 		    pool_.net == net_)
 			return;
-		ASSERT_TRUE(!pool_ok_ || km_fpool_idle(&pool_));
-		ASSERT_EQ(0, km_fpool_init(&pool_, &pc, net_, sess_.get()));
+		ASSERT_TRUE(!pool_ok_ || km_fsess_pool_idle(&pool_));
+		ASSERT_EQ(0, km_fsess_pool_init(&pool_, &pc, net_, sess_.get()));
 		pool_ok_ = true;
 	}
 	km_fetcher_config Config(const StartOpts &o)
@@ -192,7 +192,7 @@ protected:
 	{
 		ASSERT_GE(km_uring_poll(&ring_, false), 0);
 		ASSERT_GE(km_net_poll(net_), 0);
-		km_fpool_step(&pool_);
+		km_fsess_pool_step(&pool_);
 	}
 	// Pump until pred() holds; the session must not fail meanwhile.
 	template <typename Pred> void RunUntil(Pred pred, int ms = kTimeoutMs)
@@ -226,11 +226,11 @@ protected:
 	{
 		km_fetcher_stop(f_.get());
 		auto deadline = Clock::now() + std::chrono::milliseconds(kTimeoutMs);
-		while ((!km_fetcher_idle(f_.get()) || !km_fpool_idle(&pool_)) &&
+		while ((!km_fetcher_idle(f_.get()) || !km_fsess_pool_idle(&pool_)) &&
 		       Clock::now() < deadline)
 			ASSERT_NO_FATAL_FAILURE(Turn());
 		ASSERT_TRUE(km_fetcher_idle(f_.get()));
-		ASSERT_TRUE(km_fpool_idle(&pool_));
+		ASSERT_TRUE(km_fsess_pool_idle(&pool_));
 		ASSERT_EQ(0, km_log_sync(log_));
 	}
 	const km_fetcher_stats &Stats() { return *km_fetcher_get_stats(f_.get()); }
@@ -314,7 +314,7 @@ protected:
 	km_log *log_ = nullptr;
 	std::unique_ptr<km_fetcher_scratch> scratch_;
 	std::unique_ptr<km_fsess[]> sess_;
-	km_fpool pool_ = {};
+	km_fsess_pool pool_ = {};
 	bool pool_ok_ = false;
 	std::unique_ptr<km_fetcher> f_;
 	std::vector<Addr> boot_; // default bootstrap list

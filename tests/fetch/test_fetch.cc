@@ -295,7 +295,7 @@ INSTANTIATE_TEST_SUITE_P(Rx, Fetch,
 
 class FetchCfg : public Fetch {};
 
-// km_fpool_init and km_fetcher_init refuse what could never work, and a
+// km_fsess_pool_init and km_fetcher_init refuse what could never work, and a
 // partition's PartitionMaxBytes is clamped to half of the receive buffers
 // its session may hold.
 TEST_P(FetchCfg, InitChecksAndClamp)
@@ -328,17 +328,17 @@ TEST_P(FetchCfg, InitChecksAndClamp)
 	bad = Config(o);
 	EXPECT_EQ(-EINVAL, km_fetcher_init(f_.get(), &bad, nullptr, log_));
 
-	km_fpool p;
-	km_fpool_config pc = pool_.cfg;
+	km_fsess_pool p;
+	km_fsess_pool_config pc = pool_.cfg;
 	pc.scratch = nullptr;
-	EXPECT_EQ(-EINVAL, km_fpool_init(&p, &pc, net_, sess_.get()));
+	EXPECT_EQ(-EINVAL, km_fsess_pool_init(&p, &pc, net_, sess_.get()));
 	pc = pool_.cfg;
 	pc.rx_buf_bytes = 512;
 	pc.rx_bufs_max = 16; // 8 KiB: not one useful Fetch
-	EXPECT_EQ(-EINVAL, km_fpool_init(&p, &pc, net_, sess_.get()));
+	EXPECT_EQ(-EINVAL, km_fsess_pool_init(&p, &pc, net_, sess_.get()));
 	pc = pool_.cfg;
 	pc.sessions_max = KM_FSESS_POOL_MAX + 1;
-	EXPECT_EQ(-EINVAL, km_fpool_init(&p, &pc, net_, sess_.get()));
+	EXPECT_EQ(-EINVAL, km_fsess_pool_init(&p, &pc, net_, sess_.get()));
 	EXPECT_STREQ("not_leader", km_fetcher_err_name(KM_FETCHER_ERR_NOT_LEADER));
 	EXPECT_STREQ("stall", km_fetcher_err_name(KM_FETCHER_ERR_STALL));
 }

@@ -155,7 +155,7 @@ protected:
 			for (const Part &x : parts_)
 				if (!km_fetcher_idle(x.f.get()))
 					return false;
-			return km_fpool_idle(&pool_);
+			return km_fsess_pool_idle(&pool_);
 		};
 		auto deadline = Clock::now() + std::chrono::milliseconds(kTimeoutMs);
 		while (!quiet() && Clock::now() < deadline)
@@ -192,15 +192,15 @@ protected:
 		km_net_get_stats(net_, &ns);
 		return ns;
 	}
-	km_fpool_stats PoolStats()
+	km_fsess_pool_stats PoolStats()
 	{
-		km_fpool_stats ps;
-		km_fpool_get_stats(&pool_, &ps);
+		km_fsess_pool_stats ps;
+		km_fsess_pool_get_stats(&pool_, &ps);
 		return ps;
 	}
 	void Report(const char *what)
 	{
-		km_fpool_stats ps = PoolStats();
+		km_fsess_pool_stats ps = PoolStats();
 		km_net_stats ns = Net();
 		printf("[ figures  ] %s: %u partitions, net connects %llu, "
 		       "conns_used %u, sessions opened %llu; requests %llu: "
@@ -246,7 +246,7 @@ TEST_F(FetchSessions, OneConnectionPerLeaderBroker)
 	ASSERT_NO_FATAL_FAILURE(StartAll());
 	ASSERT_NO_FATAL_FAILURE(RunAll([&] { return AllMirrored(); }));
 	km_net_stats ns = Net();
-	km_fpool_stats ps = PoolStats();
+	km_fsess_pool_stats ps = PoolStats();
 	Report("mirrored");
 	EXPECT_EQ((uint64_t)kBrokers, ns.connects)
 		<< "the bootstrap connection became broker 1's session";
@@ -254,7 +254,7 @@ TEST_F(FetchSessions, OneConnectionPerLeaderBroker)
 	EXPECT_EQ((uint32_t)kBrokers, ps.sessions_open);
 	EXPECT_EQ((uint32_t)kBrokers, ps.sessions_connected);
 	for (uint32_t i = 0; i < kSessionsMax; i++) {
-		const km_fsess *s = km_fpool_session(&pool_, i);
+		const km_fsess *s = km_fsess_pool_session(&pool_, i);
 		if (s != nullptr) {
 			EXPECT_EQ((uint32_t)(kTopics * kParts / kBrokers),
 				  km_fsess_members(s));

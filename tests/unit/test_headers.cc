@@ -67,7 +67,7 @@ TEST(Headers, LinkFromCxx)
 	EXPECT_GT(km_pstate_memsize(&pc), 0u);
 	EXPECT_STREQ("status", km_ctlproto_verb_name(KM_CTL_STATUS));
 	EXPECT_EQ(-EINVAL, km_ctlsock_open(nullptr, "", 1));
-	EXPECT_GT(km_fpool_memsize(1), 0u);
+	EXPECT_GT(km_fsess_pool_memsize(1), 0u);
 	EXPECT_NE(nullptr, km_fetcher_err_name(KM_FETCHER_ERR_NOT_LEADER));
 	EXPECT_FALSE(km_dpdk_eal_ready());
 	(void)&km_frontend_create;

@@ -218,7 +218,7 @@ static int service(struct dnet *dn)
 
 /* ---- endpoint callbacks ------------------------------------------------- */
 
-void dnet_deliver(void *ctx, struct km_tcp_conn *tc,
+void km_dnet_deliver(void *ctx, struct km_tcp_conn *tc,
 		  const struct km_chain *data, const uint32_t *ids)
 {
 	struct dnet *dn = ctx;
@@ -276,7 +276,7 @@ static void on_end(struct dnet *dn, struct dconn *dc, int reason)
 	conn_free(dn, dc);
 }
 
-void dnet_event(void *ctx, struct km_tcp_conn *tc, enum km_tcp_event ev,
+void km_dnet_event(void *ctx, struct km_tcp_conn *tc, enum km_tcp_event ev,
 		int res)
 {
 	struct dnet *dn = ctx;
@@ -429,7 +429,7 @@ static void dnet_stats(const struct km_net *net, struct km_net_stats *out)
 	out->rx_bufs_held = ts.bufs_user;
 	out->retransmits = ts.tcp.retransmits;
 	out->out_of_order = ts.tcp.ooo_segs;
-	out->rx_missed = dnet_port_missed(dn);
+	out->rx_missed = km_dnet_port_missed(dn);
 	out->steered_out = dn->steer.out;
 	out->steered_in = dn->steer.in;
 	out->steer_drops = dn->steer.drops;
@@ -460,14 +460,14 @@ static int dnet_poll(struct km_net *net)
 	struct dnet *dn = km_container_of(net, struct dnet, pub);
 	int n;
 
-	dnet_thread_enter(dn);
+	km_dnet_thread_enter(dn);
 	dn->now_ms = km_clock_ms();
-	n = dnet_rx(dn);
+	n = km_dnet_rx(dn);
 	if (n > 0)
 		dn->last_rx_ms = dn->now_ms;
 	n += km_tcp_poll(dn->ep);
 	n += service(dn);
-	dnet_tx_flush(dn);
+	km_dnet_tx_flush(dn);
 	dn->empty_polls = n > 0 ? 0 : dn->empty_polls + 1;
 	return n;
 }
@@ -538,14 +538,14 @@ static void end_all(struct dnet *dn)
 		km_tcp_poll(dn->ep);
 		service(dn);
 	}
-	dnet_tx_flush(dn);
+	km_dnet_tx_flush(dn);
 	KM_ASSERT(dn->conns_used == 0);
 }
 
 static void dnet_free(struct dnet *dn)
 {
-	dnet_port_close(dn);
-	dnet_thread_leave(dn);
+	km_dnet_port_close(dn);
+	km_dnet_thread_leave(dn);
 	free(dn->ep_mem);
 	if (dn->conns != NULL) {
 		free(dn->conns[0].sq);
@@ -646,7 +646,7 @@ static void tcp_config(const struct dnet *dn, struct km_tcp_config *t)
 	t->mtu = dn->dp->mtu;
 	/* A slot needs a local port of its own: the queue's block bounds it. */
 	t->conns_max = slots < dn->dp->port_span ? slots : dn->dp->port_span;
-	dnet_port_block(dn->dp, dn->queue, &t->port_min, &t->port_max);
+	km_dnet_port_block(dn->dp, dn->queue, &t->port_min, &t->port_max);
 	t->bufs_max = dn->n_bufs;
 	t->rcv_buf_bytes = DNET_RCV_WINDOW;
 	t->tx_csum_offload = dn->dp->csum_tx ? KM_TCP_TX_CSUM_IP | KM_TCP_TX_CSUM_TCP
@@ -672,10 +672,10 @@ static int make_endpoint(struct dnet *dn)
 	size = (size + 63) & ~(ssize_t)63;
 	if ((dn->ep_mem = aligned_alloc(64, (size_t)size)) == NULL)
 		return -ENOMEM;
-	dn->tops = (struct km_tcp_ops){ .tx = dnet_tx, .now_ms = dnet_now_ms,
-					.deliver = dnet_deliver,
-					.event = dnet_event,
-					.buf_free = dnet_buf_free };
+	dn->tops = (struct km_tcp_ops){ .tx = km_dnet_tx, .now_ms = dnet_now_ms,
+					.deliver = km_dnet_deliver,
+					.event = km_dnet_event,
+					.buf_free = km_dnet_buf_free };
 	return km_tcp_init(dn->ep_mem, (size_t)size, &t, &dn->tops, dn, &dn->ep);
 }
 
@@ -693,14 +693,14 @@ int km_dnet_create(const struct km_net_config *cfg, struct km_net **out)
 	dn->now_ms = km_clock_ms();
 	dn->queue = cfg->dpdk.queue;
 	dn->n_bufs = cfg->rx_buf_count;
-	if ((rc = alloc_conns(dn)) == 0 && (rc = dnet_port_open(dn)) == 0)
+	if ((rc = alloc_conns(dn)) == 0 && (rc = km_dnet_port_open(dn)) == 0)
 		rc = make_endpoint(dn);
 	if (rc < 0) {
 		dn->ep = NULL;
 		dnet_free(dn);
 		return rc;
 	}
-	dnet_impair_init(dn);
+	km_dnet_impair_init(dn);
 	dn->last_rx_ms = dn->now_ms;
 	*out = &dn->pub;
 	return 0;

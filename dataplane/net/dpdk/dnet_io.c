@@ -43,7 +43,7 @@ static uint32_t rx_flags(const struct rte_mbuf *m)
 
 /* One frame to the endpoint: each mbuf segment is a chain segment with its
  * own buffer id; the endpoint owns them all from here (it frees what it
- * does not keep through dnet_buf_free). */
+ * does not keep through km_dnet_buf_free). */
 static void rx_frame(struct dnet *dn, struct rte_mbuf *m)
 {
 	struct iovec iov[KM_TCP_FRAME_SEGS_MAX];
@@ -214,7 +214,7 @@ static void rx_one(struct dnet *dn, struct rte_mbuf *m)
 	rx_release_held(dn);
 }
 
-void dnet_impair_init(struct dnet *dn)
+void km_dnet_impair_init(struct dnet *dn)
 {
 	const char *v = getenv("KMIRROR_TEST_DPDK_IMPAIR");
 	unsigned drop = 0, swap = 0;
@@ -240,7 +240,7 @@ static void rx_release_held(struct dnet *dn)
 	(void)dn;
 }
 
-void dnet_impair_init(struct dnet *dn)
+void km_dnet_impair_init(struct dnet *dn)
 {
 	(void)dn;
 }
@@ -248,7 +248,7 @@ void dnet_impair_init(struct dnet *dn)
 
 /* Up to DNET_RX_BURSTS_MAX bursts, one ACK decision per burst.
  * @return frames taken. */
-int dnet_rx(struct dnet *dn)
+int km_dnet_rx(struct dnet *dn)
 {
 	struct rte_mbuf *pkts[DNET_BURST];
 	int total = 0;
@@ -270,14 +270,14 @@ int dnet_rx(struct dnet *dn)
 	return total + rx_steered(dn);
 }
 
-void dnet_rx_close(struct dnet *dn)
+void km_dnet_rx_close(struct dnet *dn)
 {
 	if (dn->imp.held != NULL)
 		rte_pktmbuf_free(dn->imp.held);
 	dn->imp.held = NULL;
 }
 
-void dnet_buf_free(void *ctx, const uint32_t *ids, uint32_t n)
+void km_dnet_buf_free(void *ctx, const uint32_t *ids, uint32_t n)
 {
 	struct dnet *dn = ctx;
 
@@ -289,7 +289,7 @@ void dnet_buf_free(void *ctx, const uint32_t *ids, uint32_t n)
 
 /* ---- transmit ----------------------------------------------------------- */
 
-void dnet_tx_flush(struct dnet *dn)
+void km_dnet_tx_flush(struct dnet *dn)
 {
 	uint16_t sent;
 
@@ -328,7 +328,7 @@ static void tx_offload(struct rte_mbuf *m, uint32_t flags)
 }
 
 /* The endpoint's ops->tx: copy the frame into one mbuf of the tx pool. */
-int dnet_tx(void *ctx, const struct iovec *iov, uint32_t n_iov,
+int km_dnet_tx(void *ctx, const struct iovec *iov, uint32_t n_iov,
 	    uint32_t flags)
 {
 	struct dnet *dn = ctx;
@@ -355,6 +355,6 @@ int dnet_tx(void *ctx, const struct iovec *iov, uint32_t n_iov,
 	tx_offload(m, flags);
 	dn->tx_pkts[dn->tx_n++] = m;
 	if (dn->tx_n == DNET_TX_PKTS_MAX)
-		dnet_tx_flush(dn);
+		km_dnet_tx_flush(dn);
 	return 0;
 }

@@ -3,7 +3,7 @@
  * connections to it.
  *
  * Steering. Queue q's connections use the local ports of block q
- * (dnet_port_block). Where the port accepts flow rules, one rule per queue
+ * (km_dnet_port_block). Where the port accepts flow rules, one rule per queue
  * sends TCP to our address with a destination port in block q to queue q:
  * the port itself steers. Otherwise the port's RSS (or, for net_af_packet,
  * the kernel's fanout hash) spreads frames over the queues as it likes,
@@ -240,7 +240,7 @@ static uint16_t pow2_at_least(uint16_t n)
 	return p;
 }
 
-void dnet_port_block(const struct dport *dp, uint16_t queue, uint16_t *lo,
+void km_dnet_port_block(const struct dport *dp, uint16_t queue, uint16_t *lo,
 		     uint16_t *hi)
 {
 	*lo = (uint16_t)(DNET_PORT_BASE + queue * dp->port_span);
@@ -258,7 +258,7 @@ static int flow_rule(const struct dport *dp, uint16_t q, bool create,
 	struct rte_flow_action_queue to = { .index = q };
 	uint16_t lo, hi;
 
-	dnet_port_block(dp, q, &lo, &hi);
+	km_dnet_port_block(dp, q, &lo, &hi);
 	memset(&tcp, 0, sizeof(tcp));
 	memset(&tcp_mask, 0, sizeof(tcp_mask));
 	tcp.hdr.dst_port = rte_cpu_to_be_16(lo);
@@ -401,7 +401,7 @@ static int attach(struct dnet *dn)
 	return 0;
 }
 
-int dnet_port_open(struct dnet *dn)
+int km_dnet_port_open(struct dnet *dn)
 {
 	int rc;
 
@@ -421,14 +421,14 @@ int dnet_port_open(struct dnet *dn)
 
 /* The last backend stops the port; stopped, not closed: a vdev from the
  * EAL arguments stays available to a later backend in the process. */
-void dnet_port_close(struct dnet *dn)
+void km_dnet_port_close(struct dnet *dn)
 {
 	struct dport *dp = dn->dp;
 
-	dnet_rx_close(dn);
+	km_dnet_rx_close(dn);
 	if (dp == NULL)
 		return;
-	dnet_tx_flush(dn);
+	km_dnet_tx_flush(dn);
 	pthread_mutex_lock(&dport_lock);
 	dp->q[dn->queue].taken = false;
 	if (--dp->refs == 0) {
@@ -442,7 +442,7 @@ void dnet_port_close(struct dnet *dn)
 
 /* Port-wide figures, reported by queue 0's backend only so that the
  * workers' rows add up. */
-uint64_t dnet_port_missed(const struct dnet *dn)
+uint64_t km_dnet_port_missed(const struct dnet *dn)
 {
 	struct rte_eth_stats es;
 
@@ -457,7 +457,7 @@ uint64_t dnet_port_missed(const struct dnet *dn)
 /* A worker is not an EAL thread: registering gives it an lcore id, and with
  * it the mempool's per-lcore cache. Without one the pools still work,
  * through their shared ring. */
-void dnet_thread_enter(struct dnet *dn)
+void km_dnet_thread_enter(struct dnet *dn)
 {
 	if (dn->registered || rte_lcore_id() != LCORE_ID_ANY)
 		return;
@@ -467,7 +467,7 @@ void dnet_thread_enter(struct dnet *dn)
 			rte_strerror(rte_errno));
 }
 
-void dnet_thread_leave(struct dnet *dn)
+void km_dnet_thread_leave(struct dnet *dn)
 {
 	if (dn->registered)
 		rte_thread_unregister();

@@ -174,27 +174,27 @@ struct dnet {
 };
 
 /* dnet_port.c: the shared port */
-int dnet_port_open(struct dnet *dn);
-void dnet_port_close(struct dnet *dn);
-uint64_t dnet_port_missed(const struct dnet *dn);
-void dnet_port_block(const struct dport *dp, uint16_t queue, uint16_t *lo,
+int km_dnet_port_open(struct dnet *dn);
+void km_dnet_port_close(struct dnet *dn);
+uint64_t km_dnet_port_missed(const struct dnet *dn);
+void km_dnet_port_block(const struct dport *dp, uint16_t queue, uint16_t *lo,
 		     uint16_t *hi);
-void dnet_thread_enter(struct dnet *dn);
-void dnet_thread_leave(struct dnet *dn);
+void km_dnet_thread_enter(struct dnet *dn);
+void km_dnet_thread_leave(struct dnet *dn);
 
 /* dnet_io.c: rx bursts, software steering, tx bursts */
-int dnet_rx(struct dnet *dn);
-void dnet_rx_close(struct dnet *dn);
-void dnet_tx_flush(struct dnet *dn);
-int dnet_tx(void *ctx, const struct iovec *iov, uint32_t n_iov,
+int km_dnet_rx(struct dnet *dn);
+void km_dnet_rx_close(struct dnet *dn);
+void km_dnet_tx_flush(struct dnet *dn);
+int km_dnet_tx(void *ctx, const struct iovec *iov, uint32_t n_iov,
 	    uint32_t flags);
-void dnet_buf_free(void *ctx, const uint32_t *ids, uint32_t n);
-void dnet_impair_init(struct dnet *dn);
+void km_dnet_buf_free(void *ctx, const uint32_t *ids, uint32_t n);
+void km_dnet_impair_init(struct dnet *dn);
 
 /* dnet.c: the endpoint's callbacks */
-void dnet_deliver(void *ctx, struct km_tcp_conn *tc,
+void km_dnet_deliver(void *ctx, struct km_tcp_conn *tc,
 		  const struct km_chain *data, const uint32_t *ids);
-void dnet_event(void *ctx, struct km_tcp_conn *tc, enum km_tcp_event ev,
+void km_dnet_event(void *ctx, struct km_tcp_conn *tc, enum km_tcp_event ev,
 		int res);
 
 #endif

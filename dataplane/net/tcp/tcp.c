@@ -7,8 +7,8 @@
  * once. A passive connection's local port is its listening port, outside
  * that range, and is found by 4-tuple in a hash (tcp_listen.c).
  *
- * Ends. Whatever ends a connection calls tcp_conn_end(): it records the
- * reason and queues the connection on the reap list; tcp_reap() (from the
+ * Ends. Whatever ends a connection calls km_tcp_conn_end(): it records the
+ * reason and queues the connection on the reap list; km_tcp_reap() (from the
  * burst end and from km_tcp_poll()) reports it and frees the slot, so a
  * slot is never freed under a caller's feet, not even inside a callback.
  */
@@ -241,13 +241,13 @@ int km_tcp_init(void *mem, size_t mem_bytes, const struct km_tcp_config *cfg,
 
 /* ---- slots --------------------------------------------------------------- */
 
-struct km_tcp_conn *tcp_lookup(struct km_tcp_ep *ep, uint32_t rip,
+struct km_tcp_conn *km_tcp_lookup(struct km_tcp_ep *ep, uint32_t rip,
 			       uint16_t rport, uint16_t lport)
 {
 	struct km_tcp_conn *c;
 
 	if (lport < ep->cfg.port_min || lport > ep->cfg.port_max)
-		return tcp_hash_find(ep, rip, rport, lport);
+		return km_tcp_hash_find(ep, rip, rport, lport);
 	c = &ep->conns[(uint32_t)(lport - ep->cfg.port_min) %
 		       ep->cfg.conns_max];
 	if (c->state == KM_TCP_CLOSED || c->lport != lport ||
@@ -313,7 +313,7 @@ static void conn_reset_vars(struct km_tcp_conn *c)
 }
 
 /* A free slot, or NULL: the caller starts it at once. */
-struct km_tcp_conn *tcp_conn_take(struct km_tcp_ep *ep)
+struct km_tcp_conn *km_tcp_conn_take(struct km_tcp_ep *ep)
 {
 	struct km_tcp_conn *c = ep->free_list;
 
@@ -324,7 +324,7 @@ struct km_tcp_conn *tcp_conn_take(struct km_tcp_ep *ep)
 
 /* Fresh variables for a connection to ip:port from lport (0: the slot's
  * next port); the state and the receive side are the caller's. */
-void tcp_conn_start(struct km_tcp_conn *c, uint32_t ip, uint16_t port,
+void km_tcp_conn_start(struct km_tcp_conn *c, uint32_t ip, uint16_t port,
 		    uint16_t lport)
 {
 	struct km_tcp_ep *ep = c->ep;
@@ -353,13 +353,13 @@ int km_tcp_connect(struct km_tcp_ep *ep, uint32_t ip, uint16_t port,
 	if (!ip_unicast(ip) || ip == ep->cfg.ip || port == 0 ||
 	    (ip | ep->cfg.netmask) == UINT32_MAX)
 		return -EINVAL;
-	if ((c = tcp_conn_take(ep)) == NULL)
+	if ((c = km_tcp_conn_take(ep)) == NULL)
 		return -ENOBUFS;
 	ep->now = ep->ops->now_ms(ep->ctx);
-	tcp_conn_start(c, ip, port, 0);
+	km_tcp_conn_start(c, ip, port, 0);
 	c->user = user;
 	c->state = KM_TCP_SYN_SENT;
-	tcp_send_syn(c);
+	km_tcp_send_syn(c);
 	*out = c;
 	return 0;
 }
@@ -368,9 +368,9 @@ static void conn_free(struct km_tcp_conn *c)
 {
 	struct km_tcp_ep *ep = c->ep;
 
-	tcp_rx_drop_all(c);
+	km_tcp_rx_drop_all(c);
 	if (c->flags & CF_PASSIVE)
-		tcp_hash_remove(c);
+		km_tcp_hash_remove(c);
 	c->state = KM_TCP_CLOSED;
 	c->gen++;
 	c->free_next = ep->free_list;
@@ -379,7 +379,7 @@ static void conn_free(struct km_tcp_conn *c)
 	ep->st.conns_used--;
 }
 
-void tcp_touch(struct km_tcp_conn *c)
+void km_tcp_touch(struct km_tcp_conn *c)
 {
 	if (c->flags & CF_TOUCHED)
 		return;
@@ -388,7 +388,7 @@ void tcp_touch(struct km_tcp_conn *c)
 	c->ep->touched = c;
 }
 
-void tcp_conn_end(struct km_tcp_conn *c, int reason)
+void km_tcp_conn_end(struct km_tcp_conn *c, int reason)
 {
 	if (!(c->flags & CF_REPORTED) && !(c->flags & CF_REAP))
 		c->end_reason = reason;
@@ -425,7 +425,7 @@ static void report_end(struct km_tcp_conn *c)
 			       c->end_reason);
 }
 
-int tcp_reap(struct km_tcp_ep *ep)
+int km_tcp_reap(struct km_tcp_ep *ep)
 {
 	int n = 0;
 
@@ -437,7 +437,7 @@ int tcp_reap(struct km_tcp_ep *ep)
 		ep->reap = c->reap_next;
 		c->flags &= ~CF_REAP;
 		if (!(c->flags & CF_REPORTED)) {
-			tcp_rx_flush(c);
+			km_tcp_rx_flush(c);
 			report_end(c);
 			n++;
 		}
@@ -449,7 +449,7 @@ int tcp_reap(struct km_tcp_ep *ep)
 
 /* ---- buffers ------------------------------------------------------------- */
 
-void tcp_bufs_flush(struct km_tcp_ep *ep)
+void km_tcp_bufs_flush(struct km_tcp_ep *ep)
 {
 	if (ep->free_n == 0)
 		return;
@@ -457,11 +457,11 @@ void tcp_bufs_flush(struct km_tcp_ep *ep)
 	ep->free_n = 0;
 }
 
-void tcp_buf_put(struct km_tcp_ep *ep, uint32_t id)
+void km_tcp_buf_put(struct km_tcp_ep *ep, uint32_t id)
 {
 	ep->free_ids[ep->free_n++] = id;
 	if (ep->free_n == TCP_FREE_BATCH)
-		tcp_bufs_flush(ep);
+		km_tcp_bufs_flush(ep);
 }
 
 void km_tcp_release(struct km_tcp_ep *ep, const uint32_t *buf_ids,
@@ -480,7 +480,7 @@ void km_tcp_release(struct km_tcp_ep *ep, const uint32_t *buf_ids,
 		c = &ep->conns[b->slot];
 		b->state = BUF_FREE;
 		ep->st.bufs_user--;
-		tcp_buf_put(ep, buf_ids[i]);
+		km_tcp_buf_put(ep, buf_ids[i]);
 		if (c->gen != b->gen || c->state == KM_TCP_CLOSED)
 			continue;
 		KM_ASSERT(c->rx_held >= b->bytes);
@@ -497,13 +497,13 @@ void km_tcp_release(struct km_tcp_ep *ep, const uint32_t *buf_ids,
 
 		wnd = c->wnd_next;
 		c->flags &= ~CF_WND_CHECK;
-		tcp_rx_released(c);
+		km_tcp_rx_released(c);
 	}
-	tcp_bufs_flush(ep);
+	km_tcp_bufs_flush(ep);
 }
 
 /* A next hop resolved: frames that found it missing go out now. */
-void tcp_arp_resolved(struct km_tcp_ep *ep, uint32_t ip)
+void km_tcp_arp_resolved(struct km_tcp_ep *ep, uint32_t ip)
 {
 	for (uint32_t i = 0; i < ep->cfg.conns_max; i++) {
 		struct km_tcp_conn *c = &ep->conns[i];
@@ -513,11 +513,11 @@ void tcp_arp_resolved(struct km_tcp_ep *ep, uint32_t ip)
 			continue;
 		c->flags &= ~CF_ARP_WAIT;
 		if (state_opening(c->state)) {
-			tcp_send_syn(c);
+			km_tcp_send_syn(c);
 			continue;
 		}
 		c->snd_nxt = c->snd_una;
-		tcp_output(c);
+		km_tcp_output(c);
 	}
 }
 
@@ -574,7 +574,7 @@ ssize_t km_tcp_send(struct km_tcp_conn *c, const struct iovec *iov,
 	}
 	c->ep->now = c->ep->ops->now_ms(c->ep->ctx);
 	if (c->state != KM_TCP_SYN_SENT)
-		tcp_output(c);
+		km_tcp_output(c);
 	return done;
 }
 
@@ -601,7 +601,7 @@ int km_tcp_close(struct km_tcp_conn *c)
 	c->flags |= CF_FIN_QUEUED | CF_CLOSE_TIMER;
 	c->t_state = ep->now + ep->cfg.close_timeout_ms;
 	c->t_keep = 0;
-	tcp_output(c);
+	km_tcp_output(c);
 	return 0;
 }
 
@@ -615,10 +615,10 @@ void km_tcp_abort(struct km_tcp_conn *c)
 	ep->now = ep->ops->now_ms(ep->ctx);
 	c->ev = 0;
 	c->flags |= CF_ABORTED;
-	tcp_rx_drop_all(c);
-	tcp_send_rst(c);
-	tcp_conn_end(c, -ECONNABORTED);
-	tcp_bufs_flush(ep);
+	km_tcp_rx_drop_all(c);
+	km_tcp_send_rst(c);
+	km_tcp_conn_end(c, -ECONNABORTED);
+	km_tcp_bufs_flush(ep);
 }
 
 /* ---- burst end, poll ----------------------------------------------------- */
@@ -634,13 +634,13 @@ int km_tcp_input_burst_end(struct km_tcp_ep *ep)
 		ep->touched = c->touch_next;
 		c->flags &= ~CF_TOUCHED;
 		n++;
-		tcp_rx_flush(c);
+		km_tcp_rx_flush(c);
 		/* SYN-RECEIVED's only ACK is its SYN-ACK's. */
 		if (state_synced(c->state) && c->state != KM_TCP_SYN_RCVD)
-			tcp_rx_ack_decide(c);
+			km_tcp_rx_ack_decide(c);
 	}
-	tcp_reap(ep);
-	tcp_bufs_flush(ep);
+	km_tcp_reap(ep);
+	km_tcp_bufs_flush(ep);
 	return n;
 }
 
@@ -651,9 +651,9 @@ int km_tcp_poll(struct km_tcp_ep *ep)
 	ep->now = ep->ops->now_ms(ep->ctx);
 	for (uint32_t i = 0; i < ep->cfg.conns_max; i++)
 		if (ep->conns[i].state != KM_TCP_CLOSED)
-			n += tcp_timers_run(&ep->conns[i]);
-	n += tcp_reap(ep);
-	tcp_bufs_flush(ep);
+			n += km_tcp_timers_run(&ep->conns[i]);
+	n += km_tcp_reap(ep);
+	km_tcp_bufs_flush(ep);
 	return n;
 }
 
@@ -662,7 +662,7 @@ uint64_t km_tcp_next_timer_ms(const struct km_tcp_ep *ep)
 	uint64_t t = UINT64_MAX;
 
 	for (uint32_t i = 0; i < ep->cfg.conns_max; i++) {
-		uint64_t ct = tcp_conn_next_timer(&ep->conns[i]);
+		uint64_t ct = km_tcp_conn_next_timer(&ep->conns[i]);
 
 		if (ct < t)
 			t = ct;

@@ -35,7 +35,7 @@ struct rx_frame {
 static void free_ids(struct km_tcp_ep *ep, const struct rx_frame *f)
 {
 	for (uint32_t i = 0; i < f->chain->n_iov; i++)
-		tcp_buf_put(ep, f->ids[i]);
+		km_tcp_buf_put(ep, f->ids[i]);
 }
 
 static int drop(struct km_tcp_ep *ep, const struct rx_frame *f,
@@ -48,7 +48,7 @@ static int drop(struct km_tcp_ep *ep, const struct rx_frame *f,
 
 /* ---- out ----------------------------------------------------------------- */
 
-void tcp_tx_frame(struct km_tcp_ep *ep, const struct iovec *iov,
+void km_tcp_tx_frame(struct km_tcp_ep *ep, const struct iovec *iov,
 		  uint32_t n_iov, uint32_t flags)
 {
 	if (ep->ops->tx(ep->ctx, iov, n_iov, flags) < 0)
@@ -65,14 +65,14 @@ static void arp_send(struct km_tcp_ep *ep, const uint8_t dst[6], uint16_t op,
 
 	iov.iov_len = km_arp_build(frame, dst, op, ep->cfg.mac, ep->cfg.ip,
 				   tha, tpa);
-	tcp_tx_frame(ep, &iov, 1, 0);
+	km_tcp_tx_frame(ep, &iov, 1, 0);
 	if (op == ARP_OP_REQUEST)
 		ep->st.arp_requests_out++;
 	else
 		ep->st.arp_replies_out++;
 }
 
-bool tcp_resolve(struct km_tcp_ep *ep, uint32_t nexthop, uint8_t mac[6])
+bool km_tcp_resolve(struct km_tcp_ep *ep, uint32_t nexthop, uint8_t mac[6])
 {
 	bool request;
 	int r = km_arp_resolve(&ep->arp, nexthop, ep->now, mac, &request);
@@ -119,7 +119,7 @@ static int arp_input(struct km_tcp_ep *ep, struct rx_frame *f)
 	 * the packet is for us. */
 	if (km_arp_update(&ep->arp, a.spa, a.sha, ep->now, for_us)) {
 		ep->st.arp_resolved++;
-		tcp_arp_resolved(ep, a.spa);
+		km_tcp_arp_resolved(ep, a.spa);
 	}
 	if (!for_us) {
 		ep->st.arp_ignored++;
@@ -196,7 +196,7 @@ static void make_pieces(struct km_tcp_ep *ep, const struct rx_frame *f,
 		size_t b = pay_end < seg_end ? pay_end : seg_end;
 
 		if (a >= b) {
-			tcp_buf_put(ep, f->ids[i]);
+			km_tcp_buf_put(ep, f->ids[i]);
 		} else {
 			struct tcp_piece *p = &s->p[s->n++];
 
@@ -259,7 +259,7 @@ static int tcp_parse(struct km_tcp_ep *ep, struct rx_frame *f, uint32_t src,
 	memcpy(s.src_mac, f->hdr + ETH_OFF_SRC, 6);
 	make_pieces(ep, f, ETH_HDR_LEN + IP_HDR_LEN + doff, &s,
 		    s.seq + ((s.flags & TCP_SYN) ? 1 : 0));
-	tcp_segment(ep, &s);
+	km_tcp_segment(ep, &s);
 	return 0;
 }
 
@@ -354,12 +354,12 @@ int km_tcp_input(struct km_tcp_ep *ep, const struct km_chain *frame,
 	f.rx_flags = rx_flags;
 	if (frame->n_iov > KM_TCP_FRAME_SEGS_MAX) {
 		r = drop(ep, &f, KM_TCP_DROP_FRAME_SEGS);
-		tcp_bufs_flush(ep);
+		km_tcp_bufs_flush(ep);
 		return r;
 	}
 	f.len = chain_len(frame);
 	f.hl = km_chain_copy(frame, km_chain_start(frame), f.hdr, RX_HDR_MAX);
 	r = frame_input(ep, &f);
-	tcp_bufs_flush(ep);
+	km_tcp_bufs_flush(ep);
 	return r;
 }

@@ -20,8 +20,8 @@
 #define CWND_MAX (1u << 30)
 
 /* The peer's SYN options. Ours offer SACK and WS always, a SYN-ACK only
- * when the SYN did (tcp_output.c), so what the peer sent decides. */
-void tcp_syn_options(struct km_tcp_conn *c, const struct tcp_seg *s)
+ * when the SYN did (km_tcp_output.c), so what the peer sent decides. */
+void km_tcp_syn_options(struct km_tcp_conn *c, const struct tcp_seg *s)
 {
 	struct km_tcp_ep *ep = c->ep;
 	uint32_t mss = s->mss ? s->mss : TCP_MSS_DEFAULT;
@@ -49,7 +49,7 @@ static void handshake_done(struct km_tcp_conn *c)
 
 	c->cwnd = 10u * c->snd_mss;
 	if ((c->flags & CF_RTT) && !(c->flags & CF_SYN_RTX))
-		tcp_rtt_sample(c, ep->now - c->rtt_start_ms);
+		km_tcp_rtt_sample(c, ep->now - c->rtt_start_ms);
 	c->flags &= ~CF_RTT;
 	if ((c->flags & CF_SYN_RTX) && c->rto_ms < RTO_AFTER_SYN_LOSS_MS)
 		c->rto_ms = RTO_AFTER_SYN_LOSS_MS < ep->cfg.rto_max_ms ?
@@ -59,7 +59,7 @@ static void handshake_done(struct km_tcp_conn *c)
 	c->state = KM_TCP_ESTABLISHED;
 	c->flags |= CF_EST;
 	ep->st.conns_opened++;
-	tcp_keep_arm(c);
+	km_tcp_keep_arm(c);
 }
 
 static void established(struct km_tcp_conn *c, const struct tcp_seg *s)
@@ -72,7 +72,7 @@ static void established(struct km_tcp_conn *c, const struct tcp_seg *s)
 	c->rcv_nxt = s->seq + 1;
 	c->rcv_acked = s->seq;
 	c->rcv_adv = c->rcv_nxt + syn_wnd;
-	tcp_syn_options(c, s);
+	km_tcp_syn_options(c, s);
 	c->snd_una = s->ack;
 	c->snd_wnd = c->max_snd_wnd = s->win;
 	c->snd_wl1 = s->seq;
@@ -91,7 +91,7 @@ static void syn_sent_input(struct km_tcp_conn *c, struct tcp_seg *s)
 	/* "If SEG.ACK =< ISS or SEG.ACK > SND.NXT, send a reset (unless
 	 * the RST bit is set, if so drop the segment and return)". */
 	if (has_ack && (seq_le(s->ack, c->iss) || seq_gt(s->ack, c->snd_max))) {
-		tcp_reply_rst(c->ep, s);
+		km_tcp_reply_rst(c->ep, s);
 		conn_drop(c, KM_TCP_DROP_ACK);
 		return;
 	}
@@ -103,7 +103,7 @@ static void syn_sent_input(struct km_tcp_conn *c, struct tcp_seg *s)
 			return;
 		}
 		CONN_COUNT(c, rst_in, 1);
-		tcp_conn_end(c, -ECONNREFUSED);
+		km_tcp_conn_end(c, -ECONNREFUSED);
 		return;
 	}
 	if (!(s->flags & TCP_SYN) || !has_ack) {
@@ -112,9 +112,9 @@ static void syn_sent_input(struct km_tcp_conn *c, struct tcp_seg *s)
 	}
 	established(c, s);
 	if (s->len)
-		tcp_rx_text(c, s, s->seq + 1);
-	tcp_rx_fin_check(c, s, s->seq + 1);
-	tcp_output(c);
+		km_tcp_rx_text(c, s, s->seq + 1);
+	km_tcp_rx_fin_check(c, s, s->seq + 1);
+	km_tcp_output(c);
 }
 
 static uint32_t rcv_wnd(const struct km_tcp_conn *c)
@@ -153,25 +153,25 @@ static void rst_input(struct km_tcp_conn *c, const struct tcp_seg *s)
 	}
 	if (s->seq == c->rcv_nxt) {
 		CONN_COUNT(c, rst_in, 1);
-		tcp_conn_end(c, -ECONNRESET);
+		km_tcp_conn_end(c, -ECONNRESET);
 		return;
 	}
 	if (seq_gt(s->seq, c->rcv_nxt) &&
 	    seq_lt(s->seq, c->rcv_nxt + (wnd ? wnd : 1))) {
 		conn_drop(c, KM_TCP_DROP_RST_CHALLENGE);
-		tcp_send_challenge_ack(c);
+		km_tcp_send_challenge_ack(c);
 		return;
 	}
 	conn_drop(c, KM_TCP_DROP_RST_WINDOW);
 }
 
-void tcp_enter_time_wait(struct km_tcp_conn *c)
+void km_tcp_enter_time_wait(struct km_tcp_conn *c)
 {
 	c->state = KM_TCP_TIME_WAIT;
 	c->flags &= ~CF_CLOSE_TIMER;
 	c->t_rtx = c->t_keep = 0;
 	c->t_state = c->ep->now + c->ep->cfg.time_wait_ms;
-	tcp_conn_end(c, 0);
+	km_tcp_conn_end(c, 0);
 }
 
 static void fin_acked(struct km_tcp_conn *c)
@@ -181,10 +181,10 @@ static void fin_acked(struct km_tcp_conn *c)
 		c->state = KM_TCP_FIN_WAIT_2;
 		break;
 	case KM_TCP_CLOSING:
-		tcp_enter_time_wait(c);
+		km_tcp_enter_time_wait(c);
 		break;
 	case KM_TCP_LAST_ACK:
-		tcp_conn_end(c, 0);
+		km_tcp_conn_end(c, 0);
 		break;
 	default:
 		break;
@@ -195,7 +195,7 @@ static void fin_acked(struct km_tcp_conn *c)
  * both counting the bytes acknowledged (RFC 3465) rather than ACKs. A
  * receiver like ours ACKs once per receive burst: counting at most one
  * segment per ACK would grow cwnd by one segment per round trip in slow
- * start. Bursts stay bounded by OUTPUT_BURST_MAX (tcp_output.c). */
+ * start. Bursts stay bounded by OUTPUT_BURST_MAX (km_tcp_output.c). */
 static void cwnd_grow(struct km_tcp_conn *c, uint32_t acked)
 {
 	uint64_t inc;
@@ -229,7 +229,7 @@ static void recovery_ack(struct km_tcp_conn *c, uint32_t ack, uint32_t acked)
 	c->cwnd += c->snd_mss;
 	if (c->cwnd < c->snd_mss)
 		c->cwnd = c->snd_mss;
-	tcp_retransmit_one(c);
+	km_tcp_retransmit_one(c);
 }
 
 static void new_ack(struct km_tcp_conn *c, uint32_t ack)
@@ -238,13 +238,13 @@ static void new_ack(struct km_tcp_conn *c, uint32_t ack)
 	uint32_t data = acked < c->snd_len ? acked : c->snd_len;
 	bool fin = acked > c->snd_len;
 
-	tcp_ring_consume(c, data);
+	km_tcp_ring_consume(c, data);
 	c->snd_una = ack;
 	if (seq_lt(c->snd_nxt, ack))
 		c->snd_nxt = ack;
 	if ((c->flags & CF_RTT) && seq_gt(ack, c->rtt_seq)) {
 		c->flags &= ~CF_RTT;
-		tcp_rtt_sample(c, c->ep->now - c->rtt_start_ms);
+		km_tcp_rtt_sample(c, c->ep->now - c->rtt_start_ms);
 	}
 	c->rtx_count = 0;
 	c->acked_unreported += data;
@@ -277,7 +277,7 @@ static void dup_ack(struct km_tcp_conn *c, const struct tcp_seg *s,
 		c->recover = c->snd_max;
 		c->flags |= CF_RECOVERY;
 		CONN_COUNT(c, fast_retransmits, 1);
-		tcp_retransmit_one(c);
+		km_tcp_retransmit_one(c);
 	} else if (c->dupacks >= 3) {
 		c->cwnd += c->snd_mss;
 	}
@@ -296,7 +296,7 @@ static void window_update(struct km_tcp_conn *c, const struct tcp_seg *s)
 	if (c->snd_wnd > c->max_snd_wnd)
 		c->max_snd_wnd = c->snd_wnd;
 	/* The window opened with nothing in flight: the persist timer has
-	 * done its job; tcp_output() re-arms for what it sends. */
+	 * done its job; km_tcp_output() re-arms for what it sends. */
 	if (c->snd_wnd && c->snd_una == c->snd_max)
 		c->t_rtx = 0;
 }
@@ -308,12 +308,12 @@ static bool ack_input(struct km_tcp_conn *c, const struct tcp_seg *s)
 
 	if (seq_gt(s->ack, c->snd_max)) {
 		conn_drop(c, KM_TCP_DROP_ACK);
-		tcp_send_ack(c);
+		km_tcp_send_ack(c);
 		return false;
 	}
 	if (seq_lt(s->ack, c->snd_una - c->max_snd_wnd)) {
 		conn_drop(c, KM_TCP_DROP_ACK);
-		tcp_send_challenge_ack(c);
+		km_tcp_send_challenge_ack(c);
 		return false;
 	}
 	if (seq_gt(s->ack, c->snd_una))
@@ -344,7 +344,7 @@ static bool synced_checks(struct km_tcp_conn *c, struct tcp_seg *s)
 	 * sequence number, gets a challenge ACK and is dropped. */
 	if (s->flags & TCP_SYN) {
 		conn_drop(c, KM_TCP_DROP_SYN_CHALLENGE);
-		tcp_send_challenge_ack(c);
+		km_tcp_send_challenge_ack(c);
 		return false;
 	}
 	if (!seq_acceptable(c, s->seq, seg_len)) {
@@ -352,7 +352,7 @@ static bool synced_checks(struct km_tcp_conn *c, struct tcp_seg *s)
 		/* A retransmitted FIN in TIME-WAIT restarts the 2MSL wait. */
 		if (c->state == KM_TCP_TIME_WAIT && (s->flags & TCP_FIN))
 			c->t_state = c->ep->now + c->ep->cfg.time_wait_ms;
-		tcp_send_ack(c);
+		km_tcp_send_ack(c);
 		return false;
 	}
 	return true;
@@ -371,7 +371,7 @@ static bool syn_rcvd_input(struct km_tcp_conn *c, struct tcp_seg *s)
 		conn_drop(c, KM_TCP_DROP_STATE);
 		c->flags = (c->flags | CF_SYN_RTX) & ~CF_RTT;
 		CONN_COUNT(c, retransmits, 1);
-		tcp_send_syn(c);
+		km_tcp_send_syn(c);
 		return false;
 	}
 	if (!synced_checks(c, s))
@@ -382,7 +382,7 @@ static bool syn_rcvd_input(struct km_tcp_conn *c, struct tcp_seg *s)
 	}
 	if (seq_le(s->ack, c->snd_una) || seq_gt(s->ack, c->snd_max)) {
 		conn_drop(c, KM_TCP_DROP_ACK);
-		tcp_reply_rst(c->ep, s);
+		km_tcp_reply_rst(c->ep, s);
 		return false;
 	}
 	c->snd_una = s->ack;
@@ -406,37 +406,37 @@ static void synced_input(struct km_tcp_conn *c, struct tcp_seg *s)
 	if (!ack_input(c, s) || c->state == KM_TCP_CLOSED)
 		return;
 	if (text_state(c->state) && s->len)
-		tcp_rx_text(c, s, s->seq);
+		km_tcp_rx_text(c, s, s->seq);
 	else if (s->len)
 		conn_drop(c, KM_TCP_DROP_STATE);
-	tcp_rx_fin_check(c, s, s->seq);
-	tcp_output(c);
+	km_tcp_rx_fin_check(c, s, s->seq);
+	km_tcp_output(c);
 }
 
-void tcp_segment(struct km_tcp_ep *ep, struct tcp_seg *s)
+void km_tcp_segment(struct km_tcp_ep *ep, struct tcp_seg *s)
 {
-	struct km_tcp_conn *c = tcp_lookup(ep, s->src_ip, s->sport, s->dport);
+	struct km_tcp_conn *c = km_tcp_lookup(ep, s->src_ip, s->sport, s->dport);
 
-	if (c == NULL && tcp_listening(ep, s->dport)) {
-		tcp_listen_input(ep, s);
+	if (c == NULL && km_tcp_listening(ep, s->dport)) {
+		km_tcp_listen_input(ep, s);
 		return;
 	}
 	if (c != NULL)
-		tcp_rx_prepare(c, s->n);
+		km_tcp_rx_prepare(c, s->n);
 	/* The early delivery above may have let the consumer abort c. */
 	if (c == NULL || c->state == KM_TCP_CLOSED) {
 		ep->st.tcp.drops[KM_TCP_DROP_NO_CONN]++;
-		tcp_reply_rst(ep, s);
-		tcp_pieces_free(ep, s);
+		km_tcp_reply_rst(ep, s);
+		km_tcp_pieces_free(ep, s);
 		return;
 	}
 	CONN_COUNT(c, pkts_in, 1);
 	CONN_COUNT(c, bytes_in, s->len);
-	tcp_touch(c);
-	tcp_keep_arm(c);
+	km_tcp_touch(c);
+	km_tcp_keep_arm(c);
 	if (c->state == KM_TCP_SYN_SENT)
 		syn_sent_input(c, s);
 	else
 		synced_input(c, s);
-	tcp_pieces_free(ep, s);
+	km_tcp_pieces_free(ep, s);
 }

@@ -2,7 +2,7 @@
  * 4-tuple, and the SYN that opens one (RFC 9293 3.10.7.2, LISTEN).
  *
  * A SYN to a listening port takes a free slot at once and answers with a
- * SYN-ACK (tcp_send_syn() in SYN-RECEIVED); the slot is the half-open
+ * SYN-ACK (km_tcp_send_syn() in SYN-RECEIVED); the slot is the half-open
  * connection's whole state, so half-open connections are bounded by the
  * free slots and need no queue of their own. With none free the SYN is
  * dropped: the peer's retransmission may find one. The rest of the
@@ -24,7 +24,7 @@ static int listen_index(const struct km_tcp_ep *ep, uint16_t port)
 	return -1;
 }
 
-bool tcp_listening(const struct km_tcp_ep *ep, uint16_t port)
+bool km_tcp_listening(const struct km_tcp_ep *ep, uint16_t port)
 {
 	return listen_index(ep, port) >= 0;
 }
@@ -36,7 +36,7 @@ int km_tcp_listen(struct km_tcp_ep *ep, uint16_t port)
 	if (port == 0 || ep->ops->accept == NULL ||
 	    (port >= ep->cfg.port_min && port <= ep->cfg.port_max))
 		return -EINVAL;
-	if (tcp_listening(ep, port))
+	if (km_tcp_listening(ep, port))
 		return -EADDRINUSE;
 	if (ep->listen_n == KM_TCP_LISTEN_MAX)
 		return -ENOBUFS;
@@ -53,15 +53,15 @@ int km_tcp_unlisten(struct km_tcp_ep *ep, uint16_t port)
 	ep->listen_ports[i] = ep->listen_ports[--ep->listen_n];
 	ep->now = ep->ops->now_ms(ep->ctx);
 	/* Half-open connections have no consumer yet: nobody else would
-	 * end them. They go at the next burst end or poll (tcp_reap()). */
+	 * end them. They go at the next burst end or poll (km_tcp_reap()). */
 	for (uint32_t k = 0; k < ep->cfg.conns_max; k++) {
 		struct km_tcp_conn *c = &ep->conns[k];
 
 		if (c->state != KM_TCP_SYN_RCVD || c->lport != port ||
 		    (c->flags & CF_REAP))
 			continue;
-		tcp_send_rst(c);
-		tcp_conn_end(c, -ECONNABORTED);
+		km_tcp_send_rst(c);
+		km_tcp_conn_end(c, -ECONNABORTED);
 	}
 	return 0;
 }
@@ -82,7 +82,7 @@ static uint32_t tuple_hash(const struct km_tcp_ep *ep, uint32_t rip,
 	return (uint32_t)x & ep->hash_mask;
 }
 
-struct km_tcp_conn *tcp_hash_find(struct km_tcp_ep *ep, uint32_t rip,
+struct km_tcp_conn *km_tcp_hash_find(struct km_tcp_ep *ep, uint32_t rip,
 				  uint16_t rport, uint16_t lport)
 {
 	struct km_tcp_conn *c = ep->hash[tuple_hash(ep, rip, rport, lport)];
@@ -102,7 +102,7 @@ static void hash_insert(struct km_tcp_conn *c)
 	ep->hash[b] = c;
 }
 
-void tcp_hash_remove(struct km_tcp_conn *c)
+void km_tcp_hash_remove(struct km_tcp_conn *c)
 {
 	struct km_tcp_ep *ep = c->ep;
 	struct km_tcp_conn **pp = &ep->hash[tuple_hash(ep, c->rip, c->rport,
@@ -126,14 +126,14 @@ static void passive_start(struct km_tcp_conn *c, const struct tcp_seg *s)
 	uint32_t syn_wnd = ep->cfg.rcv_buf_bytes > 65535 ?
 			   65535 : ep->cfg.rcv_buf_bytes;
 
-	tcp_conn_start(c, s->src_ip, s->sport, s->dport);
+	km_tcp_conn_start(c, s->src_ip, s->sport, s->dport);
 	c->state = KM_TCP_SYN_RCVD;
 	c->flags |= CF_PASSIVE;
 	c->irs = s->seq;
 	c->rcv_nxt = s->seq + 1;
 	c->rcv_acked = c->rcv_nxt;
 	c->rcv_adv = c->rcv_nxt + syn_wnd;
-	tcp_syn_options(c, s);
+	km_tcp_syn_options(c, s);
 	c->snd_wnd = c->max_snd_wnd = s->win;
 	c->snd_wl1 = s->seq;
 	c->snd_wl2 = c->iss;
@@ -144,22 +144,22 @@ static void passive_start(struct km_tcp_conn *c, const struct tcp_seg *s)
  * valid ... it should be ignored"; "any acknowledgment is bad ... form a
  * reset segment <SEQ=SEG.ACK><CTL=RST>"; a SYN opens the connection. Text
  * on the SYN is dropped (the peer sends it again after our ACK). */
-void tcp_listen_input(struct km_tcp_ep *ep, struct tcp_seg *s)
+void km_tcp_listen_input(struct km_tcp_ep *ep, struct tcp_seg *s)
 {
 	struct km_tcp_conn *c;
 
 	if ((s->flags & (TCP_RST | TCP_ACK)) || !(s->flags & TCP_SYN)) {
 		ep->st.tcp.drops[KM_TCP_DROP_NO_CONN]++;
-		tcp_reply_rst(ep, s);
-		tcp_pieces_free(ep, s);
+		km_tcp_reply_rst(ep, s);
+		km_tcp_pieces_free(ep, s);
 		return;
 	}
-	tcp_pieces_free(ep, s);
-	if ((c = tcp_conn_take(ep)) == NULL) {
+	km_tcp_pieces_free(ep, s);
+	if ((c = km_tcp_conn_take(ep)) == NULL) {
 		ep->st.tcp.drops[KM_TCP_DROP_LISTEN_FULL]++;
 		return;
 	}
 	passive_start(c, s);
 	CONN_COUNT(c, pkts_in, 1);
-	tcp_send_syn(c);
+	km_tcp_send_syn(c);
 }

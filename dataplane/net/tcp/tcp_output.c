@@ -18,7 +18,7 @@
 #include "dataplane/net/tcp/tcp_pvt.h"
 #include "dataplane/net/tcp/wire.h"
 
-/* Segments one tcp_output() call sends at most (STYLE 13). */
+/* Segments one km_tcp_output() call sends at most (STYLE 13). */
 #define OUTPUT_BURST_MAX 64u
 
 /* What one segment carries. */
@@ -157,7 +157,7 @@ static void send_frame(struct km_tcp_ep *ep, const uint8_t mac[6],
 	iov[0].iov_len = ETH_HDR_LEN + IP_HDR_LEN + hl;
 	for (uint32_t i = 0; i < o->n_pay; i++)
 		iov[1 + i] = o->pay[i];
-	tcp_tx_frame(ep, iov, 1 + o->n_pay, txf);
+	km_tcp_tx_frame(ep, iov, 1 + o->n_pay, txf);
 }
 
 /* Bytes [seq, seq + len) of the send ring as at most two iovecs. */
@@ -207,7 +207,7 @@ static void emit(struct km_tcp_conn *c, uint8_t flags, uint32_t seq,
 	struct seg_out o;
 	uint8_t mac[6];
 
-	if (!tcp_resolve(ep, c->nexthop, mac)) {
+	if (!km_tcp_resolve(ep, c->nexthop, mac)) {
 		c->flags |= CF_ARP_WAIT;
 		return;
 	}
@@ -226,10 +226,10 @@ static void emit(struct km_tcp_conn *c, uint8_t flags, uint32_t seq,
 	if (flags & TCP_ACK) {
 		o.ack = c->rcv_nxt;
 		if (!(flags & (TCP_RST | TCP_SYN)))
-			o.win = (uint16_t)tcp_rcv_window(c);
+			o.win = (uint16_t)km_tcp_rcv_window(c);
 		if ((c->flags & CF_SACK) && !(flags & (TCP_RST | TCP_SYN)) &&
 		    c->ooo_n)
-			o.n_sack = tcp_sack_blocks(c, o.sack);
+			o.n_sack = km_tcp_sack_blocks(c, o.sack);
 		c->rcv_acked = c->rcv_nxt;
 		c->t_delack = 0;
 		c->flags &= ~CF_ACK_NOW;
@@ -239,7 +239,7 @@ static void emit(struct km_tcp_conn *c, uint8_t flags, uint32_t seq,
 	CONN_COUNT(c, bytes_out, len);
 }
 
-void tcp_ring_consume(struct km_tcp_conn *c, uint32_t n)
+void km_tcp_ring_consume(struct km_tcp_conn *c, uint32_t n)
 {
 	KM_ASSERT_HOT(n <= c->snd_len);
 	c->snd_head = (c->snd_head + n) & c->snd_mask;
@@ -247,7 +247,7 @@ void tcp_ring_consume(struct km_tcp_conn *c, uint32_t n)
 }
 
 /* Our SYN (SYN-SENT) or SYN-ACK (SYN-RECEIVED), first or again. */
-void tcp_send_syn(struct km_tcp_conn *c)
+void km_tcp_send_syn(struct km_tcp_conn *c)
 {
 	emit(c, c->state == KM_TCP_SYN_RCVD ? TCP_SYN | TCP_ACK : TCP_SYN,
 	     c->iss, 0);
@@ -307,11 +307,11 @@ static bool output_one(struct km_tcp_conn *c)
 	c->snd_nxt += len + (fin ? 1 : 0);
 	if (seq_gt(c->snd_nxt, c->snd_max))
 		c->snd_max = c->snd_nxt;
-	tcp_rtx_arm(c);
+	km_tcp_rtx_arm(c);
 	return !fin;
 }
 
-void tcp_output(struct km_tcp_conn *c)
+void km_tcp_output(struct km_tcp_conn *c)
 {
 	uint32_t i;
 
@@ -324,17 +324,17 @@ void tcp_output(struct km_tcp_conn *c)
 	 * flight needs the persist timer, or a lost window update would
 	 * deadlock the connection. */
 	if (c->snd_una == c->snd_max && c->snd_len > 0 && c->snd_wnd == 0)
-		tcp_rtx_arm(c);
+		km_tcp_rtx_arm(c);
 }
 
-void tcp_send_ack(struct km_tcp_conn *c)
+void km_tcp_send_ack(struct km_tcp_conn *c)
 {
 	emit(c, TCP_ACK, c->snd_nxt, 0);
 }
 
 /* RFC 5961 7: challenge ACKs are rate limited per endpoint so that they
  * cannot be turned into an amplifier. */
-void tcp_send_challenge_ack(struct km_tcp_conn *c)
+void km_tcp_send_challenge_ack(struct km_tcp_conn *c)
 {
 	struct km_tcp_ep *ep = c->ep;
 
@@ -348,12 +348,12 @@ void tcp_send_challenge_ack(struct km_tcp_conn *c)
 	}
 	ep->chack_count++;
 	CONN_COUNT(c, challenge_acks, 1);
-	tcp_send_ack(c);
+	km_tcp_send_ack(c);
 }
 
 /* RFC 9293 3.10.4 ABORT: RST at the highest sequence sent, which is what
  * the peer expects next unless our last segments were lost. */
-void tcp_send_rst(struct km_tcp_conn *c)
+void km_tcp_send_rst(struct km_tcp_conn *c)
 {
 	if (c->state == KM_TCP_SYN_SENT)
 		emit(c, TCP_RST, c->snd_max, 0);
@@ -363,7 +363,7 @@ void tcp_send_rst(struct km_tcp_conn *c)
 }
 
 /* A keepalive probe: an old sequence number, so the peer must ACK. */
-void tcp_send_keepalive(struct km_tcp_conn *c)
+void km_tcp_send_keepalive(struct km_tcp_conn *c)
 {
 	emit(c, TCP_ACK, c->snd_una - 1, 0);
 	CONN_COUNT(c, keepalives, 1);
@@ -373,14 +373,14 @@ void tcp_send_keepalive(struct km_tcp_conn *c)
  * data; like Linux we send none and use an old sequence number instead:
  * any peer must answer that with an ACK carrying its window, and no
  * sequence space is taken that would need a retransmission later. */
-void tcp_send_probe(struct km_tcp_conn *c)
+void km_tcp_send_probe(struct km_tcp_conn *c)
 {
 	emit(c, TCP_ACK, c->snd_una - 1, 0);
 	CONN_COUNT(c, window_probes, 1);
 }
 
 /* Fast retransmit (RFC 5681 3.2): the segment at snd_una again. */
-void tcp_retransmit_one(struct km_tcp_conn *c)
+void km_tcp_retransmit_one(struct km_tcp_conn *c)
 {
 	uint32_t len = c->snd_len < c->snd_mss ? c->snd_len : c->snd_mss;
 	uint8_t flags = TCP_ACK;
@@ -399,7 +399,7 @@ void tcp_retransmit_one(struct km_tcp_conn *c)
  * sequence number zero is used, <SEQ=0><ACK=SEG.SEQ+SEG.LEN><CTL=RST,ACK>;
  * if the ACK bit is on, <SEQ=SEG.ACK><CTL=RST>". An RST is never
  * answered. The frame goes back to the MAC it came from. */
-void tcp_reply_rst(struct km_tcp_ep *ep, const struct tcp_seg *s)
+void km_tcp_reply_rst(struct km_tcp_ep *ep, const struct tcp_seg *s)
 {
 	struct seg_out o;
 

@@ -6,7 +6,7 @@
  * lookup of passive connections, the SYN that opens one), tcp_input.c
  * (the segment state machine),
  * tcp_rx.c (receive text: out-of-order queue, delivery, window, buffer
- * accounting), tcp_output.c (segments, ACK, RST, frame building),
+ * accounting), km_tcp_output.c (segments, ACK, RST, frame building),
  * tcp_timer.c (RTO estimation and every timer).
  */
 #ifndef KM_DATAPLANE_TCP_TCP_PVT_H
@@ -214,66 +214,66 @@ static inline bool state_opening(enum km_tcp_state s)
 }
 
 /* tcp.c */
-struct km_tcp_conn *tcp_conn_take(struct km_tcp_ep *ep);
-void tcp_conn_start(struct km_tcp_conn *c, uint32_t ip, uint16_t port,
+struct km_tcp_conn *km_tcp_conn_take(struct km_tcp_ep *ep);
+void km_tcp_conn_start(struct km_tcp_conn *c, uint32_t ip, uint16_t port,
 		    uint16_t lport);
-void tcp_touch(struct km_tcp_conn *c);
-void tcp_conn_end(struct km_tcp_conn *c, int reason);
-int tcp_reap(struct km_tcp_ep *ep);
-struct km_tcp_conn *tcp_lookup(struct km_tcp_ep *ep, uint32_t rip,
+void km_tcp_touch(struct km_tcp_conn *c);
+void km_tcp_conn_end(struct km_tcp_conn *c, int reason);
+int km_tcp_reap(struct km_tcp_ep *ep);
+struct km_tcp_conn *km_tcp_lookup(struct km_tcp_ep *ep, uint32_t rip,
 			       uint16_t rport, uint16_t lport);
-void tcp_buf_put(struct km_tcp_ep *ep, uint32_t id);
-void tcp_bufs_flush(struct km_tcp_ep *ep);
-void tcp_arp_resolved(struct km_tcp_ep *ep, uint32_t ip);
+void km_tcp_buf_put(struct km_tcp_ep *ep, uint32_t id);
+void km_tcp_bufs_flush(struct km_tcp_ep *ep);
+void km_tcp_arp_resolved(struct km_tcp_ep *ep, uint32_t ip);
 
 /* tcp_eth.c */
-bool tcp_resolve(struct km_tcp_ep *ep, uint32_t nexthop, uint8_t mac[6]);
-void tcp_tx_frame(struct km_tcp_ep *ep, const struct iovec *iov,
+bool km_tcp_resolve(struct km_tcp_ep *ep, uint32_t nexthop, uint8_t mac[6]);
+void km_tcp_tx_frame(struct km_tcp_ep *ep, const struct iovec *iov,
 		  uint32_t n_iov, uint32_t flags);
 
 /* tcp_listen.c */
-bool tcp_listening(const struct km_tcp_ep *ep, uint16_t port);
-void tcp_listen_input(struct km_tcp_ep *ep, struct tcp_seg *s);
-struct km_tcp_conn *tcp_hash_find(struct km_tcp_ep *ep, uint32_t rip,
+bool km_tcp_listening(const struct km_tcp_ep *ep, uint16_t port);
+void km_tcp_listen_input(struct km_tcp_ep *ep, struct tcp_seg *s);
+struct km_tcp_conn *km_tcp_hash_find(struct km_tcp_ep *ep, uint32_t rip,
 				  uint16_t rport, uint16_t lport);
-void tcp_hash_remove(struct km_tcp_conn *c);
+void km_tcp_hash_remove(struct km_tcp_conn *c);
 
 /* tcp_input.c */
-void tcp_syn_options(struct km_tcp_conn *c, const struct tcp_seg *s);
-void tcp_segment(struct km_tcp_ep *ep, struct tcp_seg *s);
-void tcp_enter_time_wait(struct km_tcp_conn *c);
+void km_tcp_syn_options(struct km_tcp_conn *c, const struct tcp_seg *s);
+void km_tcp_segment(struct km_tcp_ep *ep, struct tcp_seg *s);
+void km_tcp_enter_time_wait(struct km_tcp_conn *c);
 
 /* tcp_rx.c */
-void tcp_rx_text(struct km_tcp_conn *c, struct tcp_seg *s, uint32_t seq);
-void tcp_rx_fin_check(struct km_tcp_conn *c, struct tcp_seg *s,
+void km_tcp_rx_text(struct km_tcp_conn *c, struct tcp_seg *s, uint32_t seq);
+void km_tcp_rx_fin_check(struct km_tcp_conn *c, struct tcp_seg *s,
 		      uint32_t seq);
-uint32_t tcp_rcv_window(struct km_tcp_conn *c);
-uint32_t tcp_sack_blocks(const struct km_tcp_conn *c, uint32_t *blk);
-void tcp_rx_flush(struct km_tcp_conn *c);
-void tcp_rx_prepare(struct km_tcp_conn *c, uint32_t n_pieces);
-void tcp_rx_drop_all(struct km_tcp_conn *c);
-void tcp_pieces_free(struct km_tcp_ep *ep, struct tcp_seg *s);
-void tcp_rx_released(struct km_tcp_conn *c);
-void tcp_rx_ack_decide(struct km_tcp_conn *c);
-void tcp_fin_received(struct km_tcp_conn *c);
+uint32_t km_tcp_rcv_window(struct km_tcp_conn *c);
+uint32_t km_tcp_sack_blocks(const struct km_tcp_conn *c, uint32_t *blk);
+void km_tcp_rx_flush(struct km_tcp_conn *c);
+void km_tcp_rx_prepare(struct km_tcp_conn *c, uint32_t n_pieces);
+void km_tcp_rx_drop_all(struct km_tcp_conn *c);
+void km_tcp_pieces_free(struct km_tcp_ep *ep, struct tcp_seg *s);
+void km_tcp_rx_released(struct km_tcp_conn *c);
+void km_tcp_rx_ack_decide(struct km_tcp_conn *c);
+void km_tcp_fin_received(struct km_tcp_conn *c);
 
-/* tcp_output.c */
-void tcp_output(struct km_tcp_conn *c);
-void tcp_send_syn(struct km_tcp_conn *c);
-void tcp_send_ack(struct km_tcp_conn *c);
-void tcp_send_challenge_ack(struct km_tcp_conn *c);
-void tcp_send_rst(struct km_tcp_conn *c);
-void tcp_send_keepalive(struct km_tcp_conn *c);
-void tcp_send_probe(struct km_tcp_conn *c);
-void tcp_retransmit_one(struct km_tcp_conn *c);
-void tcp_reply_rst(struct km_tcp_ep *ep, const struct tcp_seg *s);
-void tcp_ring_consume(struct km_tcp_conn *c, uint32_t n);
+/* km_tcp_output.c */
+void km_tcp_output(struct km_tcp_conn *c);
+void km_tcp_send_syn(struct km_tcp_conn *c);
+void km_tcp_send_ack(struct km_tcp_conn *c);
+void km_tcp_send_challenge_ack(struct km_tcp_conn *c);
+void km_tcp_send_rst(struct km_tcp_conn *c);
+void km_tcp_send_keepalive(struct km_tcp_conn *c);
+void km_tcp_send_probe(struct km_tcp_conn *c);
+void km_tcp_retransmit_one(struct km_tcp_conn *c);
+void km_tcp_reply_rst(struct km_tcp_ep *ep, const struct tcp_seg *s);
+void km_tcp_ring_consume(struct km_tcp_conn *c, uint32_t n);
 
 /* tcp_timer.c */
-void tcp_rtt_sample(struct km_tcp_conn *c, uint64_t rtt_ms);
-void tcp_rtx_arm(struct km_tcp_conn *c);
-void tcp_keep_arm(struct km_tcp_conn *c);
-int tcp_timers_run(struct km_tcp_conn *c);
-uint64_t tcp_conn_next_timer(const struct km_tcp_conn *c);
+void km_tcp_rtt_sample(struct km_tcp_conn *c, uint64_t rtt_ms);
+void km_tcp_rtx_arm(struct km_tcp_conn *c);
+void km_tcp_keep_arm(struct km_tcp_conn *c);
+int km_tcp_timers_run(struct km_tcp_conn *c);
+uint64_t km_tcp_conn_next_timer(const struct km_tcp_conn *c);
 
 #endif

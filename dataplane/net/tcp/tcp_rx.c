@@ -51,7 +51,7 @@ static void piece_drop(struct km_tcp_conn *c, const struct tcp_piece *p,
 		c->ep->bufs[p->buf_id].state = BUF_FREE;
 		c->ep->st.bufs_queued--;
 	}
-	tcp_buf_put(c->ep, p->buf_id);
+	km_tcp_buf_put(c->ep, p->buf_id);
 }
 
 static void pend_push(struct km_tcp_conn *c, const struct tcp_piece *p,
@@ -70,14 +70,14 @@ static void pend_push(struct km_tcp_conn *c, const struct tcp_piece *p,
 	c->rcv_nxt += p->len;
 }
 
-void tcp_pieces_free(struct km_tcp_ep *ep, struct tcp_seg *s)
+void km_tcp_pieces_free(struct km_tcp_ep *ep, struct tcp_seg *s)
 {
 	for (uint32_t i = 0; i < s->n; i++)
-		tcp_buf_put(ep, s->p[i].buf_id);
+		km_tcp_buf_put(ep, s->p[i].buf_id);
 	s->n = 0;
 }
 
-void tcp_rx_drop_all(struct km_tcp_conn *c)
+void km_tcp_rx_drop_all(struct km_tcp_conn *c)
 {
 	struct km_tcp_ep *ep = c->ep;
 
@@ -87,7 +87,7 @@ void tcp_rx_drop_all(struct km_tcp_conn *c)
 		ep->bufs[c->pend_ids[i]].state = BUF_FREE;
 		ep->st.bufs_queued--;
 		c->rx_held -= (uint32_t)c->pend_iov[i].iov_len;
-		tcp_buf_put(ep, c->pend_ids[i]);
+		km_tcp_buf_put(ep, c->pend_ids[i]);
 	}
 	c->ooo_n = c->ooo_bytes = 0;
 	c->pend_n = 0;
@@ -145,7 +145,7 @@ static void ooo_insert(struct km_tcp_conn *c, struct tcp_piece *p)
 
 	if (!ooo_place(c, p, &at)) {
 		CONN_COUNT(c, dup_bytes, len0);
-		tcp_buf_put(c->ep, p->buf_id);
+		km_tcp_buf_put(c->ep, p->buf_id);
 		return;
 	}
 	CONN_COUNT(c, dup_bytes, len0 - p->len);
@@ -155,7 +155,7 @@ static void ooo_insert(struct km_tcp_conn *c, struct tcp_piece *p)
 		 * nearest the gap: it is needed first. */
 		conn_drop(c, KM_TCP_DROP_OOO_FULL);
 		if (at == c->ooo_n || (c->flags & CF_SACK)) {
-			tcp_buf_put(c->ep, p->buf_id);
+			km_tcp_buf_put(c->ep, p->buf_id);
 			return;
 		}
 		piece_drop(c, &c->ooo[c->ooo_n - 1], true);
@@ -191,7 +191,7 @@ static void ooo_drain(struct km_tcp_conn *c)
 	/* RFC 5681 4.2: ACK at once when a segment fills a gap. */
 	c->flags |= CF_ACK_NOW;
 	if ((c->flags & CF_FIN_OOO) && c->rcv_nxt == c->fin_seq)
-		tcp_fin_received(c);
+		km_tcp_fin_received(c);
 }
 
 /* Contiguous queued data from piece *i on, as a SACK block [start, end);
@@ -208,7 +208,7 @@ static void next_block(const struct km_tcp_conn *c, uint32_t *i,
 /* RFC 2018 4: "The first SACK block ... MUST specify the contiguous block
  * of data containing the segment which triggered this ACK"; the others
  * follow from the lowest up, so the holes nearest snd_una are described. */
-uint32_t tcp_sack_blocks(const struct km_tcp_conn *c, uint32_t *blk)
+uint32_t km_tcp_sack_blocks(const struct km_tcp_conn *c, uint32_t *blk)
 {
 	uint32_t n = 1, i = 0, a, b, ra = 0, rb = 0;
 
@@ -245,7 +245,7 @@ static bool rx_piece(struct km_tcp_conn *c, struct tcp_piece p)
 	if (seq_ge(p.seq, right)) {
 		CONN_COUNT(c, beyond_window, p.len);
 		c->flags |= CF_ACK_NOW;
-		tcp_buf_put(c->ep, p.buf_id);
+		km_tcp_buf_put(c->ep, p.buf_id);
 		return false;
 	}
 	if (seq_gt(piece_end(&p), right)) {
@@ -256,7 +256,7 @@ static bool rx_piece(struct km_tcp_conn *c, struct tcp_piece p)
 	if (seq_le(piece_end(&p), c->rcv_nxt)) {
 		CONN_COUNT(c, dup_bytes, p.len);
 		c->flags |= CF_ACK_NOW;
-		tcp_buf_put(c->ep, p.buf_id);
+		km_tcp_buf_put(c->ep, p.buf_id);
 		return false;
 	}
 	if (seq_lt(p.seq, c->rcv_nxt)) {
@@ -277,7 +277,7 @@ static bool rx_piece(struct km_tcp_conn *c, struct tcp_piece p)
 	return false;
 }
 
-void tcp_rx_text(struct km_tcp_conn *c, struct tcp_seg *s, uint32_t seq)
+void km_tcp_rx_text(struct km_tcp_conn *c, struct tcp_seg *s, uint32_t seq)
 {
 	bool ooo = false;
 
@@ -290,10 +290,10 @@ void tcp_rx_text(struct km_tcp_conn *c, struct tcp_seg *s, uint32_t seq)
 	 * ACK when an out-of-order segment arrives", one per segment, so the
 	 * sender's fast retransmit sees them. */
 	if (ooo)
-		tcp_send_ack(c);
+		km_tcp_send_ack(c);
 }
 
-void tcp_fin_received(struct km_tcp_conn *c)
+void km_tcp_fin_received(struct km_tcp_conn *c)
 {
 	c->rcv_nxt++;
 	c->flags = (c->flags & ~CF_FIN_OOO) | CF_ACK_NOW;
@@ -307,7 +307,7 @@ void tcp_fin_received(struct km_tcp_conn *c)
 		c->state = KM_TCP_CLOSING;
 		break;
 	case KM_TCP_FIN_WAIT_2:
-		tcp_enter_time_wait(c);
+		km_tcp_enter_time_wait(c);
 		break;
 	default:
 		KM_ASSERT(!"FIN in a state without receive");
@@ -316,7 +316,7 @@ void tcp_fin_received(struct km_tcp_conn *c)
 
 /* RFC 9293 3.10.7.4 eighth step, for a FIN that follows all its data. A
  * FIN past a gap is remembered and taken when the gap fills. */
-void tcp_rx_fin_check(struct km_tcp_conn *c, struct tcp_seg *s, uint32_t seq)
+void km_tcp_rx_fin_check(struct km_tcp_conn *c, struct tcp_seg *s, uint32_t seq)
 {
 	uint32_t fin_seq = seq + s->len;
 
@@ -328,7 +328,7 @@ void tcp_rx_fin_check(struct km_tcp_conn *c, struct tcp_seg *s, uint32_t seq)
 	if (seq_gt(fin_seq, c->rcv_adv))
 		return;
 	if (fin_seq == c->rcv_nxt) {
-		tcp_fin_received(c);
+		km_tcp_fin_received(c);
 	} else if (seq_gt(fin_seq, c->rcv_nxt)) {
 		c->flags |= CF_FIN_OOO;
 		c->fin_seq = fin_seq;
@@ -354,7 +354,7 @@ static uint32_t rx_avail(const struct km_tcp_conn *c)
  * strongly discouraged"); it moves right only by at least
  * min(rcv_buf/2, MSS) (receiver SWS avoidance, 3.8.6.2.2); the field is
  * rounded down to the scale, so the edge never passes the buffer. */
-uint32_t tcp_rcv_window(struct km_tcp_conn *c)
+uint32_t km_tcp_rcv_window(struct km_tcp_conn *c)
 {
 	uint32_t buf = c->ep->cfg.rcv_buf_bytes;
 	uint32_t cur = seq_gt(c->rcv_adv, c->rcv_nxt) ?
@@ -374,7 +374,7 @@ uint32_t tcp_rcv_window(struct km_tcp_conn *c)
 
 /* The consumer released buffers: tell the peer if the window grew by a
  * quarter of the buffer, or opened by two segments from nearly shut. */
-void tcp_rx_released(struct km_tcp_conn *c)
+void km_tcp_rx_released(struct km_tcp_conn *c)
 {
 	uint32_t buf = c->ep->cfg.rcv_buf_bytes, mss = c->ep->rcv_mss;
 	uint32_t cur, avail = rx_avail(c);
@@ -386,19 +386,19 @@ void tcp_rx_released(struct km_tcp_conn *c)
 	if (avail <= cur)
 		return;
 	if (avail - cur >= buf / 4 || (cur < 2 * mss && avail - cur >= 2 * mss))
-		tcp_send_ack(c);
+		km_tcp_send_ack(c);
 }
 
 /* One ACK per burst: now if asked for or two full segments are unacked,
  * else after delack_ms. */
-void tcp_rx_ack_decide(struct km_tcp_conn *c)
+void km_tcp_rx_ack_decide(struct km_tcp_conn *c)
 {
 	struct km_tcp_ep *ep = c->ep;
 
 	if (c->flags & CF_ACK_NOW ||
 	    c->rcv_nxt - c->rcv_acked >= 2u * ep->rcv_mss ||
 	    (c->rcv_nxt != c->rcv_acked && ep->cfg.delack_ms == 0)) {
-		tcp_send_ack(c);
+		km_tcp_send_ack(c);
 		return;
 	}
 	if (c->rcv_nxt != c->rcv_acked && c->t_delack == 0)
@@ -436,7 +436,7 @@ static void event(struct km_tcp_conn *c, enum km_tcp_event ev, int res)
 		c->ep->ops->event(c->ep->ctx, c, ev, res);
 }
 
-void tcp_rx_flush(struct km_tcp_conn *c)
+void km_tcp_rx_flush(struct km_tcp_conn *c)
 {
 	if (aborted(c))
 		return;
@@ -473,8 +473,8 @@ void tcp_rx_flush(struct km_tcp_conn *c)
 
 /* Before a frame for c: room for its pieces plus everything the queue
  * could drain, or deliver what is pending now. */
-void tcp_rx_prepare(struct km_tcp_conn *c, uint32_t n_pieces)
+void km_tcp_rx_prepare(struct km_tcp_conn *c, uint32_t n_pieces)
 {
 	if (c->ep->pend_max - c->pend_n < n_pieces + c->ooo_n)
-		tcp_rx_flush(c);
+		km_tcp_rx_flush(c);
 }

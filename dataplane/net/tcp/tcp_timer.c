@@ -17,7 +17,7 @@
  * SRTT <- 7/8 SRTT + 1/8 R'; then RTO <- SRTT + max(G, 4 RTTVAR), rounded
  * up to whole ms and kept within [rto_min_ms, rto_max_ms]. A measurement
  * also ends any backoff (Karn: samples only come from segments sent once). */
-void tcp_rtt_sample(struct km_tcp_conn *c, uint64_t rtt_ms)
+void km_tcp_rtt_sample(struct km_tcp_conn *c, uint64_t rtt_ms)
 {
 	const struct km_tcp_config *cfg = &c->ep->cfg;
 	uint64_t r = rtt_ms * 1000u, var4, rto_us, rto;
@@ -45,13 +45,13 @@ void tcp_rtt_sample(struct km_tcp_conn *c, uint64_t rtt_ms)
 	c->rto_ms = (uint32_t)rto;
 }
 
-void tcp_rtx_arm(struct km_tcp_conn *c)
+void km_tcp_rtx_arm(struct km_tcp_conn *c)
 {
 	if (c->t_rtx == 0)
 		c->t_rtx = c->ep->now + c->rto_ms;
 }
 
-void tcp_keep_arm(struct km_tcp_conn *c)
+void km_tcp_keep_arm(struct km_tcp_conn *c)
 {
 	const struct km_tcp_config *cfg = &c->ep->cfg;
 
@@ -76,7 +76,7 @@ static void backoff(struct km_tcp_conn *c)
 static void syn_timeout(struct km_tcp_conn *c)
 {
 	if (c->rtx_count >= c->ep->cfg.syn_retries) {
-		tcp_conn_end(c, (c->flags & CF_ARP_SEEN) ?
+		km_tcp_conn_end(c, (c->flags & CF_ARP_SEEN) ?
 				-ETIMEDOUT : -EHOSTUNREACH);
 		return;
 	}
@@ -86,7 +86,7 @@ static void syn_timeout(struct km_tcp_conn *c)
 	c->flags = (c->flags | CF_SYN_RTX) & ~CF_RTT;
 	CONN_COUNT(c, rto_expiries, 1);
 	CONN_COUNT(c, retransmits, 1);
-	tcp_send_syn(c);
+	km_tcp_send_syn(c);
 }
 
 /* RFC 6298 5.4-5.6 and RFC 5681 3.1 (ssthresh = max(FlightSize/2,
@@ -99,20 +99,20 @@ static void rtx_timeout(struct km_tcp_conn *c)
 	if (flight == 0 && c->snd_len == 0)
 		return;
 	if (flight == 0 && c->snd_wnd > 0) {
-		tcp_output(c);
+		km_tcp_output(c);
 		return;
 	}
 	if (c->rtx_count >= c->ep->cfg.retries) {
-		tcp_send_rst(c);
-		tcp_conn_end(c, -ETIMEDOUT);
+		km_tcp_send_rst(c);
+		km_tcp_conn_end(c, -ETIMEDOUT);
 		return;
 	}
 	c->rtx_count++;
 	backoff(c);
 	c->flags &= ~CF_RTT;
 	if (c->snd_wnd == 0 && c->snd_len > 0) {
-		tcp_send_probe(c);
-		tcp_rtx_arm(c);
+		km_tcp_send_probe(c);
+		km_tcp_rtx_arm(c);
 		return;
 	}
 	CONN_COUNT(c, rto_expiries, 1);
@@ -123,19 +123,19 @@ static void rtx_timeout(struct km_tcp_conn *c)
 	/* RFC 6582 3.2: a timeout ends fast recovery. */
 	c->flags &= ~CF_RECOVERY;
 	c->snd_nxt = c->snd_una;
-	tcp_output(c);
+	km_tcp_output(c);
 }
 
 static void state_timeout(struct km_tcp_conn *c)
 {
 	if (c->state == KM_TCP_TIME_WAIT) {
 		c->state = KM_TCP_CLOSED;
-		tcp_conn_end(c, 0);
+		km_tcp_conn_end(c, 0);
 		return;
 	}
 	/* The graceful close waited close_timeout_ms for the peer. */
-	tcp_send_rst(c);
-	tcp_conn_end(c, -ETIMEDOUT);
+	km_tcp_send_rst(c);
+	km_tcp_conn_end(c, -ETIMEDOUT);
 }
 
 static void keep_timeout(struct km_tcp_conn *c)
@@ -150,12 +150,12 @@ static void keep_timeout(struct km_tcp_conn *c)
 		return;
 	}
 	if (c->keep_probes >= cfg->keepalive_probes) {
-		tcp_send_rst(c);
-		tcp_conn_end(c, -ETIMEDOUT);
+		km_tcp_send_rst(c);
+		km_tcp_conn_end(c, -ETIMEDOUT);
 		return;
 	}
 	c->keep_probes++;
-	tcp_send_keepalive(c);
+	km_tcp_send_keepalive(c);
 	c->t_keep = c->ep->now + cfg->keepalive_intvl_ms;
 }
 
@@ -164,7 +164,7 @@ static bool due(uint64_t t, uint64_t now)
 	return t != 0 && now >= t;
 }
 
-int tcp_timers_run(struct km_tcp_conn *c)
+int km_tcp_timers_run(struct km_tcp_conn *c)
 {
 	uint64_t now = c->ep->now;
 	int n = 0;
@@ -186,7 +186,7 @@ int tcp_timers_run(struct km_tcp_conn *c)
 		c->t_delack = 0;
 		n++;
 		if (c->rcv_nxt != c->rcv_acked)
-			tcp_send_ack(c);
+			km_tcp_send_ack(c);
 	}
 	if (c->state != KM_TCP_CLOSED && due(c->t_keep, now)) {
 		c->t_keep = 0;
@@ -196,7 +196,7 @@ int tcp_timers_run(struct km_tcp_conn *c)
 	return n;
 }
 
-uint64_t tcp_conn_next_timer(const struct km_tcp_conn *c)
+uint64_t km_tcp_conn_next_timer(const struct km_tcp_conn *c)
 {
 	const uint64_t t[4] = { c->t_rtx, c->t_delack, c->t_keep, c->t_state };
 	uint64_t m = UINT64_MAX;
