@@ -20,7 +20,7 @@
 #define CWND_MAX (1u << 30)
 
 /* The peer's SYN options. Ours offer SACK and WS always, a SYN-ACK only
- * when the SYN did (km_tcp_output.c), so what the peer sent decides. */
+ * when the SYN did (tcp_output.c), so what the peer sent decides. */
 void km_tcp_syn_options(struct km_tcp_conn *c, const struct tcp_seg *s)
 {
 	struct km_tcp_ep *ep = c->ep;
@@ -195,7 +195,7 @@ static void fin_acked(struct km_tcp_conn *c)
  * both counting the bytes acknowledged (RFC 3465) rather than ACKs. A
  * receiver like ours ACKs once per receive burst: counting at most one
  * segment per ACK would grow cwnd by one segment per round trip in slow
- * start. Bursts stay bounded by OUTPUT_BURST_MAX (km_tcp_output.c). */
+ * start. Bursts stay bounded by OUTPUT_BURST_MAX (tcp_output.c). */
 static void cwnd_grow(struct km_tcp_conn *c, uint32_t acked)
 {
 	uint64_t inc;

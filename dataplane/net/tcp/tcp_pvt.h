@@ -6,7 +6,7 @@
  * lookup of passive connections, the SYN that opens one), tcp_input.c
  * (the segment state machine),
  * tcp_rx.c (receive text: out-of-order queue, delivery, window, buffer
- * accounting), km_tcp_output.c (segments, ACK, RST, frame building),
+ * accounting), tcp_output.c (segments, ACK, RST, frame building),
  * tcp_timer.c (RTO estimation and every timer).
  */
 #ifndef KM_DATAPLANE_TCP_TCP_PVT_H
@@ -257,7 +257,7 @@ void km_tcp_rx_released(struct km_tcp_conn *c);
 void km_tcp_rx_ack_decide(struct km_tcp_conn *c);
 void km_tcp_fin_received(struct km_tcp_conn *c);
 
-/* km_tcp_output.c */
+/* tcp_output.c */
 void km_tcp_output(struct km_tcp_conn *c);
 void km_tcp_send_syn(struct km_tcp_conn *c);
 void km_tcp_send_ack(struct km_tcp_conn *c);
