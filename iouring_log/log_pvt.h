@@ -116,9 +116,11 @@ void km_log_set_error(struct km_log *log, int err);
 
 /* log_recover.c */
 int km_log_recover(struct km_log *log, struct km_log_recovery *rec);
-/* Offsets of "<20 digits><suffix>" files in the dir, ascending. */
+/* Offsets of "<20 digits><suffix>" files in the dir, ascending: the max
+ * newest of them (the oldest if oldest), and in *total (if not NULL) how
+ * many there are. @return how many are in out, or -errno. */
 int km_log_list_files(struct km_log *log, const char *suffix, int64_t *out,
-		      uint32_t max);
+		      uint32_t max, bool oldest, uint32_t *total);
 /* Called for each batch a rebuild replays, with what it did to the state. */
 typedef void (*km_log_replay_fn)(void *ctx, const struct km_batch *b,
 				 const struct km_pstate_result *pr);

@@ -22,13 +22,31 @@ static int cmp_i64(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
+/* Keep the max newest (or oldest) offsets seen: a directory holding more
+ * files than out has room for must not hide which ones are newest. */
+static void keep(int64_t *out, uint32_t max, uint32_t *n, int64_t v,
+		 bool oldest)
+{
+	uint32_t worst = 0;
+
+	if (*n < max) {
+		out[(*n)++] = v;
+		return;
+	}
+	for (uint32_t i = 1; i < max; i++)
+		if (oldest ? out[i] > out[worst] : out[i] < out[worst])
+			worst = i;
+	if (max > 0 && (oldest ? v < out[worst] : v > out[worst]))
+		out[worst] = v;
+}
+
 int km_log_list_files(struct km_log *log, const char *suffix, int64_t *out,
-		     uint32_t max)
+		      uint32_t max, bool oldest, uint32_t *total)
 {
 	int fd = dup(log->dir_fd);
 	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
 	struct dirent *e;
-	uint32_t n = 0;
+	uint32_t n = 0, seen = 0;
 
 	if (d == NULL) {
 		if (fd >= 0)
@@ -38,27 +56,40 @@ int km_log_list_files(struct km_log *log, const char *suffix, int64_t *out,
 	/* The dup shares dir_fd's offset, left at the end by the last
 	 * listing: start from the top. */
 	rewinddir(d);
-	while ((e = readdir(d)) != NULL && n < max) {
+	while ((e = readdir(d)) != NULL) {
 		char *end;
 		long long v = strtoll(e->d_name, &end, 10);
 
 		if (end - e->d_name == KM_SEGMENT_NAME_DIGITS &&
-		    strcmp(end, suffix) == 0 && v >= 0)
-			out[n++] = v;
+		    strcmp(end, suffix) == 0 && v >= 0) {
+			keep(out, max, &n, v, oldest);
+			seen++;
+		}
 	}
 	closedir(d);
 	qsort(out, n, sizeof(*out), cmp_i64);
+	if (total != NULL)
+		*total = seen;
 	return (int)n;
 }
 
 static int open_segments(struct km_log *log)
 {
 	int64_t *bases = calloc(log->cfg.segments_max, sizeof(*bases));
+	uint32_t found = 0;
 	int n, rc = 0;
 
 	if (bases == NULL)
 		return -ENOMEM;
-	n = km_log_list_files(log, ".log", bases, log->cfg.segments_max);
+	n = km_log_list_files(log, ".log", bases, log->cfg.segments_max, true,
+			      &found);
+	if (n >= 0 && found > log->cfg.segments_max) {
+		/* Opening some of them would lose the rest from view. */
+		KM_ERROR("log", "%s: %u segments on disk, segments_max is %u",
+			 km_log_dir(log), found, log->cfg.segments_max);
+		free(bases);
+		return KM_ESEGMENTS;
+	}
 	for (int i = 0; i < n && rc == 0; i++) {
 		rc = km_segment_open(&log->segs[i], log->dir_fd, bases[i],
 				     log->cfg.index_bytes_max, i == n - 1);

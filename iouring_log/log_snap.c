@@ -39,7 +39,7 @@ int km_log_snap_write(struct km_log *log, int64_t offset)
 
 int km_log_snap_list(struct km_log *log, int64_t *out, uint32_t max)
 {
-	return km_log_list_files(log, ".snapshot", out, max);
+	return km_log_list_files(log, ".snapshot", out, max, false, NULL);
 }
 
 int km_log_snap_load(struct km_log *log, struct km_pstate *ps, int64_t offset)
@@ -75,21 +75,39 @@ int km_log_snap_delete(struct km_log *log, int64_t offset)
 int km_log_snap_drop_after(struct km_log *log, int64_t offset)
 {
 	int64_t snaps[KM_LOG_SNAPSHOTS_MAX];
-	int n = km_log_snap_list(log, snaps, KM_LOG_SNAPSHOTS_MAX), rc = 0;
+	uint32_t total, dropped;
+	int n, rc = 0;
 
-	for (int i = 0; i < n && rc == 0; i++)
-		if (snaps[i] > offset)
+	/* The newest first: more of them than snaps holds takes passes. */
+	do {
+		n = km_log_list_files(log, ".snapshot", snaps,
+				      KM_LOG_SNAPSHOTS_MAX, false, &total);
+		dropped = 0;
+		for (int i = 0; i < n && rc == 0; i++) {
+			if (snaps[i] <= offset)
+				continue;
 			rc = km_log_snap_delete(log, snaps[i]);
+			dropped += rc == 0;
+		}
+	} while (n >= 0 && rc == 0 && dropped > 0 &&
+		 total > KM_LOG_SNAPSHOTS_MAX);
 	return n < 0 ? n : rc;
 }
 
 /* Snapshots below the new log start describe nothing left. */
 void km_log_snap_drop_before(struct km_log *log, int64_t start)
 {
-	int64_t offs[256];
-	int n = km_log_snap_list(log, offs, 256);
+	int64_t offs[KM_LOG_SNAPSHOTS_MAX];
+	uint32_t total, dropped;
+	int n;
 
-	for (int i = 0; i < n && i < 256; i++)
-		if (offs[i] < start)
-			(void)km_log_snap_delete(log, offs[i]);
+	/* The oldest first, in passes, as above. */
+	do {
+		n = km_log_list_files(log, ".snapshot", offs,
+				      KM_LOG_SNAPSHOTS_MAX, true, &total);
+		dropped = 0;
+		for (int i = 0; i < n; i++)
+			if (offs[i] < start)
+				dropped += km_log_snap_delete(log, offs[i]) == 0;
+	} while (n >= 0 && dropped > 0 && total > KM_LOG_SNAPSHOTS_MAX);
 }

@@ -186,3 +186,51 @@ TEST(Retain, ReadersInFlightAreSafe)
 }
 
 } // namespace
+
+// More snapshot files than one directory listing holds (256; one per roll):
+// a truncation takes every snapshot past the cut, retention every one below
+// the new start, and a log with more segments on disk than segments_max is
+// refused at open rather than opened with some of them out of view.
+TEST(Retain, MoreFilesThanOneListingHolds)
+{
+	TempDir td;
+	Log l(td.path, Small);
+	const int kBatches = 300;  // one 10-record batch fills a 2 KiB segment
+	for (int i = 0; i < kBatches; i++) {
+		Batch b(Plain(10 * i, 10));
+		ASSERT_EQ(1, l.Append(b));
+	}
+	ASSERT_GT(Bases(l.dir, ".snapshot").size(), 256u);
+
+	const int64_t cut = 10 * 40;
+	ASSERT_EQ(cut, km_log_truncate_to(l.log, cut, nullptr, nullptr));
+	for (int64_t s : Bases(l.dir, ".snapshot"))
+		EXPECT_LE(s, cut);
+
+	for (int i = 40; i < kBatches + 40; i++) {
+		Batch b(Plain(10 * i, 10));
+		ASSERT_EQ(1, l.Append(b));
+	}
+	std::vector<int64_t> bases = Bases(l.dir, ".log");
+	ASSERT_GT(bases.size(), 300u);
+	ASSERT_GT(Bases(l.dir, ".snapshot").size(), 256u);
+	km_log_retained out;
+	do	// a call deletes a bounded number of segments
+		ASSERT_EQ(0, Retain(l, &out, bases[290], -1, -1));
+	while (out.segments > 0);
+	EXPECT_EQ(bases[290], km_log_start_offset(l.log));
+	for (int64_t s : Bases(l.dir, ".snapshot"))
+		EXPECT_GE(s, bases[290]);
+
+	ASSERT_EQ(0, l.Close());
+	size_t on_disk = Bases(l.dir, ".log").size();
+	ASSERT_GT(on_disk, 5u);
+	l.cfg.segments_max = 5;
+	km_log *refused = nullptr;
+	EXPECT_EQ(KM_ESEGMENTS, km_log_open(&refused, &l.cfg, &l.ring, nullptr));
+	EXPECT_EQ(nullptr, refused);
+	EXPECT_EQ(on_disk, Bases(l.dir, ".log").size()) << "nothing deleted";
+	l.cfg.segments_max = 1024;
+	l.Open();
+	EXPECT_EQ(bases[290], km_log_start_offset(l.log));
+}
