@@ -2,7 +2,9 @@
  * local writes, with Produce forwarded to the owning worker when the
  * front-end's worker does not own the partition (one writer per
  * partition). A forwarded Produce travels as one message: PRODUCE to the
- * owner with a copy of the records, back as PRODUCED with the outcome. */
+ * owner with a copy of the records, back as PRODUCED with the outcome.
+ * That copy is the records' only one: the owner's writer adopts it
+ * (km_local_write_adopt) and frees it once its log has written it. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,13 +45,13 @@ static bool writers_idle(struct km_worker *w)
 
 /* ---- Produce, local or forwarded ------------------------------------------ */
 
+/* The records are the owner's writer's by now (adopted), or freed. */
 static void on_forward_done(void *arg, const struct km_part_produced *res)
 {
 	struct wmsg *m = arg;
 	struct km_worker *owner = m->u.produce.owner;
 
 	m->u.produce.res = *res;
-	free(m->u.produce.bytes);
 	m->u.produce.bytes = NULL;
 	m->type = WMSG_PRODUCED;
 	km_worker_send(owner, m->u.produce.from, m);
@@ -65,14 +67,15 @@ void km_wfe_on_produce(struct km_worker *w, struct wmsg *m)
 	if (km_part_get_mode(m->part) != KM_PART_WRITABLE)
 		rc = KM_EMIRRORED; /* a failback began after it was sent */
 	else if (wp != NULL && wp->lw != NULL && !w->done)
-		rc = km_local_write_submit(wp->lw, m->u.produce.bytes,
-					   m->u.produce.len, m->u.produce.acks,
-					   on_forward_done, m);
+		rc = km_local_write_adopt(wp->lw, m->u.produce.bytes,
+					  m->u.produce.len, m->u.produce.acks,
+					  on_forward_done, m, free);
 	if (rc < 0) {
 		struct km_part_produced res = { .err = rc,
 						.base_offset = -1,
 						.log_start = -1 };
 
+		free(m->u.produce.bytes); /* not adopted */
 		on_forward_done(m, &res);
 	}
 }
@@ -85,9 +88,13 @@ void km_wfe_on_produced(struct km_worker *w, struct wmsg *m)
 	free(m);
 }
 
+/* The one copy of a forwarded Produce (local_write.h says why there must
+ * be one), straight from the receive chain: the receive buffers are this
+ * worker's backend's, which the owner may not release. */
 static int forward(struct km_worker *w, struct km_part *p,
-		   const void *records, uint32_t len, int16_t acks,
-		   km_part_produced_fn done, void *arg)
+		   const struct km_chain *c, struct km_chain_cur cur,
+		   uint32_t len, int16_t acks, km_part_produced_fn done,
+		   void *arg)
 {
 	struct wmsg *m = calloc(1, sizeof(*m));
 
@@ -95,7 +102,11 @@ static int forward(struct km_worker *w, struct km_part *p,
 		free(m);
 		return -ENOMEM;
 	}
-	memcpy(m->u.produce.bytes, records, len);
+	if (km_chain_copy(c, cur, m->u.produce.bytes, len) != len) {
+		free(m->u.produce.bytes);
+		free(m);
+		return -EINVAL; /* the records run past the request */
+	}
 	m->type = WMSG_PRODUCE;
 	m->part = p;
 	m->u.produce.from = w->cfg.id;
@@ -118,9 +129,9 @@ int km_wfe_alloc_pid(void *ctx, int64_t *pid, int16_t *epoch)
 	return w->cfg.alloc_pid(w->cfg.alloc_pid_ctx, pid, epoch);
 }
 
-int km_wfe_produce(void *ctx, struct km_part *p, const void *records,
-		   uint32_t len, int16_t acks, km_part_produced_fn done,
-		   void *arg)
+int km_wfe_produce(void *ctx, struct km_part *p, const struct km_chain *c,
+		   struct km_chain_cur cur, uint32_t len, int16_t acks,
+		   km_part_produced_fn done, void *arg)
 {
 	struct km_worker *w = ctx;
 	struct wpart *wp;
@@ -128,11 +139,11 @@ int km_wfe_produce(void *ctx, struct km_part *p, const void *records,
 	if (km_part_get_mode(p) != KM_PART_WRITABLE)
 		return KM_EMIRRORED;
 	if (p->owner != w->cfg.id)
-		return forward(w, p, records, len, acks, done, arg);
+		return forward(w, p, c, cur, len, acks, done, arg);
 	wp = km_worker_find(w, p);
 	if (wp == NULL || wp->lw == NULL)
 		return KM_EPARTOFFLINE;
-	return km_local_write_submit(wp->lw, records, len, acks, done, arg);
+	return km_local_write_submit(wp->lw, c, cur, len, acks, done, arg);
 }
 
 /* ---- the front-end ---------------------------------------------------------- */

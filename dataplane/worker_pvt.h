@@ -54,7 +54,8 @@ struct wmsg {
 			km_part_produced_fn done;
 			void *arg;
 			struct km_part_produced res;
-			uint8_t *bytes;
+			uint8_t *bytes;	/* the records' copy, which the
+					 * owner's writer adopts */
 		} produce;
 	} u;
 };
@@ -118,9 +119,9 @@ void km_wfe_on_produce(struct km_worker *w, struct wmsg *m);
 void km_wfe_on_produced(struct km_worker *w, struct wmsg *m);
 void km_wfe_on_group_sync(struct km_worker *w, struct wmsg *m);
 int km_wfe_alloc_pid(void *ctx, int64_t *pid, int16_t *epoch);
-int km_wfe_produce(void *ctx, struct km_part *p, const void *records,
-		   uint32_t len, int16_t acks, km_part_produced_fn done,
-		   void *arg);
+int km_wfe_produce(void *ctx, struct km_part *p, const struct km_chain *c,
+		   struct km_chain_cur cur, uint32_t len, int16_t acks,
+		   km_part_produced_fn done, void *arg);
 
 /* worker_stop.c: R4 on the owner */
 void km_wstop_on_stop(struct km_worker *w, struct wmsg *m);

@@ -171,8 +171,10 @@ static void on_written(void *arg, const struct km_part_produced *res)
 static int submit(struct km_frontend *fe, struct fe_owrite *o,
 		  const void *batch, uint32_t len)
 {
-	int rc = fe->ops->produce(fe->ops->ctx, fe->go.part, batch, len, -1,
-				  on_written, o);
+	struct iovec iov = { (void *)batch, len };
+	struct km_chain ch = { &iov, 1 };
+	int rc = fe->ops->produce(fe->ops->ctx, fe->go.part, &ch,
+				  km_chain_start(&ch), len, -1, on_written, o);
 
 	if (rc == 0)
 		fe->go.writes++;

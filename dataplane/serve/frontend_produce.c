@@ -1,8 +1,9 @@
 /* The front-end's Produce (v3-7): every partition goes to ops->produce
  * (the owner's local writer), whose outcomes come back later through
- * tickets; the response is encoded once the last one is in. See
- * frontend.h for the error codes and why a mirrored partition gets
- * POLICY_VIOLATION. */
+ * tickets; the response is encoded once the last one is in. The records
+ * are handed over as they lie in the receive buffers, however many they
+ * straddle: ops->produce makes their one copy. See frontend.h for the
+ * error codes and why a mirrored partition gets POLICY_VIOLATION. */
 #include <errno.h>
 #include <string.h>
 
@@ -172,20 +173,6 @@ static int16_t precheck(struct fe_conn *fc, const struct km_part *p,
 	return KM_KERR_NONE;
 }
 
-/* The records as one contiguous run: in place when one receive buffer
- * holds them, else copied to the staging area (ops->produce copies them
- * again, so it is free once the call returns). */
-static const void *records_of(struct km_frontend *fe, const struct km_chain *ch,
-			      const struct km_wire_span *sp)
-{
-	void *p = km_chain_contig(ch, sp->cur, (size_t)sp->len);
-
-	if (p != NULL)
-		return p;
-	km_wire_span_copy(ch, sp, fe->staging, fe->staging_bytes);
-	return fe->staging;
-}
-
 static void log_outcome(struct fe_conn *fc, const char *topic, int32_t part,
 			int err)
 {
@@ -280,8 +267,7 @@ static void produce_one(struct fe_conn *fc, uint32_t slot, uint32_t i,
 		t->fc = fc;
 		t->slot = slot;
 		t->part = i;
-		rc = fe->ops->produce(fe->ops->ctx, p,
-				      records_of(fe, ch, &pp->records),
+		rc = fe->ops->produce(fe->ops->ctx, p, ch, pp->records.cur,
 				      (uint32_t)pp->records.len, acks,
 				      on_produced, t);
 		if (rc == 0) {
@@ -341,9 +327,8 @@ static int produce_noack(struct fe_conn *fc, struct km_wire_rd *r,
 		int rc = 0;
 
 		if (err == KM_KERR_NONE)
-			rc = fe->ops->produce(fe->ops->ctx, p,
-					      records_of(fe, r->chain,
-							 &pp.records),
+			rc = fe->ops->produce(fe->ops->ctx, p, r->chain,
+					      pp.records.cur,
 					      (uint32_t)pp.records.len, 0,
 					      on_produced_noack, fc);
 		if (err == KM_KERR_NONE && rc == 0) {

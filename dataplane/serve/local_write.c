@@ -26,9 +26,11 @@ enum lw_state {
 struct lw_entry {
 	enum lw_state state;
 	int16_t acks;
-	uint32_t off;		/* the copy: mem[off, off + len) */
-	uint32_t len;
-	struct iovec iov;	/* the copy as a one-segment chain, which */
+	uint32_t off;		/* the copy: mem[off, off + len); adopted */
+	uint32_t len;		/* records take no ring bytes (len 0 at off) */
+	void *adopted;		/* else NULL; given back through release */
+	km_local_write_release_fn release;
+	struct iovec iov;	/* the records as a one-segment chain, which */
 	struct km_chain chain;	/* the batch views point at */
 	struct km_batch batches[KM_LOCAL_WRITE_BATCHES_MAX];
 	uint32_t n_batches;
@@ -47,6 +49,7 @@ struct km_local_write {
 	uint8_t *mem;		/* ring of copies, allocated in entry order */
 	uint32_t mem_bytes;
 	uint32_t tail;		/* next free byte */
+	uint32_t adopted_bytes;	/* records held by km_local_write_adopt() */
 	struct lw_entry *ents;	/* ring of entries, submit order */
 	uint32_t ents_max;
 	uint32_t head;
@@ -87,18 +90,30 @@ int km_local_write_create(const struct km_local_write_config *cfg,
 	return 0;
 }
 
+static struct lw_entry *ent(struct km_local_write *lw, uint32_t i)
+{
+	return &lw->ents[(lw->head + i) % lw->ents_max];
+}
+
+/* Adopted records go back once the log is done with them. */
+static void release_adopted(struct km_local_write *lw, struct lw_entry *e)
+{
+	if (e->adopted == NULL)
+		return;
+	lw->adopted_bytes -= e->len;
+	e->release(e->adopted);
+	e->adopted = NULL;
+}
+
 void km_local_write_destroy(struct km_local_write *lw)
 {
 	if (lw == NULL)
 		return;
+	for (uint32_t i = 0; lw->ents != NULL && i < lw->count; i++)
+		release_adopted(lw, ent(lw, i));
 	free(lw->mem);
 	free(lw->ents);
 	free(lw);
-}
-
-static struct lw_entry *ent(struct km_local_write *lw, uint32_t i)
-{
-	return &lw->ents[(lw->head + i) % lw->ents_max];
 }
 
 /* Place len bytes in the ring after the newest copy: at the tail, or
@@ -264,12 +279,10 @@ static void pump(struct km_local_write *lw)
 	lw->pumping = false;
 }
 
-int km_local_write_submit(struct km_local_write *lw, const void *records,
-			  uint32_t len, int16_t acks, km_part_produced_fn done,
-			  void *arg)
+/* The checks both submits make before anything is taken. */
+static int check_submit(struct km_local_write *lw, uint32_t len, int16_t acks,
+			km_part_produced_fn done)
 {
-	struct lw_entry *e;
-	uint32_t off;
 	int rc;
 
 	KM_ASSERT(done != NULL);
@@ -279,16 +292,26 @@ int km_local_write_submit(struct km_local_write *lw, const void *records,
 		return rc;
 	if (len > lw->mem_bytes)
 		return KM_EBATCHMAX;
-	if (lw->count == lw->ents_max || mem_alloc(lw, len, &off) < 0) {
+	if (lw->count == lw->ents_max) {
 		lw->st.refused_full++;
 		return -ENOBUFS;
 	}
-	e = ent(lw, lw->count++);
+	return 0;
+}
+
+/* A new entry over records[0, len): the ring's bytes at off, or adopted
+ * records, which hold an empty place in the ring's order at off. */
+static struct lw_entry *push_entry(struct km_local_write *lw, uint8_t *records,
+				   uint32_t off, uint32_t len, int16_t acks,
+				   km_part_produced_fn done, void *arg)
+{
+	struct lw_entry *e = ent(lw, lw->count++);
+
 	memset(e, 0, offsetof(struct lw_entry, batches));
 	e->acks = acks;
 	e->off = off;
 	e->len = len;
-	e->iov.iov_base = lw->mem + off;
+	e->iov.iov_base = records;
 	e->iov.iov_len = len;
 	e->chain.iov = &e->iov;
 	e->chain.n_iov = 1;
@@ -296,10 +319,62 @@ int km_local_write_submit(struct km_local_write *lw, const void *records,
 	e->base_offset = e->wait_offset = e->hold_offset = -1;
 	e->done = done;
 	e->arg = arg;
-	memcpy(lw->mem + off, records, len);
+	lw->st.submits++;
+	return e;
+}
+
+static void validate(struct km_local_write *lw, struct lw_entry *e)
+{
 	e->err = parse_all(lw, e);
 	e->state = e->err != 0 ? LW_DONE : LW_QUEUED;
-	lw->st.submits++;
+}
+
+int km_local_write_submit(struct km_local_write *lw, const struct km_chain *c,
+			  struct km_chain_cur cur, uint32_t len, int16_t acks,
+			  km_part_produced_fn done, void *arg)
+{
+	struct lw_entry *e;
+	uint32_t off;
+	int rc = check_submit(lw, len, acks, done);
+
+	if (rc < 0)
+		return rc;
+	/* The front-end bounds-checked the records against the frame. */
+	KM_ASSERT_HOT(km_chain_has(c, cur, len));
+	if (mem_alloc(lw, len, &off) < 0) {
+		lw->st.refused_full++;
+		return -ENOBUFS;
+	}
+	e = push_entry(lw, lw->mem + off, off, len, acks, done, arg);
+	/* The one copy (local_write.h says why): receive chain -> ring. */
+	(void)km_chain_copy(c, cur, lw->mem + off, len);
+	validate(lw, e);
+	return 0;
+}
+
+int km_local_write_adopt(struct km_local_write *lw, void *records,
+			 uint32_t len, int16_t acks, km_part_produced_fn done,
+			 void *arg, km_local_write_release_fn release)
+{
+	struct lw_entry *e;
+	uint32_t off;
+	int rc = check_submit(lw, len, acks, done);
+
+	KM_ASSERT(release != NULL);
+	if (rc < 0)
+		return rc;
+	if (len > lw->mem_bytes - lw->adopted_bytes) {
+		lw->st.refused_full++;
+		return -ENOBUFS;
+	}
+	/* No ring bytes, but a place in the ring's order: an empty region at
+	 * the tail keeps mem_alloc's view of the oldest copy right. */
+	(void)mem_alloc(lw, 0, &off);
+	e = push_entry(lw, records, off, len, acks, done, arg);
+	e->adopted = records;
+	e->release = release;
+	lw->adopted_bytes += len;
+	validate(lw, e);
 	return 0;
 }
 
@@ -344,6 +419,7 @@ static void free_reported(struct km_local_write *lw)
 		if (e->state != LW_REPORTED ||
 		    (e->hold_offset >= 0 && appended <= e->hold_offset))
 			break;
+		release_adopted(lw, e);
 		lw->head = (lw->head + 1) % lw->ents_max;
 		lw->count--;
 	}

@@ -1,10 +1,11 @@
 /* Owner-side writer for local Produce: one per WRITABLE partition, on the
  * worker that owns the partition's log (DESIGN: one writer per partition).
  *
- * km_local_write_submit() copies one Produce partition's records into
- * memory the writer owns (the request's receive buffers go back to the
- * network at once), validates every record batch (km_batch_parse: length,
- * magic, CRC), refuses what a client may not write, and appends the batches
+ * km_local_write_submit() copies one Produce partition's records from the
+ * request's receive chain into memory the writer owns (the buffers go back
+ * to the network at once), validates every record batch (km_batch_parse:
+ * length, magic, CRC), refuses what a client may not write, and appends the
+ * batches
  * with KM_ORIGIN_CLIENT through km_log_append_burst(), which assigns their
  * offsets and runs Kafka's producer checks (R2). The appends happen in
  * km_local_write_poll(), in submit order, never inside submit: a segment
@@ -24,10 +25,23 @@
  * reported as success with the ORIGINAL batch's base offset, as Kafka does
  * (after the original is appended or durable, as acks asks).
  *
+ * That copy is the only one a Produce's records get between the socket and
+ * the disk, and it is needed: the receive buffers are one pool shared by
+ * every connection of the worker (dataplane/net/net.h, Backpressure), and
+ * the framing gives them back as soon as the request is handled, while the
+ * log writes from the batch's memory until its write completes, after
+ * rewriting baseOffset and the leader epoch in it. Holding the buffers
+ * that long would stall reception on every connection. The log then
+ * writes straight from the copy (no further copy). A Produce forwarded
+ * from another worker was copied once already, out of that worker's
+ * receive buffers, which only it may release: km_local_write_adopt()
+ * takes that copy over instead of copying again.
+ *
  * Memory: the copies live in one ring of mem_bytes, in submit order; each
  * is freed once the log no longer reads it (km_log_appended_offset() passed
- * its last batch) and its outcome was reported. Everything is allocated by
- * km_local_write_create() (STYLE 9).
+ * its last batch) and its outcome was reported; adopted records are
+ * released at the same point, and at most mem_bytes of them are held.
+ * Everything is allocated by km_local_write_create() (STYLE 9).
  *
  * Threading: the owner thread only.
  */
@@ -36,6 +50,8 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+
+#include "common/chain.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -81,14 +97,16 @@ int km_local_write_create(const struct km_local_write_config *cfg,
 			  struct km_local_write **out);
 
 /**
- * Free the writer. Outcomes not yet reported are dropped. The log must no
- * longer read the copies: call it after km_log_sync() or km_log_close().
+ * Free the writer. Outcomes not yet reported are dropped; adopted records
+ * still held are released. The log must no longer read the copies: call it
+ * after km_log_sync() or km_log_close().
  */
 void km_local_write_destroy(struct km_local_write *lw);
 
 /**
- * Take one Produce partition's records (copied: the caller may reuse them
- * on return) and validate them; km_local_write_poll() appends them.
+ * Take one Produce partition's records, len bytes of chain c from cur
+ * (copied: the caller may release c's buffers on return), and validate
+ * them; km_local_write_poll() appends them.
  * @param acks  0, 1 or -1 (any other value is -EINVAL).
  * @return 0 (done will run exactly once, from km_local_write_poll), or,
  *         with done never run:
@@ -105,9 +123,26 @@ void km_local_write_destroy(struct km_local_write *lw);
  * (KM_EOUTOFORDERSEQ, KM_EPRODUCERFENCED, KM_EINVALIDTXNSTATE,
  * KM_EPSTATEFULL); or the log's error (-ENOSPC, -EIO, KM_ESEGMENTS, ...).
  */
-int km_local_write_submit(struct km_local_write *lw, const void *records,
-			  uint32_t len, int16_t acks, km_part_produced_fn done,
-			  void *arg);
+int km_local_write_submit(struct km_local_write *lw, const struct km_chain *c,
+			  struct km_chain_cur cur, uint32_t len, int16_t acks,
+			  km_part_produced_fn done, void *arg);
+
+/** Gives adopted records back (km_local_write_adopt()). */
+typedef void (*km_local_write_release_fn)(void *records);
+
+/**
+ * As km_local_write_submit(), for records already copied out of the
+ * receive buffers (a Produce forwarded by another worker): the writer
+ * appends straight from records[0, len), which it may write into, and owns
+ * them on success. release(records) runs on this thread once the log no
+ * longer reads them: after the outcome was reported, or from
+ * km_local_write_destroy(). On a negative return they stay the caller's.
+ * @return as km_local_write_submit(); -ENOBUFS also while mem_bytes of
+ *         adopted records are held.
+ */
+int km_local_write_adopt(struct km_local_write *lw, void *records,
+			 uint32_t len, int16_t acks, km_part_produced_fn done,
+			 void *arg, km_local_write_release_fn release);
 
 /**
  * Append what was submitted (and what the write queue refused before),

@@ -24,6 +24,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "common/chain.h"
 #include "iouring_log/log.h"
 #include "kafka/wire.h"
 
@@ -122,15 +123,18 @@ struct km_part_ops {
 	/**
 	 * Append one partition's records (the Produce request's records
 	 * bytes, already bounds-checked but not validated) to p with CLIENT
-	 * origin, asynchronously. The bytes are copied or held by the callee,
-	 * so the caller may free them on return. done runs once the batch is
+	 * origin, asynchronously. The records are len bytes of chain c from
+	 * cur, in place in the request's receive buffers: borrowed for the
+	 * call only. The callee copies them once before it returns (into the
+	 * owner's writer, or into the message to the owner), so the caller
+	 * may release the buffers on return. done runs once the batch is
 	 * appended and, when acks == -1, durable (R6), or when it failed.
 	 * @return 0 (done will run), or a negative code (it will not):
 	 *         KM_EWRITEREFUSED-class errors for a MIRROR partition, -ENOMEM.
 	 */
-	int (*produce)(void *ctx, struct km_part *p, const void *records,
-		       uint32_t len, int16_t acks, km_part_produced_fn done,
-		       void *arg);
+	int (*produce)(void *ctx, struct km_part *p, const struct km_chain *c,
+		       struct km_chain_cur cur, uint32_t len, int16_t acks,
+		       km_part_produced_fn done, void *arg);
 	/**
 	 * A new producer id for an idempotent producer (InitProducerId with a
 	 * null transactional id): above every positive id any partition has

@@ -18,9 +18,9 @@ struct fe_parts {
 	int64_t next_pid;
 };
 
-static int produce(void *ctx, struct km_part *p, const void *records,
-		   uint32_t len, int16_t acks, km_part_produced_fn done,
-		   void *arg)
+static int produce(void *ctx, struct km_part *p, const struct km_chain *c,
+		   struct km_chain_cur cur, uint32_t len, int16_t acks,
+		   km_part_produced_fn done, void *arg)
 {
 	struct fe_parts *t = ctx;
 	uint32_t i = (uint32_t)(p - t->table.parts);
@@ -30,7 +30,7 @@ static int produce(void *ctx, struct km_part *p, const void *records,
 	if (t->lws[i] == NULL)
 		return KM_EPARTOFFLINE;
 	t->calls[i]++;
-	return km_local_write_submit(t->lws[i], records, len, acks, done, arg);
+	return km_local_write_submit(t->lws[i], c, cur, len, acks, done, arg);
 }
 
 static int alloc_pid(void *ctx, int64_t *pid, int16_t *epoch)
@@ -123,5 +123,9 @@ static void on_outcome(void *arg, const struct km_part_produced *res)
 int fe_lw_submit(struct km_local_write *lw, const void *records, uint32_t len,
 		 int16_t acks, struct fe_outcome *out)
 {
-	return km_local_write_submit(lw, records, len, acks, on_outcome, out);
+	struct iovec iov = { (void *)records, len };
+	struct km_chain ch = { &iov, 1 };
+
+	return km_local_write_submit(lw, &ch, km_chain_start(&ch), len, acks,
+				     on_outcome, out);
 }
