@@ -129,3 +129,33 @@ int fe_lw_submit(struct km_local_write *lw, const void *records, uint32_t len,
 	return km_local_write_submit(lw, &ch, km_chain_start(&ch), len, acks,
 				     on_outcome, out);
 }
+
+int fe_lw_submit_split(struct km_local_write *lw, const void *records,
+		       uint32_t len, uint32_t pieces, int16_t acks,
+		       struct fe_outcome *out)
+{
+	struct iovec iov[16];
+	struct km_chain ch = { iov, 0 };
+	uint32_t at = 0;
+
+	if (pieces == 0 || pieces > 16 || pieces > len)
+		return -EINVAL;
+	/* Uneven pieces, the last one taking the rest. */
+	for (uint32_t i = 0; i < pieces; i++) {
+		uint32_t n = i + 1 == pieces ? len - at : (len / pieces) - i;
+
+		iov[i].iov_base = (char *)records + at;
+		iov[i].iov_len = n;
+		at += n;
+	}
+	ch.n_iov = pieces;
+	return km_local_write_submit(lw, &ch, km_chain_start(&ch), len, acks,
+				     on_outcome, out);
+}
+
+int fe_lw_adopt(struct km_local_write *lw, void *records, uint32_t len,
+		int16_t acks, struct fe_outcome *out, void (*release)(void *))
+{
+	return km_local_write_adopt(lw, records, len, acks, on_outcome, out,
+				    release);
+}

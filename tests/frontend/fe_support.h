@@ -46,6 +46,14 @@ struct fe_outcome {
 /* km_local_write_submit() with a callback that fills *out. */
 int fe_lw_submit(struct km_local_write *lw, const void *records, uint32_t len,
 		 int16_t acks, struct fe_outcome *out);
+/* The same, with the records cut into pieces (1..16, uneven) segments, as
+ * receive buffers deliver them. */
+int fe_lw_submit_split(struct km_local_write *lw, const void *records,
+		       uint32_t len, uint32_t pieces, int16_t acks,
+		       struct fe_outcome *out);
+/* km_local_write_adopt() with that callback. */
+int fe_lw_adopt(struct km_local_write *lw, void *records, uint32_t len,
+		int16_t acks, struct fe_outcome *out, void (*release)(void *));
 
 #ifdef __cplusplus
 }

@@ -16,10 +16,13 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cstring>
 #include <string>
 #include <vector>
 
+#include "common/endian.h"
 #include "common/errors.h"
 #include "dataplane/serve/local_write.h"
 #include "fe_support.h"
@@ -317,6 +320,102 @@ TEST_F(LocalWrite, FullWriteQueueIsRetriedInOrder)
 		EXPECT_EQ(2 * i, o[i].base_offset) << i;
 	}
 	EXPECT_EQ(2 * n, km_log_end_offset(log_));
+}
+
+// Records as the network delivers them, cut across receive buffers: the
+// writer copies them once, into its own memory, and never writes into the
+// caller's (the buffers go back to the network when submit returns); the
+// log holds the same bytes, with the offset and leader epoch the log gave.
+TEST_F(LocalWrite, RecordsStraddlingBuffersAreCopiedOnceAndLeftAlone)
+{
+	Bytes a = Batch(3, -1, -1, -1, 0, 700), b = Batch(2, -1, -1, -1, 0, 90);
+	Bytes a0 = a, b0 = b;
+	fe_outcome oa = {}, ob = {};
+	oa.log = ob.log = log_;
+	ASSERT_EQ(0, fe_lw_submit_split(lw_, a.data(), (uint32_t)a.size(), 5,
+					1, &oa));
+	ASSERT_EQ(0, fe_lw_submit_split(lw_, b.data(), (uint32_t)b.size(), 16,
+					-1, &ob));
+	EXPECT_EQ(a0, a) << "submit wrote into the caller's buffers";
+	// The caller reuses its buffers at once, as the network does.
+	std::fill(a.begin(), a.end(), 0xee);
+	std::fill(b.begin(), b.end(), 0xee);
+	ASSERT_NO_FATAL_FAILURE(Done(oa));
+	ASSERT_NO_FATAL_FAILURE(Done(ob));
+	ASSERT_EQ(0, oa.err) << km_strerror(oa.err);
+	ASSERT_EQ(0, ob.err) << km_strerror(ob.err);
+	EXPECT_EQ(3, ob.base_offset);
+	Bytes got(a0.size() + b0.size());
+	km_log_read_result res;
+	ASSERT_EQ(0, km_log_read(log_, 0, 5, (uint32_t)got.size(), got.data(),
+				 got.size(), &res));
+	ASSERT_EQ(got.size(), res.bytes);
+	// baseOffset and partitionLeaderEpoch are the log's; from magic on,
+	// every byte is the client's.
+	EXPECT_TRUE(std::equal(a0.begin() + KM_BATCH_OFF_MAGIC, a0.end(),
+			       got.begin() + KM_BATCH_OFF_MAGIC));
+	EXPECT_TRUE(std::equal(b0.begin() + KM_BATCH_OFF_MAGIC, b0.end(),
+			       got.begin() + a0.size() + KM_BATCH_OFF_MAGIC));
+	EXPECT_EQ(3, (int64_t)km_load_be64(got.data() + a0.size()));
+}
+
+int g_released;
+void *g_last_released;
+
+void CountRelease(void *p)
+{
+	g_released++;
+	g_last_released = p;
+	free(p);
+}
+
+// A forwarded Produce's copy is adopted, not copied again: the writer
+// appends from it, gives it back once the log has written it (after the
+// outcome), refuses more than mem_bytes of such copies at once (the
+// caller keeps a refused one), and gives back what it still holds when
+// destroyed.
+TEST_F(LocalWrite, AdoptedRecordsAreReleasedOnceWritten)
+{
+	Bytes b = Batch(2, -1, -1, -1, 0, 1500);
+	ASSERT_NO_FATAL_FAILURE(Create((uint32_t)b.size() * 2 + 100, 8));
+	g_released = 0;
+	auto copy = [&] {
+		void *p = malloc(b.size());
+		memcpy(p, b.data(), b.size());
+		return p;
+	};
+	fe_outcome o[4] = {};
+	void *p0 = copy(), *p1 = copy(), *p2 = copy();
+	for (fe_outcome &x : o)
+		x.log = log_;
+	ASSERT_EQ(0, fe_lw_adopt(lw_, p0, (uint32_t)b.size(), -1, &o[0],
+				 CountRelease));
+	ASSERT_EQ(0, fe_lw_adopt(lw_, p1, (uint32_t)b.size(), 1, &o[1],
+				 CountRelease));
+	EXPECT_EQ(-ENOBUFS, fe_lw_adopt(lw_, p2, (uint32_t)b.size(), 1, &o[2],
+					CountRelease))
+		<< "adopted bytes are bounded by mem_bytes";
+	// The ring is not taken by adopted records.
+	ASSERT_EQ(0, Submit(b, 1, &o[3]));
+	EXPECT_EQ(0, g_released) << "released before the write";
+	ASSERT_NO_FATAL_FAILURE(Done(o[0]));
+	ASSERT_NO_FATAL_FAILURE(Done(o[1]));
+	ASSERT_NO_FATAL_FAILURE(Done(o[3]));
+	EXPECT_EQ(0, o[0].err);
+	EXPECT_EQ(0, o[0].base_offset);
+	EXPECT_EQ(2, o[1].base_offset);
+	EXPECT_EQ(4, o[3].base_offset);
+	Until([&] { return km_local_write_pending(lw_) == 0; });
+	EXPECT_EQ(2, g_released);
+	// A refused copy stayed ours; this time it fits.
+	ASSERT_EQ(0, fe_lw_adopt(lw_, p2, (uint32_t)b.size(), 1, &o[2],
+				 CountRelease));
+	EXPECT_EQ(2, g_released);
+	// Destroyed before it was appended: given back all the same.
+	km_local_write_destroy(lw_);
+	lw_ = nullptr;
+	EXPECT_EQ(3, g_released);
+	EXPECT_EQ(p2, g_last_released);
 }
 
 } // namespace
