@@ -58,11 +58,14 @@ int km_wprep_run(struct km_worker *w, struct wpart *wp, const struct wmsg *m,
 	(void)w;
 	memset(r, 0, sizeof(*r));
 	r->barrier_offset = -1;
+	/* The writer's copies (and the Produce copies it adopted) go only
+	 * once the log has no write from them in flight. */
+	rc = km_log_sync(wp->log);
 	if (wp->lw != NULL) {
 		km_local_write_destroy(wp->lw);
 		wp->lw = NULL;
 	}
-	if ((rc = km_log_sync(wp->log)) < 0)
+	if (rc < 0)
 		return rc;
 	if (to >= 0 && (rc = cut_to(wp->log, to, r)) < 0)
 		return rc;
