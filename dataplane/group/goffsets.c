@@ -19,9 +19,11 @@ struct entry {
 	struct entry *next;
 	uint32_t hash;
 	int32_t partition;
-	char *group;		/* one allocation: group \0 topic \0 */
+	char *group;		/* names[]: group \0 topic \0 */
 	char *topic;
 	struct km_goffset o;
+	uint16_t md_cap;	/* o.metadata holds md_cap bytes + NUL */
+	char names[];
 };
 
 struct km_goffsets {
@@ -59,7 +61,6 @@ int km_goffsets_create(struct km_goffsets **out)
 
 static void entry_free(struct entry *e)
 {
-	free(e->group);
 	free(e->o.metadata);
 	free(e);
 }
@@ -111,16 +112,17 @@ static void grow(struct km_goffsets *t)
 	t->n_slots = n;
 }
 
+/* A key is allocated once, when first committed (the table grows with the
+ * keys, as the log does); later commits of it reuse its memory. */
 static struct entry *entry_new(const char *group, const char *topic,
 			       int32_t part, uint32_t hash)
 {
 	size_t gl = strlen(group), tl = strlen(topic);
-	struct entry *e = calloc(1, sizeof(*e));
+	struct entry *e = calloc(1, sizeof(*e) + gl + tl + 2);
 
-	if (e == NULL || (e->group = malloc(gl + tl + 2)) == NULL) {
-		free(e);
+	if (e == NULL)
 		return NULL;
-	}
+	e->group = e->names;
 	memcpy(e->group, group, gl + 1);
 	e->topic = e->group + gl + 1;
 	memcpy(e->topic, topic, tl + 1);
@@ -129,18 +131,25 @@ static struct entry *entry_new(const char *group, const char *topic,
 	return e;
 }
 
+/* A key's commits mostly repeat the size of its metadata (usually empty):
+ * the buffer is kept and only grows. */
 static int set_value(struct entry *e, const struct km_gorec_value *v)
 {
-	char *md = malloc((size_t)v->metadata_len + 1);
+	if (e->o.metadata == NULL || v->metadata_len > e->md_cap) {
+		char *md = realloc(e->o.metadata, (size_t)v->metadata_len + 1);
 
-	if (md == NULL)
-		return -ENOMEM;
+		if (md == NULL)
+			return -ENOMEM;
+		e->o.metadata = md;
+		e->md_cap = v->metadata_len;
+	}
 	if (v->metadata_len)
-		memcpy(md, v->metadata, v->metadata_len);
-	md[v->metadata_len] = '\0';
-	free(e->o.metadata);
-	e->o = (struct km_goffset){ v->offset, v->leader_epoch, v->commit_ts,
-				    v->metadata_len, md };
+		memmove(e->o.metadata, v->metadata, v->metadata_len);
+	e->o.metadata[v->metadata_len] = '\0';
+	e->o.metadata_len = v->metadata_len;
+	e->o.offset = v->offset;
+	e->o.leader_epoch = v->leader_epoch;
+	e->o.commit_ts = v->commit_ts;
 	return 0;
 }
 
@@ -299,47 +308,97 @@ int km_goffsets_load(struct km_goffsets *t, struct km_log *log)
 	return rc < 0 ? rc : n;
 }
 
-size_t km_goffsets_build_size(const struct km_goffsets_commit *c, uint32_t n)
+/* A record's key and value as km_gorec encodes them (a name over
+ * KM_GOREC_NAME_MAX counts as that much: encoding refuses it anyway). */
+static size_t key_bytes(const struct km_goffsets_commit *c)
 {
-	/* 61 B batch header; per record: varint overhead (at most 5 B for
-	 * each of 6 varints), attributes, key, value. */
-	size_t sz = 61;
+	return 2 + 2 + strnlen(c->group, KM_GOREC_NAME_MAX) + 2 +
+	       strnlen(c->topic, KM_GOREC_NAME_MAX) + 4;
+}
+
+static size_t value_bytes(const struct km_goffsets_commit *c)
+{
+	return c->value ? 2 + 8 + 4 + 2 + (size_t)c->value->metadata_len + 8 : 0;
+}
+
+/* 61 B batch header; per record at most 5 B for each of its 6 varints,
+ * attributes, key, value. */
+#define BATCH_HEADER_BYTES 61u
+#define RECORD_OVERHEAD_BYTES 31u
+
+size_t km_goffsets_batch_bytes(const struct km_goffsets_commit *c, uint32_t n)
+{
+	size_t sz = BATCH_HEADER_BYTES;
 
 	for (uint32_t i = 0; i < n; i++)
-		sz += 31 + KM_GOREC_KEY_MAX +
-		      (c[i].value ? 2 + 8 + 4 + 2 + c[i].value->metadata_len + 8
-				  : 0);
+		sz += RECORD_OVERHEAD_BYTES + key_bytes(&c[i]) + value_bytes(&c[i]);
 	return sz;
 }
 
+size_t km_goffsets_build_size(const struct km_goffsets_commit *c, uint32_t n)
+{
+	size_t kv = 0;
+
+	for (uint32_t i = 0; i < n; i++)
+		kv += key_bytes(&c[i]) + value_bytes(&c[i]);
+	return km_goffsets_batch_bytes(c, n) + kv +
+	       (size_t)n * sizeof(struct km_record_spec) +
+	       _Alignof(struct km_record_spec);
+}
+
+/* Encode c's key and value just below buf[*low] and describe them in
+ * *spec. @return 0, KM_ENOSPACE (they do not fit), KM_EGOREC. */
+static int place_record(uint8_t *buf, size_t *low,
+			const struct km_goffsets_commit *c, int64_t now_ms,
+			struct km_record_spec *spec)
+{
+	uint8_t k[KM_GOREC_KEY_MAX], v[KM_GOREC_VALUE_MAX];
+	int kl = km_gorec_key_encode(k, sizeof(k), c->group, c->topic,
+				     c->partition);
+	int vl = c->value ? km_gorec_value_encode(v, sizeof(v), c->value) : -1;
+
+	if (kl < 0 || (c->value && vl < 0))
+		return kl < 0 ? kl : vl;
+	if (*low < (size_t)kl + (vl > 0 ? (size_t)vl : 0))
+		return KM_ENOSPACE;
+	if (vl > 0) {
+		*low -= (size_t)vl;
+		memcpy(buf + *low, v, (size_t)vl);
+	}
+	*low -= (size_t)kl;
+	memcpy(buf + *low, k, (size_t)kl);
+	*spec = (struct km_record_spec){ buf + *low, kl,
+					 c->value ? buf + *low + kl : NULL, vl,
+					 now_ms, NULL, 0 };
+	return 0;
+}
+
+/* No allocation: the record specs and the encoded keys and values are
+ * staged at the end of buf (the room km_goffsets_build_size counts), and
+ * km_records_build writes the batch from the start, below everything it
+ * reads. */
 int km_goffsets_build(void *buf, size_t cap, const struct km_goffsets_commit *c,
 		      uint32_t n, int64_t now_ms)
 {
-	struct km_record_spec *recs = calloc(n ? n : 1, sizeof(*recs));
-	uint8_t *kv = malloc((size_t)(n ? n : 1) *
-			     (KM_GOREC_KEY_MAX + KM_GOREC_VALUE_MAX));
+	uint8_t *b = buf;
 	struct km_batch_spec spec = { 0, -1, 0, -1, -1, -1 };
-	int rc = recs && kv ? 0 : -ENOMEM;
+	size_t align = _Alignof(struct km_record_spec);
+	size_t specs = (size_t)n * sizeof(struct km_record_spec);
+	struct km_record_spec *recs;
+	size_t low;
+	int rc = 0;
 
-	for (uint32_t i = 0; rc == 0 && i < n; i++) {
-		uint8_t *k = kv + (size_t)i * (KM_GOREC_KEY_MAX + KM_GOREC_VALUE_MAX);
-		uint8_t *v = k + KM_GOREC_KEY_MAX;
-		int kl = km_gorec_key_encode(k, KM_GOREC_KEY_MAX, c[i].group,
-					     c[i].topic, c[i].partition);
-		int vl = c[i].value ? km_gorec_value_encode(v, KM_GOREC_VALUE_MAX,
-							    c[i].value)
-				    : -1;
-
-		if (kl < 0 || (c[i].value && vl < 0))
-			rc = kl < 0 ? kl : vl;
-		recs[i] = (struct km_record_spec){ k, kl, c[i].value ? v : NULL,
-						   vl, now_ms, NULL, 0 };
-	}
-	if (rc == 0)
-		rc = km_records_build(buf, cap, &spec, recs, (int32_t)n);
-	free(recs);
-	free(kv);
-	return rc;
+	if (specs + align > cap)
+		return KM_ENOSPACE;
+	recs = (struct km_record_spec *)(((uintptr_t)b + cap - specs) &
+					 ~(uintptr_t)(align - 1));
+	low = (size_t)((uint8_t *)recs - b);
+	/* From the last record down, so each lands below the one after it. */
+	for (uint32_t i = n; rc == 0 && i-- > 0;)
+		rc = place_record(b, &low, &c[i], now_ms, &recs[i]);
+	if (rc < 0)
+		return rc;
+	return km_records_build(buf, low, &spec, recs, (int32_t)n);
 }
 
 struct collect {

@@ -11,8 +11,10 @@
  * segments below where that copy starts: the copy holds every key the old
  * segments could still decide.
  *
- * One thread uses a table (the front-end's worker). Not the hot path:
- * allocation is fine here.
+ * One thread uses a table (the front-end's worker). Memory: a key is
+ * allocated when first committed (the table grows with the keys, as the
+ * log does) and reused by later commits of it; building batches allocates
+ * nothing (km_goffsets_build_all, for tests and tools, does).
  */
 #ifndef KM_DATAPLANE_GOFFSETS_H
 #define KM_DATAPLANE_GOFFSETS_H
@@ -95,15 +97,21 @@ int km_goffsets_apply_batch(struct km_goffsets *t, const struct km_batch *b);
  */
 int km_goffsets_load(struct km_goffsets *t, struct km_log *log);
 
+/** At most the bytes of the batch km_goffsets_build writes for these
+ *  commits (what a limit on a write's size is checked against). */
+size_t km_goffsets_batch_bytes(const struct km_goffsets_commit *c, uint32_t n);
+
 /**
- * Bytes km_goffsets_build needs for these commits, batch overhead included.
- */
+ * Bytes km_goffsets_build needs in buf for these commits: the batch, and
+ * the room it is built in (the records' keys and values, staged at the end
+ * of buf). */
 size_t km_goffsets_build_size(const struct km_goffsets_commit *c, uint32_t n);
 
 /**
  * One uncompressed batch (producer id -1) holding a record per commit,
- * timestamped now_ms, written into buf.
- * @return bytes written, KM_ENOSPACE, KM_EGOREC.
+ * timestamped now_ms, written into buf; allocates nothing.
+ * @return bytes written (at most km_goffsets_batch_bytes), KM_ENOSPACE (cap
+ *         below km_goffsets_build_size may be too little), KM_EGOREC.
  */
 int km_goffsets_build(void *buf, size_t cap, const struct km_goffsets_commit *c,
 		      uint32_t n, int64_t now_ms);

@@ -205,6 +205,67 @@ TEST(Goffsets, BatchesRebuildTheTable)
 	free(all);
 }
 
+/* A batch is built in exactly km_goffsets_build_size bytes, at most
+ * km_goffsets_batch_bytes long, whatever the names and metadata: the room
+ * it is built in is the caller's buffer. */
+TEST(Goffsets, BuildFitsItsSizeAndItsBound)
+{
+	std::vector<std::string> groups, topics, md;
+	std::vector<km_gorec_value> vals(40);
+	std::vector<km_goffsets_commit> c(40);
+	for (int i = 0; i < 40; i++) {
+		groups.push_back(std::string((size_t)(1 + i * 6), 'g'));
+		topics.push_back(std::string((size_t)(255 - i), 't'));
+		md.push_back(std::string((size_t)(i * 100), 'm'));
+	}
+	for (int i = 0; i < 40; i++) {
+		vals[i] = { i, i, 7, md[i].c_str(), (uint16_t)md[i].size() };
+		c[i] = { groups[i].c_str(), topics[i].c_str(), i,
+			 i % 9 == 8 ? nullptr : &vals[i] };
+	}
+	for (uint32_t n : { 0u, 1u, 13u, 40u }) {
+		size_t cap = km_goffsets_build_size(c.data(), n);
+		std::vector<uint8_t> buf(cap + 1);
+		/* Odd address: the staged record specs are aligned inside. */
+		int got = km_goffsets_build(buf.data() + 1, cap, c.data(), n, 5);
+		if (n == 0)
+			continue;
+		ASSERT_GT(got, 0) << n << ": " << km_strerror(got);
+		EXPECT_LE((size_t)got, km_goffsets_batch_bytes(c.data(), n));
+		Table live, replayed;
+		for (uint32_t i = 0; i < n; i++)
+			ASSERT_EQ(0, km_goffsets_put(live.t, c[i].group, c[i].topic,
+						     c[i].partition, c[i].value));
+		ASSERT_EQ((int)n, replay(replayed.t, buf.data() + 1, (size_t)got));
+		EXPECT_EQ(snapshot(live.t), snapshot(replayed.t));
+	}
+	uint8_t tiny[64];
+	EXPECT_EQ(KM_ENOSPACE, km_goffsets_build(tiny, sizeof(tiny), c.data(), 3, 5));
+}
+
+/* A key's later commits reuse its memory, and its metadata may grow and
+ * shrink. */
+TEST(Goffsets, RecommitsKeepTheKey)
+{
+	Table a;
+	std::string big(KM_GOREC_METADATA_MAX, 'b');
+	km_gorec_value v0 = { 1, -1, 0, "", 0 };
+	km_gorec_value v1 = { 2, 3, 9, big.data(), (uint16_t)big.size() };
+	km_gorec_value v2 = { 3, 4, 10, "xy", 2 };
+	ASSERT_EQ(0, km_goffsets_put(a.t, "g", "t", 0, &v0));
+	const km_goffset *o = km_goffsets_get(a.t, "g", "t", 0);
+	ASSERT_EQ(0, km_goffsets_put(a.t, "g", "t", 0, &v1));
+	EXPECT_EQ(o, km_goffsets_get(a.t, "g", "t", 0)) << "the key moved";
+	EXPECT_EQ(big, std::string(o->metadata, o->metadata_len));
+	ASSERT_EQ(0, km_goffsets_put(a.t, "g", "t", 0, &v2));
+	EXPECT_EQ(3, o->offset);
+	EXPECT_EQ(4, o->leader_epoch);
+	EXPECT_EQ(10, o->commit_ts);
+	EXPECT_STREQ("xy", o->metadata);
+	EXPECT_EQ(2, o->metadata_len);
+	EXPECT_EQ(1u, km_goffsets_count(a.t));
+}
+
 TEST(Goffsets, AMalformedRecordIsRefused)
 {
 	Table a;
