@@ -60,10 +60,15 @@ int km_group_create(const struct km_group_config *cfg, struct km_group **out)
 	g->views = calloc(cfg->members_max, sizeof(*g->views));
 	if (g->views == NULL)
 		goto out_free_buckets;
+	g->sync_src = calloc(cfg->members_max, sizeof(*g->sync_src));
+	if (g->sync_src == NULL)
+		goto out_free_views;
 	memset(g->buckets, 0xff, g->nbuckets * sizeof(*g->buckets));
 	*out = g;
 	return 0;
 
+out_free_views:
+	free(g->views);
 out_free_buckets:
 	free(g->buckets);
 out_free_groups:
@@ -73,22 +78,40 @@ out_free_g:
 	return -ENOMEM;
 }
 
+/* Clear a slot but keep its member and pending arrays for the next group
+ * in it: groups come and go (an Empty one gives its slot to a new id),
+ * the room they grew need not. */
+static void grp_reset(struct grp *gr)
+{
+	struct gmember *members = gr->members;
+	struct gpending *pending = gr->pending;
+	uint32_t cap_members = gr->cap_members, cap_pending = gr->cap_pending;
+
+	memset(gr, 0, sizeof(*gr));
+	gr->members = members;
+	gr->cap_members = cap_members;
+	gr->pending = pending;
+	gr->cap_pending = cap_pending;
+}
+
 static void grp_release(struct grp *gr)
 {
 	for (uint32_t i = 0; i < gr->n_members; i++)
 		member_free(&gr->members[i]);
-	free(gr->members);
-	free(gr->pending);
-	memset(gr, 0, sizeof(*gr));
+	grp_reset(gr);
 }
 
 void km_group_destroy(struct km_group *g)
 {
 	if (g == NULL)
 		return;
-	for (uint32_t i = 0; i < g->cfg.groups_max; i++)
+	for (uint32_t i = 0; i < g->cfg.groups_max; i++) {
 		if (g->groups[i].used)
 			grp_release(&g->groups[i]);
+		free(g->groups[i].members);
+		free(g->groups[i].pending);
+	}
+	free(g->sync_src);
 	free(g->views);
 	free(g->buckets);
 	free(g->groups);
@@ -170,7 +193,7 @@ struct grp *grp_create(struct km_group *g, const char *id)
 
 	if (gr == NULL)
 		return NULL;
-	memset(gr, 0, sizeof(*gr));
+	grp_reset(gr);
 	gr->used = true;
 	copy_cut(gr->id, id);
 	gr->state = KM_GROUP_EMPTY;

@@ -77,9 +77,13 @@
  *    group is not in the table or is Empty; while PreparingRebalance a
  *    member's commit is allowed (the heartbeat tells it to rejoin).
  *
- * Threading: single-threaded, the front-end's worker. Memory: allocated on
- * demand (a cold path): per member about 1.1 KiB plus its metadata and
- * assignment; each group's member array grows up to members_max.
+ * Threading: single-threaded, the front-end's worker. Memory: the group
+ * table and the scratch of a leader's sync are allocated by
+ * km_group_create(); the rest on demand, at the rate of rebalances, never
+ * per heartbeat or commit: per member about 1.1 KiB plus its metadata and
+ * assignment (the assignment's buffer is kept across generations and only
+ * grows); each group's member array grows up to members_max and stays
+ * with its slot for the next group in it.
  */
 #ifndef KM_DATAPLANE_GROUP_H
 #define KM_DATAPLANE_GROUP_H

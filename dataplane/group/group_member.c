@@ -91,6 +91,13 @@ void member_free(struct gmember *m)
 	free(m->assign);
 	m->protos = NULL;
 	m->assign = NULL;
+	m->assign_len = m->assign_cap = 0;
+}
+
+/* NULL for an empty assignment, whatever buffer is kept for the next. */
+const uint8_t *member_assignment(const struct gmember *m)
+{
+	return m->assign_len > 0 ? m->assign : NULL;
 }
 
 /* Takes ownership of p. Timeouts and client details follow the latest

@@ -24,8 +24,9 @@ struct gmember {
 	uint32_t rebalance_timeout_ms;
 	struct gproto *protos;		/* malloc'd, n_protos >= 1 */
 	uint32_t n_protos;
-	uint8_t *assign;		/* malloc'd, NULL when assign_len is 0 */
-	uint32_t assign_len;
+	uint8_t *assign;		/* malloc'd, assign_cap bytes (kept */
+	uint32_t assign_len;		/* across generations, grown only) */
+	uint32_t assign_cap;
 	uint64_t last_hb_ms;
 	bool is_static;
 	bool is_leader;
@@ -50,10 +51,10 @@ struct grp {
 	char protocol_type[NAME_CAP];
 	char protocol[NAME_CAP];	/* "" before the first generation */
 	int32_t generation;
-	struct gmember *members;	/* join order */
+	struct gmember *members;	/* join order; the array (and */
 	uint32_t n_members;
 	uint32_t cap_members;
-	struct gpending *pending;
+	struct gpending *pending;	/* pending's) stays with the slot */
 	uint32_t n_pending;
 	uint32_t cap_pending;
 	/* PreparingRebalance: when the join phase ends (initial delay or
@@ -72,6 +73,9 @@ struct km_group {
 	uint32_t nbuckets;		/* a power of two */
 	uint32_t n_used;
 	struct km_group_member_view *views; /* members_max, for on_join */
+	/* members_max, for a leader's SyncGroup: each member's assignment
+	 * in the request. */
+	const struct km_group_assignment **sync_src;
 	bool in_cb;			/* a callback is running */
 };
 
@@ -99,6 +103,7 @@ struct gproto *protos_copy(const struct km_group_join_req *r);
 const struct gproto *proto_of(const struct gmember *m, const char *name);
 int members_reserve(struct grp *gr, uint32_t n);
 void member_free(struct gmember *m);
+const uint8_t *member_assignment(const struct gmember *m);
 void member_unlink(struct km_group *g, struct grp *gr, uint32_t idx);
 void member_set_protos(struct gmember *m, struct gproto *p,
 		       const struct km_group_join_req *r);

@@ -63,7 +63,7 @@ static void describe_member(const struct grp *gr, const struct gmember *m,
 	v->client_host = m->client_host;
 	v->metadata = p == NULL ? NULL : p->meta;
 	v->metadata_len = p == NULL ? 0 : p->meta_len;
-	v->assignment = m->assign;
+	v->assignment = member_assignment(m);
 	v->assignment_len = m->assign_len;
 }
 

@@ -84,7 +84,7 @@ static uint32_t fill_views(struct km_group *g, struct grp *gr)
 		v->client_host = m->client_host;
 		v->metadata = p == NULL ? NULL : p->meta;
 		v->metadata_len = p == NULL ? 0 : p->meta_len;
-		v->assignment = m->assign;
+		v->assignment = member_assignment(m);
 		v->assignment_len = m->assign_len;
 	}
 	return gr->n_members;
@@ -122,9 +122,7 @@ static void abort_syncs(struct km_group *g, struct grp *gr)
 			answer_sync(g, m->sync_ticket,
 				    KM_GROUP_ERR_REBALANCE_IN_PROGRESS, NULL, 0);
 		}
-		free(m->assign);
-		m->assign = NULL;
-		m->assign_len = 0;
+		m->assign_len = 0; /* the buffer serves the next generation */
 	}
 }
 

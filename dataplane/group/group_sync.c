@@ -27,31 +27,31 @@ static int16_t member_check(struct grp *gr, const char *mid,
 	return KM_GROUP_ERR_NONE;
 }
 
-/* The leader's assignments copied per member, in member order, before
- * anything changes: a failed allocation leaves the group as it was. */
-static int assign_copy(const struct grp *gr, const struct km_group_sync_req *r,
-		       uint8_t **bufs, uint32_t *lens)
+/* Room in each member's buffer for its assignment in the leader's
+ * request (g->sync_src[i]; a member named twice: the last one counts),
+ * made before anything changes: a failed allocation leaves every
+ * assignment as it was (realloc keeps the bytes). Buffers are kept across
+ * generations, so a rebalance that assigns no more than the last one
+ * allocates nothing. */
+static int assign_reserve(struct km_group *g, const struct grp *gr,
+			  const struct km_group_sync_req *r)
 {
 	for (uint32_t i = 0; i < gr->n_members; i++) {
+		struct gmember *m = &gr->members[i];
 		const struct km_group_assignment *a = NULL;
+		uint8_t *p;
 
-		bufs[i] = NULL;
-		lens[i] = 0;
 		for (uint32_t k = 0; k < r->n_assignments; k++)
 			if (r->assignments[k].member_id != NULL &&
-			    strcmp(r->assignments[k].member_id,
-				   gr->members[i].id) == 0)
+			    strcmp(r->assignments[k].member_id, m->id) == 0)
 				a = &r->assignments[k];
-		if (a == NULL || a->assignment_len == 0)
+		g->sync_src[i] = a;
+		if (a == NULL || a->assignment_len <= m->assign_cap)
 			continue;
-		bufs[i] = malloc(a->assignment_len);
-		if (bufs[i] == NULL) {
-			for (uint32_t j = 0; j < i; j++)
-				free(bufs[j]);
+		if ((p = realloc(m->assign, a->assignment_len)) == NULL)
 			return -ENOMEM;
-		}
-		memcpy(bufs[i], a->assignment, a->assignment_len);
-		lens[i] = a->assignment_len;
+		m->assign = p;
+		m->assign_cap = a->assignment_len;
 	}
 	return 0;
 }
@@ -69,24 +69,29 @@ static bool assign_valid(const struct km_group *g,
 	return true;
 }
 
-/* Store the assignments, go Stable, answer every waiting sync
- * (setAndPropagateAssignment); each answered member's session restarts. */
-static void propagate(struct km_group *g, struct grp *gr, uint8_t **bufs,
-		      const uint32_t *lens, uint64_t now_ms)
+/* Store the assignments (into the room assign_reserve made), go Stable,
+ * answer every waiting sync (setAndPropagateAssignment); each answered
+ * member's session restarts. */
+static void propagate(struct km_group *g, struct grp *gr, uint64_t now_ms)
 {
 	gr->state = KM_GROUP_STABLE;
 	for (uint32_t i = 0; i < gr->n_members; i++) {
 		struct gmember *m = &gr->members[i];
+		const struct km_group_assignment *a = g->sync_src[i];
 
-		free(m->assign);
-		m->assign = bufs[i];
-		m->assign_len = lens[i];
+		m->assign_len = a == NULL ? 0 : a->assignment_len;
+		if (m->assign_len > 0)
+			memcpy(m->assign, a->assignment, m->assign_len);
+	}
+	for (uint32_t i = 0; i < gr->n_members; i++) {
+		struct gmember *m = &gr->members[i];
+
 		if (!m->awaiting_sync)
 			continue;
 		m->awaiting_sync = false;
 		m->last_hb_ms = now_ms;
-		answer_sync(g, m->sync_ticket, KM_GROUP_ERR_NONE, m->assign,
-			    m->assign_len);
+		answer_sync(g, m->sync_ticket, KM_GROUP_ERR_NONE,
+			    member_assignment(m), m->assign_len);
 	}
 }
 
@@ -105,18 +110,12 @@ static int leader_sync(struct km_group *g, struct grp *gr, struct gmember *m,
 		       const struct km_group_sync_req *r, void *ticket,
 		       uint64_t now_ms)
 {
-	uint8_t **bufs = calloc(gr->n_members, sizeof(*bufs));
-	uint32_t *lens = calloc(gr->n_members, sizeof(*lens));
-	int rc = -ENOMEM;
+	int rc = assign_reserve(g, gr, r);
 
-	if (bufs != NULL && lens != NULL)
-		rc = assign_copy(gr, r, bufs, lens);
 	if (rc == 0) {
 		sync_wait(g, m, ticket, now_ms);
-		propagate(g, gr, bufs, lens, now_ms);
+		propagate(g, gr, now_ms);
 	}
-	free(bufs);
-	free(lens);
 	return rc;
 }
 
@@ -158,7 +157,7 @@ int km_group_sync(struct km_group *g, const struct km_group_sync_req *r,
 	}
 	if (gr->state == KM_GROUP_STABLE) {
 		m->last_hb_ms = now_ms;
-		answer_sync(g, ticket, KM_GROUP_ERR_NONE, m->assign,
+		answer_sync(g, ticket, KM_GROUP_ERR_NONE, member_assignment(m),
 			    m->assign_len);
 		grp_settle(g, gr, now_ms);
 		return 0;

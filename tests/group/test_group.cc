@@ -393,6 +393,63 @@ TEST(Group, ThirdMemberTriggersRebalanceWithNewAssignment)
 	EXPECT_EQ(3u, h.describe("g").n_members);
 }
 
+// Assignment buffers are kept across generations: a later generation's
+// assignments, shorter, longer or empty, are what the members get and what
+// describe shows, never bytes of an earlier one; an aborted generation's
+// assignments are gone though their room is kept.
+TEST(Group, AssignmentsOfEachGenerationAreItsOwn)
+{
+	Harness h;
+	Two t = two_stable(h); // gen 2: "pa", "pb"
+	const std::vector<std::pair<std::string, std::string>> gens = {
+		{ "a-much-longer-assignment", "" }, { "s", "bb" }, { "", "" },
+		{ std::string(3000, 'q'), "r" },
+	};
+	int32_t gen = t.gen;
+	for (const auto &g : gens) {
+		uintptr_t ja = h.join("g", t.a, {{"range", "x" + g.first}}, 5);
+		uintptr_t jb = h.join("g", t.b, {{"range", "y" + g.second}}, 5);
+		gen = h.ans(ja).gen;
+		ASSERT_EQ(gen, h.ans(jb).gen);
+		uintptr_t sb = h.sync("g", t.b, gen);
+		uintptr_t sa = h.sync("g", t.a, gen,
+				      {{t.a, g.first}, {t.b, g.second}});
+		EXPECT_EQ(g.first, h.ans(sa).assignment);
+		EXPECT_EQ(g.second, h.ans(sb).assignment);
+		std::vector<km_group_member_view> v;
+		h.describe("g", &v);
+		ASSERT_EQ(2u, v.size());
+		for (const km_group_member_view &m : v) {
+			const std::string &want = m.member_id == t.a ? g.first
+								     : g.second;
+			EXPECT_EQ(want, std::string((const char *)m.assignment,
+						    m.assignment_len));
+			EXPECT_EQ(want.empty(), m.assignment == nullptr);
+		}
+	}
+	// A new generation whose assignment a third member aborts: the
+	// assignments are dropped.
+	uintptr_t ja = h.join("g", t.a, {{"range", "ma"}}, 5);
+	uintptr_t jb = h.join("g", t.b, {{"range", "mb"}}, 5);
+	ASSERT_EQ(gen + 1, h.ans(ja).gen);
+	ASSERT_EQ(gen + 1, h.ans(jb).gen);
+	ASSERT_EQ(KM_GROUP_COMPLETING_REBALANCE, h.describe("g").state);
+	std::string c = h.new_id("g");
+	uintptr_t jc = h.join("g", c, {{"range", "mc"}}, 5);
+	EXPECT_FALSE(h.answered(jc));
+	std::vector<km_group_member_view> v;
+	h.describe("g", &v);
+	ASSERT_EQ(3u, v.size());
+	for (const km_group_member_view &m : v) {
+		EXPECT_EQ(0u, m.assignment_len) << m.member_id;
+		EXPECT_EQ(nullptr, m.assignment) << m.member_id;
+	}
+	// A group's slot, reclaimed for a new id, starts clean.
+	for (const std::string &id : {t.a, t.b, c})
+		EXPECT_EQ(KM_GROUP_ERR_NONE, h.leave("g", id));
+	EXPECT_EQ(KM_GROUP_EMPTY, h.describe("g").state);
+}
+
 TEST(Group, MemberNotRejoiningWithinRebalanceTimeoutIsDropped)
 {
 	Harness h;
