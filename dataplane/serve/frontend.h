@@ -77,8 +77,10 @@
  *
  * Memory: everything is allocated by km_frontend_create() (STYLE 9):
  * about conns_max * (conn_buf_bytes + parts_max * 150 B + 10 KiB) for the
- * connections, fetch_bufs * fetch_buf_bytes for Fetch records, and
- * frame_bytes_max for Produce records that straddle receive buffers.
+ * connections, fetch_bufs * fetch_buf_bytes for Fetch records,
+ * frame_bytes_max for group request fields that straddle receive buffers,
+ * and the group coordinator's tables (sized in common/km_limits.h: about
+ * 4 MiB).
  */
 #ifndef KM_DATAPLANE_FRONTEND_H
 #define KM_DATAPLANE_FRONTEND_H

@@ -9,59 +9,71 @@
  * connection, finds it again; a closed connection withdraws its tickets.
  * Their responses reserve GROUP_RESP_BYTES: a leader's member list or an
  * assignment larger than that closes the connection with the reason.
+ *
+ * Nothing is allocated per request (frontend_group_pvt.h): the tables are
+ * made by fe_groups_init(). A JoinGroup offering more than
+ * KM_GROUP_PROTOCOLS_MAX protocols, a SyncGroup carrying more than
+ * KM_GROUP_MEMBERS_MAX assignments and a LeaveGroup naming more than
+ * KM_GROUP_LEAVE_MAX members are answered INVALID_REQUEST, as the
+ * coordinator answers a field over its bound; a DescribeGroups naming more
+ * than KM_GROUP_DESCRIBE_GROUPS_MAX groups has no error field to carry
+ * that (each group has its own) and closes the connection, naming the
+ * limit.
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/errors.h"
+#include "common/km_assert.h"
+#include "common/km_limits.h"
 #include "common/log.h"
-#include "dataplane/serve/frontend_pvt.h"
+#include "dataplane/serve/frontend_group_pvt.h"
 #include "kafka/proto_group.h"
 
 #define GROUP_RESP_BYTES (64u * 1024)
-#define PROTOCOLS_MAX 16u
-#define ASSIGN_MAX 1024u
-#define LEAVE_MAX 256u
-#define LIST_MAX 1024u
-#define DESC_GROUPS_MAX 64u
-#define DESC_MEMBERS_MAX 1024u
 
-/* A JoinGroup or SyncGroup waiting for its answer. */
-struct fe_gticket {
-	struct fe_conn *fc;
-	uint32_t slot;
-	struct fe_gticket *next, *prev;
+/* The tables of the handlers below (one request at a time), and a ticket
+ * per slot of every connection. */
+struct fe_gmem {
+	uint32_t span_used;			/* of fe->staging */
+	struct fe_gticket *tickets;		/* conns_max * PIPELINE */
+	struct km_leavegroup_member *leave_in;	/* KM_GROUP_LEAVE_MAX */
+	struct km_group_leave_member *leave_members; /* KM_GROUP_LEAVE_MAX */
+	int16_t *leave_errs;			/* KM_GROUP_LEAVE_MAX */
+	struct km_group_member *join_members;	/* KM_GROUP_MEMBERS_MAX */
+	struct km_group_member *sync_in;	/* KM_GROUP_MEMBERS_MAX */
+	struct km_group_assignment *sync_assign; /* KM_GROUP_MEMBERS_MAX */
+	struct km_group_overview *list_ov;	/* KM_GROUP_LIST_MAX */
+	struct km_listgroups_group *list_out;	/* KM_GROUP_LIST_MAX */
+	struct km_wire_name *desc_ids;		/* ..._DESCRIBE_GROUPS_MAX */
+	struct km_descgroups_group *desc_groups; /* ..._DESCRIBE_GROUPS_MAX */
+	struct km_descgroups_member *desc_members; /* _DESCRIBE_MEMBERS_MAX */
+	struct km_group_member_view *desc_views; /* _DESCRIBE_MEMBERS_MAX */
 };
 
-/* Bytes of request fields copied out when they straddle receive buffers;
- * freed when the handler returns (the group module copies what it keeps). */
-struct scratch {
-	void *p[ASSIGN_MAX + PROTOCOLS_MAX];
-	uint32_t n;
-};
-
-static const uint8_t *span_bytes(const struct km_chain *ch, struct scratch *sc,
-				 const struct km_group_bytes *b)
+void fe_span_reset(struct km_frontend *fe)
 {
-	void *p;
+	fe->gmem->span_used = 0;
+}
+
+const uint8_t *fe_span_bytes(struct km_frontend *fe, const struct km_chain *ch,
+			     const struct km_group_bytes *b)
+{
+	struct fe_gmem *gm = fe->gmem;
+	uint8_t *p;
 
 	if (b->len <= 0)
 		return NULL;
 	if ((p = km_chain_contig(ch, b->span.cur, (size_t)b->len)) != NULL)
 		return p;
-	if (sc->n == sizeof(sc->p) / sizeof(sc->p[0]) ||
-	    (p = malloc((size_t)b->len)) == NULL)
+	/* Fields are disjoint parts of one request, which staging holds. */
+	if ((uint32_t)b->len > fe->staging_bytes - gm->span_used)
 		return NULL;
+	p = fe->staging + gm->span_used;
 	km_wire_span_copy(ch, &b->span, p, (size_t)b->len);
-	return sc->p[sc->n++] = p;
-}
-
-static void scratch_free(struct scratch *sc)
-{
-	for (uint32_t i = 0; i < sc->n; i++)
-		free(sc->p[i]);
-	sc->n = 0;
+	gm->span_used += (uint32_t)b->len;
+	return p;
 }
 
 static const char *name_or_null(const struct km_wire_name *n)
@@ -71,14 +83,17 @@ static const char *name_or_null(const struct km_wire_name *n)
 
 /* ---- tickets ---------------------------------------------------------------- */
 
+/* The slot's own ticket: a slot waits for one answer at most. */
 static struct fe_gticket *ticket_new(struct fe_conn *fc, uint32_t slot)
 {
-	struct fe_gticket *t = calloc(1, sizeof(*t));
+	struct km_frontend *fe = fc->fe;
+	uint32_t conn = (uint32_t)(fc - fe->conns);
+	struct fe_gticket *t;
 
-	if (t == NULL)
-		return NULL;
-	t->fc = fc;
-	t->slot = slot;
+	KM_ASSERT(conn < fe->conns_max);
+	t = &fe->gmem->tickets[conn * KM_FRONTEND_PIPELINE + slot];
+	KM_ASSERT(!t->used);
+	*t = (struct fe_gticket){ .fc = fc, .slot = slot, .used = true };
 	t->next = fc->gtickets;
 	if (t->next)
 		t->next->prev = t;
@@ -94,7 +109,7 @@ static void ticket_free(struct fe_gticket *t)
 		t->fc->gtickets = t->next;
 	if (t->next)
 		t->next->prev = t->prev;
-	free(t);
+	t->used = false;
 }
 
 void fe_groups_conn_closed(struct fe_conn *fc)
@@ -110,18 +125,20 @@ void fe_groups_conn_closed(struct fe_conn *fc)
 static void join_respond(struct fe_conn *fc, uint32_t slot,
 			 const struct km_group_join_result *res)
 {
-	struct km_group_member *m = calloc(res->n_members + 1, sizeof(*m));
+	struct km_group_member *m = fc->fe->gmem->join_members;
 	struct km_joingroup_resp r = { .error_code = res->error,
 				       .generation_id = res->generation,
 				       .members = m,
 				       .members_max = res->n_members,
-				       .n_members = m ? res->n_members : 0 };
+				       .n_members = res->n_members };
 	struct km_wire_wr w;
 
+	/* The coordinator's groups hold at most its members_max. */
+	KM_ASSERT(res->n_members <= KM_GROUP_MEMBERS_MAX);
 	km_wire_name_set(&r.protocol_name, res->protocol);
 	km_wire_name_set(&r.leader, res->leader_id);
 	km_wire_name_set(&r.member_id, res->member_id);
-	for (uint32_t i = 0; m != NULL && i < res->n_members; i++) {
+	for (uint32_t i = 0; i < res->n_members; i++) {
 		const struct km_group_member_view *v = &res->members[i];
 
 		km_wire_name_set(&m[i].member_id, v->member_id);
@@ -135,7 +152,6 @@ static void join_respond(struct fe_conn *fc, uint32_t slot,
 	fe_slot_begin(fc, slot, &w);
 	km_joingroup_resp_encode(&w, fc->slots[slot].api_version, &r);
 	fe_slot_finish(fc, slot, &w, false);
-	free(m);
 }
 
 static void on_join(void *arg, void *ticket,
@@ -167,10 +183,66 @@ static void on_sync(void *arg, void *ticket, int16_t error,
 
 /* ---- life cycle ------------------------------------------------------------- */
 
+static void gmem_free(struct fe_gmem *gm)
+{
+	if (gm == NULL)
+		return;
+	free(gm->tickets);
+	free(gm->leave_in);
+	free(gm->leave_members);
+	free(gm->leave_errs);
+	free(gm->join_members);
+	free(gm->sync_in);
+	free(gm->sync_assign);
+	free(gm->list_ov);
+	free(gm->list_out);
+	free(gm->desc_ids);
+	free(gm->desc_groups);
+	free(gm->desc_members);
+	free(gm->desc_views);
+	free(gm);
+}
+
+static int gmem_alloc(struct km_frontend *fe)
+{
+	struct fe_gmem *gm = calloc(1, sizeof(*gm));
+
+	fe->gmem = gm;
+	if (gm == NULL)
+		return -ENOMEM;
+	gm->tickets = calloc((size_t)fe->conns_max * KM_FRONTEND_PIPELINE,
+			     sizeof(*gm->tickets));
+	gm->leave_in = calloc(KM_GROUP_LEAVE_MAX, sizeof(*gm->leave_in));
+	gm->leave_members = calloc(KM_GROUP_LEAVE_MAX, sizeof(*gm->leave_members));
+	gm->leave_errs = calloc(KM_GROUP_LEAVE_MAX, sizeof(*gm->leave_errs));
+	gm->join_members = calloc(KM_GROUP_MEMBERS_MAX, sizeof(*gm->join_members));
+	gm->sync_in = calloc(KM_GROUP_MEMBERS_MAX, sizeof(*gm->sync_in));
+	gm->sync_assign = calloc(KM_GROUP_MEMBERS_MAX, sizeof(*gm->sync_assign));
+	gm->list_ov = calloc(KM_GROUP_LIST_MAX, sizeof(*gm->list_ov));
+	gm->list_out = calloc(KM_GROUP_LIST_MAX, sizeof(*gm->list_out));
+	gm->desc_ids = calloc(KM_GROUP_DESCRIBE_GROUPS_MAX, sizeof(*gm->desc_ids));
+	gm->desc_groups = calloc(KM_GROUP_DESCRIBE_GROUPS_MAX,
+				 sizeof(*gm->desc_groups));
+	gm->desc_members = calloc(KM_GROUP_DESCRIBE_MEMBERS_MAX,
+				  sizeof(*gm->desc_members));
+	gm->desc_views = calloc(KM_GROUP_DESCRIBE_MEMBERS_MAX,
+				sizeof(*gm->desc_views));
+	if (!gm->tickets || !gm->leave_in || !gm->leave_members ||
+	    !gm->leave_errs || !gm->join_members || !gm->sync_in ||
+	    !gm->sync_assign || !gm->list_ov || !gm->list_out ||
+	    !gm->desc_ids || !gm->desc_groups || !gm->desc_members ||
+	    !gm->desc_views)
+		return -ENOMEM;
+	return 0;
+}
+
 int fe_groups_init(struct km_frontend *fe, const struct km_frontend_config *cfg)
 {
 	struct km_group_config gc;
 	int rc;
+
+	if ((rc = gmem_alloc(fe)) < 0)
+		return rc;
 
 	km_group_config_default(&gc);
 	if (cfg->group_initial_rebalance_delay_ms != UINT32_MAX)
@@ -179,8 +251,8 @@ int fe_groups_init(struct km_frontend *fe, const struct km_frontend_config *cfg)
 		gc.session_timeout_min_ms = cfg->group_min_session_timeout_ms;
 	if (cfg->group_max_session_timeout_ms)
 		gc.session_timeout_max_ms = cfg->group_max_session_timeout_ms;
-	gc.protocols_max = PROTOCOLS_MAX;
-	gc.members_max = ASSIGN_MAX;
+	gc.protocols_max = KM_GROUP_PROTOCOLS_MAX;
+	gc.members_max = KM_GROUP_MEMBERS_MAX;
 	/* An answer's bytes must fit its reserved response. */
 	gc.metadata_bytes_max = GROUP_RESP_BYTES / 2;
 	gc.on_join = on_join;
@@ -196,6 +268,8 @@ void fe_groups_free(struct km_frontend *fe)
 	km_group_destroy(fe->groups);
 	fe->groups = NULL;
 	fe_offsets_free(fe);
+	gmem_free(fe->gmem);
+	fe->gmem = NULL;
 }
 
 bool fe_groups_active(struct km_frontend *fe, const char *group)
@@ -276,28 +350,46 @@ static int handle_heartbeat(struct fe_conn *fc, const struct km_reqhdr *h,
 	RESPOND(fc, h, 32, km_heartbeat_resp_encode, &m);
 }
 
+/* A request over one of the bounds of the tables above: answered as the
+ * coordinator answers a field over its bound (km_group_join, _sync). */
+static void warn_over(struct fe_conn *fc, const struct km_reqhdr *h,
+		      uint32_t limit, const char *what)
+{
+	KM_WARN("frontend", "connection %u (client id \"%s\"): %s v%d with "
+		"more than %u %s: answered INVALID_REQUEST", fc->id,
+		fc->client_id, fe_api_name(h->api_key), h->api_version, limit,
+		what);
+}
+
 static int handle_leave(struct fe_conn *fc, const struct km_reqhdr *h,
 			struct km_wire_rd *r)
 {
-	struct km_leavegroup_member mem[LEAVE_MAX];
-	struct km_group_leave_member lm[LEAVE_MAX];
-	int16_t errs[LEAVE_MAX];
-	struct km_leavegroup_req q = { .members = mem, .members_max = LEAVE_MAX };
-	struct km_leavegroup_resp m = { .members = mem, .members_max = LEAVE_MAX };
+	struct fe_gmem *gm = fc->fe->gmem;
+	struct km_leavegroup_member *mem = gm->leave_in;
+	struct km_leavegroup_req q = { .members = mem,
+				       .members_max = KM_GROUP_LEAVE_MAX };
+	struct km_leavegroup_resp m = { .members = mem,
+					.members_max = KM_GROUP_LEAVE_MAX };
 	int rc = km_leavegroup_req_decode(r, h->api_version, &q);
 
+	if (rc == KM_EWIRECAPACITY) {
+		warn_over(fc, h, KM_GROUP_LEAVE_MAX, "members");
+		m.error_code = KM_KERR_INVALID_REQUEST;
+		RESPOND(fc, h, 32, km_leavegroup_resp_encode, &m);
+	}
 	if (rc < 0)
 		return decode_failed(fc, h, rc);
 	for (uint32_t i = 0; i < q.n_members; i++)
-		lm[i] = (struct km_group_leave_member){
+		gm->leave_members[i] = (struct km_group_leave_member){
 			mem[i].member_id.s, name_or_null(&mem[i].group_instance_id)
 		};
-	m.error_code = km_group_leave(fc->fe->groups, q.group_id.s, lm,
-				      q.n_members, errs, fe_now_ms());
+	m.error_code = km_group_leave(fc->fe->groups, q.group_id.s,
+				      gm->leave_members, q.n_members,
+				      gm->leave_errs, fe_now_ms());
 	for (uint32_t i = 0; i < q.n_members; i++)
-		mem[i].error_code = errs[i];
+		mem[i].error_code = gm->leave_errs[i];
 	if (h->api_version < 3 && m.error_code == KM_KERR_NONE && q.n_members)
-		m.error_code = errs[0];
+		m.error_code = gm->leave_errs[0];
 	m.n_members = h->api_version >= 3 ? q.n_members : 0;
 	RESPOND(fc, h, 32 + m.n_members * (2 * (KM_WIRE_NAME_BYTES_MAX + 3) + 4),
 		km_leavegroup_resp_encode, &m);
@@ -317,28 +409,49 @@ static int open_delayed(struct fe_conn *fc, const struct km_reqhdr *h,
 
 	if (rc != 0)
 		return rc;
-	if ((*t = ticket_new(fc, slot)) == NULL)
-		return fe_conn_fail(fc, "%s: out of memory",
-				    fe_api_name(h->api_key));
+	*t = ticket_new(fc, slot);
+	return 0;
+}
+
+/* JoinGroup's answer to a request over a bound: Kafka's joinError shape. */
+static int join_over(struct fe_conn *fc, const struct km_reqhdr *h,
+		     const struct km_joingroup_req *q)
+{
+	struct km_group_join_result res = {
+		.error = KM_KERR_INVALID_REQUEST, .generation = -1,
+		.protocol_type = "", .protocol = "", .leader_id = "",
+		.member_id = q->member_id.len > 0 ? q->member_id.s : "",
+	};
+	uint32_t slot;
+	int rc = fe_slot_open(fc, h, 64 + 3 * (KM_WIRE_NAME_BYTES_MAX + 4),
+			      &slot);
+
+	if (rc != 0)
+		return rc;
+	warn_over(fc, h, KM_GROUP_PROTOCOLS_MAX, "protocols");
+	join_respond(fc, slot, &res);
 	return 0;
 }
 
 static int handle_join(struct fe_conn *fc, const struct km_reqhdr *h,
 		       struct km_wire_rd *r)
 {
-	struct km_joingroup_protocol wp[PROTOCOLS_MAX];
-	struct km_group_protocol gp[PROTOCOLS_MAX];
-	struct km_joingroup_req q = { .protocols = wp, .protocols_max = PROTOCOLS_MAX };
+	struct km_joingroup_protocol wp[KM_GROUP_PROTOCOLS_MAX];
+	struct km_group_protocol gp[KM_GROUP_PROTOCOLS_MAX];
+	struct km_joingroup_req q = { .protocols = wp,
+				      .protocols_max = KM_GROUP_PROTOCOLS_MAX };
 	struct km_group_join_req jr;
-	struct scratch sc = { .n = 0 };
 	struct fe_gticket *t;
 	int rc = km_joingroup_req_decode(r, h->api_version, &q);
 
+	if (rc == KM_EWIRECAPACITY)
+		return join_over(fc, h, &q);
 	if (rc < 0)
 		return decode_failed(fc, h, rc);
+	fe_span_reset(fc->fe);
 	for (uint32_t i = 0; i < q.n_protocols; i++)
 		gp[i] = (struct km_group_protocol){
-			wp[i].name.s, span_bytes(r->chain, &sc, &wp[i].metadata),
+			wp[i].name.s, fe_span_bytes(fc->fe, r->chain, &wp[i].metadata),
 			wp[i].metadata.len > 0 ? (uint32_t)wp[i].metadata.len : 0
 		};
 	jr = (struct km_group_join_req){
@@ -355,30 +468,32 @@ static int handle_join(struct fe_conn *fc, const struct km_reqhdr *h,
 		ticket_free(t);
 		rc = fe_conn_fail(fc, "JoinGroup: %s", km_strerror(rc));
 	}
-	scratch_free(&sc);
 	return rc;
 }
 
 static int handle_sync(struct fe_conn *fc, const struct km_reqhdr *h,
 		       struct km_wire_rd *r)
 {
-	struct km_group_member *wa = calloc(ASSIGN_MAX, sizeof(*wa));
-	struct km_group_assignment *ga = calloc(ASSIGN_MAX, sizeof(*ga));
-	struct km_syncgroup_req q = { .assignments = wa, .assignments_max = ASSIGN_MAX };
-	struct scratch *sc = calloc(1, sizeof(*sc));
+	struct fe_gmem *gm = fc->fe->gmem;
+	struct km_group_member *wa = gm->sync_in;
+	struct km_group_assignment *ga = gm->sync_assign;
+	struct km_syncgroup_req q = { .assignments = wa,
+				      .assignments_max = KM_GROUP_MEMBERS_MAX };
+	struct km_syncgroup_resp m = { .error_code = KM_KERR_INVALID_REQUEST };
 	struct km_group_sync_req sr;
 	struct fe_gticket *t;
-	int rc = wa && ga && sc ? km_syncgroup_req_decode(r, h->api_version, &q)
-				: -ENOMEM;
+	int rc = km_syncgroup_req_decode(r, h->api_version, &q);
 
-	if (rc < 0) {
-		rc = rc == -ENOMEM ? fe_conn_fail(fc, "SyncGroup: out of memory")
-				   : decode_failed(fc, h, rc);
-		goto out;
+	if (rc == KM_EWIRECAPACITY) {
+		warn_over(fc, h, KM_GROUP_MEMBERS_MAX, "assignments");
+		RESPOND(fc, h, 32, km_syncgroup_resp_encode, &m);
 	}
+	if (rc < 0)
+		return decode_failed(fc, h, rc);
+	fe_span_reset(fc->fe);
 	for (uint32_t i = 0; i < q.n_assignments; i++)
 		ga[i] = (struct km_group_assignment){
-			wa[i].member_id.s, span_bytes(r->chain, sc, &wa[i].data),
+			wa[i].member_id.s, fe_span_bytes(fc->fe, r->chain, &wa[i].data),
 			wa[i].data.len > 0 ? (uint32_t)wa[i].data.len : 0
 		};
 	sr = (struct km_group_sync_req){
@@ -392,11 +507,6 @@ static int handle_sync(struct fe_conn *fc, const struct km_reqhdr *h,
 		ticket_free(t);
 		rc = fe_conn_fail(fc, "SyncGroup: %s", km_strerror(rc));
 	}
-	scratch_free(sc);
-out:
-	free(sc);
-	free(ga);
-	free(wa);
 	return rc;
 }
 
@@ -429,9 +539,9 @@ static void add_offset_group(void *arg, const char *group, const char *topic,
 
 static uint32_t list_all(struct km_frontend *fe, struct km_group_overview *ov)
 {
-	uint32_t n = km_group_list(fe->groups, ov, LIST_MAX);
-	struct offset_groups x = { ov, n < LIST_MAX ? n : LIST_MAX, LIST_MAX,
-				   fe->groups };
+	uint32_t n = km_group_list(fe->groups, ov, KM_GROUP_LIST_MAX);
+	struct offset_groups x = { ov, n < KM_GROUP_LIST_MAX ? n : KM_GROUP_LIST_MAX,
+				   KM_GROUP_LIST_MAX, fe->groups };
 
 	if (fe_offsets_ready(fe) == KM_KERR_NONE)
 		km_goffsets_each(fe->go.table, NULL, add_offset_group, &x);
@@ -455,19 +565,16 @@ static int handle_list(struct fe_conn *fc, const struct km_reqhdr *h,
 {
 	struct km_wire_name states[8];
 	struct km_listgroups_req q = { .states_filter = states, .states_max = 8 };
-	struct km_group_overview *ov = calloc(LIST_MAX, sizeof(*ov));
-	struct km_listgroups_group *g = calloc(LIST_MAX, sizeof(*g));
-	struct km_listgroups_resp m = { .groups = g, .groups_max = LIST_MAX };
+	struct km_group_overview *ov = fc->fe->gmem->list_ov;
+	struct km_listgroups_group *g = fc->fe->gmem->list_out;
+	struct km_listgroups_resp m = { .groups = g,
+					.groups_max = KM_GROUP_LIST_MAX };
 	uint32_t n, slot;
 	struct km_wire_wr w;
-	int rc = ov && g ? km_listgroups_req_decode(r, h->api_version, &q) : -ENOMEM;
+	int rc = km_listgroups_req_decode(r, h->api_version, &q);
 
-	if (rc < 0) {
-		free(ov);
-		free(g);
-		return rc == -ENOMEM ? fe_conn_fail(fc, "ListGroups: out of memory")
-				     : decode_failed(fc, h, rc);
-	}
+	if (rc < 0)
+		return decode_failed(fc, h, rc);
 	n = list_all(fc->fe, ov);
 	for (uint32_t i = 0; i < n; i++) {
 		bool keep = q.n_states == 0;
@@ -487,8 +594,6 @@ static int handle_list(struct fe_conn *fc, const struct km_reqhdr *h,
 		km_listgroups_resp_encode(&w, h->api_version, &m);
 		rc = fe_slot_finish(fc, slot, &w, true);
 	}
-	free(ov);
-	free(g);
 	return rc;
 }
 
@@ -541,37 +646,37 @@ static void describe_one(struct km_frontend *fe, const struct km_wire_name *id,
 static int handle_describe(struct fe_conn *fc, const struct km_reqhdr *h,
 			   struct km_wire_rd *r)
 {
-	struct km_wire_name *ids = calloc(DESC_GROUPS_MAX, sizeof(*ids));
-	struct km_descgroups_req q = { .groups = ids, .groups_max = DESC_GROUPS_MAX };
-	struct km_descgroups_group *gs = calloc(DESC_GROUPS_MAX, sizeof(*gs));
-	struct km_descgroups_member *ms = calloc(DESC_MEMBERS_MAX, sizeof(*ms));
-	struct km_group_member_view *views = calloc(DESC_MEMBERS_MAX, sizeof(*views));
-	struct km_descgroups_resp m = { .groups = gs, .groups_max = DESC_GROUPS_MAX,
-					.members = ms, .members_max = DESC_MEMBERS_MAX };
+	struct fe_gmem *gm = fc->fe->gmem;
+	struct km_descgroups_req q = {
+		.groups = gm->desc_ids, .groups_max = KM_GROUP_DESCRIBE_GROUPS_MAX
+	};
+	struct km_descgroups_resp m = {
+		.groups = gm->desc_groups,
+		.groups_max = KM_GROUP_DESCRIBE_GROUPS_MAX,
+		.members = gm->desc_members,
+		.members_max = KM_GROUP_DESCRIBE_MEMBERS_MAX
+	};
 	uint32_t bound = 32, slot;
 	struct km_wire_wr w;
-	int rc = ids && gs && ms && views
-			 ? km_descgroups_req_decode(r, h->api_version, &q) : -ENOMEM;
+	int rc = km_descgroups_req_decode(r, h->api_version, &q);
 
-	if (rc < 0) {
-		rc = rc == -ENOMEM ? fe_conn_fail(fc, "DescribeGroups: out of memory")
-				   : decode_failed(fc, h, rc);
-		goto out;
-	}
+	if (rc == KM_EWIRECAPACITY)
+		return fe_conn_fail(fc, "DescribeGroups v%d names more than %u "
+				    "groups (its answer has no error field "
+				    "for that)", h->api_version,
+				    KM_GROUP_DESCRIBE_GROUPS_MAX);
+	if (rc < 0)
+		return decode_failed(fc, h, rc);
 	/* Each group's views stay valid until the next non-query call:
 	 * they are all encoded below, before any. */
 	for (uint32_t i = 0; i < q.n_groups; i++)
-		describe_one(fc->fe, &ids[i], &m, views + m.n_members, &bound);
+		describe_one(fc->fe, &gm->desc_ids[i], &m,
+			     gm->desc_views + m.n_members, &bound);
 	if ((rc = fe_slot_open(fc, h, bound, &slot)) == 0) {
 		fe_slot_begin(fc, slot, &w);
 		km_descgroups_resp_encode(&w, h->api_version, &m);
 		rc = fe_slot_finish(fc, slot, &w, true);
 	}
-out:
-	free(ids);
-	free(gs);
-	free(ms);
-	free(views);
 	return rc;
 }
 

@@ -167,7 +167,7 @@ struct km_frontend {
 	uint32_t next_id;
 	struct fe_fbuf *fbufs;
 	uint32_t n_fbufs;
-	uint8_t *staging;	/* Produce records straddling buffers */
+	uint8_t *staging;	/* group request fields straddling buffers */
 	uint32_t staging_bytes;
 	/* Scratch of the synchronous handlers (Metadata, ListOffsets): one
 	 * request at a time on this thread. */
@@ -183,6 +183,7 @@ struct km_frontend {
 	struct km_aborted_txn *ab_tmp;		/* KM_FRONTEND_ABORTED_MAX */
 	struct km_frontend_stats st;
 	struct km_group *groups;	/* membership (frontend_group.c) */
+	struct fe_gmem *gmem;		/* its tables (frontend_group.c) */
 	/* The group coordinator's committed offsets (frontend_offsets.c). */
 	struct {
 		struct km_part *part;	/* __consumer_offsets-0 */

@@ -29,10 +29,12 @@
 #include <vector>
 
 #include "common/errors.h"
+#include "common/km_limits.h"
 #include "fe_harness.h"
 #include "kafka/batch.h"
 #include "kafka/control.h"
 #include "kafka/proto.h"
+#include "kafka/proto_group.h"
 #include "kafka/records.h"
 #include "kafka/wire.h"
 
@@ -780,6 +782,134 @@ TEST_F(Raw, ConnectionLimit)
 	ASSERT_EQ("", next.ReadFrame(&x.body));
 	Open(&x, KM_API_API_VERSIONS, 0);
 	EXPECT_EQ(77, x.corr);
+}
+
+// ---- the group coordinator's bounds ----
+
+const std::vector<PartSpec> kGroupParts = {
+	{"__consumer_offsets", 0, true}, {"alpha", 0, true}, {"alpha", 1, true},
+};
+
+class RawGroups : public ::testing::Test {
+protected:
+	void SetUp() override
+	{
+		ASSERT_EQ("", srv_.Start(kGroupParts));
+		ASSERT_EQ("", c_.Connect(srv_.port()));
+	}
+	void TearDown() override
+	{
+		c_.Close();
+		srv_.Stop();
+		EXPECT_EQ("", srv_.LoopError());
+	}
+	void RoundTrip(const Bytes &req, int16_t key, int16_t ver, Resp *x)
+	{
+		ASSERT_TRUE(c_.Send(req));
+		ASSERT_EQ("", c_.ReadFrame(&x->body));
+		Open(x, key, ver);
+	}
+	Server srv_;
+	RawConn c_;
+};
+
+Bytes JoinReq(int32_t corr, uint32_t n_protocols)
+{
+	std::vector<km_joingroup_protocol> ps(n_protocols);
+	for (uint32_t i = 0; i < n_protocols; i++) {
+		ps[i] = {};
+		km_wire_name_set(&ps[i].name, ("p" + std::to_string(i)).c_str());
+		ps[i].metadata.p = "m";
+		ps[i].metadata.len = 1;
+	}
+	km_joingroup_req q = {};
+	km_wire_name_set(&q.group_id, "g");
+	q.session_timeout_ms = 10000;
+	q.rebalance_timeout_ms = 30000;
+	km_wire_name_set(&q.member_id, "");
+	km_wire_name_set_null(&q.group_instance_id);
+	km_wire_name_set(&q.protocol_type, "consumer");
+	q.protocols = ps.data();
+	q.protocols_max = q.n_protocols = n_protocols;
+	return Req(KM_API_JOIN_GROUP, 5, corr,
+		   [&](km_wire_wr *w) { km_joingroup_req_encode(w, 5, &q); });
+}
+
+// Over the bounds of the coordinator's tables: a Kafka error where the
+// answer has a field for one, and the connection goes on; where it has
+// none (DescribeGroups), the connection is closed.
+TEST_F(RawGroups, RequestsOverTheTablesBoundsGetKafkaErrors)
+{
+	Resp x;
+	km_group_member jm[4];
+	km_joingroup_resp jr = {};
+	jr.members = jm;
+	jr.members_max = 4;
+	RoundTrip(JoinReq(1, KM_GROUP_PROTOCOLS_MAX + 1), KM_API_JOIN_GROUP, 5, &x);
+	ASSERT_EQ(0, km_joingroup_resp_decode(&x.r, 5, &jr));
+	EXPECT_EQ(KM_KERR_INVALID_REQUEST, jr.error_code);
+	EXPECT_EQ(-1, jr.generation_id);
+	// Within the bound: served (a new dynamic member, v5).
+	Resp y;
+	RoundTrip(JoinReq(2, KM_GROUP_PROTOCOLS_MAX), KM_API_JOIN_GROUP, 5, &y);
+	ASSERT_EQ(0, km_joingroup_resp_decode(&y.r, 5, &jr));
+	EXPECT_EQ(KM_KERR_MEMBER_ID_REQUIRED, jr.error_code);
+
+	std::vector<km_group_member> as(KM_GROUP_MEMBERS_MAX + 1);
+	for (size_t i = 0; i < as.size(); i++) {
+		as[i] = {};
+		km_wire_name_set(&as[i].member_id, ("m" + std::to_string(i)).c_str());
+		km_wire_name_set_null(&as[i].group_instance_id);
+		as[i].data.p = "a";
+		as[i].data.len = 1;
+	}
+	km_syncgroup_req sq = {};
+	km_wire_name_set(&sq.group_id, "g");
+	sq.generation_id = 1;
+	km_wire_name_set(&sq.member_id, "m0");
+	km_wire_name_set_null(&sq.group_instance_id);
+	sq.assignments = as.data();
+	sq.assignments_max = sq.n_assignments = (uint32_t)as.size();
+	Resp z;
+	RoundTrip(Req(KM_API_SYNC_GROUP, 3, 3, [&](km_wire_wr *w) {
+			  km_syncgroup_req_encode(w, 3, &sq);
+		  }), KM_API_SYNC_GROUP, 3, &z);
+	km_syncgroup_resp sr = {};
+	ASSERT_EQ(0, km_syncgroup_resp_decode(&z.r, 3, &sr));
+	EXPECT_EQ(KM_KERR_INVALID_REQUEST, sr.error_code);
+
+	std::vector<km_leavegroup_member> lm(KM_GROUP_LEAVE_MAX + 1);
+	for (size_t i = 0; i < lm.size(); i++) {
+		lm[i] = {};
+		km_wire_name_set(&lm[i].member_id, ("m" + std::to_string(i)).c_str());
+		km_wire_name_set_null(&lm[i].group_instance_id);
+	}
+	km_leavegroup_req lq = {};
+	km_wire_name_set(&lq.group_id, "g");
+	lq.members = lm.data();
+	lq.members_max = lq.n_members = (uint32_t)lm.size();
+	Resp l;
+	RoundTrip(Req(KM_API_LEAVE_GROUP, 3, 4, [&](km_wire_wr *w) {
+			  km_leavegroup_req_encode(w, 3, &lq);
+		  }), KM_API_LEAVE_GROUP, 3, &l);
+	km_leavegroup_member lrm[4];
+	km_leavegroup_resp lr = {};
+	lr.members = lrm;
+	lr.members_max = 4;
+	ASSERT_EQ(0, km_leavegroup_resp_decode(&l.r, 3, &lr));
+	EXPECT_EQ(KM_KERR_INVALID_REQUEST, lr.error_code);
+	EXPECT_EQ(0u, lr.n_members);
+
+	std::vector<km_wire_name> ids(KM_GROUP_DESCRIBE_GROUPS_MAX + 1);
+	for (size_t i = 0; i < ids.size(); i++)
+		km_wire_name_set(&ids[i], ("g" + std::to_string(i)).c_str());
+	km_descgroups_req dq = {};
+	dq.groups = ids.data();
+	dq.groups_max = dq.n_groups = (uint32_t)ids.size();
+	ASSERT_TRUE(c_.Send(Req(KM_API_DESCRIBE_GROUPS, 4, 5, [&](km_wire_wr *w) {
+		km_descgroups_req_encode(w, 4, &dq);
+	})));
+	EXPECT_TRUE(c_.WaitClosed());
 }
 
 } // namespace
