@@ -18,7 +18,7 @@
 /* ---- The group coordinator (dataplane/group/, dataplane/serve/frontend_group.c,
  * frontend_offsets.c). Its per-request tables are allocated once, by
  * km_frontend_create(), from these bounds and the front-end's own
- * (parts_max, topics_max). A request over one gets a
+ * (parts_max, topics_max): about 8 MiB in all. A request over one gets a
  * Kafka error or, where its response has no field for one, is refused
  * with the reason. */
 
@@ -41,5 +41,21 @@
  * all. ~1.3 KiB and ~1.2 KiB each: 80 KiB and 1.2 MiB. */
 #define KM_GROUP_DESCRIBE_GROUPS_MAX 64u
 #define KM_GROUP_DESCRIBE_MEMBERS_MAX 1024u
+
+/* One write of committed offsets, as a batch: Kafka's default
+ * message.max.bytes, which bounds an append to __consumer_offsets there
+ * too. A larger OffsetCommit is answered INVALID_COMMIT_OFFSET_SIZE, as
+ * Kafka answers it; an offset sync from the source is split into batches
+ * of at most this. */
+#define KM_GOFFSETS_BATCH_BYTES_MAX (1u << 20)
+
+/* Writes of committed offsets not yet durable (56 B each: 56 KiB), and the
+ * ring their batches are built in and kept in until then, to update the
+ * table (4 MiB). A write that finds no room waits: an OffsetCommit stays
+ * in the receive queue until earlier ones are durable. The ring holds the
+ * largest write: a batch of KM_GOFFSETS_BATCH_BYTES_MAX and the room it is
+ * built in (its keys and values again, and 48 B per record). */
+#define KM_GOFFSETS_WRITES_MAX 1024u
+#define KM_GOFFSETS_WRITE_RING_BYTES (4u << 20)
 
 #endif

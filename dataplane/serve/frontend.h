@@ -80,7 +80,7 @@
  * connections, fetch_bufs * fetch_buf_bytes for Fetch records,
  * frame_bytes_max for group request fields that straddle receive buffers,
  * and the group coordinator's tables (sized in common/km_limits.h: about
- * 4 MiB).
+ * 8 MiB, half of it the ring of committed-offset writes).
  */
 #ifndef KM_DATAPLANE_FRONTEND_H
 #define KM_DATAPLANE_FRONTEND_H

@@ -4,8 +4,11 @@
  * The group APIs' tables are allocated once, by fe_groups_init() (STYLE 9),
  * sized from common/km_limits.h and the front-end's limits, and reused by
  * every request: the handlers are synchronous and the worker runs one at a
- * time. What outlives a handler lives in a ticket of the connection's (a
- * JoinGroup or SyncGroup waiting).
+ * time. What outlives a handler lives in its slot's reservation in the
+ * connection's buffer (an OffsetCommit's response arrays, as a Produce's),
+ * in a ticket of the connection's (a JoinGroup or SyncGroup waiting), or
+ * in the write ring of frontend_offsets.c (a write of committed offsets
+ * until it is durable).
  */
 #ifndef KM_DATAPLANE_FRONTEND_GROUP_PVT_H
 #define KM_DATAPLANE_FRONTEND_GROUP_PVT_H

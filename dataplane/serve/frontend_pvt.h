@@ -188,6 +188,7 @@ struct km_frontend {
 	struct {
 		struct km_part *part;	/* __consumer_offsets-0 */
 		struct km_goffsets *table;
+		struct fe_omem *mem;	/* tables, write ring */
 		bool loaded;
 		int load_err;
 		uint32_t writes;	/* batches given, outcome not yet in */

@@ -33,6 +33,7 @@
 #include "fe_harness.h"
 #include "kafka/batch.h"
 #include "kafka/control.h"
+#include "kafka/gorec.h"
 #include "kafka/proto.h"
 #include "kafka/proto_group.h"
 #include "kafka/records.h"
@@ -910,6 +911,116 @@ TEST_F(RawGroups, RequestsOverTheTablesBoundsGetKafkaErrors)
 		km_descgroups_req_encode(w, 4, &dq);
 	})));
 	EXPECT_TRUE(c_.WaitClosed());
+}
+
+// n commits of group "oc" to alpha-0 and alpha-1 by turns, offsets from
+// base, each with metadata md.
+Bytes CommitReq(int32_t corr, uint32_t n, int64_t base, const std::string &md)
+{
+	std::vector<km_proto_topic> t(1);
+	std::vector<km_offcommit_req_part> ps(n);
+	km_wire_name_set(&t[0].name, "alpha");
+	t[0].first = 0;
+	t[0].count = n;
+	for (uint32_t i = 0; i < n; i++) {
+		ps[i] = {};
+		ps[i].partition = (int32_t)(i % 2);
+		ps[i].committed_offset = base + i;
+		ps[i].committed_leader_epoch = -1;
+		ps[i].commit_timestamp = -1;
+		ps[i].metadata.p = md.data();
+		ps[i].metadata.len = (int32_t)md.size();
+	}
+	km_offcommit_req q = {};
+	km_wire_name_set(&q.group_id, "oc");
+	q.generation_id = -1;
+	km_wire_name_set(&q.member_id, "");
+	km_wire_name_set_null(&q.group_instance_id);
+	q.retention_time_ms = -1;
+	q.topics = t.data();
+	q.topics_max = q.n_topics = 1;
+	q.parts = ps.data();
+	q.parts_max = q.n_parts = n;
+	return Req(KM_API_OFFSET_COMMIT, 7, corr,
+		   [&](km_wire_wr *w) { km_offcommit_req_encode(w, 7, &q); });
+}
+
+std::vector<int16_t> CommitErrors(Resp *x)
+{
+	std::vector<km_proto_topic> t(4);
+	std::vector<km_offcommit_resp_part> ps(1024);
+	km_offcommit_resp m = {};
+	m.topics = t.data();
+	m.topics_max = 4;
+	m.parts = ps.data();
+	m.parts_max = 1024;
+	EXPECT_EQ(0, km_offcommit_resp_decode(&x->r, 7, &m));
+	std::vector<int16_t> out;
+	for (uint32_t i = 0; i < m.n_parts; i++)
+		out.push_back(ps[i].error_code);
+	return out;
+}
+
+// A commit whose batch would pass KM_GOFFSETS_BATCH_BYTES_MAX is answered
+// INVALID_COMMIT_OFFSET_SIZE, as Kafka answers it; commits that fill the
+// ring of writes in flight wait for room and are all answered, in order,
+// and the last one is what OffsetFetch reads.
+TEST_F(RawGroups, OffsetCommitsOverTheBoundAndPastTheRing)
+{
+	const std::string md(KM_GOREC_METADATA_MAX, 'm');
+	const uint32_t huge = KM_GOFFSETS_BATCH_BYTES_MAX / KM_GOREC_METADATA_MAX + 8;
+	Resp x;
+	RoundTrip(CommitReq(1, huge, 0, md), KM_API_OFFSET_COMMIT, 7, &x);
+	std::vector<int16_t> e = CommitErrors(&x);
+	ASSERT_EQ(huge, e.size());
+	for (int16_t v : e)
+		EXPECT_EQ(KM_KERR_INVALID_COMMIT_OFFSET_SIZE, v);
+
+	// 16 commits of ~800 KB batches at once: five times the ring.
+	const uint32_t n = 200;
+	for (int32_t k = 0; k < 16; k++)
+		ASSERT_TRUE(c_.Send(CommitReq(100 + k, n, k * 1000, md)));
+	for (int32_t k = 0; k < 16; k++) {
+		Resp r;
+		ASSERT_EQ("", c_.ReadFrame(&r.body, 30000)) << k;
+		Open(&r, KM_API_OFFSET_COMMIT, 7);
+		EXPECT_EQ(100 + k, r.corr);
+		std::vector<int16_t> errs = CommitErrors(&r);
+		ASSERT_EQ(n, errs.size());
+		for (int16_t v : errs)
+			ASSERT_EQ(KM_KERR_NONE, v) << "commit " << k;
+	}
+
+	int32_t fparts[2] = {0, 1};
+	km_proto_topic ft[1] = {};
+	km_wire_name_set(&ft[0].name, "alpha");
+	ft[0].count = 2;
+	km_offfetch_req fq = {};
+	km_wire_name_set(&fq.group_id, "oc");
+	fq.topics = ft;
+	fq.topics_max = fq.n_topics = 1;
+	fq.parts = fparts;
+	fq.parts_max = fq.n_parts = 2;
+	Resp f;
+	RoundTrip(Req(KM_API_OFFSET_FETCH, 5, 9, [&](km_wire_wr *w) {
+			  km_offfetch_req_encode(w, 5, &fq);
+		  }), KM_API_OFFSET_FETCH, 5, &f);
+	km_proto_topic rt[2];
+	km_offfetch_resp_part rp[4];
+	km_offfetch_resp fm = {};
+	fm.topics = rt;
+	fm.topics_max = 2;
+	fm.parts = rp;
+	fm.parts_max = 4;
+	ASSERT_EQ(0, km_offfetch_resp_decode(&f.r, 5, &fm));
+	ASSERT_EQ(2u, fm.n_parts);
+	EXPECT_EQ(KM_KERR_NONE, fm.error_code);
+	for (uint32_t i = 0; i < 2; i++) {
+		EXPECT_EQ(KM_KERR_NONE, rp[i].error_code);
+		EXPECT_EQ(15 * 1000 + (int64_t)n - 2 + rp[i].partition,
+			  rp[i].committed_offset);
+		EXPECT_EQ((int32_t)md.size(), rp[i].metadata.len);
+	}
 }
 
 } // namespace
