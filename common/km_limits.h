@@ -54,7 +54,7 @@
  * table (4 MiB). A write that finds no room waits: an OffsetCommit stays
  * in the receive queue until earlier ones are durable. The ring holds the
  * largest write: a batch of KM_GOFFSETS_BATCH_BYTES_MAX and the room it is
- * built in (its keys and values again, and 48 B per record). */
+ * built in (its keys and values again, and 56 B per record). */
 #define KM_GOFFSETS_WRITES_MAX 1024u
 #define KM_GOFFSETS_WRITE_RING_BYTES (4u << 20)
 

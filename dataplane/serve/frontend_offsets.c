@@ -46,9 +46,12 @@
 #define COMPACT_RATIO 4u
 #define COMPACT_BATCH_RECORDS 500u
 
-/* The largest write's room: its batch, its keys and values staged again,
- * and 48 B per record (at most one per 40 B of batch). */
-_Static_assert(KM_GOFFSETS_WRITE_RING_BYTES >= 3 * KM_GOFFSETS_BATCH_BYTES_MAX,
+/* The largest write's room (km_goffsets_build_size): its batch, its keys
+ * and values staged again (no more than the batch), and a 56 B record spec
+ * per record (at least 41 B of batch each: overhead and an empty key). */
+_Static_assert(KM_GOFFSETS_WRITE_RING_BYTES >=
+		       2 * KM_GOFFSETS_BATCH_BYTES_MAX +
+		       KM_GOFFSETS_BATCH_BYTES_MAX / 41 * 56 + 64,
 	       "the write ring must hold the largest write");
 
 enum fe_owrite_kind {
