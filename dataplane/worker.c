@@ -216,7 +216,7 @@ static void on_open(struct km_worker *w, struct wmsg *m)
 	wp->part = m->part;
 	rc = km_log_open(&wp->log, &m->u.open, &w->ring, r ? &r->rec : NULL);
 	if (rc == 0)
-		rc = km_wfe_open_writer(w, wp);
+		rc = km_worker_fe_open_writer(w, wp);
 	if (rc < 0) {
 		if (wp->log != NULL)
 			km_log_close(wp->log);
@@ -292,7 +292,7 @@ static void on_fetch(struct km_worker *w, struct wmsg *m)
 static void on_listen(struct km_worker *w, struct wmsg *m)
 {
 	uint16_t bound = 0;
-	int rc = km_wfe_listen(w, m->u.listen.host, m->u.listen.port, &bound);
+	int rc = km_worker_fe_listen(w, m->u.listen.host, m->u.listen.port, &bound);
 
 	if (m->reply != NULL)
 		m->reply->port = bound;
@@ -303,7 +303,7 @@ static void on_shutdown(struct km_worker *w, struct wmsg *m)
 {
 	w->stopping = true;
 	w->shutdown_reply = m->reply;
-	km_wfe_stop(w);
+	km_worker_fe_stop(w);
 	for (uint32_t i = 0; i < w->n_wparts; i++)
 		if (w->wparts[i].fetcher != NULL)
 			km_fetcher_stop(w->wparts[i].fetcher);
@@ -325,19 +325,19 @@ static void handle(struct km_worker *w, struct wmsg *m)
 		on_shutdown(w, m);
 		break;
 	case WMSG_STOP:
-		km_wstop_on_stop(w, m);
+		km_worker_stop_on_stop(w, m);
 		return; /* kept until the fetcher has ended */
 	case WMSG_WRITABLE:
-		km_wstop_on_writable(w, m);
+		km_worker_stop_on_writable(w, m);
 		break;
 	case WMSG_PRODUCE:
-		km_wfe_on_produce(w, m);
+		km_worker_fe_on_produce(w, m);
 		return; /* the message travels back: not freed here */
 	case WMSG_PRODUCED:
-		km_wfe_on_produced(w, m);
+		km_worker_fe_on_produced(w, m);
 		return;
 	case WMSG_GROUP_SYNC:
-		km_wfe_on_group_sync(w, m);
+		km_worker_fe_on_group_sync(w, m);
 		return; /* freed once the commits are durable */
 	}
 	free(m);
@@ -529,7 +529,7 @@ static int step_parts(struct km_worker *w, bool tick)
 		struct wpart *wp = &w->wparts[i];
 
 		if (wp->stopping != NULL)
-			n += km_wstop_step(w, wp);
+			n += km_worker_stop_step(w, wp);
 		if (wp->fetcher != NULL && !w->stopping &&
 		    km_fetcher_get_state(wp->fetcher) == KM_FETCHER_FAILED)
 			fetch_failed(w, wp);
@@ -584,11 +584,11 @@ static bool finish_shutdown(struct km_worker *w)
 {
 	int rc;
 
-	if (!fetchers_idle(w) || !km_wfe_idle(w) || w->outbox != NULL)
+	if (!fetchers_idle(w) || !km_worker_fe_idle(w) || w->outbox != NULL)
 		return false;
-	km_wfe_free(w);
+	km_worker_fe_free(w);
 	rc = close_logs(w);
-	km_wfe_free_writers(w);
+	km_worker_fe_free_writers(w);
 	w->done = true;
 	km_worker_reply_done(w, w->shutdown_reply, rc,
 			     rc ? NULL : "closed cleanly");
@@ -613,7 +613,7 @@ static int turn(struct km_worker *w, bool *tick)
 		n += rc > 0 ? rc : 0;
 	}
 	n += step_parts(w, *tick);
-	km_wfe_poll(w);
+	km_worker_fe_poll(w);
 	return n;
 }
 
@@ -764,8 +764,8 @@ static int setup(struct km_worker *w)
 	}
 	if ((rc = fetch_pool_init(w)) < 0)
 		return rc;
-	w->ops.produce = km_wfe_produce;
-	w->ops.alloc_pid = km_wfe_alloc_pid;
+	w->ops.produce = km_worker_fe_produce;
+	w->ops.alloc_pid = km_worker_fe_alloc_pid;
 	w->ops.ctx = w;
 	w->now_ms = now_ms();
 	return 0;

@@ -21,7 +21,7 @@
 
 /* ---- local writers ------------------------------------------------------ */
 
-int km_wfe_open_writer(struct km_worker *w, struct wpart *wp)
+int km_worker_fe_open_writer(struct km_worker *w, struct wpart *wp)
 {
 	struct km_local_write_config c = {
 		.log = wp->log,
@@ -58,7 +58,7 @@ static void on_forward_done(void *arg, const struct km_part_produced *res)
 }
 
 /* On the owner: append a Produce another worker received. */
-void km_wfe_on_produce(struct km_worker *w, struct wmsg *m)
+void km_worker_fe_on_produce(struct km_worker *w, struct wmsg *m)
 {
 	struct wpart *wp = km_worker_find(w, m->part);
 	int rc = KM_EPARTOFFLINE;
@@ -81,7 +81,7 @@ void km_wfe_on_produce(struct km_worker *w, struct wmsg *m)
 }
 
 /* On the front-end's worker: the owner's answer. */
-void km_wfe_on_produced(struct km_worker *w, struct wmsg *m)
+void km_worker_fe_on_produced(struct km_worker *w, struct wmsg *m)
 {
 	w->fwd_pending--;
 	m->u.produce.done(m->u.produce.arg, &m->u.produce.res);
@@ -120,7 +120,7 @@ static int forward(struct km_worker *w, struct km_part *p,
 }
 
 /* The ops' ctx is the worker; the allocator has its own. */
-int km_wfe_alloc_pid(void *ctx, int64_t *pid, int16_t *epoch)
+int km_worker_fe_alloc_pid(void *ctx, int64_t *pid, int16_t *epoch)
 {
 	struct km_worker *w = ctx;
 
@@ -129,7 +129,7 @@ int km_wfe_alloc_pid(void *ctx, int64_t *pid, int16_t *epoch)
 	return w->cfg.alloc_pid(w->cfg.alloc_pid_ctx, pid, epoch);
 }
 
-int km_wfe_produce(void *ctx, struct km_part *p, const struct km_chain *c,
+int km_worker_fe_produce(void *ctx, struct km_part *p, const struct km_chain *c,
 		   struct km_chain_cur cur, uint32_t len, int16_t acks,
 		   km_part_produced_fn done, void *arg)
 {
@@ -148,7 +148,7 @@ int km_wfe_produce(void *ctx, struct km_part *p, const struct km_chain *c,
 
 /* ---- the front-end ---------------------------------------------------------- */
 
-int km_wfe_listen(struct km_worker *w, const char *ipv4, uint16_t port,
+int km_worker_fe_listen(struct km_worker *w, const char *ipv4, uint16_t port,
 		  uint16_t *bound)
 {
 	struct km_frontend_config c;
@@ -196,7 +196,7 @@ static void on_group_synced(void *arg, int rc)
 	free(m);
 }
 
-void km_wfe_on_group_sync(struct km_worker *w, struct wmsg *m)
+void km_worker_fe_on_group_sync(struct km_worker *w, struct wmsg *m)
 {
 	int rc = w->fe ? 0 : KM_EPARTOFFLINE;
 
@@ -220,7 +220,7 @@ int km_worker_group_sync(struct km_worker *w, struct km_group_sync *s,
 	return km_worker_post(w, m);
 }
 
-void km_wfe_poll(struct km_worker *w)
+void km_worker_fe_poll(struct km_worker *w)
 {
 	for (uint32_t i = 0; i < w->n_wparts; i++)
 		if (w->wparts[i].lw != NULL)
@@ -229,20 +229,20 @@ void km_wfe_poll(struct km_worker *w)
 		km_frontend_tick(w->fe, w->now_ms);
 }
 
-void km_wfe_stop(struct km_worker *w)
+void km_worker_fe_stop(struct km_worker *w)
 {
 	if (w->fe != NULL)
 		km_frontend_stop(w->fe);
 }
 
-bool km_wfe_idle(struct km_worker *w)
+bool km_worker_fe_idle(struct km_worker *w)
 {
 	if (w->fwd_pending > 0 || !writers_idle(w))
 		return false;
 	return w->fe == NULL || km_frontend_idle(w->fe);
 }
 
-void km_wfe_free(struct km_worker *w)
+void km_worker_fe_free(struct km_worker *w)
 {
 	if (w->fe != NULL)
 		km_frontend_destroy(w->fe);
@@ -250,7 +250,7 @@ void km_wfe_free(struct km_worker *w)
 }
 
 /* After the logs are closed: nothing reads the copies any more. */
-void km_wfe_free_writers(struct km_worker *w)
+void km_worker_fe_free_writers(struct km_worker *w)
 {
 	for (uint32_t i = 0; i < w->n_wparts; i++) {
 		if (w->wparts[i].lw != NULL)

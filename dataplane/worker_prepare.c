@@ -3,7 +3,7 @@
  * offset (the upstream's barrier for our cluster id, or the operator's
  * --truncate-to / --from-start) and persisted PREPARING with it; here the
  * log is cut there, with nothing else writing: no fetcher, Produce refused
- * and the local writes already taken appended (km_wstop_step waits). */
+ * and the local writes already taken appended (km_worker_stop_step waits). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,7 +49,7 @@ static int cut_to(struct km_log *log, int64_t to, struct km_stop_result *r)
 	return 0;
 }
 
-int km_wprep_run(struct km_worker *w, struct wpart *wp, const struct wmsg *m,
+int km_worker_prepare_run(struct km_worker *w, struct wpart *wp, const struct wmsg *m,
 		 struct km_stop_result *r)
 {
 	int64_t to = m->u.stop.from_start ? 0 : m->u.stop.truncate_to;

@@ -107,30 +107,30 @@ struct km_worker {
 };
 
 /* worker_fe.c: the front-end and local writes on this worker. */
-int km_wfe_listen(struct km_worker *w, const char *ipv4, uint16_t port,
+int km_worker_fe_listen(struct km_worker *w, const char *ipv4, uint16_t port,
 		  uint16_t *bound);
-int km_wfe_open_writer(struct km_worker *w, struct wpart *wp);
-void km_wfe_poll(struct km_worker *w);
-bool km_wfe_idle(struct km_worker *w);
-void km_wfe_stop(struct km_worker *w);
-void km_wfe_free(struct km_worker *w);
-void km_wfe_free_writers(struct km_worker *w);
-void km_wfe_on_produce(struct km_worker *w, struct wmsg *m);
-void km_wfe_on_produced(struct km_worker *w, struct wmsg *m);
-void km_wfe_on_group_sync(struct km_worker *w, struct wmsg *m);
-int km_wfe_alloc_pid(void *ctx, int64_t *pid, int16_t *epoch);
-int km_wfe_produce(void *ctx, struct km_part *p, const struct km_chain *c,
+int km_worker_fe_open_writer(struct km_worker *w, struct wpart *wp);
+void km_worker_fe_poll(struct km_worker *w);
+bool km_worker_fe_idle(struct km_worker *w);
+void km_worker_fe_stop(struct km_worker *w);
+void km_worker_fe_free(struct km_worker *w);
+void km_worker_fe_free_writers(struct km_worker *w);
+void km_worker_fe_on_produce(struct km_worker *w, struct wmsg *m);
+void km_worker_fe_on_produced(struct km_worker *w, struct wmsg *m);
+void km_worker_fe_on_group_sync(struct km_worker *w, struct wmsg *m);
+int km_worker_fe_alloc_pid(void *ctx, int64_t *pid, int16_t *epoch);
+int km_worker_fe_produce(void *ctx, struct km_part *p, const struct km_chain *c,
 		   struct km_chain_cur cur, uint32_t len, int16_t acks,
 		   km_part_produced_fn done, void *arg);
 
 /* worker_stop.c: R4 on the owner */
-void km_wstop_on_stop(struct km_worker *w, struct wmsg *m);
-void km_wstop_on_writable(struct km_worker *w, struct wmsg *m);
+void km_worker_stop_on_stop(struct km_worker *w, struct wmsg *m);
+void km_worker_stop_on_writable(struct km_worker *w, struct wmsg *m);
 /* Finish stops whose fetcher has ended. @return stops finished. */
-int km_wstop_step(struct km_worker *w, struct wpart *wp);
+int km_worker_stop_step(struct km_worker *w, struct wpart *wp);
 
 /* worker_prepare.c: R5's cut on the owner, once nothing writes. */
-int km_wprep_run(struct km_worker *w, struct wpart *wp, const struct wmsg *m,
+int km_worker_prepare_run(struct km_worker *w, struct wpart *wp, const struct wmsg *m,
 		 struct km_stop_result *r);
 
 /* worker.c */

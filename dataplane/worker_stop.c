@@ -220,7 +220,7 @@ static void finish(struct km_worker *w, struct wpart *wp)
 		free(m);
 		return;
 	}
-	rc = m->u.stop.mode == KM_STOP_PREPARE ? km_wprep_run(w, wp, m, &r)
+	rc = m->u.stop.mode == KM_STOP_PREPARE ? km_worker_prepare_run(w, wp, m, &r)
 					       : run_stop(wp->log, m, &r);
 
 	wp->stopping = NULL;
@@ -246,7 +246,7 @@ static void finish(struct km_worker *w, struct wpart *wp)
 	free(m);
 }
 
-int km_wstop_step(struct km_worker *w, struct wpart *wp)
+int km_worker_stop_step(struct km_worker *w, struct wpart *wp)
 {
 	if (wp->fetcher != NULL && !km_fetcher_idle(wp->fetcher))
 		return 0;
@@ -260,7 +260,7 @@ int km_wstop_step(struct km_worker *w, struct wpart *wp)
 	return 1;
 }
 
-void km_wstop_on_stop(struct km_worker *w, struct wmsg *m)
+void km_worker_stop_on_stop(struct km_worker *w, struct wmsg *m)
 {
 	struct wpart *wp = km_worker_find(w, m->part);
 
@@ -279,7 +279,7 @@ void km_wstop_on_stop(struct km_worker *w, struct wmsg *m)
 		km_fetcher_stop(wp->fetcher);
 }
 
-void km_wstop_on_writable(struct km_worker *w, struct wmsg *m)
+void km_worker_stop_on_writable(struct km_worker *w, struct wmsg *m)
 {
 	struct wpart *wp = km_worker_find(w, m->part);
 	int rc = wp ? 0 : -ENOENT;
@@ -287,7 +287,7 @@ void km_wstop_on_writable(struct km_worker *w, struct wmsg *m)
 	if (wp != NULL && wp->lw == NULL) {
 		atomic_store_explicit(&wp->part->mode, KM_PART_WRITABLE,
 				      memory_order_release);
-		rc = km_wfe_open_writer(w, wp);
+		rc = km_worker_fe_open_writer(w, wp);
 	}
 	km_worker_reply_done(w, m->reply, rc, rc ? NULL : "writable");
 }

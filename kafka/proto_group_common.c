@@ -4,21 +4,21 @@
 #include "common/errors.h"
 #include "common/km_assert.h"
 
-int km_group_rd_check(struct km_wire_rd *r, int16_t api_key, int16_t version)
+int km_proto_group_rd_check(struct km_wire_rd *r, int16_t api_key, int16_t version)
 {
 	int rc = km_proto_check(api_key, version);
 
 	return rc < 0 ? km_wire_rd_fail(r, rc) : 0;
 }
 
-int km_group_wr_check(struct km_wire_wr *w, int16_t api_key, int16_t version)
+int km_proto_group_wr_check(struct km_wire_wr *w, int16_t api_key, int16_t version)
 {
 	int rc = km_proto_check(api_key, version);
 
 	return rc < 0 ? km_wire_wr_fail(w, rc) : 0;
 }
 
-int km_group_rd_bytes(struct km_wire_rd *r, bool flex, bool nullable,
+int km_proto_group_rd_bytes(struct km_wire_rd *r, bool flex, bool nullable,
 		      struct km_group_bytes *b)
 {
 	km_wire_rd_bytes(r, flex, nullable, &b->span);
@@ -34,7 +34,7 @@ static void check_given(const struct km_group_bytes *b)
 		KM_ASSERT(b->p != NULL);
 }
 
-int km_group_wr_bytes(struct km_wire_wr *w, bool flex, bool nullable,
+int km_proto_group_wr_bytes(struct km_wire_wr *w, bool flex, bool nullable,
 		      const struct km_group_bytes *b)
 {
 	check_given(b);
@@ -61,7 +61,7 @@ static int rd_strlen(struct km_wire_rd *r, bool flex, int32_t *len)
 	return 0;
 }
 
-int km_group_rd_strspan(struct km_wire_rd *r, bool flex, bool nullable,
+int km_proto_group_rd_strspan(struct km_wire_rd *r, bool flex, bool nullable,
 			struct km_group_bytes *b)
 {
 	int32_t len = -1;
@@ -81,7 +81,7 @@ int km_group_rd_strspan(struct km_wire_rd *r, bool flex, bool nullable,
 	return 0;
 }
 
-int km_group_wr_strbytes(struct km_wire_wr *w, bool flex, bool nullable,
+int km_proto_group_wr_strbytes(struct km_wire_wr *w, bool flex, bool nullable,
 			 const struct km_group_bytes *b)
 {
 	check_given(b);
@@ -94,7 +94,7 @@ int km_group_wr_strbytes(struct km_wire_wr *w, bool flex, bool nullable,
 				 (size_t)b->len);
 }
 
-int km_group_rd_count(struct km_wire_rd *r, bool flex, bool nullable,
+int km_proto_group_rd_count(struct km_wire_rd *r, bool flex, bool nullable,
 		      uint32_t room, int32_t *n)
 {
 	if (km_wire_rd_array(r, flex, nullable, n) < 0)
@@ -104,7 +104,7 @@ int km_group_rd_count(struct km_wire_rd *r, bool flex, bool nullable,
 	return 0;
 }
 
-int km_group_wr_count(struct km_wire_wr *w, bool flex, uint32_t n)
+int km_proto_group_wr_count(struct km_wire_wr *w, bool flex, uint32_t n)
 {
 	KM_ASSERT(n <= INT32_MAX);
 	return km_wire_wr_array(w, flex, false, (int32_t)n);
@@ -119,7 +119,7 @@ static int rd_topic_i32(struct km_wire_rd *r, bool flex,
 	int32_t *parts = out->parts;
 
 	km_wire_rd_name(r, flex, false, &t->name);
-	if (km_group_rd_count(r, flex, false,
+	if (km_proto_group_rd_count(r, flex, false,
 			      out->parts_max - *out->n_parts, &n) < 0)
 		return r->err;
 	t->first = *out->n_parts;
@@ -135,7 +135,7 @@ static int rd_topic_i32(struct km_wire_rd *r, bool flex,
 	return r->err;
 }
 
-int km_group_rd_topics_i32(struct km_wire_rd *r, bool flex, bool nullable,
+int km_proto_group_rd_topics_i32(struct km_wire_rd *r, bool flex, bool nullable,
 			   const struct km_proto_topics_out *out,
 			   bool *is_null)
 {
@@ -144,7 +144,7 @@ int km_group_rd_topics_i32(struct km_wire_rd *r, bool flex, bool nullable,
 	*out->n_topics = 0;
 	*out->n_parts = 0;
 	*is_null = false;
-	if (km_group_rd_count(r, flex, nullable, out->topics_max, &n) < 0)
+	if (km_proto_group_rd_count(r, flex, nullable, out->topics_max, &n) < 0)
 		return r->err;
 	*is_null = n < 0;
 	/* Bounded by n, itself bounded by array_count_max and the bytes. */
@@ -156,20 +156,20 @@ int km_group_rd_topics_i32(struct km_wire_rd *r, bool flex, bool nullable,
 	return 0;
 }
 
-int km_group_wr_topics_i32(struct km_wire_wr *w, bool flex, bool is_null,
+int km_proto_group_wr_topics_i32(struct km_wire_wr *w, bool flex, bool is_null,
 			   const struct km_proto_topic *topics, uint32_t n,
 			   const int32_t *parts, uint32_t n_parts)
 {
 	if (is_null)
 		return km_wire_wr_array(w, flex, true, -1);
-	km_group_wr_count(w, flex, n);
+	km_proto_group_wr_count(w, flex, n);
 	for (uint32_t i = 0; i < n && w->err == 0; i++) {
 		const struct km_proto_topic *t = &topics[i];
 
 		KM_ASSERT(t->count <= n_parts);
 		KM_ASSERT(t->first <= n_parts - t->count);
 		km_wire_wr_name(w, flex, false, &t->name);
-		km_group_wr_count(w, flex, t->count);
+		km_proto_group_wr_count(w, flex, t->count);
 		for (uint32_t j = 0; j < t->count; j++)
 			km_wire_wr_i32(w, parts[t->first + j]);
 		if (flex)
@@ -178,13 +178,13 @@ int km_group_wr_topics_i32(struct km_wire_wr *w, bool flex, bool is_null,
 	return w->err;
 }
 
-int km_group_rd_names(struct km_wire_rd *r, bool flex, struct km_wire_name *a,
+int km_proto_group_rd_names(struct km_wire_rd *r, bool flex, struct km_wire_name *a,
 		      uint32_t max, uint32_t *n)
 {
 	int32_t count;
 
 	*n = 0;
-	if (km_group_rd_count(r, flex, false, max, &count) < 0)
+	if (km_proto_group_rd_count(r, flex, false, max, &count) < 0)
 		return r->err;
 	for (int32_t i = 0; i < count; i++) {
 		if (km_wire_rd_name(r, flex, false, &a[i]) < 0)
@@ -194,10 +194,10 @@ int km_group_rd_names(struct km_wire_rd *r, bool flex, struct km_wire_name *a,
 	return 0;
 }
 
-int km_group_wr_names(struct km_wire_wr *w, bool flex,
+int km_proto_group_wr_names(struct km_wire_wr *w, bool flex,
 		      const struct km_wire_name *a, uint32_t n)
 {
-	km_group_wr_count(w, flex, n);
+	km_proto_group_wr_count(w, flex, n);
 	for (uint32_t i = 0; i < n && w->err == 0; i++)
 		km_wire_wr_name(w, flex, false, &a[i]);
 	return w->err;

@@ -16,7 +16,7 @@
 int km_findcoord_req_encode(struct km_wire_wr *w, int16_t version,
 			    const struct km_findcoord_req *m)
 {
-	if (km_group_wr_check(w, KM_API_FIND_COORDINATOR, version) < 0)
+	if (km_proto_group_wr_check(w, KM_API_FIND_COORDINATOR, version) < 0)
 		return w->err;
 	/* v0 only finds group coordinators: a key type would be lost. */
 	if (version == 0 && m->key_type != 0)
@@ -32,7 +32,7 @@ int km_findcoord_req_decode(struct km_wire_rd *r, int16_t version,
 {
 	km_wire_name_set(&m->key, "");
 	m->key_type = 0;
-	if (km_group_rd_check(r, KM_API_FIND_COORDINATOR, version) < 0)
+	if (km_proto_group_rd_check(r, KM_API_FIND_COORDINATOR, version) < 0)
 		return r->err;
 	km_wire_rd_name(r, false, false, &m->key);
 	if (version >= 1)
@@ -43,7 +43,7 @@ int km_findcoord_req_decode(struct km_wire_rd *r, int16_t version,
 int km_findcoord_resp_encode(struct km_wire_wr *w, int16_t version,
 			     const struct km_findcoord_resp *m)
 {
-	if (km_group_wr_check(w, KM_API_FIND_COORDINATOR, version) < 0)
+	if (km_proto_group_wr_check(w, KM_API_FIND_COORDINATOR, version) < 0)
 		return w->err;
 	if (version >= 1)
 		km_wire_wr_i32(w, m->throttle_time_ms);
@@ -67,7 +67,7 @@ int km_findcoord_resp_decode(struct km_wire_rd *r, int16_t version,
 	m->node_id = -1;
 	km_wire_name_set(&m->host, "");
 	m->port = -1;
-	if (km_group_rd_check(r, KM_API_FIND_COORDINATOR, version) < 0)
+	if (km_proto_group_rd_check(r, KM_API_FIND_COORDINATOR, version) < 0)
 		return r->err;
 	if (version >= 1)
 		km_wire_rd_i32(r, &m->throttle_time_ms);
@@ -86,7 +86,7 @@ int km_findcoord_resp_decode(struct km_wire_rd *r, int16_t version,
 int km_heartbeat_req_encode(struct km_wire_wr *w, int16_t version,
 			    const struct km_heartbeat_req *m)
 {
-	if (km_group_wr_check(w, KM_API_HEARTBEAT, version) < 0)
+	if (km_proto_group_wr_check(w, KM_API_HEARTBEAT, version) < 0)
 		return w->err;
 	km_wire_wr_name(w, false, false, &m->group_id);
 	km_wire_wr_i32(w, m->generation_id);
@@ -103,7 +103,7 @@ int km_heartbeat_req_decode(struct km_wire_rd *r, int16_t version,
 	m->generation_id = -1;
 	km_wire_name_set(&m->member_id, "");
 	km_wire_name_set_null(&m->group_instance_id);
-	if (km_group_rd_check(r, KM_API_HEARTBEAT, version) < 0)
+	if (km_proto_group_rd_check(r, KM_API_HEARTBEAT, version) < 0)
 		return r->err;
 	km_wire_rd_name(r, false, false, &m->group_id);
 	km_wire_rd_i32(r, &m->generation_id);
@@ -116,7 +116,7 @@ int km_heartbeat_req_decode(struct km_wire_rd *r, int16_t version,
 int km_heartbeat_resp_encode(struct km_wire_wr *w, int16_t version,
 			     const struct km_heartbeat_resp *m)
 {
-	if (km_group_wr_check(w, KM_API_HEARTBEAT, version) < 0)
+	if (km_proto_group_wr_check(w, KM_API_HEARTBEAT, version) < 0)
 		return w->err;
 	if (version >= 1)
 		km_wire_wr_i32(w, m->throttle_time_ms);
@@ -129,7 +129,7 @@ int km_heartbeat_resp_decode(struct km_wire_rd *r, int16_t version,
 {
 	m->throttle_time_ms = 0;
 	m->error_code = 0;
-	if (km_group_rd_check(r, KM_API_HEARTBEAT, version) < 0)
+	if (km_proto_group_rd_check(r, KM_API_HEARTBEAT, version) < 0)
 		return r->err;
 	if (version >= 1)
 		km_wire_rd_i32(r, &m->throttle_time_ms);

@@ -21,9 +21,9 @@
 int km_descgroups_req_encode(struct km_wire_wr *w, int16_t version,
 			     const struct km_descgroups_req *m)
 {
-	if (km_group_wr_check(w, KM_API_DESCRIBE_GROUPS, version) < 0)
+	if (km_proto_group_wr_check(w, KM_API_DESCRIBE_GROUPS, version) < 0)
 		return w->err;
-	km_group_wr_names(w, false, m->groups, m->n_groups);
+	km_proto_group_wr_names(w, false, m->groups, m->n_groups);
 	if (version >= 3)
 		km_wire_wr_bool(w, m->include_authorized_operations);
 	return w->err;
@@ -34,9 +34,9 @@ int km_descgroups_req_decode(struct km_wire_rd *r, int16_t version,
 {
 	m->n_groups = 0;
 	m->include_authorized_operations = false;
-	if (km_group_rd_check(r, KM_API_DESCRIBE_GROUPS, version) < 0)
+	if (km_proto_group_rd_check(r, KM_API_DESCRIBE_GROUPS, version) < 0)
 		return r->err;
-	if (km_group_rd_names(r, false, m->groups, m->groups_max,
+	if (km_proto_group_rd_names(r, false, m->groups, m->groups_max,
 			      &m->n_groups) < 0)
 		return r->err;
 	if (version >= 3)
@@ -53,8 +53,8 @@ static int rd_desc_member(struct km_wire_rd *r, int16_t version,
 		km_wire_rd_name(r, false, true, &p->group_instance_id);
 	km_wire_rd_name(r, false, false, &p->client_id);
 	km_wire_rd_name(r, false, false, &p->client_host);
-	km_group_rd_bytes(r, false, false, &p->metadata);
-	return km_group_rd_bytes(r, false, false, &p->assignment);
+	km_proto_group_rd_bytes(r, false, false, &p->metadata);
+	return km_proto_group_rd_bytes(r, false, false, &p->assignment);
 }
 
 static int rd_desc_group(struct km_wire_rd *r, int16_t version,
@@ -69,7 +69,7 @@ static int rd_desc_group(struct km_wire_rd *r, int16_t version,
 	km_wire_rd_name(r, false, false, &g->group_state);
 	km_wire_rd_name(r, false, false, &g->protocol_type);
 	km_wire_rd_name(r, false, false, &g->protocol_data);
-	if (r->err != 0 || km_group_rd_count(r, false, false,
+	if (r->err != 0 || km_proto_group_rd_count(r, false, false,
 					     m->members_max - m->n_members,
 					     &n) < 0)
 		return r->err;
@@ -93,12 +93,12 @@ int km_descgroups_resp_decode(struct km_wire_rd *r, int16_t version,
 
 	m->throttle_time_ms = 0;
 	m->n_groups = m->n_members = 0;
-	if (km_group_rd_check(r, KM_API_DESCRIBE_GROUPS, version) < 0)
+	if (km_proto_group_rd_check(r, KM_API_DESCRIBE_GROUPS, version) < 0)
 		return r->err;
 	if (version >= 1)
 		km_wire_rd_i32(r, &m->throttle_time_ms);
 	if (r->err != 0 ||
-	    km_group_rd_count(r, false, false, m->groups_max, &n) < 0)
+	    km_proto_group_rd_count(r, false, false, m->groups_max, &n) < 0)
 		return r->err;
 	for (int32_t i = 0; i < n; i++) {
 		if (rd_desc_group(r, version, m, &m->groups[i]) < 0)
@@ -116,8 +116,8 @@ static int wr_desc_member(struct km_wire_wr *w, int16_t version,
 		km_wire_wr_name(w, false, true, &p->group_instance_id);
 	km_wire_wr_name(w, false, false, &p->client_id);
 	km_wire_wr_name(w, false, false, &p->client_host);
-	km_group_wr_bytes(w, false, false, &p->metadata);
-	return km_group_wr_bytes(w, false, false, &p->assignment);
+	km_proto_group_wr_bytes(w, false, false, &p->metadata);
+	return km_proto_group_wr_bytes(w, false, false, &p->assignment);
 }
 
 static int wr_desc_group(struct km_wire_wr *w, int16_t version,
@@ -131,7 +131,7 @@ static int wr_desc_group(struct km_wire_wr *w, int16_t version,
 	km_wire_wr_name(w, false, false, &g->group_state);
 	km_wire_wr_name(w, false, false, &g->protocol_type);
 	km_wire_wr_name(w, false, false, &g->protocol_data);
-	km_group_wr_count(w, false, g->count);
+	km_proto_group_wr_count(w, false, g->count);
 	for (uint32_t j = 0; j < g->count && w->err == 0; j++)
 		wr_desc_member(w, version, &m->members[g->first + j]);
 	if (version >= 3)
@@ -142,11 +142,11 @@ static int wr_desc_group(struct km_wire_wr *w, int16_t version,
 int km_descgroups_resp_encode(struct km_wire_wr *w, int16_t version,
 			      const struct km_descgroups_resp *m)
 {
-	if (km_group_wr_check(w, KM_API_DESCRIBE_GROUPS, version) < 0)
+	if (km_proto_group_wr_check(w, KM_API_DESCRIBE_GROUPS, version) < 0)
 		return w->err;
 	if (version >= 1)
 		km_wire_wr_i32(w, m->throttle_time_ms);
-	km_group_wr_count(w, false, m->n_groups);
+	km_proto_group_wr_count(w, false, m->n_groups);
 	for (uint32_t i = 0; i < m->n_groups && w->err == 0; i++)
 		wr_desc_group(w, version, m, &m->groups[i]);
 	return w->err;
@@ -164,13 +164,13 @@ int km_listgroups_req_encode(struct km_wire_wr *w, int16_t version,
 {
 	bool flex = list_flex(version);
 
-	if (km_group_wr_check(w, KM_API_LIST_GROUPS, version) < 0)
+	if (km_proto_group_wr_check(w, KM_API_LIST_GROUPS, version) < 0)
 		return w->err;
 	/* A filter the version cannot carry would widen the answer. */
 	if (version < 4 && m->n_states != 0)
 		return km_wire_wr_fail(w, KM_EWIREVALUE);
 	if (version >= 4)
-		km_group_wr_names(w, flex, m->states_filter, m->n_states);
+		km_proto_group_wr_names(w, flex, m->states_filter, m->n_states);
 	if (flex)
 		km_wire_wr_tags(w);
 	return w->err;
@@ -182,9 +182,9 @@ int km_listgroups_req_decode(struct km_wire_rd *r, int16_t version,
 	bool flex = list_flex(version);
 
 	m->n_states = 0;
-	if (km_group_rd_check(r, KM_API_LIST_GROUPS, version) < 0)
+	if (km_proto_group_rd_check(r, KM_API_LIST_GROUPS, version) < 0)
 		return r->err;
-	if (version >= 4 && km_group_rd_names(r, flex, m->states_filter,
+	if (version >= 4 && km_proto_group_rd_names(r, flex, m->states_filter,
 					      m->states_max,
 					      &m->n_states) < 0)
 		return r->err;
@@ -198,12 +198,12 @@ int km_listgroups_resp_encode(struct km_wire_wr *w, int16_t version,
 {
 	bool flex = list_flex(version);
 
-	if (km_group_wr_check(w, KM_API_LIST_GROUPS, version) < 0)
+	if (km_proto_group_wr_check(w, KM_API_LIST_GROUPS, version) < 0)
 		return w->err;
 	if (version >= 1)
 		km_wire_wr_i32(w, m->throttle_time_ms);
 	km_wire_wr_i16(w, m->error_code);
-	km_group_wr_count(w, flex, m->n_groups);
+	km_proto_group_wr_count(w, flex, m->n_groups);
 	for (uint32_t i = 0; i < m->n_groups && w->err == 0; i++) {
 		const struct km_listgroups_group *g = &m->groups[i];
 
@@ -243,13 +243,13 @@ int km_listgroups_resp_decode(struct km_wire_rd *r, int16_t version,
 	m->throttle_time_ms = 0;
 	m->error_code = 0;
 	m->n_groups = 0;
-	if (km_group_rd_check(r, KM_API_LIST_GROUPS, version) < 0)
+	if (km_proto_group_rd_check(r, KM_API_LIST_GROUPS, version) < 0)
 		return r->err;
 	if (version >= 1)
 		km_wire_rd_i32(r, &m->throttle_time_ms);
 	km_wire_rd_i16(r, &m->error_code);
 	if (r->err != 0 ||
-	    km_group_rd_count(r, flex, false, m->groups_max, &n) < 0)
+	    km_proto_group_rd_count(r, flex, false, m->groups_max, &n) < 0)
 		return r->err;
 	for (int32_t i = 0; i < n; i++) {
 		if (rd_list_group(r, version, &m->groups[i]) < 0)

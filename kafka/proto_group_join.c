@@ -25,7 +25,7 @@
 int km_joingroup_req_encode(struct km_wire_wr *w, int16_t version,
 			    const struct km_joingroup_req *m)
 {
-	if (km_group_wr_check(w, KM_API_JOIN_GROUP, version) < 0)
+	if (km_proto_group_wr_check(w, KM_API_JOIN_GROUP, version) < 0)
 		return w->err;
 	km_wire_wr_name(w, false, false, &m->group_id);
 	km_wire_wr_i32(w, m->session_timeout_ms);
@@ -35,10 +35,10 @@ int km_joingroup_req_encode(struct km_wire_wr *w, int16_t version,
 	if (version >= 5)
 		km_wire_wr_name(w, false, true, &m->group_instance_id);
 	km_wire_wr_name(w, false, false, &m->protocol_type);
-	km_group_wr_count(w, false, m->n_protocols);
+	km_proto_group_wr_count(w, false, m->n_protocols);
 	for (uint32_t i = 0; i < m->n_protocols && w->err == 0; i++) {
 		km_wire_wr_name(w, false, false, &m->protocols[i].name);
-		km_group_wr_bytes(w, false, false, &m->protocols[i].metadata);
+		km_proto_group_wr_bytes(w, false, false, &m->protocols[i].metadata);
 	}
 	return w->err;
 }
@@ -60,7 +60,7 @@ int km_joingroup_req_decode(struct km_wire_rd *r, int16_t version,
 	int32_t n;
 
 	join_req_defaults(m);
-	if (km_group_rd_check(r, KM_API_JOIN_GROUP, version) < 0)
+	if (km_proto_group_rd_check(r, KM_API_JOIN_GROUP, version) < 0)
 		return r->err;
 	km_wire_rd_name(r, false, false, &m->group_id);
 	km_wire_rd_i32(r, &m->session_timeout_ms);
@@ -70,13 +70,13 @@ int km_joingroup_req_decode(struct km_wire_rd *r, int16_t version,
 	if (version >= 5)
 		km_wire_rd_name(r, false, true, &m->group_instance_id);
 	km_wire_rd_name(r, false, false, &m->protocol_type);
-	if (km_group_rd_count(r, false, false, m->protocols_max, &n) < 0)
+	if (km_proto_group_rd_count(r, false, false, m->protocols_max, &n) < 0)
 		return r->err;
 	for (int32_t i = 0; i < n; i++) {
 		struct km_joingroup_protocol *p = &m->protocols[i];
 
 		km_wire_rd_name(r, false, false, &p->name);
-		if (km_group_rd_bytes(r, false, false, &p->metadata) < 0)
+		if (km_proto_group_rd_bytes(r, false, false, &p->metadata) < 0)
 			return r->err;
 		m->n_protocols++;
 	}
@@ -88,12 +88,12 @@ int km_joingroup_req_decode(struct km_wire_rd *r, int16_t version,
 static int wr_members(struct km_wire_wr *w, bool with_instance,
 		      const struct km_group_member *a, uint32_t n)
 {
-	km_group_wr_count(w, false, n);
+	km_proto_group_wr_count(w, false, n);
 	for (uint32_t i = 0; i < n && w->err == 0; i++) {
 		km_wire_wr_name(w, false, false, &a[i].member_id);
 		if (with_instance)
 			km_wire_wr_name(w, false, true, &a[i].group_instance_id);
-		km_group_wr_bytes(w, false, false, &a[i].data);
+		km_proto_group_wr_bytes(w, false, false, &a[i].data);
 	}
 	return w->err;
 }
@@ -104,14 +104,14 @@ static int rd_members(struct km_wire_rd *r, bool with_instance,
 	int32_t count;
 
 	*n = 0;
-	if (km_group_rd_count(r, false, false, max, &count) < 0)
+	if (km_proto_group_rd_count(r, false, false, max, &count) < 0)
 		return r->err;
 	for (int32_t i = 0; i < count; i++) {
 		km_wire_name_set_null(&a[i].group_instance_id);
 		km_wire_rd_name(r, false, false, &a[i].member_id);
 		if (with_instance)
 			km_wire_rd_name(r, false, true, &a[i].group_instance_id);
-		if (km_group_rd_bytes(r, false, false, &a[i].data) < 0)
+		if (km_proto_group_rd_bytes(r, false, false, &a[i].data) < 0)
 			return r->err;
 		(*n)++;
 	}
@@ -121,7 +121,7 @@ static int rd_members(struct km_wire_rd *r, bool with_instance,
 int km_joingroup_resp_encode(struct km_wire_wr *w, int16_t version,
 			     const struct km_joingroup_resp *m)
 {
-	if (km_group_wr_check(w, KM_API_JOIN_GROUP, version) < 0)
+	if (km_proto_group_wr_check(w, KM_API_JOIN_GROUP, version) < 0)
 		return w->err;
 	if (version >= 2)
 		km_wire_wr_i32(w, m->throttle_time_ms);
@@ -143,7 +143,7 @@ int km_joingroup_resp_decode(struct km_wire_rd *r, int16_t version,
 	km_wire_name_set(&m->leader, "");
 	km_wire_name_set(&m->member_id, "");
 	m->n_members = 0;
-	if (km_group_rd_check(r, KM_API_JOIN_GROUP, version) < 0)
+	if (km_proto_group_rd_check(r, KM_API_JOIN_GROUP, version) < 0)
 		return r->err;
 	if (version >= 2)
 		km_wire_rd_i32(r, &m->throttle_time_ms);
@@ -163,7 +163,7 @@ int km_joingroup_resp_decode(struct km_wire_rd *r, int16_t version,
 int km_syncgroup_req_encode(struct km_wire_wr *w, int16_t version,
 			    const struct km_syncgroup_req *m)
 {
-	if (km_group_wr_check(w, KM_API_SYNC_GROUP, version) < 0)
+	if (km_proto_group_wr_check(w, KM_API_SYNC_GROUP, version) < 0)
 		return w->err;
 	km_wire_wr_name(w, false, false, &m->group_id);
 	km_wire_wr_i32(w, m->generation_id);
@@ -181,7 +181,7 @@ int km_syncgroup_req_decode(struct km_wire_rd *r, int16_t version,
 	km_wire_name_set(&m->member_id, "");
 	km_wire_name_set_null(&m->group_instance_id);
 	m->n_assignments = 0;
-	if (km_group_rd_check(r, KM_API_SYNC_GROUP, version) < 0)
+	if (km_proto_group_rd_check(r, KM_API_SYNC_GROUP, version) < 0)
 		return r->err;
 	km_wire_rd_name(r, false, false, &m->group_id);
 	km_wire_rd_i32(r, &m->generation_id);
@@ -198,12 +198,12 @@ int km_syncgroup_req_decode(struct km_wire_rd *r, int16_t version,
 int km_syncgroup_resp_encode(struct km_wire_wr *w, int16_t version,
 			     const struct km_syncgroup_resp *m)
 {
-	if (km_group_wr_check(w, KM_API_SYNC_GROUP, version) < 0)
+	if (km_proto_group_wr_check(w, KM_API_SYNC_GROUP, version) < 0)
 		return w->err;
 	if (version >= 1)
 		km_wire_wr_i32(w, m->throttle_time_ms);
 	km_wire_wr_i16(w, m->error_code);
-	return km_group_wr_bytes(w, false, false, &m->assignment);
+	return km_proto_group_wr_bytes(w, false, false, &m->assignment);
 }
 
 int km_syncgroup_resp_decode(struct km_wire_rd *r, int16_t version,
@@ -213,12 +213,12 @@ int km_syncgroup_resp_decode(struct km_wire_rd *r, int16_t version,
 	m->error_code = 0;
 	m->assignment.p = NULL;
 	m->assignment.len = m->assignment.span.len = 0;
-	if (km_group_rd_check(r, KM_API_SYNC_GROUP, version) < 0)
+	if (km_proto_group_rd_check(r, KM_API_SYNC_GROUP, version) < 0)
 		return r->err;
 	if (version >= 1)
 		km_wire_rd_i32(r, &m->throttle_time_ms);
 	km_wire_rd_i16(r, &m->error_code);
-	km_group_rd_bytes(r, false, false, &m->assignment);
+	km_proto_group_rd_bytes(r, false, false, &m->assignment);
 	return km_wire_rd_end(r);
 }
 
@@ -227,7 +227,7 @@ int km_syncgroup_resp_decode(struct km_wire_rd *r, int16_t version,
 int km_leavegroup_req_encode(struct km_wire_wr *w, int16_t version,
 			     const struct km_leavegroup_req *m)
 {
-	if (km_group_wr_check(w, KM_API_LEAVE_GROUP, version) < 0)
+	if (km_proto_group_wr_check(w, KM_API_LEAVE_GROUP, version) < 0)
 		return w->err;
 	/* v0-2 carry exactly one MemberId. */
 	if (version < 3 && m->n_members != 1)
@@ -235,7 +235,7 @@ int km_leavegroup_req_encode(struct km_wire_wr *w, int16_t version,
 	km_wire_wr_name(w, false, false, &m->group_id);
 	if (version < 3)
 		return km_wire_wr_name(w, false, false, &m->members[0].member_id);
-	km_group_wr_count(w, false, m->n_members);
+	km_proto_group_wr_count(w, false, m->n_members);
 	for (uint32_t i = 0; i < m->n_members && w->err == 0; i++) {
 		km_wire_wr_name(w, false, false, &m->members[i].member_id);
 		km_wire_wr_name(w, false, true,
@@ -251,7 +251,7 @@ static int rd_leave_members(struct km_wire_rd *r, bool with_error,
 {
 	int32_t count;
 
-	if (km_group_rd_count(r, false, false, max, &count) < 0)
+	if (km_proto_group_rd_count(r, false, false, max, &count) < 0)
 		return r->err;
 	for (int32_t i = 0; i < count; i++) {
 		a[i].error_code = 0;
@@ -271,7 +271,7 @@ int km_leavegroup_req_decode(struct km_wire_rd *r, int16_t version,
 {
 	km_wire_name_set(&m->group_id, "");
 	m->n_members = 0;
-	if (km_group_rd_check(r, KM_API_LEAVE_GROUP, version) < 0)
+	if (km_proto_group_rd_check(r, KM_API_LEAVE_GROUP, version) < 0)
 		return r->err;
 	km_wire_rd_name(r, false, false, &m->group_id);
 	if (version >= 3) {
@@ -294,14 +294,14 @@ int km_leavegroup_req_decode(struct km_wire_rd *r, int16_t version,
 int km_leavegroup_resp_encode(struct km_wire_wr *w, int16_t version,
 			      const struct km_leavegroup_resp *m)
 {
-	if (km_group_wr_check(w, KM_API_LEAVE_GROUP, version) < 0)
+	if (km_proto_group_wr_check(w, KM_API_LEAVE_GROUP, version) < 0)
 		return w->err;
 	if (version >= 1)
 		km_wire_wr_i32(w, m->throttle_time_ms);
 	km_wire_wr_i16(w, m->error_code);
 	if (version < 3)
 		return w->err;
-	km_group_wr_count(w, false, m->n_members);
+	km_proto_group_wr_count(w, false, m->n_members);
 	for (uint32_t i = 0; i < m->n_members && w->err == 0; i++) {
 		const struct km_leavegroup_member *p = &m->members[i];
 
@@ -318,7 +318,7 @@ int km_leavegroup_resp_decode(struct km_wire_rd *r, int16_t version,
 	m->throttle_time_ms = 0;
 	m->error_code = 0;
 	m->n_members = 0;
-	if (km_group_rd_check(r, KM_API_LEAVE_GROUP, version) < 0)
+	if (km_proto_group_rd_check(r, KM_API_LEAVE_GROUP, version) < 0)
 		return r->err;
 	if (version >= 1)
 		km_wire_rd_i32(r, &m->throttle_time_ms);

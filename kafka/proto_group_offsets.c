@@ -34,7 +34,7 @@ static int rd_commit_part(struct km_wire_rd *r, int16_t version, void *parts,
 		km_wire_rd_i32(r, &p->committed_leader_epoch);
 	if (version == 1)
 		km_wire_rd_i64(r, &p->commit_timestamp);
-	return km_group_rd_strspan(r, false, true, &p->metadata);
+	return km_proto_group_rd_strspan(r, false, true, &p->metadata);
 }
 
 static int wr_commit_part(struct km_wire_wr *w, int16_t version,
@@ -49,13 +49,13 @@ static int wr_commit_part(struct km_wire_wr *w, int16_t version,
 		km_wire_wr_i32(w, p->committed_leader_epoch);
 	if (version == 1)
 		km_wire_wr_i64(w, p->commit_timestamp);
-	return km_group_wr_strbytes(w, false, true, &p->metadata);
+	return km_proto_group_wr_strbytes(w, false, true, &p->metadata);
 }
 
 int km_offcommit_req_encode(struct km_wire_wr *w, int16_t version,
 			    const struct km_offcommit_req *m)
 {
-	if (km_group_wr_check(w, KM_API_OFFSET_COMMIT, version) < 0)
+	if (km_proto_group_wr_check(w, KM_API_OFFSET_COMMIT, version) < 0)
 		return w->err;
 	km_wire_wr_name(w, false, false, &m->group_id);
 	if (version >= 1) {
@@ -89,7 +89,7 @@ int km_offcommit_req_decode(struct km_wire_rd *r, int16_t version,
 	};
 
 	commit_req_defaults(m);
-	if (km_group_rd_check(r, KM_API_OFFSET_COMMIT, version) < 0)
+	if (km_proto_group_rd_check(r, KM_API_OFFSET_COMMIT, version) < 0)
 		return r->err;
 	km_wire_rd_name(r, false, false, &m->group_id);
 	if (version >= 1) {
@@ -131,7 +131,7 @@ static int wr_commit_resp_part(struct km_wire_wr *w, int16_t version,
 int km_offcommit_resp_encode(struct km_wire_wr *w, int16_t version,
 			     const struct km_offcommit_resp *m)
 {
-	if (km_group_wr_check(w, KM_API_OFFSET_COMMIT, version) < 0)
+	if (km_proto_group_wr_check(w, KM_API_OFFSET_COMMIT, version) < 0)
 		return w->err;
 	if (version >= 3)
 		km_wire_wr_i32(w, m->throttle_time_ms);
@@ -149,7 +149,7 @@ int km_offcommit_resp_decode(struct km_wire_rd *r, int16_t version,
 
 	m->throttle_time_ms = 0;
 	m->n_topics = m->n_parts = 0;
-	if (km_group_rd_check(r, KM_API_OFFSET_COMMIT, version) < 0)
+	if (km_proto_group_rd_check(r, KM_API_OFFSET_COMMIT, version) < 0)
 		return r->err;
 	if (version >= 3)
 		km_wire_rd_i32(r, &m->throttle_time_ms);
@@ -171,13 +171,13 @@ int km_offfetch_req_encode(struct km_wire_wr *w, int16_t version,
 {
 	bool flex = fetch_flex(version);
 
-	if (km_group_wr_check(w, KM_API_OFFSET_FETCH, version) < 0)
+	if (km_proto_group_wr_check(w, KM_API_OFFSET_FETCH, version) < 0)
 		return w->err;
 	/* "Topics ... null to fetch all offsets" exists from v2 only. */
 	if (m->all_topics && version < 2)
 		return km_wire_wr_fail(w, KM_EWIREVALUE);
 	km_wire_wr_name(w, flex, false, &m->group_id);
-	km_group_wr_topics_i32(w, flex, m->all_topics, m->topics, m->n_topics,
+	km_proto_group_wr_topics_i32(w, flex, m->all_topics, m->topics, m->n_topics,
 			       m->parts, m->n_parts);
 	if (version >= 7)
 		km_wire_wr_bool(w, m->require_stable);
@@ -199,10 +199,10 @@ int km_offfetch_req_decode(struct km_wire_rd *r, int16_t version,
 	m->all_topics = false;
 	m->n_topics = m->n_parts = 0;
 	m->require_stable = false;
-	if (km_group_rd_check(r, KM_API_OFFSET_FETCH, version) < 0)
+	if (km_proto_group_rd_check(r, KM_API_OFFSET_FETCH, version) < 0)
 		return r->err;
 	km_wire_rd_name(r, flex, false, &m->group_id);
-	if (r->err != 0 || km_group_rd_topics_i32(r, flex, version >= 2, &out,
+	if (r->err != 0 || km_proto_group_rd_topics_i32(r, flex, version >= 2, &out,
 						  &m->all_topics) < 0)
 		return r->err;
 	if (version >= 7)
@@ -225,7 +225,7 @@ static int rd_fetch_part(struct km_wire_rd *r, int16_t version, void *parts,
 	km_wire_rd_i64(r, &p->committed_offset);
 	if (version >= 5)
 		km_wire_rd_i32(r, &p->committed_leader_epoch);
-	if (km_group_rd_strspan(r, flex, true, &p->metadata) < 0)
+	if (km_proto_group_rd_strspan(r, flex, true, &p->metadata) < 0)
 		return r->err;
 	km_wire_rd_i16(r, &p->error_code);
 	if (flex)
@@ -244,7 +244,7 @@ static int wr_fetch_part(struct km_wire_wr *w, int16_t version,
 	km_wire_wr_i64(w, p->committed_offset);
 	if (version >= 5)
 		km_wire_wr_i32(w, p->committed_leader_epoch);
-	km_group_wr_strbytes(w, flex, true, &p->metadata);
+	km_proto_group_wr_strbytes(w, flex, true, &p->metadata);
 	km_wire_wr_i16(w, p->error_code);
 	if (flex)
 		km_wire_wr_tags(w);
@@ -256,7 +256,7 @@ int km_offfetch_resp_encode(struct km_wire_wr *w, int16_t version,
 {
 	bool flex = fetch_flex(version);
 
-	if (km_group_wr_check(w, KM_API_OFFSET_FETCH, version) < 0)
+	if (km_proto_group_wr_check(w, KM_API_OFFSET_FETCH, version) < 0)
 		return w->err;
 	if (version >= 3)
 		km_wire_wr_i32(w, m->throttle_time_ms);
@@ -281,7 +281,7 @@ int km_offfetch_resp_decode(struct km_wire_rd *r, int16_t version,
 	m->throttle_time_ms = 0;
 	m->n_topics = m->n_parts = 0;
 	m->error_code = 0;
-	if (km_group_rd_check(r, KM_API_OFFSET_FETCH, version) < 0)
+	if (km_proto_group_rd_check(r, KM_API_OFFSET_FETCH, version) < 0)
 		return r->err;
 	if (version >= 3)
 		km_wire_rd_i32(r, &m->throttle_time_ms);

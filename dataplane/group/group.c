@@ -97,7 +97,7 @@ static void grp_reset(struct grp *gr)
 static void grp_release(struct grp *gr)
 {
 	for (uint32_t i = 0; i < gr->n_members; i++)
-		member_free(&gr->members[i]);
+		km_group_member_free(&gr->members[i]);
 	grp_reset(gr);
 }
 
@@ -129,7 +129,7 @@ static uint32_t hash_of(const struct km_group *g, const char *s)
 	return h & (g->nbuckets - 1);
 }
 
-struct grp *grp_find(const struct km_group *g, const char *id)
+struct grp *km_group_find(const struct km_group *g, const char *id)
 {
 	int32_t i = g->buckets[hash_of(g, id)];
 
@@ -156,7 +156,7 @@ static void grp_unlink_hash(struct km_group *g, struct grp *gr)
 	KM_ASSERT(!"group missing from its hash chain");
 }
 
-void grp_free(struct km_group *g, struct grp *gr)
+void km_group_free(struct km_group *g, struct grp *gr)
 {
 	KM_ASSERT(gr->used);
 	grp_unlink_hash(g, gr);
@@ -179,14 +179,14 @@ static struct grp *grp_slot(struct km_group *g)
 			return &g->groups[i];
 	for (uint32_t i = 0; i < g->cfg.groups_max; i++) {
 		if (grp_reclaimable(&g->groups[i])) {
-			grp_free(g, &g->groups[i]);
+			km_group_free(g, &g->groups[i]);
 			return &g->groups[i];
 		}
 	}
 	return NULL;
 }
 
-struct grp *grp_create(struct km_group *g, const char *id)
+struct grp *km_group_new(struct km_group *g, const char *id)
 {
 	struct grp *gr = grp_slot(g);
 	uint32_t b;
@@ -195,7 +195,7 @@ struct grp *grp_create(struct km_group *g, const char *id)
 		return NULL;
 	grp_reset(gr);
 	gr->used = true;
-	copy_cut(gr->id, id);
+	km_group_copy_cut(gr->id, id);
 	gr->state = KM_GROUP_EMPTY;
 	gr->deadline_ms = UINT64_MAX;
 	b = hash_of(g, gr->id);
@@ -205,13 +205,13 @@ struct grp *grp_create(struct km_group *g, const char *id)
 	return gr;
 }
 
-bool name_ok(const char *s)
+bool km_group_name_ok(const char *s)
 {
 	return s != NULL && s[0] != '\0' &&
 	       strnlen(s, KM_GROUP_NAME_BYTES_MAX + 1) <= KM_GROUP_NAME_BYTES_MAX;
 }
 
-void copy_cut(char dst[NAME_CAP], const char *src)
+void km_group_copy_cut(char dst[NAME_CAP], const char *src)
 {
 	size_t n = src == NULL ? 0 : strnlen(src, KM_GROUP_NAME_BYTES_MAX);
 
@@ -220,7 +220,7 @@ void copy_cut(char dst[NAME_CAP], const char *src)
 	dst[n] = '\0';
 }
 
-struct gmember *mem_find(struct grp *gr, const char *id)
+struct gmember *km_group_mem_find(struct grp *gr, const char *id)
 {
 	for (uint32_t i = 0; i < gr->n_members; i++)
 		if (strcmp(gr->members[i].id, id) == 0)
@@ -228,7 +228,7 @@ struct gmember *mem_find(struct grp *gr, const char *id)
 	return NULL;
 }
 
-struct gmember *mem_find_static(struct grp *gr, const char *instance)
+struct gmember *km_group_mem_find_static(struct grp *gr, const char *instance)
 {
 	if (instance == NULL || instance[0] == '\0')
 		return NULL;
@@ -239,7 +239,7 @@ struct gmember *mem_find_static(struct grp *gr, const char *instance)
 	return NULL;
 }
 
-struct gpending *pend_find(struct grp *gr, const char *id)
+struct gpending *km_group_pend_find(struct grp *gr, const char *id)
 {
 	for (uint32_t i = 0; i < gr->n_pending; i++)
 		if (strcmp(gr->pending[i].id, id) == 0)
@@ -247,7 +247,7 @@ struct gpending *pend_find(struct grp *gr, const char *id)
 	return NULL;
 }
 
-void pend_remove(struct grp *gr, struct gpending *p)
+void km_group_pend_remove(struct grp *gr, struct gpending *p)
 {
 	uint32_t i = (uint32_t)(p - gr->pending);
 
@@ -256,14 +256,14 @@ void pend_remove(struct grp *gr, struct gpending *p)
 }
 
 /* KIP-345: the instance id is held by a different member id. */
-bool is_fenced(struct grp *gr, const char *member_id, const char *instance)
+bool km_group_is_fenced(struct grp *gr, const char *member_id, const char *instance)
 {
-	struct gmember *m = mem_find_static(gr, instance);
+	struct gmember *m = km_group_mem_find_static(gr, instance);
 
 	return m != NULL && strcmp(m->id, member_id) != 0;
 }
 
-struct gmember *leader_of(struct grp *gr)
+struct gmember *km_group_leader_of(struct grp *gr)
 {
 	for (uint32_t i = 0; i < gr->n_members; i++)
 		if (gr->members[i].is_leader)
@@ -271,7 +271,7 @@ struct gmember *leader_of(struct grp *gr)
 	return NULL;
 }
 
-void answer_join(struct km_group *g, void *ticket,
+void km_group_answer_join(struct km_group *g, void *ticket,
 		 const struct km_group_join_result *res)
 {
 	KM_ASSERT(!g->in_cb);
@@ -280,7 +280,7 @@ void answer_join(struct km_group *g, void *ticket,
 	g->in_cb = false;
 }
 
-void answer_join_error(struct km_group *g, void *ticket, int16_t err,
+void km_group_answer_join_error(struct km_group *g, void *ticket, int16_t err,
 		       const char *member_id)
 {
 	struct km_group_join_result res = {
@@ -292,10 +292,10 @@ void answer_join_error(struct km_group *g, void *ticket, int16_t err,
 		.member_id = member_id == NULL ? "" : member_id,
 	};
 
-	answer_join(g, ticket, &res);
+	km_group_answer_join(g, ticket, &res);
 }
 
-void answer_sync(struct km_group *g, void *ticket, int16_t err,
+void km_group_answer_sync(struct km_group *g, void *ticket, int16_t err,
 		 const uint8_t *a, uint32_t len)
 {
 	KM_ASSERT(!g->in_cb);
@@ -306,10 +306,10 @@ void answer_sync(struct km_group *g, void *ticket, int16_t err,
 
 /* A join replacing a still-waiting one answers the older ticket, so every
  * ticket is answered exactly once. */
-void set_join_ticket(struct km_group *g, struct gmember *m, void *ticket)
+void km_group_set_join_ticket(struct km_group *g, struct gmember *m, void *ticket)
 {
 	if (m->join_ticketed)
-		answer_join_error(g, m->join_ticket,
+		km_group_answer_join_error(g, m->join_ticket,
 				  KM_GROUP_ERR_REBALANCE_IN_PROGRESS, m->id);
 	m->awaiting_join = true;
 	m->join_ticketed = true;
@@ -328,7 +328,7 @@ static uint64_t grp_deadline(const struct grp *gr)
 	if (gr->state == KM_GROUP_PREPARING_REBALANCE)
 		d = gr->join_deadline_ms;
 	for (uint32_t i = 0; i < gr->n_members; i++)
-		d = min_u64(d, member_deadline_ms(&gr->members[i]));
+		d = min_u64(d, km_group_member_deadline_ms(&gr->members[i]));
 	for (uint32_t i = 0; i < gr->n_pending; i++)
 		d = min_u64(d, gr->pending[i].deadline_ms);
 	return d;
@@ -336,20 +336,20 @@ static uint64_t grp_deadline(const struct grp *gr)
 
 /* End of every operation on a group: a rebalance whose members are all in
  * (or whose time is up) completes now, then the cached deadline follows. */
-void grp_settle(struct km_group *g, struct grp *gr, uint64_t now_ms)
+void km_group_settle(struct km_group *g, struct grp *gr, uint64_t now_ms)
 {
-	grp_maybe_complete(g, gr, now_ms);
+	km_group_maybe_complete(g, gr, now_ms);
 	gr->deadline_ms = grp_deadline(gr);
 }
 
 /* Kafka's removeMemberAndUpdateGroup, after one or more removals. */
-void grp_after_removal(struct km_group *g, struct grp *gr, uint64_t now_ms)
+void km_group_after_removal(struct km_group *g, struct grp *gr, uint64_t now_ms)
 {
 	if (gr->state == KM_GROUP_STABLE ||
 	    gr->state == KM_GROUP_COMPLETING_REBALANCE)
-		grp_maybe_rebalance(g, gr, now_ms);
+		km_group_maybe_rebalance(g, gr, now_ms);
 	else
-		grp_maybe_complete(g, gr, now_ms);
+		km_group_maybe_complete(g, gr, now_ms);
 }
 
 static void grp_expire(struct km_group *g, struct grp *gr, uint64_t now_ms)
@@ -358,19 +358,19 @@ static void grp_expire(struct km_group *g, struct grp *gr, uint64_t now_ms)
 
 	for (uint32_t i = gr->n_pending; i-- > 0;) {
 		if (gr->pending[i].deadline_ms <= now_ms) {
-			pend_remove(gr, &gr->pending[i]);
+			km_group_pend_remove(gr, &gr->pending[i]);
 			removed = true;
 		}
 	}
 	/* From the end, so the indices still to visit do not move. */
 	for (uint32_t i = gr->n_members; i-- > 0;) {
-		if (!member_keep_alive(&gr->members[i], now_ms)) {
-			member_unlink(g, gr, i);
+		if (!km_group_member_keep_alive(&gr->members[i], now_ms)) {
+			km_group_member_unlink(g, gr, i);
 			removed = true;
 		}
 	}
 	if (removed)
-		grp_after_removal(g, gr, now_ms);
+		km_group_after_removal(g, gr, now_ms);
 }
 
 /* The scans below stop at the last group in use: the worker runs them every
@@ -389,7 +389,7 @@ void km_group_tick(struct km_group *g, uint64_t now_ms)
 		if (gr->deadline_ms > now_ms)
 			continue;
 		grp_expire(g, gr, now_ms);
-		grp_settle(g, gr, now_ms);
+		km_group_settle(g, gr, now_ms);
 	}
 }
 

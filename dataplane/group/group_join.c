@@ -16,12 +16,12 @@ static int16_t protocols_valid(const struct km_group *g,
 	if (r->protocol_type == NULL || r->protocol_type[0] == '\0' ||
 	    r->n_protocols == 0 || r->protocols == NULL)
 		return KM_GROUP_ERR_INCONSISTENT_GROUP_PROTOCOL;
-	if (!name_ok(r->protocol_type) || r->n_protocols > g->cfg.protocols_max)
+	if (!km_group_name_ok(r->protocol_type) || r->n_protocols > g->cfg.protocols_max)
 		return KM_GROUP_ERR_INVALID_REQUEST;
 	for (uint32_t i = 0; i < r->n_protocols; i++) {
 		const struct km_group_protocol *p = &r->protocols[i];
 
-		if (!name_ok(p->name) ||
+		if (!km_group_name_ok(p->name) ||
 		    p->metadata_len > g->cfg.metadata_bytes_max ||
 		    (p->metadata_len > 0 && p->metadata == NULL))
 			return KM_GROUP_ERR_INVALID_REQUEST;
@@ -35,7 +35,7 @@ static int16_t join_validate(const struct km_group *g,
 {
 	const char *mid = r->member_id == NULL ? "" : r->member_id;
 
-	if (!name_ok(r->group_id))
+	if (!km_group_name_ok(r->group_id))
 		return KM_GROUP_ERR_INVALID_GROUP_ID;
 	if (r->session_timeout_ms < 0 ||
 	    (uint32_t)r->session_timeout_ms < g->cfg.session_timeout_min_ms ||
@@ -43,7 +43,7 @@ static int16_t join_validate(const struct km_group *g,
 		return KM_GROUP_ERR_INVALID_SESSION_TIMEOUT;
 	if (strnlen(mid, NAME_CAP) > KM_GROUP_NAME_BYTES_MAX)
 		return KM_GROUP_ERR_UNKNOWN_MEMBER_ID;
-	if (r->instance_id != NULL && !name_ok(r->instance_id))
+	if (r->instance_id != NULL && !km_group_name_ok(r->instance_id))
 		return KM_GROUP_ERR_INVALID_REQUEST;
 	return protocols_valid(g, r);
 }
@@ -65,7 +65,7 @@ static bool supports(const struct grp *gr, const struct km_group_join_req *r,
 		for (uint32_t i = 0; i < gr->n_members; i++) {
 			const struct gmember *m = &gr->members[i];
 
-			n += m != self && proto_of(m, r->protocols[k].name);
+			n += m != self && km_group_proto_of(m, r->protocols[k].name);
 		}
 		if (n == others)
 			return true;
@@ -97,32 +97,32 @@ static int add_member(struct km_group *g, struct grp *gr,
 		      const struct km_group_join_req *r, const char *id,
 		      void *ticket, uint64_t now_ms)
 {
-	struct gpending *p = pend_find(gr, id);
+	struct gpending *p = km_group_pend_find(gr, id);
 	struct gproto *protos;
 	struct gmember *m;
 
-	if (members_reserve(gr, gr->n_members + 1) < 0)
+	if (km_group_members_reserve(gr, gr->n_members + 1) < 0)
 		return -ENOMEM;
-	protos = protos_copy(r);
+	protos = km_group_protos_copy(r);
 	if (protos == NULL)
 		return -ENOMEM;
 	if (p != NULL)
-		pend_remove(gr, p);
+		km_group_pend_remove(gr, p);
 	if (gr->n_members == 0)
-		copy_cut(gr->protocol_type, r->protocol_type);
+		km_group_copy_cut(gr->protocol_type, r->protocol_type);
 	m = &gr->members[gr->n_members++];
 	memset(m, 0, sizeof(*m));
-	copy_cut(m->id, id);
+	km_group_copy_cut(m->id, id);
 	m->is_static = r->instance_id != NULL;
-	copy_cut(m->instance, r->instance_id);
-	member_set_protos(m, protos, r);
+	km_group_copy_cut(m->instance, r->instance_id);
+	km_group_member_set_protos(m, protos, r);
 	m->is_new = true;
-	m->is_leader = leader_of(gr) == NULL;
+	m->is_leader = km_group_leader_of(gr) == NULL;
 	m->last_hb_ms = now_ms;
 	if (gr->state == KM_GROUP_PREPARING_REBALANCE && gr->initial)
 		gr->new_member_added = true;
-	set_join_ticket(g, m, ticket);
-	grp_maybe_rebalance(g, gr, now_ms);
+	km_group_set_join_ticket(g, m, ticket);
+	km_group_maybe_rebalance(g, gr, now_ms);
 	return 0;
 }
 
@@ -142,9 +142,9 @@ static int add_pending(struct km_group *g, struct grp *gr,
 		gr->cap_pending = cap;
 	}
 	p = &gr->pending[gr->n_pending++];
-	copy_cut(p->id, id);
+	km_group_copy_cut(p->id, id);
 	p->deadline_ms = now_ms + (uint32_t)r->session_timeout_ms;
-	answer_join_error(g, ticket, KM_GROUP_ERR_MEMBER_ID_REQUIRED, p->id);
+	km_group_answer_join_error(g, ticket, KM_GROUP_ERR_MEMBER_ID_REQUIRED, p->id);
 	return 0;
 }
 
@@ -157,14 +157,14 @@ static void static_rejoined(struct km_group *g, struct grp *gr,
 {
 	char next[NAME_CAP];
 
-	if (gr->state == KM_GROUP_STABLE && grp_vote(gr, next) &&
+	if (gr->state == KM_GROUP_STABLE && km_group_vote(gr, next) &&
 	    strcmp(next, gr->protocol) == 0) {
-		answer_current(g, gr, m, ticket, leader_before);
+		km_group_answer_current(g, gr, m, ticket, leader_before);
 		return;
 	}
-	set_join_ticket(g, m, ticket);
+	km_group_set_join_ticket(g, m, ticket);
 	if (gr->state != KM_GROUP_PREPARING_REBALANCE)
-		grp_prepare_rebalance(g, gr, now_ms);
+		km_group_prepare_rebalance(g, gr, now_ms);
 }
 
 /* KIP-345: a known group.instance.id with member id "" takes the old
@@ -175,25 +175,25 @@ static int replace_static(struct km_group *g, struct grp *gr,
 {
 	char id[NAME_CAP], leader_before[NAME_CAP];
 	struct gproto *protos;
-	struct gmember *l = leader_of(gr);
+	struct gmember *l = km_group_leader_of(gr);
 	int rc = new_member_id(r->instance_id, id);
 
 	if (rc < 0)
 		return rc;
-	protos = protos_copy(r);
+	protos = km_group_protos_copy(r);
 	if (protos == NULL)
 		return -ENOMEM;
-	copy_cut(leader_before, l == NULL ? "" : l->id);
+	km_group_copy_cut(leader_before, l == NULL ? "" : l->id);
 	if (old->join_ticketed)
-		answer_join_error(g, old->join_ticket,
+		km_group_answer_join_error(g, old->join_ticket,
 				  KM_GROUP_ERR_FENCED_INSTANCE_ID, old->id);
 	if (old->awaiting_sync)
-		answer_sync(g, old->sync_ticket,
+		km_group_answer_sync(g, old->sync_ticket,
 			    KM_GROUP_ERR_FENCED_INSTANCE_ID, NULL, 0);
 	old->join_ticketed = false;
 	old->awaiting_sync = false;
-	copy_cut(old->id, id);
-	member_set_protos(old, protos, r);
+	km_group_copy_cut(old->id, id);
+	km_group_member_set_protos(old, protos, r);
 	old->last_hb_ms = now_ms;
 	KM_ASSERT(gr->state != KM_GROUP_EMPTY);
 	static_rejoined(g, gr, old, ticket, now_ms, leader_before);
@@ -204,17 +204,17 @@ static int join_unknown(struct km_group *g, struct grp *gr,
 			const struct km_group_join_req *r, void *ticket,
 			uint64_t now_ms)
 {
-	struct gmember *old = mem_find_static(gr, r->instance_id);
+	struct gmember *old = km_group_mem_find_static(gr, r->instance_id);
 	char id[NAME_CAP];
 	int rc;
 
 	if (old == NULL && grp_full(g, gr)) {
-		answer_join_error(g, ticket,
+		km_group_answer_join_error(g, ticket,
 				  KM_GROUP_ERR_GROUP_MAX_SIZE_REACHED, "");
 		return 0;
 	}
 	if (!supports(gr, r, old)) {
-		answer_join_error(g, ticket,
+		km_group_answer_join_error(g, ticket,
 				  KM_GROUP_ERR_INCONSISTENT_GROUP_PROTOCOL, "");
 		return 0;
 	}
@@ -234,23 +234,23 @@ static int join_existing(struct km_group *g, struct grp *gr, struct gmember *m,
 			 const struct km_group_join_req *r, void *ticket,
 			 uint64_t now_ms)
 {
-	bool same = protos_match(m, r);
-	struct gmember *l = leader_of(gr);
+	bool same = km_group_protos_match(m, r);
+	struct gmember *l = km_group_leader_of(gr);
 	struct gproto *protos;
 
 	if ((gr->state == KM_GROUP_COMPLETING_REBALANCE && same) ||
 	    (gr->state == KM_GROUP_STABLE && same && !m->is_leader)) {
 		m->last_hb_ms = now_ms;
-		answer_current(g, gr, m, ticket, l == NULL ? "" : l->id);
+		km_group_answer_current(g, gr, m, ticket, l == NULL ? "" : l->id);
 		return 0;
 	}
-	protos = protos_copy(r);
+	protos = km_group_protos_copy(r);
 	if (protos == NULL)
 		return -ENOMEM;
 	m->last_hb_ms = now_ms;
-	member_set_protos(m, protos, r);
-	set_join_ticket(g, m, ticket);
-	grp_maybe_rebalance(g, gr, now_ms);
+	km_group_member_set_protos(m, protos, r);
+	km_group_set_join_ticket(g, m, ticket);
+	km_group_maybe_rebalance(g, gr, now_ms);
 	return 0;
 }
 
@@ -258,20 +258,20 @@ static int join_known(struct km_group *g, struct grp *gr,
 		      const struct km_group_join_req *r, const char *mid,
 		      void *ticket, uint64_t now_ms)
 {
-	struct gmember *m = mem_find(gr, mid);
+	struct gmember *m = km_group_mem_find(gr, mid);
 	int16_t err = KM_GROUP_ERR_NONE;
 
 	if (!supports(gr, r, m))
 		err = KM_GROUP_ERR_INCONSISTENT_GROUP_PROTOCOL;
-	else if (r->instance_id == NULL && pend_find(gr, mid) != NULL)
+	else if (r->instance_id == NULL && km_group_pend_find(gr, mid) != NULL)
 		return add_member(g, gr, r, mid, ticket, now_ms);
-	else if (is_fenced(gr, mid, r->instance_id))
+	else if (km_group_is_fenced(gr, mid, r->instance_id))
 		err = KM_GROUP_ERR_FENCED_INSTANCE_ID;
 	else if (m == NULL || (r->instance_id != NULL &&
-				   mem_find_static(gr, r->instance_id) == NULL))
+				   km_group_mem_find_static(gr, r->instance_id) == NULL))
 		err = KM_GROUP_ERR_UNKNOWN_MEMBER_ID;
 	if (err != KM_GROUP_ERR_NONE) {
-		answer_join_error(g, ticket, err, mid);
+		km_group_answer_join_error(g, ticket, err, mid);
 		return 0;
 	}
 	return join_existing(g, gr, m, r, ticket, now_ms);
@@ -287,24 +287,24 @@ int km_group_join(struct km_group *g, const struct km_group_join_req *r,
 	int rc;
 
 	KM_ASSERT(!g->in_cb);
-	gr = err == KM_GROUP_ERR_NONE ? grp_find(g, r->group_id) : NULL;
+	gr = err == KM_GROUP_ERR_NONE ? km_group_find(g, r->group_id) : NULL;
 	if (err == KM_GROUP_ERR_NONE && gr == NULL && mid[0] != '\0')
 		err = KM_GROUP_ERR_UNKNOWN_MEMBER_ID;
 	if (err == KM_GROUP_ERR_NONE && gr == NULL) {
-		gr = grp_create(g, r->group_id);
+		gr = km_group_new(g, r->group_id);
 		created = gr != NULL;
 		if (gr == NULL)
 			err = KM_GROUP_ERR_COORDINATOR_NOT_AVAILABLE;
 	}
 	if (err != KM_GROUP_ERR_NONE) {
-		answer_join_error(g, ticket, err, "");
+		km_group_answer_join_error(g, ticket, err, "");
 		return 0;
 	}
 	rc = mid[0] == '\0' ? join_unknown(g, gr, r, ticket, now_ms) :
 			      join_known(g, gr, r, mid, ticket, now_ms);
 	if (rc < 0 && created)
-		grp_free(g, gr);
+		km_group_free(g, gr);
 	else
-		grp_settle(g, gr, now_ms);
+		km_group_settle(g, gr, now_ms);
 	return rc < 0 ? rc : 0;
 }

@@ -7,7 +7,7 @@
 #include "common/km_assert.h"
 #include "dataplane/group/group_pvt.h"
 
-void protos_free(struct gproto *p, uint32_t n)
+void km_group_protos_free(struct gproto *p, uint32_t n)
 {
 	if (p == NULL)
 		return;
@@ -17,7 +17,7 @@ void protos_free(struct gproto *p, uint32_t n)
 }
 
 /* The request's protocols, copied: the caller's buffers are not kept. */
-struct gproto *protos_copy(const struct km_group_join_req *r)
+struct gproto *km_group_protos_copy(const struct km_group_join_req *r)
 {
 	struct gproto *p = calloc(r->n_protocols, sizeof(*p));
 
@@ -26,13 +26,13 @@ struct gproto *protos_copy(const struct km_group_join_req *r)
 	for (uint32_t i = 0; i < r->n_protocols; i++) {
 		const struct km_group_protocol *src = &r->protocols[i];
 
-		copy_cut(p[i].name, src->name);
+		km_group_copy_cut(p[i].name, src->name);
 		p[i].meta_len = src->metadata_len;
 		if (src->metadata_len == 0)
 			continue;
 		p[i].meta = malloc(src->metadata_len);
 		if (p[i].meta == NULL) {
-			protos_free(p, i);
+			km_group_protos_free(p, i);
 			return NULL;
 		}
 		memcpy(p[i].meta, src->metadata, src->metadata_len);
@@ -41,7 +41,7 @@ struct gproto *protos_copy(const struct km_group_join_req *r)
 }
 
 /* Kafka's MemberMetadata.matches: same names, same order, same bytes. */
-bool protos_match(const struct gmember *m, const struct km_group_join_req *r)
+bool km_group_protos_match(const struct gmember *m, const struct km_group_join_req *r)
 {
 	if (m->n_protos != r->n_protocols)
 		return false;
@@ -58,7 +58,7 @@ bool protos_match(const struct gmember *m, const struct km_group_join_req *r)
 	return true;
 }
 
-const struct gproto *proto_of(const struct gmember *m, const char *name)
+const struct gproto *km_group_proto_of(const struct gmember *m, const char *name)
 {
 	for (uint32_t i = 0; i < m->n_protos; i++)
 		if (strcmp(m->protos[i].name, name) == 0)
@@ -68,7 +68,7 @@ const struct gproto *proto_of(const struct gmember *m, const char *name)
 
 /* Room for n members, growing by doubling (never past members_max, which
  * the callers check first). */
-int members_reserve(struct grp *gr, uint32_t n)
+int km_group_members_reserve(struct grp *gr, uint32_t n)
 {
 	struct gmember *p;
 	uint32_t cap = gr->cap_members == 0 ? 4 : gr->cap_members;
@@ -85,9 +85,9 @@ int members_reserve(struct grp *gr, uint32_t n)
 	return 0;
 }
 
-void member_free(struct gmember *m)
+void km_group_member_free(struct gmember *m)
 {
-	protos_free(m->protos, m->n_protos);
+	km_group_protos_free(m->protos, m->n_protos);
 	free(m->assign);
 	m->protos = NULL;
 	m->assign = NULL;
@@ -95,43 +95,43 @@ void member_free(struct gmember *m)
 }
 
 /* NULL for an empty assignment, whatever buffer is kept for the next. */
-const uint8_t *member_assignment(const struct gmember *m)
+const uint8_t *km_group_member_assignment(const struct gmember *m)
 {
 	return m->assign_len > 0 ? m->assign : NULL;
 }
 
 /* Takes ownership of p. Timeouts and client details follow the latest
  * join, as in the new coordinator's ClassicGroup.updateMember. */
-void member_set_protos(struct gmember *m, struct gproto *p,
+void km_group_member_set_protos(struct gmember *m, struct gproto *p,
 		       const struct km_group_join_req *r)
 {
-	protos_free(m->protos, m->n_protos);
+	km_group_protos_free(m->protos, m->n_protos);
 	m->protos = p;
 	m->n_protos = r->n_protocols;
 	m->session_timeout_ms = (uint32_t)r->session_timeout_ms;
 	m->rebalance_timeout_ms = r->rebalance_timeout_ms < 0 ?
 		(uint32_t)r->session_timeout_ms : (uint32_t)r->rebalance_timeout_ms;
-	copy_cut(m->client_id, r->client_id);
-	copy_cut(m->client_host, r->client_host);
+	km_group_copy_cut(m->client_id, r->client_id);
+	km_group_copy_cut(m->client_host, r->client_host);
 }
 
 /* Remove members[idx]: its waiting join (a new member timing out, or a
  * leave) is told UNKNOWN_MEMBER_ID so an active client rejoins; the
  * leadership passes to the first remaining member, as in Kafka's
- * GroupMetadata.remove. The caller then runs grp_after_removal(). */
-void member_unlink(struct km_group *g, struct grp *gr, uint32_t idx)
+ * GroupMetadata.remove. The caller then runs km_group_after_removal(). */
+void km_group_member_unlink(struct km_group *g, struct grp *gr, uint32_t idx)
 {
 	struct gmember *m = &gr->members[idx];
 	bool was_leader = m->is_leader;
 
 	KM_ASSERT(idx < gr->n_members);
 	if (m->join_ticketed)
-		answer_join_error(g, m->join_ticket,
+		km_group_answer_join_error(g, m->join_ticket,
 				  KM_GROUP_ERR_UNKNOWN_MEMBER_ID, "");
 	if (m->awaiting_sync)
-		answer_sync(g, m->sync_ticket, KM_GROUP_ERR_UNKNOWN_MEMBER_ID,
+		km_group_answer_sync(g, m->sync_ticket, KM_GROUP_ERR_UNKNOWN_MEMBER_ID,
 			    NULL, 0);
-	member_free(m);
+	km_group_member_free(m);
 	memmove(m, m + 1, (gr->n_members - idx - 1) * sizeof(*m));
 	gr->n_members--;
 	if (was_leader && gr->n_members > 0)
@@ -141,7 +141,7 @@ void member_unlink(struct km_group *g, struct grp *gr, uint32_t idx)
 /* Kafka's MemberMetadata.shouldKeepAlive: a member whose join is awaited
  * is governed by the rebalance timeout (a new one by the 5-minute join
  * timeout), one whose sync waits by the leader's sync. */
-bool member_keep_alive(const struct gmember *m, uint64_t now_ms)
+bool km_group_member_keep_alive(const struct gmember *m, uint64_t now_ms)
 {
 	if (m->awaiting_join)
 		return !m->is_new ||
@@ -151,7 +151,7 @@ bool member_keep_alive(const struct gmember *m, uint64_t now_ms)
 	return now_ms < m->last_hb_ms + m->session_timeout_ms;
 }
 
-uint64_t member_deadline_ms(const struct gmember *m)
+uint64_t km_group_member_deadline_ms(const struct gmember *m)
 {
 	if (m->awaiting_join)
 		return m->is_new ?

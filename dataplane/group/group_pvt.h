@@ -80,50 +80,50 @@ struct km_group {
 };
 
 /* group.c */
-struct grp *grp_find(const struct km_group *g, const char *id);
-struct grp *grp_create(struct km_group *g, const char *id);
-void grp_free(struct km_group *g, struct grp *gr);
-struct gmember *mem_find(struct grp *gr, const char *id);
-struct gmember *mem_find_static(struct grp *gr, const char *instance);
-struct gpending *pend_find(struct grp *gr, const char *id);
-void pend_remove(struct grp *gr, struct gpending *p);
-bool name_ok(const char *s);
-void copy_cut(char dst[NAME_CAP], const char *src);
-bool is_fenced(struct grp *gr, const char *member_id, const char *instance);
-struct gmember *leader_of(struct grp *gr);
-void answer_join_error(struct km_group *g, void *ticket, int16_t err,
+struct grp *km_group_find(const struct km_group *g, const char *id);
+struct grp *km_group_new(struct km_group *g, const char *id);
+void km_group_free(struct km_group *g, struct grp *gr);
+struct gmember *km_group_mem_find(struct grp *gr, const char *id);
+struct gmember *km_group_mem_find_static(struct grp *gr, const char *instance);
+struct gpending *km_group_pend_find(struct grp *gr, const char *id);
+void km_group_pend_remove(struct grp *gr, struct gpending *p);
+bool km_group_name_ok(const char *s);
+void km_group_copy_cut(char dst[NAME_CAP], const char *src);
+bool km_group_is_fenced(struct grp *gr, const char *member_id, const char *instance);
+struct gmember *km_group_leader_of(struct grp *gr);
+void km_group_answer_join_error(struct km_group *g, void *ticket, int16_t err,
 		       const char *member_id);
-void answer_sync(struct km_group *g, void *ticket, int16_t err,
+void km_group_answer_sync(struct km_group *g, void *ticket, int16_t err,
 		 const uint8_t *a, uint32_t len);
 
 /* group_member.c */
-void protos_free(struct gproto *p, uint32_t n);
-bool protos_match(const struct gmember *m, const struct km_group_join_req *r);
-struct gproto *protos_copy(const struct km_group_join_req *r);
-const struct gproto *proto_of(const struct gmember *m, const char *name);
-int members_reserve(struct grp *gr, uint32_t n);
-void member_free(struct gmember *m);
-const uint8_t *member_assignment(const struct gmember *m);
-void member_unlink(struct km_group *g, struct grp *gr, uint32_t idx);
-void member_set_protos(struct gmember *m, struct gproto *p,
+void km_group_protos_free(struct gproto *p, uint32_t n);
+bool km_group_protos_match(const struct gmember *m, const struct km_group_join_req *r);
+struct gproto *km_group_protos_copy(const struct km_group_join_req *r);
+const struct gproto *km_group_proto_of(const struct gmember *m, const char *name);
+int km_group_members_reserve(struct grp *gr, uint32_t n);
+void km_group_member_free(struct gmember *m);
+const uint8_t *km_group_member_assignment(const struct gmember *m);
+void km_group_member_unlink(struct km_group *g, struct grp *gr, uint32_t idx);
+void km_group_member_set_protos(struct gmember *m, struct gproto *p,
 		       const struct km_group_join_req *r);
-bool member_keep_alive(const struct gmember *m, uint64_t now_ms);
-uint64_t member_deadline_ms(const struct gmember *m);
+bool km_group_member_keep_alive(const struct gmember *m, uint64_t now_ms);
+uint64_t km_group_member_deadline_ms(const struct gmember *m);
 
-void grp_after_removal(struct km_group *g, struct grp *gr, uint64_t now_ms);
-void grp_settle(struct km_group *g, struct grp *gr, uint64_t now_ms);
-void answer_join(struct km_group *g, void *ticket,
+void km_group_after_removal(struct km_group *g, struct grp *gr, uint64_t now_ms);
+void km_group_settle(struct km_group *g, struct grp *gr, uint64_t now_ms);
+void km_group_answer_join(struct km_group *g, void *ticket,
 		 const struct km_group_join_result *res);
-void set_join_ticket(struct km_group *g, struct gmember *m, void *ticket);
-uint32_t grp_rebalance_timeout_ms(const struct grp *gr);
+void km_group_set_join_ticket(struct km_group *g, struct gmember *m, void *ticket);
+uint32_t km_group_rebalance_timeout_ms(const struct grp *gr);
 
 /* group_rebalance.c */
-void grp_prepare_rebalance(struct km_group *g, struct grp *gr,
+void km_group_prepare_rebalance(struct km_group *g, struct grp *gr,
 			   uint64_t now_ms);
-void grp_maybe_rebalance(struct km_group *g, struct grp *gr, uint64_t now_ms);
-void grp_maybe_complete(struct km_group *g, struct grp *gr, uint64_t now_ms);
-bool grp_vote(const struct grp *gr, char out[NAME_CAP]);
-void answer_current(struct km_group *g, struct grp *gr, struct gmember *m,
+void km_group_maybe_rebalance(struct km_group *g, struct grp *gr, uint64_t now_ms);
+void km_group_maybe_complete(struct km_group *g, struct grp *gr, uint64_t now_ms);
+bool km_group_vote(const struct grp *gr, char out[NAME_CAP]);
+void km_group_answer_current(struct km_group *g, struct grp *gr, struct gmember *m,
 		    void *ticket, const char *leader_id);
 
 #endif

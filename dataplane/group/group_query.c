@@ -26,7 +26,7 @@ const char *km_group_state_name(enum km_group_state s)
 
 bool km_group_is_active(const struct km_group *g, const char *group_id)
 {
-	const struct grp *gr = group_id == NULL ? NULL : grp_find(g, group_id);
+	const struct grp *gr = group_id == NULL ? NULL : km_group_find(g, group_id);
 
 	return gr != NULL && (gr->n_members > 0 || gr->n_pending > 0);
 }
@@ -55,7 +55,7 @@ static void describe_member(const struct grp *gr, const struct gmember *m,
 			    struct km_group_member_view *v)
 {
 	const struct gproto *p = gr->protocol[0] == '\0' ? NULL :
-				 proto_of(m, gr->protocol);
+				 km_group_proto_of(m, gr->protocol);
 
 	v->member_id = m->id;
 	v->instance_id = m->is_static ? m->instance : NULL;
@@ -63,7 +63,7 @@ static void describe_member(const struct grp *gr, const struct gmember *m,
 	v->client_host = m->client_host;
 	v->metadata = p == NULL ? NULL : p->meta;
 	v->metadata_len = p == NULL ? 0 : p->meta_len;
-	v->assignment = member_assignment(m);
+	v->assignment = km_group_member_assignment(m);
 	v->assignment_len = m->assign_len;
 }
 
@@ -78,7 +78,7 @@ int km_group_describe(const struct km_group *g, const char *group_id,
 	if (group_id == NULL)
 		return -EINVAL;
 	memset(out, 0, sizeof(*out));
-	gr = grp_find(g, group_id);
+	gr = km_group_find(g, group_id);
 	out->state = gr == NULL ? KM_GROUP_DEAD : gr->state;
 	out->state_name = km_group_state_name(out->state);
 	out->protocol_type = gr == NULL ? "" : gr->protocol_type;
@@ -89,7 +89,7 @@ int km_group_describe(const struct km_group *g, const char *group_id,
 	settled = gr->state == KM_GROUP_STABLE ||
 		  gr->state == KM_GROUP_COMPLETING_REBALANCE;
 	out->protocol = settled ? gr->protocol : "";
-	l = leader_of(gr);
+	l = km_group_leader_of(gr);
 	out->leader_id = l == NULL ? "" : l->id;
 	out->n_members = gr->n_members;
 	for (uint32_t i = 0; i < gr->n_members && i < cap; i++)
@@ -102,13 +102,13 @@ int16_t km_group_delete(struct km_group *g, const char *group_id)
 	struct grp *gr;
 
 	KM_ASSERT(!g->in_cb);
-	gr = group_id == NULL ? NULL : grp_find(g, group_id);
+	gr = group_id == NULL ? NULL : km_group_find(g, group_id);
 	if (gr == NULL)
 		return KM_GROUP_ERR_GROUP_ID_NOT_FOUND;
 	if (gr->state != KM_GROUP_EMPTY || gr->n_members > 0 ||
 	    gr->n_pending > 0)
 		return KM_GROUP_ERR_NON_EMPTY_GROUP;
-	grp_free(g, gr);
+	km_group_free(g, gr);
 	return KM_GROUP_ERR_NONE;
 }
 
@@ -125,7 +125,7 @@ static bool ids_unique(struct grp *gr, uint32_t i)
 		    strcmp(m->instance, o->instance) == 0)
 			return false;
 	}
-	return pend_find(gr, m->id) == NULL;
+	return km_group_pend_find(gr, m->id) == NULL;
 }
 
 static bool member_ok(struct grp *gr, uint32_t i, uint32_t *leaders)
@@ -148,7 +148,7 @@ static bool grp_ok(const struct km_group *g, struct grp *gr)
 
 	if (gr->n_members + gr->n_pending > g->cfg.members_max)
 		return false;
-	if (grp_find(g, gr->id) != gr)
+	if (km_group_find(g, gr->id) != gr)
 		return false;
 	for (uint32_t i = 0; i < gr->n_members; i++)
 		if (!member_ok(gr, i, &leaders))

@@ -8,7 +8,7 @@
 #include "common/km_assert.h"
 #include "dataplane/group/group_pvt.h"
 
-uint32_t grp_rebalance_timeout_ms(const struct grp *gr)
+uint32_t km_group_rebalance_timeout_ms(const struct grp *gr)
 {
 	uint32_t t = 0;
 
@@ -21,7 +21,7 @@ uint32_t grp_rebalance_timeout_ms(const struct grp *gr)
 static bool all_support(const struct grp *gr, const char *name)
 {
 	for (uint32_t i = 0; i < gr->n_members; i++)
-		if (proto_of(&gr->members[i], name) == NULL)
+		if (km_group_proto_of(&gr->members[i], name) == NULL)
 			return false;
 	return true;
 }
@@ -45,7 +45,7 @@ static uint32_t votes_for(const struct grp *gr, const char *name)
 
 /* Candidates are the first member's protocols every member supports, in
  * its order, so a tie goes to the earlier one. */
-bool grp_vote(const struct grp *gr, char out[NAME_CAP])
+bool km_group_vote(const struct grp *gr, char out[NAME_CAP])
 {
 	const struct gmember *first;
 	uint32_t best = 0;
@@ -62,7 +62,7 @@ bool grp_vote(const struct grp *gr, char out[NAME_CAP])
 			continue;
 		v = votes_for(gr, name);
 		if (out[0] == '\0' || v > best) {
-			copy_cut(out, name);
+			km_group_copy_cut(out, name);
 			best = v;
 		}
 	}
@@ -74,7 +74,7 @@ static uint32_t fill_views(struct km_group *g, struct grp *gr)
 	KM_ASSERT(gr->n_members <= g->cfg.members_max);
 	for (uint32_t i = 0; i < gr->n_members; i++) {
 		const struct gmember *m = &gr->members[i];
-		const struct gproto *p = proto_of(m, gr->protocol);
+		const struct gproto *p = km_group_proto_of(m, gr->protocol);
 		struct km_group_member_view *v = &g->views[i];
 
 		memset(v, 0, sizeof(*v));
@@ -84,14 +84,14 @@ static uint32_t fill_views(struct km_group *g, struct grp *gr)
 		v->client_host = m->client_host;
 		v->metadata = p == NULL ? NULL : p->meta;
 		v->metadata_len = p == NULL ? 0 : p->meta_len;
-		v->assignment = member_assignment(m);
+		v->assignment = km_group_member_assignment(m);
 		v->assignment_len = m->assign_len;
 	}
 	return gr->n_members;
 }
 
 /* The current generation's answer to m (the leader's with the members). */
-void answer_current(struct km_group *g, struct grp *gr, struct gmember *m,
+void km_group_answer_current(struct km_group *g, struct grp *gr, struct gmember *m,
 		    void *ticket, const char *leader_id)
 {
 	struct km_group_join_result res = {
@@ -107,7 +107,7 @@ void answer_current(struct km_group *g, struct grp *gr, struct gmember *m,
 		res.n_members = fill_views(g, gr);
 		res.members = g->views;
 	}
-	answer_join(g, ticket, &res);
+	km_group_answer_join(g, ticket, &res);
 }
 
 /* Members awaiting a sync are told to rejoin, and the assignments of the
@@ -119,17 +119,17 @@ static void abort_syncs(struct km_group *g, struct grp *gr)
 
 		if (m->awaiting_sync) {
 			m->awaiting_sync = false;
-			answer_sync(g, m->sync_ticket,
+			km_group_answer_sync(g, m->sync_ticket,
 				    KM_GROUP_ERR_REBALANCE_IN_PROGRESS, NULL, 0);
 		}
 		m->assign_len = 0; /* the buffer serves the next generation */
 	}
 }
 
-void grp_prepare_rebalance(struct km_group *g, struct grp *gr,
+void km_group_prepare_rebalance(struct km_group *g, struct grp *gr,
 			   uint64_t now_ms)
 {
-	uint32_t rt = grp_rebalance_timeout_ms(gr);
+	uint32_t rt = km_group_rebalance_timeout_ms(gr);
 	uint32_t delay = g->cfg.initial_rebalance_delay_ms;
 
 	if (gr->state == KM_GROUP_COMPLETING_REBALANCE)
@@ -147,11 +147,11 @@ void grp_prepare_rebalance(struct km_group *g, struct grp *gr,
 
 /* Kafka's maybePrepareRebalance: canRebalance is every state but
  * PreparingRebalance (and Dead, which a group in the table never is). */
-void grp_maybe_rebalance(struct km_group *g, struct grp *gr, uint64_t now_ms)
+void km_group_maybe_rebalance(struct km_group *g, struct grp *gr, uint64_t now_ms)
 {
 	if (gr->state != KM_GROUP_PREPARING_REBALANCE)
-		grp_prepare_rebalance(g, gr, now_ms);
-	grp_maybe_complete(g, gr, now_ms);
+		km_group_prepare_rebalance(g, gr, now_ms);
+	km_group_maybe_complete(g, gr, now_ms);
 }
 
 static bool all_joined(const struct grp *gr)
@@ -172,14 +172,14 @@ static void drop_absent(struct km_group *g, struct grp *gr)
 		struct gmember *m = &gr->members[i];
 
 		if (!m->awaiting_join && !m->is_static)
-			member_unlink(g, gr, i);
+			km_group_member_unlink(g, gr, i);
 	}
 }
 
 /* Keep the leader if it rejoined, else the first member that did. */
 static struct gmember *elect_leader(struct grp *gr)
 {
-	struct gmember *l = leader_of(gr);
+	struct gmember *l = km_group_leader_of(gr);
 
 	if (l != NULL && l->awaiting_join)
 		return l;
@@ -197,18 +197,18 @@ static struct gmember *elect_leader(struct grp *gr)
 static void start_generation(struct km_group *g, struct grp *gr,
 			     uint64_t now_ms)
 {
-	struct gmember *leader = leader_of(gr);
+	struct gmember *leader = km_group_leader_of(gr);
 	bool voted;
 
 	gr->generation++;
-	voted = grp_vote(gr, gr->protocol);
+	voted = km_group_vote(gr, gr->protocol);
 	KM_ASSERT(voted); /* every join shares a protocol with all others */
 	gr->state = KM_GROUP_COMPLETING_REBALANCE;
 	for (uint32_t i = 0; i < gr->n_members; i++) {
 		struct gmember *m = &gr->members[i];
 
 		if (m->join_ticketed)
-			answer_current(g, gr, m, m->join_ticket, leader->id);
+			km_group_answer_current(g, gr, m, m->join_ticket, leader->id);
 		m->awaiting_join = false;
 		m->join_ticketed = false;
 		m->is_new = false;
@@ -228,7 +228,7 @@ static void complete_join(struct km_group *g, struct grp *gr, uint64_t now_ms)
 	}
 	if (elect_leader(gr) == NULL) {
 		/* Only absent static members: wait for their sessions. */
-		gr->join_deadline_ms = now_ms + grp_rebalance_timeout_ms(gr);
+		gr->join_deadline_ms = now_ms + km_group_rebalance_timeout_ms(gr);
 		return;
 	}
 	start_generation(g, gr, now_ms);
@@ -251,7 +251,7 @@ static void initial_delay_over(struct km_group *g, struct grp *gr,
 	complete_join(g, gr, now_ms);
 }
 
-void grp_maybe_complete(struct km_group *g, struct grp *gr, uint64_t now_ms)
+void km_group_maybe_complete(struct km_group *g, struct grp *gr, uint64_t now_ms)
 {
 	if (gr->state != KM_GROUP_PREPARING_REBALANCE)
 		return;

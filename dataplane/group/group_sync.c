@@ -16,9 +16,9 @@ static int16_t member_check(struct grp *gr, const char *mid,
 {
 	struct gmember *m;
 
-	if (is_fenced(gr, mid, instance))
+	if (km_group_is_fenced(gr, mid, instance))
 		return KM_GROUP_ERR_FENCED_INSTANCE_ID;
-	m = mem_find(gr, mid);
+	m = km_group_mem_find(gr, mid);
 	if (m == NULL)
 		return KM_GROUP_ERR_UNKNOWN_MEMBER_ID;
 	if (generation != gr->generation)
@@ -90,8 +90,8 @@ static void propagate(struct km_group *g, struct grp *gr, uint64_t now_ms)
 			continue;
 		m->awaiting_sync = false;
 		m->last_hb_ms = now_ms;
-		answer_sync(g, m->sync_ticket, KM_GROUP_ERR_NONE,
-			    member_assignment(m), m->assign_len);
+		km_group_answer_sync(g, m->sync_ticket, KM_GROUP_ERR_NONE,
+			    km_group_member_assignment(m), m->assign_len);
 	}
 }
 
@@ -99,7 +99,7 @@ static void sync_wait(struct km_group *g, struct gmember *m, void *ticket,
 		      uint64_t now_ms)
 {
 	if (m->awaiting_sync)
-		answer_sync(g, m->sync_ticket,
+		km_group_answer_sync(g, m->sync_ticket,
 			    KM_GROUP_ERR_REBALANCE_IN_PROGRESS, NULL, 0);
 	m->awaiting_sync = true;
 	m->sync_ticket = ticket;
@@ -130,7 +130,7 @@ static int sync_completing(struct km_group *g, struct grp *gr,
 		return 0;
 	}
 	if (!assign_valid(g, r)) {
-		answer_sync(g, ticket, KM_GROUP_ERR_INVALID_REQUEST, NULL, 0);
+		km_group_answer_sync(g, ticket, KM_GROUP_ERR_INVALID_REQUEST, NULL, 0);
 		return 0;
 	}
 	return leader_sync(g, gr, m, r, ticket, now_ms);
@@ -145,27 +145,27 @@ int km_group_sync(struct km_group *g, const struct km_group_sync_req *r,
 	int16_t err = KM_GROUP_ERR_UNKNOWN_MEMBER_ID;
 
 	KM_ASSERT(!g->in_cb);
-	if (!name_ok(r->group_id))
+	if (!km_group_name_ok(r->group_id))
 		err = KM_GROUP_ERR_INVALID_GROUP_ID;
-	else if ((gr = grp_find(g, r->group_id)) != NULL)
+	else if ((gr = km_group_find(g, r->group_id)) != NULL)
 		err = member_check(gr, mid, r->instance_id, r->generation, &m);
 	if (err == KM_GROUP_ERR_NONE && gr->state == KM_GROUP_PREPARING_REBALANCE)
 		err = KM_GROUP_ERR_REBALANCE_IN_PROGRESS;
 	if (err != KM_GROUP_ERR_NONE) {
-		answer_sync(g, ticket, err, NULL, 0);
+		km_group_answer_sync(g, ticket, err, NULL, 0);
 		return 0;
 	}
 	if (gr->state == KM_GROUP_STABLE) {
 		m->last_hb_ms = now_ms;
-		answer_sync(g, ticket, KM_GROUP_ERR_NONE, member_assignment(m),
+		km_group_answer_sync(g, ticket, KM_GROUP_ERR_NONE, km_group_member_assignment(m),
 			    m->assign_len);
-		grp_settle(g, gr, now_ms);
+		km_group_settle(g, gr, now_ms);
 		return 0;
 	}
 	KM_ASSERT(gr->state == KM_GROUP_COMPLETING_REBALANCE);
 	if (sync_completing(g, gr, m, r, ticket, now_ms) < 0)
 		return -ENOMEM;
-	grp_settle(g, gr, now_ms);
+	km_group_settle(g, gr, now_ms);
 	return 0;
 }
 
@@ -178,9 +178,9 @@ int16_t km_group_heartbeat(struct km_group *g, const char *group_id,
 	int16_t err;
 
 	KM_ASSERT(!g->in_cb);
-	if (!name_ok(group_id))
+	if (!km_group_name_ok(group_id))
 		return KM_GROUP_ERR_INVALID_GROUP_ID;
-	gr = grp_find(g, group_id);
+	gr = km_group_find(g, group_id);
 	if (gr == NULL)
 		return KM_GROUP_ERR_UNKNOWN_MEMBER_ID;
 	err = member_check(gr, member_id == NULL ? "" : member_id, instance_id,
@@ -188,7 +188,7 @@ int16_t km_group_heartbeat(struct km_group *g, const char *group_id,
 	if (err != KM_GROUP_ERR_NONE)
 		return err;
 	m->last_hb_ms = now_ms;
-	grp_settle(g, gr, now_ms);
+	km_group_settle(g, gr, now_ms);
 	if (gr->state == KM_GROUP_PREPARING_REBALANCE)
 		return KM_GROUP_ERR_REBALANCE_IN_PROGRESS;
 	return KM_GROUP_ERR_NONE;
@@ -206,11 +206,11 @@ int16_t km_group_commit_check(struct km_group *g, const char *group_id,
 	KM_ASSERT(!g->in_cb);
 	if (group_id == NULL)
 		return KM_GROUP_ERR_INVALID_GROUP_ID;
-	gr = grp_find(g, group_id);
+	gr = km_group_find(g, group_id);
 	if (gr == NULL)
 		return generation < 0 ? KM_GROUP_ERR_NONE :
 					KM_GROUP_ERR_ILLEGAL_GENERATION;
-	if (is_fenced(gr, mid, instance_id))
+	if (km_group_is_fenced(gr, mid, instance_id))
 		return KM_GROUP_ERR_FENCED_INSTANCE_ID;
 	if (generation < 0 && gr->state == KM_GROUP_EMPTY)
 		return KM_GROUP_ERR_NONE;
@@ -220,7 +220,7 @@ int16_t km_group_commit_check(struct km_group *g, const char *group_id,
 	if (gr->state == KM_GROUP_COMPLETING_REBALANCE)
 		return KM_GROUP_ERR_REBALANCE_IN_PROGRESS;
 	m->last_hb_ms = now_ms;
-	grp_settle(g, gr, now_ms);
+	km_group_settle(g, gr, now_ms);
 	return KM_GROUP_ERR_NONE;
 }
 
@@ -232,20 +232,20 @@ static int16_t leave_one(struct km_group *g, struct grp *gr,
 	struct gpending *p;
 	struct gmember *m;
 
-	if (mid[0] != '\0' && is_fenced(gr, mid, lm->instance_id))
+	if (mid[0] != '\0' && km_group_is_fenced(gr, mid, lm->instance_id))
 		return KM_GROUP_ERR_FENCED_INSTANCE_ID;
-	p = lm->instance_id == NULL ? pend_find(gr, mid) : NULL;
+	p = lm->instance_id == NULL ? km_group_pend_find(gr, mid) : NULL;
 	if (p != NULL) {
-		pend_remove(gr, p);
+		km_group_pend_remove(gr, p);
 		*removed = true;
 		return KM_GROUP_ERR_NONE;
 	}
-	m = mem_find_static(gr, lm->instance_id);
+	m = km_group_mem_find_static(gr, lm->instance_id);
 	if (m == NULL)
-		m = mem_find(gr, mid);
+		m = km_group_mem_find(gr, mid);
 	if (m == NULL)
 		return KM_GROUP_ERR_UNKNOWN_MEMBER_ID;
-	member_unlink(g, gr, (uint32_t)(m - gr->members));
+	km_group_member_unlink(g, gr, (uint32_t)(m - gr->members));
 	*removed = true;
 	return KM_GROUP_ERR_NONE;
 }
@@ -258,16 +258,16 @@ int16_t km_group_leave(struct km_group *g, const char *group_id,
 	bool removed = false;
 
 	KM_ASSERT(!g->in_cb);
-	if (!name_ok(group_id))
+	if (!km_group_name_ok(group_id))
 		return KM_GROUP_ERR_INVALID_GROUP_ID;
-	gr = grp_find(g, group_id);
+	gr = km_group_find(g, group_id);
 	for (uint32_t i = 0; i < n; i++)
 		errors[i] = gr == NULL ? KM_GROUP_ERR_UNKNOWN_MEMBER_ID :
 					 leave_one(g, gr, &members[i], &removed);
 	if (gr == NULL)
 		return KM_GROUP_ERR_NONE;
 	if (removed)
-		grp_after_removal(g, gr, now_ms);
-	grp_settle(g, gr, now_ms);
+		km_group_after_removal(g, gr, now_ms);
+	km_group_settle(g, gr, now_ms);
 	return KM_GROUP_ERR_NONE;
 }

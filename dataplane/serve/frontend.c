@@ -180,7 +180,7 @@ static void free_all(struct km_frontend *fe)
 	free(fe->lo_req);
 	free(fe->lo_resp);
 	free(fe->ab_tmp);
-	fe_groups_free(fe);
+	km_frontend_groups_free(fe);
 	free(fe);
 }
 
@@ -192,7 +192,7 @@ int km_frontend_create(const struct km_frontend_config *cfg,
 
 	if (rc < 0)
 		return rc;
-	fe_dispatch_check();
+	km_frontend_dispatch_check();
 	fe = calloc(1, sizeof(*fe));
 	if (fe == NULL)
 		return -ENOMEM;
@@ -208,7 +208,7 @@ int km_frontend_create(const struct km_frontend_config *cfg,
 	snprintf(fe->host, sizeof(fe->host), "%s", cfg->advertised_host);
 	set_limits(fe, cfg);
 	if ((rc = alloc_conns(fe)) < 0 || (rc = alloc_buffers(fe)) < 0 ||
-	    (rc = fe_groups_init(fe, cfg)) < 0) {
+	    (rc = km_frontend_groups_init(fe, cfg)) < 0) {
 		free_all(fe);
 		return rc;
 	}
@@ -234,7 +234,7 @@ int km_frontend_listen(struct km_frontend *fe, const char *ipv4,
 
 	if (fe->lsn != NULL)
 		return -EALREADY;
-	rc = km_net_listen(fe->net, ipv4, port, &fe_conn_handler, fe, &fe->lsn);
+	rc = km_net_listen(fe->net, ipv4, port, &km_frontend_conn_handler, fe, &fe->lsn);
 	if (rc < 0) {
 		fe->lsn = NULL;
 		return rc;
@@ -262,7 +262,7 @@ void km_frontend_get_stats(const struct km_frontend *fe,
 
 /* ---- Fetch records buffers ---- */
 
-uint8_t *fe_fbuf_get(struct km_frontend *fe)
+uint8_t *km_frontend_fbuf_get(struct km_frontend *fe)
 {
 	for (uint32_t i = 0; i < fe->n_fbufs; i++)
 		if (!fe->fbufs[i].used) {
@@ -272,7 +272,7 @@ uint8_t *fe_fbuf_get(struct km_frontend *fe)
 	return NULL;
 }
 
-bool fe_fbuf_available(const struct km_frontend *fe)
+bool km_frontend_fbuf_available(const struct km_frontend *fe)
 {
 	for (uint32_t i = 0; i < fe->n_fbufs; i++)
 		if (!fe->fbufs[i].used)
@@ -280,7 +280,7 @@ bool fe_fbuf_available(const struct km_frontend *fe)
 	return false;
 }
 
-void fe_fbuf_put(struct km_frontend *fe, uint8_t *mem)
+void km_frontend_fbuf_put(struct km_frontend *fe, uint8_t *mem)
 {
 	uint32_t i = 0;
 
@@ -300,7 +300,7 @@ void km_frontend_tick(struct km_frontend *fe, uint64_t now_ms)
 {
 	uint32_t left = fe->conns_used;
 
-	fe_groups_tick(fe, now_ms);
+	km_frontend_groups_tick(fe, now_ms);
 	for (uint32_t i = 0; i < fe->conns_max && left > 0; i++) {
 		struct fe_conn *fc = &fe->conns[i];
 
@@ -309,13 +309,13 @@ void km_frontend_tick(struct km_frontend *fe, uint64_t now_ms)
 		left--;
 		if (fc->c == NULL || fc->closing)
 			continue;
-		fe_conn_tick(fc, now_ms);
+		km_frontend_conn_tick(fc, now_ms);
 	}
 }
 
 uint64_t km_frontend_next_deadline_ms(const struct km_frontend *fe)
 {
-	uint64_t next = fe_groups_deadline(fe);
+	uint64_t next = km_frontend_groups_deadline(fe);
 	uint32_t left = fe->conns_used;
 
 	for (uint32_t i = 0; i < fe->conns_max && left > 0; i++) {
@@ -327,7 +327,7 @@ uint64_t km_frontend_next_deadline_ms(const struct km_frontend *fe)
 		left--;
 		if (fc->c == NULL || fc->closing)
 			continue;
-		d = fe_conn_deadline(fc);
+		d = km_frontend_conn_deadline(fc);
 		if (d < next)
 			next = d;
 	}

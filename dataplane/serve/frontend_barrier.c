@@ -17,7 +17,7 @@ static void barrier_answer(struct km_frontend *fe,
 	struct km_part *p = km_part_find(fe->table, req->topic.s, req->partition);
 	int rc;
 
-	m->error_code = fe_part_state_err(p);
+	m->error_code = km_frontend_part_state_err(p);
 	m->barrier_offset = -1;
 	km_wire_name_set(&m->cluster_id, fe->cluster_id);
 	if (m->error_code != KM_KERR_NONE)
@@ -33,7 +33,7 @@ static void barrier_answer(struct km_frontend *fe,
 	}
 }
 
-int fe_handle_barrier(struct fe_conn *fc, const struct km_reqhdr *h,
+int km_frontend_handle_barrier(struct fe_conn *fc, const struct km_reqhdr *h,
 		      struct km_wire_rd *r)
 {
 	struct km_barrier_req req;
@@ -43,13 +43,13 @@ int fe_handle_barrier(struct fe_conn *fc, const struct km_reqhdr *h,
 	int rc = km_barrier_req_decode(r, h->api_version, &req);
 
 	if (rc < 0)
-		return fe_conn_fail(fc, "malformed KmirrorBarrier v%d request: "
+		return km_frontend_conn_fail(fc, "malformed KmirrorBarrier v%d request: "
 				    "%s", h->api_version, km_strerror(rc));
-	rc = fe_slot_open(fc, h, BARRIER_RESP_BYTES, &slot);
+	rc = km_frontend_slot_open(fc, h, BARRIER_RESP_BYTES, &slot);
 	if (rc != 0)
 		return rc;
 	barrier_answer(fc->fe, &req, &m);
-	fe_slot_begin(fc, slot, &w);
+	km_frontend_slot_begin(fc, slot, &w);
 	km_barrier_resp_encode(&w, h->api_version, &m);
-	return fe_slot_finish(fc, slot, &w, true);
+	return km_frontend_slot_finish(fc, slot, &w, true);
 }

@@ -25,14 +25,14 @@ static void on_close(struct km_net_conn *c, int reason);
 static void process_frames(struct fe_conn *fc);
 static void slots_release(struct fe_conn *fc);
 
-const struct km_net_handler fe_conn_handler = {
+const struct km_net_handler km_frontend_conn_handler = {
 	.on_connect = NULL,
 	.on_accept = on_accept,
 	.on_recv = on_recv,
 	.on_close = on_close,
 };
 
-uint64_t fe_now_ms(void)
+uint64_t km_frontend_now_ms(void)
 {
 	return km_clock_ms();
 }
@@ -64,7 +64,7 @@ static struct fe_conn *conn_alloc(struct km_frontend *fe)
 
 /* A closed connection is reused only once every Produce outcome it awaits
  * has come back: the outcomes write into its slots. */
-void fe_conn_maybe_free(struct fe_conn *fc)
+void km_frontend_conn_maybe_free(struct fe_conn *fc)
 {
 	if (!fc->used || fc->c != NULL || fc->pending_ops > 0)
 		return;
@@ -72,7 +72,7 @@ void fe_conn_maybe_free(struct fe_conn *fc)
 	fc->fe->conns_used--;
 }
 
-int fe_conn_fail(struct fe_conn *fc, const char *fmt, ...)
+int km_frontend_conn_fail(struct fe_conn *fc, const char *fmt, ...)
 {
 	char why[256];
 	va_list ap;
@@ -120,7 +120,7 @@ static void on_recv(struct km_net_conn *c, const struct km_chain *data,
 		return;
 	}
 	if (km_kframe_push(&fc->kf, data, buf_ids) < 0) {
-		fe_conn_fail(fc, "more than %u receive buffers of requests "
+		km_frontend_conn_fail(fc, "more than %u receive buffers of requests "
 			     "queued", (unsigned)KM_KFRAME_SEGS_MAX);
 		return;
 	}
@@ -141,8 +141,8 @@ static void on_close(struct km_net_conn *c, int reason)
 	km_kframe_reset(&fc->kf);
 	fc->held = NULL;
 	slots_release(fc);
-	fe_groups_conn_closed(fc);
-	fe_conn_maybe_free(fc);
+	km_frontend_groups_conn_closed(fc);
+	km_frontend_conn_maybe_free(fc);
 }
 
 /* ---- slots and the response ring ---- */
@@ -177,14 +177,14 @@ static int buf_alloc(struct fe_conn *fc, uint32_t len, uint32_t *off)
 	return 0;
 }
 
-int fe_slot_open(struct fe_conn *fc, const struct km_reqhdr *h, uint32_t bound,
+int km_frontend_slot_open(struct fe_conn *fc, const struct km_reqhdr *h, uint32_t bound,
 		 uint32_t *slot)
 {
 	uint32_t len = (bound + 7u) & ~7u, off, idx;
 	struct fe_slot *s;
 
 	if (len > fc->fe->conn_buf_bytes)
-		return fe_conn_fail(fc, "a %s response of %u bytes would not "
+		return km_frontend_conn_fail(fc, "a %s response of %u bytes would not "
 				    "fit the %u of a connection",
 				    fe_api_name(h->api_key), len,
 				    fc->fe->conn_buf_bytes);
@@ -203,7 +203,7 @@ int fe_slot_open(struct fe_conn *fc, const struct km_reqhdr *h, uint32_t bound,
 	return 0;
 }
 
-void fe_slot_begin(struct fe_conn *fc, uint32_t slot, struct km_wire_wr *w)
+void km_frontend_slot_begin(struct fe_conn *fc, uint32_t slot, struct km_wire_wr *w)
 {
 	struct fe_slot *s = &fc->slots[slot];
 
@@ -211,14 +211,14 @@ void fe_slot_begin(struct fe_conn *fc, uint32_t slot, struct km_wire_wr *w)
 	km_proto_resp_begin(w, s->api_key, s->api_version, s->corr);
 }
 
-int fe_slot_finish(struct fe_conn *fc, uint32_t slot, struct km_wire_wr *w,
+int km_frontend_slot_finish(struct fe_conn *fc, uint32_t slot, struct km_wire_wr *w,
 		   bool trim)
 {
 	struct fe_slot *s = &fc->slots[slot];
 	int n = km_wire_wr_frame_end(w);
 
 	if (n < 0)
-		return fe_conn_fail(fc, "encoding a %s v%d response: %s",
+		return km_frontend_conn_fail(fc, "encoding a %s v%d response: %s",
 				    fe_api_name(s->api_key), s->api_version,
 				    km_strerror(n));
 	s->len = (uint32_t)w->pos;
@@ -229,7 +229,7 @@ int fe_slot_finish(struct fe_conn *fc, uint32_t slot, struct km_wire_wr *w,
 		fc->tail = s->off + s->cap;
 	}
 	s->state = FE_SLOT_READY;
-	fe_send_ready(fc);
+	km_frontend_send_ready(fc);
 	return 0;
 }
 
@@ -237,7 +237,7 @@ static void on_sent(struct km_net_conn *c, void *arg, int res);
 
 /* Hand READY responses to the network, oldest first, stopping at the first
  * one still in process: responses leave in request order. */
-void fe_send_ready(struct fe_conn *fc)
+void km_frontend_send_ready(struct fe_conn *fc)
 {
 	struct iovec iov[2 * KM_FRONTEND_GAPS_MAX + 1];
 
@@ -254,7 +254,7 @@ void fe_send_ready(struct fe_conn *fc)
 		if (s->ops != NULL && s->ops->iovec != NULL)
 			n = s->ops->iovec(fc, s, iov, fc->fe->iov_max);
 		if (n < 0) {
-			fe_conn_fail(fc, "%s response: %s",
+			km_frontend_conn_fail(fc, "%s response: %s",
 				     fe_api_name(s->api_key), km_strerror(n));
 			return;
 		}
@@ -277,7 +277,7 @@ static void slot_release(struct fe_conn *fc, struct fe_slot *s)
 
 /* On close: no send callback will pop the slots left, and a reused
  * connection starts with an empty ring. Produce slots still awaiting
- * outcomes keep their bytes (fe_conn_maybe_free). */
+ * outcomes keep their bytes (km_frontend_conn_maybe_free). */
 static void slots_release(struct fe_conn *fc)
 {
 	for (uint32_t i = 0; i < fc->s_count; i++)
@@ -307,7 +307,7 @@ static void on_sent(struct km_net_conn *c, void *arg, int res)
 	pop_sent(fc);
 	if (fc->c == NULL || fc->closing)
 		return;
-	fe_send_ready(fc);
+	km_frontend_send_ready(fc);
 	process_frames(fc);
 }
 
@@ -326,13 +326,13 @@ static void process_frames(struct fe_conn *fc)
 			if (rc == 0)
 				return;
 			if (rc < 0) {
-				fe_conn_fail(fc, "request frame: %s (limit %u "
+				km_frontend_conn_fail(fc, "request frame: %s (limit %u "
 					     "bytes)", km_strerror(rc),
 					     fc->fe->limits.frame_bytes_max);
 				return;
 			}
 		}
-		rc = fe_dispatch(fc, fr, fc->held == NULL);
+		rc = km_frontend_dispatch(fc, fr, fc->held == NULL);
 		if (rc == FE_WAIT) {
 			fc->held = fr;
 			return;
@@ -348,7 +348,7 @@ static void process_frames(struct fe_conn *fc)
  * the others, and its slot may make room for a held frame. Callbacks never
  * run inside km_net_* calls (net.h), so the ring holds still while we walk
  * it, unless a hook fails the connection. */
-void fe_conn_tick(struct fe_conn *fc, uint64_t now_ms)
+void km_frontend_conn_tick(struct fe_conn *fc, uint64_t now_ms)
 {
 	for (uint32_t i = 0; i < fc->s_count; i++) {
 		struct fe_slot *s = slot_at(fc, i);
@@ -361,11 +361,11 @@ void fe_conn_tick(struct fe_conn *fc, uint64_t now_ms)
 	if (fc->c == NULL || fc->closing)
 		return;
 	if (fc->send_blocked)
-		fe_send_ready(fc);
+		km_frontend_send_ready(fc);
 	process_frames(fc);
 }
 
-uint64_t fe_conn_deadline(const struct fe_conn *fc)
+uint64_t km_frontend_conn_deadline(const struct fe_conn *fc)
 {
 	uint64_t next = UINT64_MAX;
 

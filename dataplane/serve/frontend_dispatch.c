@@ -19,28 +19,28 @@ struct handler_row {
 static int handle_apiversions(struct fe_conn *fc, const struct km_reqhdr *h,
 			      struct km_wire_rd *r)
 {
-	return fe_handle_apiversions(fc, h, r, false);
+	return km_frontend_handle_apiversions(fc, h, r, false);
 }
 
 /* One row per API the table speaks; the group coordinator's APIs share
  * frontend_group.c's entry, which tells them apart. */
 static const struct handler_row handlers[] = {
-	{ KM_API_PRODUCE, fe_handle_produce },
-	{ KM_API_FETCH, fe_handle_fetch },
-	{ KM_API_LIST_OFFSETS, fe_handle_listoffsets },
-	{ KM_API_METADATA, fe_handle_metadata },
-	{ KM_API_OFFSET_COMMIT, fe_handle_group },
-	{ KM_API_OFFSET_FETCH, fe_handle_group },
-	{ KM_API_FIND_COORDINATOR, fe_handle_group },
-	{ KM_API_JOIN_GROUP, fe_handle_group },
-	{ KM_API_HEARTBEAT, fe_handle_group },
-	{ KM_API_LEAVE_GROUP, fe_handle_group },
-	{ KM_API_SYNC_GROUP, fe_handle_group },
-	{ KM_API_DESCRIBE_GROUPS, fe_handle_group },
-	{ KM_API_LIST_GROUPS, fe_handle_group },
+	{ KM_API_PRODUCE, km_frontend_handle_produce },
+	{ KM_API_FETCH, km_frontend_handle_fetch },
+	{ KM_API_LIST_OFFSETS, km_frontend_handle_listoffsets },
+	{ KM_API_METADATA, km_frontend_handle_metadata },
+	{ KM_API_OFFSET_COMMIT, km_frontend_handle_group },
+	{ KM_API_OFFSET_FETCH, km_frontend_handle_group },
+	{ KM_API_FIND_COORDINATOR, km_frontend_handle_group },
+	{ KM_API_JOIN_GROUP, km_frontend_handle_group },
+	{ KM_API_HEARTBEAT, km_frontend_handle_group },
+	{ KM_API_LEAVE_GROUP, km_frontend_handle_group },
+	{ KM_API_SYNC_GROUP, km_frontend_handle_group },
+	{ KM_API_DESCRIBE_GROUPS, km_frontend_handle_group },
+	{ KM_API_LIST_GROUPS, km_frontend_handle_group },
 	{ KM_API_API_VERSIONS, handle_apiversions },
-	{ KM_API_INIT_PRODUCER_ID, fe_handle_initpid },
-	{ KM_API_KMIRROR_BARRIER, fe_handle_barrier },
+	{ KM_API_INIT_PRODUCER_ID, km_frontend_handle_initpid },
+	{ KM_API_KMIRROR_BARRIER, km_frontend_handle_barrier },
 };
 
 #define N_HANDLERS (sizeof(handlers) / sizeof(handlers[0]))
@@ -56,7 +56,7 @@ static fe_handler_fn find_handler(int16_t api_key)
 /* An API advertised in ApiVersions without a handler would close every
  * client that uses it: a programmer error, caught when a front end is
  * created rather than by the first client. */
-void fe_dispatch_check(void)
+void km_frontend_dispatch_check(void)
 {
 	struct km_api_range keys[KM_PROTO_APIS];
 	int n = km_proto_supported(keys, KM_PROTO_APIS);
@@ -89,7 +89,7 @@ static void count_request(struct km_frontend *fe, const struct km_reqhdr *h,
 		fe->st.requests_other++;
 }
 
-int fe_dispatch(struct fe_conn *fc, const struct km_kframe_frame *fr,
+int km_frontend_dispatch(struct fe_conn *fc, const struct km_kframe_frame *fr,
 		bool first)
 {
 	struct km_wire_rd r;
@@ -105,19 +105,19 @@ int fe_dispatch(struct fe_conn *fc, const struct km_kframe_frame *fr,
 	if (first) /* a retry after FE_WAIT was counted the first time */
 		count_request(fc->fe, &h, rc);
 	if (rc == KM_EWIREAPIKEY)
-		return fe_conn_fail(fc, "unsupported API key %d (v%d)",
+		return km_frontend_conn_fail(fc, "unsupported API key %d (v%d)",
 				    h.api_key, h.api_version);
 	if (rc == KM_EWIREVERSION && h.api_key == KM_API_API_VERSIONS)
-		return fe_handle_apiversions(fc, &h, &r, true);
+		return km_frontend_handle_apiversions(fc, &h, &r, true);
 	if (rc == KM_EWIREVERSION)
-		return fe_conn_fail(fc, "unsupported %s version %d (key %d)",
+		return km_frontend_conn_fail(fc, "unsupported %s version %d (key %d)",
 				    fe_api_name(h.api_key), h.api_version,
 				    h.api_key);
 	if (rc < 0)
-		return fe_conn_fail(fc, "malformed request header: %s",
+		return km_frontend_conn_fail(fc, "malformed request header: %s",
 				    km_strerror(rc));
 	if ((fn = find_handler(h.api_key)) == NULL)
-		return fe_conn_fail(fc, "API key %d v%d is not served",
+		return km_frontend_conn_fail(fc, "API key %d v%d is not served",
 				    h.api_key, h.api_version);
 	return fn(fc, &h, &r);
 }

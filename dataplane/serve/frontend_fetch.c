@@ -35,7 +35,7 @@ static void fetch_release(struct fe_conn *fc, struct fe_slot *s)
 
 	KM_ASSERT_HOT(s == &fc->slots[f->slot]);
 	if (f->buf != NULL)
-		fe_fbuf_put(fc->fe, f->buf);
+		km_frontend_fbuf_put(fc->fe, f->buf);
 	f->buf = NULL;
 	f->buf_used = 0;
 	f->active = false;
@@ -104,11 +104,11 @@ static int fetch_decode(struct fe_conn *fc, const struct km_reqhdr *h,
 		sizeof(f->forgotten_parts) / sizeof(f->forgotten_parts[0]);
 	rc = km_fetch_req_decode(r, h->api_version, q);
 	if (rc == KM_EWIRECAPACITY)
-		return fe_conn_fail(fc, "Fetch v%d names more than %u "
+		return km_frontend_conn_fail(fc, "Fetch v%d names more than %u "
 				    "partitions or %u topics", h->api_version,
 				    fe->parts_max, fe->topics_max);
 	if (rc < 0)
-		return fe_conn_fail(fc, "malformed Fetch v%d request: %s",
+		return km_frontend_conn_fail(fc, "malformed Fetch v%d request: %s",
 				    h->api_version, km_strerror(rc));
 	f->top_err = session_error(h->api_version, q);
 	return 0;
@@ -145,7 +145,7 @@ static void fetch_state(struct fe_conn *fc, uint32_t i, struct fetch_pass *ps)
 	int64_t off = f->parts[i].fetch_offset;
 	struct km_log *log;
 
-	x->err = fe_part_state_err(x->p);
+	x->err = km_frontend_part_state_err(x->p);
 	x->hw = x->lso = x->log_start = x->bound = -1;
 	x->rec_len = 0;
 	x->ab_first = 0;
@@ -154,7 +154,7 @@ static void fetch_state(struct fe_conn *fc, uint32_t i, struct fetch_pass *ps)
 		log = x->p->log;
 		x->hw = km_log_durable_offset(log);
 		x->log_start = km_log_start_offset(log);
-		x->lso = fe_part_lso(fc->fe, x->p);
+		x->lso = km_frontend_part_lso(fc->fe, x->p);
 		x->bound = ps->committed ? x->lso : x->hw;
 		/* R6: above the HW is past what exists for a client. */
 		if (off < x->log_start || off > x->hw) {
@@ -301,7 +301,7 @@ static void fetch_respond(struct fe_conn *fc)
 	f->parked = false;
 	f->need_buf = false;
 	f->n_ext = 0;
-	fe_slot_begin(fc, f->slot, &f->w);
+	km_frontend_slot_begin(fc, f->slot, &f->w);
 	km_wire_wr_set_gaps(&f->w, f->gaps, KM_FRONTEND_GAPS_MAX);
 	km_fetch_resp_enc_begin(&e, &f->w, ver, 0, f->top_err, 0);
 	for (uint32_t t = 0; t < f->req.n_topics && f->top_err == 0; t++) {
@@ -312,7 +312,7 @@ static void fetch_respond(struct fe_conn *fc)
 			fetch_enc_part(fc, &e, i);
 	}
 	km_fetch_resp_enc_end(&e);
-	fe_slot_finish(fc, f->slot, &f->w, false);
+	km_frontend_slot_finish(fc, f->slot, &f->w, false);
 }
 
 static void fetch_park(struct fe_conn *fc, uint64_t now, bool need_buf)
@@ -321,7 +321,7 @@ static void fetch_park(struct fe_conn *fc, uint64_t now, bool need_buf)
 
 	f->need_buf = need_buf;
 	if (f->buf != NULL)
-		fe_fbuf_put(fc->fe, f->buf);
+		km_frontend_fbuf_put(fc->fe, f->buf);
 	f->buf = NULL;
 	f->buf_used = 0;
 	f->n_aborted = 0;
@@ -355,7 +355,7 @@ static void fetch_eval(struct fe_conn *fc, uint64_t now, bool force)
 		fetch_state(fc, i, &ps);
 	wait = wait && !ps.errors;
 	if (ps.readable && f->buf == NULL)
-		f->buf = fe_fbuf_get(fc->fe);
+		f->buf = km_frontend_fbuf_get(fc->fe);
 	if (wait && (!ps.readable || f->buf == NULL)) {
 		fetch_park(fc, now, ps.readable);
 		return;
@@ -379,9 +379,9 @@ static bool fetch_changed(const struct fe_conn *fc)
 		const struct fe_fpart *x = &f->res[i];
 		int64_t cur;
 
-		if (fe_part_state_err(x->p) != KM_KERR_NONE)
+		if (km_frontend_part_state_err(x->p) != KM_KERR_NONE)
 			return true;
-		cur = committed ? fe_part_lso(fc->fe, x->p)
+		cur = committed ? km_frontend_part_lso(fc->fe, x->p)
 				: km_log_durable_offset(x->p->log);
 		if (cur != x->bound)
 			return true;
@@ -398,7 +398,7 @@ static void fetch_tick(struct fe_conn *fc, struct fe_slot *s, uint64_t now_ms)
 		return;
 	if (now_ms >= f->deadline_ms)
 		fetch_eval(fc, now_ms, true);
-	else if (f->need_buf ? fe_fbuf_available(fc->fe) : fetch_changed(fc))
+	else if (f->need_buf ? km_frontend_fbuf_available(fc->fe) : fetch_changed(fc))
 		fetch_eval(fc, now_ms, false);
 	else
 		f->checked_ms = now_ms;
@@ -413,7 +413,7 @@ static const struct fe_slot_ops fetch_slot_ops = {
 	.tick = fetch_tick,
 };
 
-int fe_handle_fetch(struct fe_conn *fc, const struct km_reqhdr *h,
+int km_frontend_handle_fetch(struct fe_conn *fc, const struct km_reqhdr *h,
 		    struct km_wire_rd *r)
 {
 	struct fe_fetch *f = fc->fetch;
@@ -425,14 +425,14 @@ int fe_handle_fetch(struct fe_conn *fc, const struct km_reqhdr *h,
 		return FE_WAIT; /* the previous Fetch's answer is not sent */
 	if ((rc = fetch_decode(fc, h, r)) < 0)
 		return rc;
-	rc = fe_slot_open(fc, h, fetch_bound(f), &slot);
+	rc = km_frontend_slot_open(fc, h, fetch_bound(f), &slot);
 	if (rc != 0)
 		return rc;
 	fc->slots[slot].ops = &fetch_slot_ops;
 	f->active = true;
 	f->parked = false;
 	f->slot = slot;
-	now = fe_now_ms();
+	now = km_frontend_now_ms();
 	f->deadline_ms = now + (f->req.max_wait_ms > 0
 					? (uint64_t)f->req.max_wait_ms : 0);
 	fetch_resolve(fc);

@@ -11,7 +11,7 @@
  * assignment larger than that closes the connection with the reason.
  *
  * Nothing is allocated per request (frontend_group_pvt.h): the tables are
- * made by fe_groups_init(). A JoinGroup offering more than
+ * made by km_frontend_groups_init(). A JoinGroup offering more than
  * KM_GROUP_PROTOCOLS_MAX protocols, a SyncGroup carrying more than
  * KM_GROUP_MEMBERS_MAX assignments and a LeaveGroup naming more than
  * KM_GROUP_LEAVE_MAX members are answered INVALID_REQUEST, as the
@@ -52,12 +52,12 @@ struct fe_gmem {
 	struct km_group_member_view *desc_views; /* _DESCRIBE_MEMBERS_MAX */
 };
 
-void fe_span_reset(struct km_frontend *fe)
+void km_frontend_span_reset(struct km_frontend *fe)
 {
 	fe->gmem->span_used = 0;
 }
 
-const uint8_t *fe_span_bytes(struct km_frontend *fe, const struct km_chain *ch,
+const uint8_t *km_frontend_span_bytes(struct km_frontend *fe, const struct km_chain *ch,
 			     const struct km_group_bytes *b)
 {
 	struct fe_gmem *gm = fe->gmem;
@@ -112,7 +112,7 @@ static void ticket_free(struct fe_gticket *t)
 	t->used = false;
 }
 
-void fe_groups_conn_closed(struct fe_conn *fc)
+void km_frontend_groups_conn_closed(struct fe_conn *fc)
 {
 	while (fc->gtickets != NULL) {
 		km_group_cancel(fc->fe->groups, fc->gtickets);
@@ -149,9 +149,9 @@ static void join_respond(struct fe_conn *fc, uint32_t slot,
 		m[i].data = (struct km_group_bytes){ .p = v->metadata,
 						     .len = (int32_t)v->metadata_len };
 	}
-	fe_slot_begin(fc, slot, &w);
+	km_frontend_slot_begin(fc, slot, &w);
 	km_joingroup_resp_encode(&w, fc->slots[slot].api_version, &r);
-	fe_slot_finish(fc, slot, &w, false);
+	km_frontend_slot_finish(fc, slot, &w, false);
 }
 
 static void on_join(void *arg, void *ticket,
@@ -175,9 +175,9 @@ static void on_sync(void *arg, void *ticket, int16_t error,
 	struct km_wire_wr w;
 
 	(void)arg;
-	fe_slot_begin(fc, t->slot, &w);
+	km_frontend_slot_begin(fc, t->slot, &w);
 	km_syncgroup_resp_encode(&w, fc->slots[t->slot].api_version, &r);
-	fe_slot_finish(fc, t->slot, &w, false);
+	km_frontend_slot_finish(fc, t->slot, &w, false);
 	ticket_free(t);
 }
 
@@ -236,7 +236,7 @@ static int gmem_alloc(struct km_frontend *fe)
 	return 0;
 }
 
-int fe_groups_init(struct km_frontend *fe, const struct km_frontend_config *cfg)
+int km_frontend_groups_init(struct km_frontend *fe, const struct km_frontend_config *cfg)
 {
 	struct km_group_config gc;
 	int rc;
@@ -260,30 +260,30 @@ int fe_groups_init(struct km_frontend *fe, const struct km_frontend_config *cfg)
 	gc.cb_arg = fe;
 	if ((rc = km_group_create(&gc, &fe->groups)) < 0)
 		return rc;
-	return fe_offsets_init(fe);
+	return km_frontend_offsets_init(fe);
 }
 
-void fe_groups_free(struct km_frontend *fe)
+void km_frontend_groups_free(struct km_frontend *fe)
 {
 	km_group_destroy(fe->groups);
 	fe->groups = NULL;
-	fe_offsets_free(fe);
+	km_frontend_offsets_free(fe);
 	gmem_free(fe->gmem);
 	fe->gmem = NULL;
 }
 
-bool fe_groups_active(struct km_frontend *fe, const char *group)
+bool km_frontend_groups_active(struct km_frontend *fe, const char *group)
 {
 	return km_group_is_active(fe->groups, group);
 }
 
-void fe_groups_tick(struct km_frontend *fe, uint64_t now_ms)
+void km_frontend_groups_tick(struct km_frontend *fe, uint64_t now_ms)
 {
 	if (now_ms >= km_group_next_deadline_ms(fe->groups))
 		km_group_tick(fe->groups, now_ms);
 }
 
-uint64_t fe_groups_deadline(const struct km_frontend *fe)
+uint64_t km_frontend_groups_deadline(const struct km_frontend *fe)
 {
 	return km_group_next_deadline_ms(fe->groups);
 }
@@ -295,17 +295,17 @@ uint64_t fe_groups_deadline(const struct km_frontend *fe)
 	do {                                                                 \
 		uint32_t slot_;                                              \
 		struct km_wire_wr w_;                                        \
-		int rc_ = fe_slot_open(fc, h, bound, &slot_);                \
+		int rc_ = km_frontend_slot_open(fc, h, bound, &slot_);                \
 		if (rc_ != 0)                                                \
 			return rc_;                                          \
-		fe_slot_begin(fc, slot_, &w_);                               \
+		km_frontend_slot_begin(fc, slot_, &w_);                               \
 		encode(&w_, (h)->api_version, msg);                          \
-		return fe_slot_finish(fc, slot_, &w_, true);                 \
+		return km_frontend_slot_finish(fc, slot_, &w_, true);                 \
 	} while (0)
 
 static int decode_failed(struct fe_conn *fc, const struct km_reqhdr *h, int rc)
 {
-	return fe_conn_fail(fc, "malformed %s v%d request: %s",
+	return km_frontend_conn_fail(fc, "malformed %s v%d request: %s",
 			    fe_api_name(h->api_key), h->api_version,
 			    km_strerror(rc));
 }
@@ -346,7 +346,7 @@ static int handle_heartbeat(struct fe_conn *fc, const struct km_reqhdr *h,
 	m.error_code = km_group_heartbeat(fc->fe->groups, q.group_id.s,
 					  q.member_id.s,
 					  name_or_null(&q.group_instance_id),
-					  q.generation_id, fe_now_ms());
+					  q.generation_id, km_frontend_now_ms());
 	RESPOND(fc, h, 32, km_heartbeat_resp_encode, &m);
 }
 
@@ -385,7 +385,7 @@ static int handle_leave(struct fe_conn *fc, const struct km_reqhdr *h,
 		};
 	m.error_code = km_group_leave(fc->fe->groups, q.group_id.s,
 				      gm->leave_members, q.n_members,
-				      gm->leave_errs, fe_now_ms());
+				      gm->leave_errs, km_frontend_now_ms());
 	for (uint32_t i = 0; i < q.n_members; i++)
 		mem[i].error_code = gm->leave_errs[i];
 	if (h->api_version < 3 && m.error_code == KM_KERR_NONE && q.n_members)
@@ -405,7 +405,7 @@ static int open_delayed(struct fe_conn *fc, const struct km_reqhdr *h,
 	uint32_t bound = GROUP_RESP_BYTES < fc->fe->conn_buf_bytes / 2
 				 ? GROUP_RESP_BYTES : fc->fe->conn_buf_bytes / 2;
 	uint32_t slot;
-	int rc = fe_slot_open(fc, h, bound, &slot);
+	int rc = km_frontend_slot_open(fc, h, bound, &slot);
 
 	if (rc != 0)
 		return rc;
@@ -423,7 +423,7 @@ static int join_over(struct fe_conn *fc, const struct km_reqhdr *h,
 		.member_id = q->member_id.len > 0 ? q->member_id.s : "",
 	};
 	uint32_t slot;
-	int rc = fe_slot_open(fc, h, 64 + 3 * (KM_WIRE_NAME_BYTES_MAX + 4),
+	int rc = km_frontend_slot_open(fc, h, 64 + 3 * (KM_WIRE_NAME_BYTES_MAX + 4),
 			      &slot);
 
 	if (rc != 0)
@@ -448,10 +448,10 @@ static int handle_join(struct fe_conn *fc, const struct km_reqhdr *h,
 		return join_over(fc, h, &q);
 	if (rc < 0)
 		return decode_failed(fc, h, rc);
-	fe_span_reset(fc->fe);
+	km_frontend_span_reset(fc->fe);
 	for (uint32_t i = 0; i < q.n_protocols; i++)
 		gp[i] = (struct km_group_protocol){
-			wp[i].name.s, fe_span_bytes(fc->fe, r->chain, &wp[i].metadata),
+			wp[i].name.s, km_frontend_span_bytes(fc->fe, r->chain, &wp[i].metadata),
 			wp[i].metadata.len > 0 ? (uint32_t)wp[i].metadata.len : 0
 		};
 	jr = (struct km_group_join_req){
@@ -464,9 +464,9 @@ static int handle_join(struct fe_conn *fc, const struct km_reqhdr *h,
 		.n_protocols = q.n_protocols, .version = h->api_version,
 	};
 	if ((rc = open_delayed(fc, h, &t)) == 0 &&
-	    (rc = km_group_join(fc->fe->groups, &jr, t, fe_now_ms())) < 0) {
+	    (rc = km_group_join(fc->fe->groups, &jr, t, km_frontend_now_ms())) < 0) {
 		ticket_free(t);
-		rc = fe_conn_fail(fc, "JoinGroup: %s", km_strerror(rc));
+		rc = km_frontend_conn_fail(fc, "JoinGroup: %s", km_strerror(rc));
 	}
 	return rc;
 }
@@ -490,10 +490,10 @@ static int handle_sync(struct fe_conn *fc, const struct km_reqhdr *h,
 	}
 	if (rc < 0)
 		return decode_failed(fc, h, rc);
-	fe_span_reset(fc->fe);
+	km_frontend_span_reset(fc->fe);
 	for (uint32_t i = 0; i < q.n_assignments; i++)
 		ga[i] = (struct km_group_assignment){
-			wa[i].member_id.s, fe_span_bytes(fc->fe, r->chain, &wa[i].data),
+			wa[i].member_id.s, km_frontend_span_bytes(fc->fe, r->chain, &wa[i].data),
 			wa[i].data.len > 0 ? (uint32_t)wa[i].data.len : 0
 		};
 	sr = (struct km_group_sync_req){
@@ -503,9 +503,9 @@ static int handle_sync(struct fe_conn *fc, const struct km_reqhdr *h,
 		.n_assignments = q.n_assignments,
 	};
 	if ((rc = open_delayed(fc, h, &t)) == 0 &&
-	    (rc = km_group_sync(fc->fe->groups, &sr, t, fe_now_ms())) < 0) {
+	    (rc = km_group_sync(fc->fe->groups, &sr, t, km_frontend_now_ms())) < 0) {
 		ticket_free(t);
-		rc = fe_conn_fail(fc, "SyncGroup: %s", km_strerror(rc));
+		rc = km_frontend_conn_fail(fc, "SyncGroup: %s", km_strerror(rc));
 	}
 	return rc;
 }
@@ -543,7 +543,7 @@ static uint32_t list_all(struct km_frontend *fe, struct km_group_overview *ov)
 	struct offset_groups x = { ov, n < KM_GROUP_LIST_MAX ? n : KM_GROUP_LIST_MAX,
 				   KM_GROUP_LIST_MAX, fe->groups };
 
-	if (fe_offsets_ready(fe) == KM_KERR_NONE)
+	if (km_frontend_offsets_ready(fe) == KM_KERR_NONE)
 		km_goffsets_each(fe->go.table, NULL, add_offset_group, &x);
 	return x.n;
 }
@@ -556,7 +556,7 @@ static void count_only(void *arg, const char *group, const char *topic,
 
 static bool has_offsets(struct km_frontend *fe, const char *group)
 {
-	return fe_offsets_ready(fe) == KM_KERR_NONE &&
+	return km_frontend_offsets_ready(fe) == KM_KERR_NONE &&
 	       km_goffsets_each(fe->go.table, group, count_only, NULL) > 0;
 }
 
@@ -587,12 +587,12 @@ static int handle_list(struct fe_conn *fc, const struct km_reqhdr *h,
 		km_wire_name_set(&g[m.n_groups].protocol_type, ov[i].protocol_type);
 		km_wire_name_set(&g[m.n_groups++].group_state, ov[i].state);
 	}
-	rc = fe_slot_open(fc, h, 32 + m.n_groups * 3 * (KM_WIRE_NAME_BYTES_MAX + 4),
+	rc = km_frontend_slot_open(fc, h, 32 + m.n_groups * 3 * (KM_WIRE_NAME_BYTES_MAX + 4),
 			  &slot);
 	if (rc == 0) {
-		fe_slot_begin(fc, slot, &w);
+		km_frontend_slot_begin(fc, slot, &w);
 		km_listgroups_resp_encode(&w, h->api_version, &m);
-		rc = fe_slot_finish(fc, slot, &w, true);
+		rc = km_frontend_slot_finish(fc, slot, &w, true);
 	}
 	return rc;
 }
@@ -661,7 +661,7 @@ static int handle_describe(struct fe_conn *fc, const struct km_reqhdr *h,
 	int rc = km_descgroups_req_decode(r, h->api_version, &q);
 
 	if (rc == KM_EWIRECAPACITY)
-		return fe_conn_fail(fc, "DescribeGroups v%d names more than %u "
+		return km_frontend_conn_fail(fc, "DescribeGroups v%d names more than %u "
 				    "groups (its answer has no error field "
 				    "for that)", h->api_version,
 				    KM_GROUP_DESCRIBE_GROUPS_MAX);
@@ -672,15 +672,15 @@ static int handle_describe(struct fe_conn *fc, const struct km_reqhdr *h,
 	for (uint32_t i = 0; i < q.n_groups; i++)
 		describe_one(fc->fe, &gm->desc_ids[i], &m,
 			     gm->desc_views + m.n_members, &bound);
-	if ((rc = fe_slot_open(fc, h, bound, &slot)) == 0) {
-		fe_slot_begin(fc, slot, &w);
+	if ((rc = km_frontend_slot_open(fc, h, bound, &slot)) == 0) {
+		km_frontend_slot_begin(fc, slot, &w);
 		km_descgroups_resp_encode(&w, h->api_version, &m);
-		rc = fe_slot_finish(fc, slot, &w, true);
+		rc = km_frontend_slot_finish(fc, slot, &w, true);
 	}
 	return rc;
 }
 
-int fe_handle_group(struct fe_conn *fc, const struct km_reqhdr *h,
+int km_frontend_handle_group(struct fe_conn *fc, const struct km_reqhdr *h,
 		    struct km_wire_rd *r)
 {
 	switch (h->api_key) {
@@ -699,11 +699,11 @@ int fe_handle_group(struct fe_conn *fc, const struct km_reqhdr *h,
 	case KM_API_DESCRIBE_GROUPS:
 		return handle_describe(fc, h, r);
 	case KM_API_OFFSET_COMMIT:
-		return fe_handle_offset_commit(fc, h, r);
+		return km_frontend_handle_offset_commit(fc, h, r);
 	case KM_API_OFFSET_FETCH:
-		return fe_handle_offset_fetch(fc, h, r);
+		return km_frontend_handle_offset_fetch(fc, h, r);
 	default:
-		return fe_conn_fail(fc, "API key %d is not a group API",
+		return km_frontend_conn_fail(fc, "API key %d is not a group API",
 				    h->api_key);
 	}
 }

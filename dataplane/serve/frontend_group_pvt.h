@@ -1,7 +1,7 @@
 /* Private to dataplane/serve/frontend_group.c and frontend_offsets.c: not
  * for direct inclusion.
  *
- * The group APIs' tables are allocated once, by fe_groups_init() (STYLE 9),
+ * The group APIs' tables are allocated once, by km_frontend_groups_init() (STYLE 9),
  * sized from common/km_limits.h and the front-end's limits, and reused by
  * every request: the handlers are synchronous and the worker runs one at a
  * time. What outlives a handler lives in its slot's reservation in the
@@ -32,13 +32,13 @@ struct fe_gticket {
  * The bytes of a request field, contiguous: in place when one receive
  * buffer holds them, else copied to the front-end's staging area, which
  * holds a whole request, so every field of one fits. Valid until the
- * handler returns (the next fe_span_reset()).
+ * handler returns (the next km_frontend_span_reset()).
  * @return the bytes, or NULL when b->len <= 0.
  */
-const uint8_t *fe_span_bytes(struct km_frontend *fe, const struct km_chain *ch,
+const uint8_t *km_frontend_span_bytes(struct km_frontend *fe, const struct km_chain *ch,
 			     const struct km_group_bytes *b);
 
 /** A handler starts with the whole staging area. */
-void fe_span_reset(struct km_frontend *fe);
+void km_frontend_span_reset(struct km_frontend *fe);
 
 #endif

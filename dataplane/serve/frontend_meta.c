@@ -20,7 +20,7 @@ static bool part_offline(const struct km_part *p)
 				    memory_order_acquire) != 0;
 }
 
-int16_t fe_part_state_err(const struct km_part *p)
+int16_t km_frontend_part_state_err(const struct km_part *p)
 {
 	if (p == NULL)
 		return KM_KERR_UNKNOWN_TOPIC_OR_PARTITION;
@@ -28,7 +28,7 @@ int16_t fe_part_state_err(const struct km_part *p)
 	return part_offline(p) ? KM_KERR_NOT_LEADER_OR_FOLLOWER : KM_KERR_NONE;
 }
 
-int64_t fe_part_lso(const struct km_frontend *fe, struct km_part *p)
+int64_t km_frontend_part_lso(const struct km_frontend *fe, struct km_part *p)
 {
 	/* Relaxed, as the owner stores it: no other data hangs on the
 	 * value, and a stale LSO is only ever behind the true one, which is
@@ -46,7 +46,7 @@ int64_t fe_part_lso(const struct km_frontend *fe, struct km_part *p)
 
 /* ---- ApiVersions ---- */
 
-int fe_handle_apiversions(struct fe_conn *fc, const struct km_reqhdr *h,
+int km_frontend_handle_apiversions(struct fe_conn *fc, const struct km_reqhdr *h,
 			  struct km_wire_rd *r, bool unsupported)
 {
 	struct km_api_range keys[KM_PROTO_APIS];
@@ -59,7 +59,7 @@ int fe_handle_apiversions(struct fe_conn *fc, const struct km_reqhdr *h,
 
 	if (!unsupported &&
 	    (rc = km_apiversions_req_decode(r, h->api_version, &req)) < 0)
-		return fe_conn_fail(fc, "malformed ApiVersions v%d request: %s",
+		return km_frontend_conn_fail(fc, "malformed ApiVersions v%d request: %s",
 				    h->api_version, km_strerror(rc));
 	rc = km_proto_supported(keys, KM_PROTO_APIS);
 	m.n_keys = rc > 0 ? (uint32_t)rc : 0;
@@ -70,12 +70,12 @@ int fe_handle_apiversions(struct fe_conn *fc, const struct km_reqhdr *h,
 		m.error_code = KM_KERR_UNSUPPORTED_VERSION;
 		hv.api_version = 0;
 	}
-	rc = fe_slot_open(fc, &hv, RESP_FIXED_BYTES + 8 * KM_PROTO_APIS, &slot);
+	rc = km_frontend_slot_open(fc, &hv, RESP_FIXED_BYTES + 8 * KM_PROTO_APIS, &slot);
 	if (rc != 0)
 		return rc;
-	fe_slot_begin(fc, slot, &w);
+	km_frontend_slot_begin(fc, slot, &w);
 	km_apiversions_resp_encode(&w, hv.api_version, &m);
-	return fe_slot_finish(fc, slot, &w, true);
+	return km_frontend_slot_finish(fc, slot, &w, true);
 }
 
 /* ---- Metadata ---- */
@@ -151,7 +151,7 @@ static uint32_t md_bound(const struct km_metadata_resp *m)
 	return b + 32 * m->n_parts;
 }
 
-int fe_handle_metadata(struct fe_conn *fc, const struct km_reqhdr *h,
+int km_frontend_handle_metadata(struct fe_conn *fc, const struct km_reqhdr *h,
 		       struct km_wire_rd *r)
 {
 	struct km_frontend *fe = fc->fe;
@@ -170,7 +170,7 @@ int fe_handle_metadata(struct fe_conn *fc, const struct km_reqhdr *h,
 	int rc = km_metadata_req_decode(r, h->api_version, &req);
 
 	if (rc < 0)
-		return fe_conn_fail(fc, "malformed Metadata v%d request: %s",
+		return km_frontend_conn_fail(fc, "malformed Metadata v%d request: %s",
 				    h->api_version, km_strerror(rc));
 	broker.node_id = fe->node_id;
 	km_wire_name_set(&broker.host, fe->host);
@@ -181,12 +181,12 @@ int fe_handle_metadata(struct fe_conn *fc, const struct km_reqhdr *h,
 		md_all_topics(fe, &m);
 	else
 		md_named_topics(fe, &m, &req);
-	rc = fe_slot_open(fc, h, md_bound(&m), &slot);
+	rc = km_frontend_slot_open(fc, h, md_bound(&m), &slot);
 	if (rc != 0)
 		return rc;
-	fe_slot_begin(fc, slot, &w);
+	km_frontend_slot_begin(fc, slot, &w);
 	km_metadata_resp_encode(&w, h->api_version, &m);
-	return fe_slot_finish(fc, slot, &w, true);
+	return km_frontend_slot_finish(fc, slot, &w, true);
 }
 
 /* ---- ListOffsets ---- */
@@ -233,12 +233,12 @@ static void lo_by_time(struct km_frontend *fe, struct km_log *log, int64_t ts,
 	    off >= bound)
 		return;
 	a->offset = off;
-	if ((buf = fe_fbuf_get(fe)) == NULL)
+	if ((buf = km_frontend_fbuf_get(fe)) == NULL)
 		return;
 	if (km_log_read(log, off, bound, 0, buf, fe->fetch_buf_bytes, &rr) == 0 &&
 	    rr.batches > 0)
 		lo_in_batch(buf, rr.bytes, ts, a);
-	fe_fbuf_put(fe, buf);
+	km_frontend_fbuf_put(fe, buf);
 }
 
 static void lo_answer(struct km_frontend *fe, const char *topic,
@@ -249,7 +249,7 @@ static void lo_answer(struct km_frontend *fe, const char *topic,
 	int64_t bound;
 
 	a->partition = q->partition;
-	a->error_code = fe_part_state_err(p);
+	a->error_code = km_frontend_part_state_err(p);
 	a->timestamp = -1;
 	a->offset = -1;
 	a->leader_epoch = -1;
@@ -258,7 +258,7 @@ static void lo_answer(struct km_frontend *fe, const char *topic,
 		fe->st.partition_errors++;
 		return;
 	}
-	bound = committed ? fe_part_lso(fe, p) : km_log_durable_offset(p->log);
+	bound = committed ? km_frontend_part_lso(fe, p) : km_log_durable_offset(p->log);
 	if (q->timestamp == -1)
 		a->offset = bound; /* LATEST: the HW, or the LSO */
 	else if (q->timestamp == -2)
@@ -268,7 +268,7 @@ static void lo_answer(struct km_frontend *fe, const char *topic,
 	a->old_offsets_count = a->offset >= 0 ? 1 : 0;
 }
 
-int fe_handle_listoffsets(struct fe_conn *fc, const struct km_reqhdr *h,
+int km_frontend_handle_listoffsets(struct fe_conn *fc, const struct km_reqhdr *h,
 			  struct km_wire_rd *r)
 {
 	struct km_frontend *fe = fc->fe;
@@ -284,7 +284,7 @@ int fe_handle_listoffsets(struct fe_conn *fc, const struct km_reqhdr *h,
 	int rc = km_listoffsets_req_decode(r, h->api_version, &req);
 
 	if (rc < 0)
-		return fe_conn_fail(fc, "malformed ListOffsets v%d request: %s",
+		return km_frontend_conn_fail(fc, "malformed ListOffsets v%d request: %s",
 				    h->api_version, km_strerror(rc));
 	for (uint32_t t = 0; t < req.n_topics; t++) {
 		const struct km_proto_topic *tp = &req.topics[t];
@@ -296,12 +296,12 @@ int fe_handle_listoffsets(struct fe_conn *fc, const struct km_reqhdr *h,
 	}
 	m.n_topics = m.topics_max = req.n_topics;
 	m.n_parts = m.parts_max = req.n_parts;
-	rc = fe_slot_open(fc, h, bound, &slot);
+	rc = km_frontend_slot_open(fc, h, bound, &slot);
 	if (rc != 0)
 		return rc;
-	fe_slot_begin(fc, slot, &w);
+	km_frontend_slot_begin(fc, slot, &w);
 	km_listoffsets_resp_encode(&w, h->api_version, &m);
-	return fe_slot_finish(fc, slot, &w, true);
+	return km_frontend_slot_finish(fc, slot, &w, true);
 }
 
 /* ---- InitProducerId ---- */
@@ -335,7 +335,7 @@ static void initpid_answer(struct fe_conn *fc, const struct km_initpid_req *q,
 	}
 }
 
-int fe_handle_initpid(struct fe_conn *fc, const struct km_reqhdr *h,
+int km_frontend_handle_initpid(struct fe_conn *fc, const struct km_reqhdr *h,
 		      struct km_wire_rd *r)
 {
 	struct km_initpid_req req;
@@ -345,13 +345,13 @@ int fe_handle_initpid(struct fe_conn *fc, const struct km_reqhdr *h,
 	int rc = km_initpid_req_decode(r, h->api_version, &req);
 
 	if (rc < 0)
-		return fe_conn_fail(fc, "malformed InitProducerId v%d request: "
+		return km_frontend_conn_fail(fc, "malformed InitProducerId v%d request: "
 				    "%s", h->api_version, km_strerror(rc));
-	rc = fe_slot_open(fc, h, RESP_FIXED_BYTES, &slot);
+	rc = km_frontend_slot_open(fc, h, RESP_FIXED_BYTES, &slot);
 	if (rc != 0)
 		return rc;
 	initpid_answer(fc, &req, &m);
-	fe_slot_begin(fc, slot, &w);
+	km_frontend_slot_begin(fc, slot, &w);
 	km_initpid_resp_encode(&w, h->api_version, &m);
-	return fe_slot_finish(fc, slot, &w, true);
+	return km_frontend_slot_finish(fc, slot, &w, true);
 }

@@ -12,7 +12,7 @@
  * is also the order a restart replays them in.
  *
  * Memory: nothing per request. The request tables are made by
- * fe_offsets_init(); a write takes a header of the write ring and the room
+ * km_frontend_offsets_init(); a write takes a header of the write ring and the room
  * its batch is built in from the byte ring (common/km_limits.h), trimmed
  * to the batch, until its outcome is in; an OffsetCommit's response arrays
  * live in its slot's reservation, as a Produce's do. An OffsetCommit whose
@@ -147,7 +147,7 @@ static int omem_alloc(struct km_frontend *fe)
 	return 0;
 }
 
-int fe_offsets_init(struct km_frontend *fe)
+int km_frontend_offsets_init(struct km_frontend *fe)
 {
 	int rc = omem_alloc(fe);
 
@@ -157,7 +157,7 @@ int fe_offsets_init(struct km_frontend *fe)
 	return km_goffsets_create(&fe->go.table);
 }
 
-void fe_offsets_free(struct km_frontend *fe)
+void km_frontend_offsets_free(struct km_frontend *fe)
 {
 	km_goffsets_destroy(fe->go.table);
 	fe->go.table = NULL;
@@ -169,7 +169,7 @@ void fe_offsets_free(struct km_frontend *fe)
  * owner may open the log after the front-end starts).
  * @return KM_KERR_NONE, or COORDINATOR_LOAD_IN_PROGRESS while the log is not
  *         open, COORDINATOR_NOT_AVAILABLE if it cannot be read. */
-int16_t fe_offsets_ready(struct km_frontend *fe)
+int16_t km_frontend_offsets_ready(struct km_frontend *fe)
 {
 	struct km_log *log;
 	int n;
@@ -374,7 +374,7 @@ static void on_written(void *arg, const struct km_part_produced *res)
 /* One batch of n commits, done(arg, rc) once durable and in the table.
  * @return 0, KM_EBATCHMAX (over KM_GOFFSETS_BATCH_BYTES_MAX), -EAGAIN (the
  *         rings are full now), or the build's or ops->produce's code. */
-int fe_offsets_write(struct km_frontend *fe, const struct km_goffsets_commit *c,
+int km_frontend_offsets_write(struct km_frontend *fe, const struct km_goffsets_commit *c,
 		     uint32_t n, fe_owrite_fn done, void *arg)
 {
 	struct fe_owrite *o;
@@ -584,7 +584,7 @@ static int sync_write(struct km_frontend *fe, uint32_t n)
 	while (at < n) {
 		uint32_t k = batch_run(om->commits + at, n - at);
 
-		if ((rc = fe_offsets_write(fe, om->commits + at, k, on_sync_batch,
+		if ((rc = km_frontend_offsets_write(fe, om->commits + at, k, on_sync_batch,
 					   fe)) < 0)
 			break;
 		om->sync.left++;
@@ -600,7 +600,7 @@ int km_frontend_group_sync(struct km_frontend *fe, struct km_group_sync *s,
 			   km_frontend_sync_fn done, void *arg)
 {
 	struct fe_omem *om = fe->go.mem;
-	int16_t kerr = fe_offsets_ready(fe);
+	int16_t kerr = km_frontend_offsets_ready(fe);
 	uint32_t n;
 	int rc;
 
@@ -611,7 +611,7 @@ int km_frontend_group_sync(struct km_frontend *fe, struct km_group_sync *s,
 		return -EBUSY; /* the daemon syncs one group at a time */
 	if (s->n_parts > om->commits_max)
 		return -E2BIG; /* it names only partitions of the table */
-	s->active = fe_groups_active(fe, s->group);
+	s->active = km_frontend_groups_active(fe, s->group);
 	if (s->active) {
 		for (uint32_t i = 0; i < s->n_parts; i++)
 			s->parts[i].stored = s->parts[i].previous = -1;
@@ -663,9 +663,9 @@ static void commit_respond(struct commit_op *op)
 	struct fe_conn *fc = op->fc;
 	struct km_wire_wr w;
 
-	fe_slot_begin(fc, op->slot, &w);
+	km_frontend_slot_begin(fc, op->slot, &w);
 	km_offcommit_resp_encode(&w, fc->slots[op->slot].api_version, &op->m);
-	fe_slot_finish(fc, op->slot, &w, false);
+	km_frontend_slot_finish(fc, op->slot, &w, false);
 }
 
 static void on_committed(void *arg, int rc)
@@ -680,7 +680,7 @@ static void on_committed(void *arg, int rc)
 	fc->pending_ops--;
 	if (fc->c != NULL && !fc->closing)
 		commit_respond(op);
-	fe_conn_maybe_free(fc);
+	km_frontend_conn_maybe_free(fc);
 }
 
 /* Kafka's per-partition checks; NONE if the offset may be written. */
@@ -705,14 +705,14 @@ static uint32_t commit_collect(struct fe_conn *fc, struct km_wire_rd *r,
 	struct fe_omem *om = fc->fe->go.mem;
 	uint32_t n = 0;
 
-	fe_span_reset(fc->fe);
+	km_frontend_span_reset(fc->fe);
 	for (uint32_t t = 0; t < q->n_topics; t++)
 		for (uint32_t i = q->topics[t].first;
 		     i < q->topics[t].first + q->topics[t].count; i++) {
 			const struct km_offcommit_req_part *rp = &q->parts[i];
 			int16_t e = gerr ? gerr : commit_part_err(fc->fe, q->topics[t].name.s, rp);
 			uint16_t ml = rp->metadata.len > 0 ? (uint16_t)rp->metadata.len : 0;
-			const uint8_t *md = fe_span_bytes(fc->fe, r->chain, &rp->metadata);
+			const uint8_t *md = km_frontend_span_bytes(fc->fe, r->chain, &rp->metadata);
 
 			if (e == KM_KERR_NONE && ml > 0 && md == NULL)
 				e = KM_KERR_UNKNOWN_SERVER_ERROR; /* cannot be */
@@ -731,7 +731,7 @@ static uint32_t commit_collect(struct fe_conn *fc, struct km_wire_rd *r,
 /* The group's verdict on the commit: the coordinator's, once loaded. */
 static int16_t commit_group_err(struct fe_conn *fc, const struct km_offcommit_req *q)
 {
-	int16_t e = fe_offsets_ready(fc->fe);
+	int16_t e = km_frontend_offsets_ready(fc->fe);
 
 	if (e != KM_KERR_NONE)
 		return e;
@@ -739,7 +739,7 @@ static int16_t commit_group_err(struct fe_conn *fc, const struct km_offcommit_re
 				     q->member_id.s,
 				     q->group_instance_id.len < 0 ? NULL
 								 : q->group_instance_id.s,
-				     q->generation_id, fe_now_ms());
+				     q->generation_id, km_frontend_now_ms());
 }
 
 /* The op and its arrays, in the slot past the response's room. */
@@ -804,9 +804,9 @@ static int commit_start(struct fe_conn *fc, const struct km_reqhdr *h,
 	if (n > 0 && (rc = wr_new(fc->fe, km_goffsets_build_size(om->commits, n),
 				  OW_COMMIT, &o)) < 0)
 		return rc == -EAGAIN ? FE_WAIT
-				     : fe_conn_fail(fc, "OffsetCommit: %s",
+				     : km_frontend_conn_fail(fc, "OffsetCommit: %s",
 						    km_strerror(rc));
-	rc = fe_slot_open(fc, h, resp + (uint32_t)commit_op_bytes(q), &slot);
+	rc = km_frontend_slot_open(fc, h, resp + (uint32_t)commit_op_bytes(q), &slot);
 	if (rc != 0) {
 		if (o != NULL)
 			wr_drop(om, o);
@@ -826,12 +826,12 @@ static int commit_start(struct fe_conn *fc, const struct km_reqhdr *h,
 	    (rc = wr_submit(fc->fe, o)) < 0) {
 		wr_drop(om, o);
 		fc->pending_ops--;
-		return fe_conn_fail(fc, "OffsetCommit: %s", km_strerror(rc));
+		return km_frontend_conn_fail(fc, "OffsetCommit: %s", km_strerror(rc));
 	}
 	return 0;
 }
 
-int fe_handle_offset_commit(struct fe_conn *fc, const struct km_reqhdr *h,
+int km_frontend_handle_offset_commit(struct fe_conn *fc, const struct km_reqhdr *h,
 			    struct km_wire_rd *r)
 {
 	struct km_frontend *fe = fc->fe;
@@ -842,7 +842,7 @@ int fe_handle_offset_commit(struct fe_conn *fc, const struct km_reqhdr *h,
 	int rc = km_offcommit_req_decode(r, h->api_version, &q);
 
 	if (rc < 0)
-		return fe_conn_fail(fc, "malformed OffsetCommit v%d request: %s",
+		return km_frontend_conn_fail(fc, "malformed OffsetCommit v%d request: %s",
 				    h->api_version, km_strerror(rc));
 	n = commit_collect(fc, r, &q, commit_group_err(fc, &q));
 	if (n > 0 && km_goffsets_batch_bytes(fe->go.mem->commits, n) >
@@ -929,7 +929,7 @@ static void fetch_fill(struct km_frontend *fe, const struct km_offfetch_req *q,
 				   version < 2 ? err : KM_KERR_NONE);
 }
 
-int fe_handle_offset_fetch(struct fe_conn *fc, const struct km_reqhdr *h,
+int km_frontend_handle_offset_fetch(struct fe_conn *fc, const struct km_reqhdr *h,
 			   struct km_wire_rd *r)
 {
 	struct km_frontend *fe = fc->fe;
@@ -946,15 +946,15 @@ int fe_handle_offset_fetch(struct fe_conn *fc, const struct km_reqhdr *h,
 	int rc = km_offfetch_req_decode(r, h->api_version, &q);
 
 	if (rc < 0)
-		return fe_conn_fail(fc, "OffsetFetch v%d: %s", h->api_version,
+		return km_frontend_conn_fail(fc, "OffsetFetch v%d: %s", h->api_version,
 				    km_strerror(rc));
-	err = fe_offsets_ready(fe);
+	err = km_frontend_offsets_ready(fe);
 	fetch_fill(fe, &q, &m, err, h->api_version);
 	m.error_code = h->api_version >= 2 ? err : KM_KERR_NONE;
-	if ((rc = fe_slot_open(fc, h, fetch_bound(&m), &slot)) == 0) {
-		fe_slot_begin(fc, slot, &w);
+	if ((rc = km_frontend_slot_open(fc, h, fetch_bound(&m), &slot)) == 0) {
+		km_frontend_slot_begin(fc, slot, &w);
 		km_offfetch_resp_encode(&w, h->api_version, &m);
-		rc = fe_slot_finish(fc, slot, &w, true);
+		rc = km_frontend_slot_finish(fc, slot, &w, true);
 	}
 	return rc;
 }

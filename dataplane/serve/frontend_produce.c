@@ -21,7 +21,7 @@ static size_t align8(size_t n)
 	return (n + 7u) & ~(size_t)7u;
 }
 
-int16_t fe_kerr_from_km(int err)
+int16_t km_frontend_kerr_from_km(int err)
 {
 	switch (err) {
 	case 0:
@@ -164,8 +164,8 @@ static int16_t precheck(struct fe_conn *fc, const struct km_part *p,
 			fc->client_id, topic, (int)partition);
 		return KM_KERR_INVALID_TOPIC_EXCEPTION;
 	}
-	if (fe_part_state_err(p) != KM_KERR_NONE)
-		return fe_part_state_err(p);
+	if (km_frontend_part_state_err(p) != KM_KERR_NONE)
+		return km_frontend_part_state_err(p);
 	/* "Produce requests with version >= 3 must have at least one record
 	 * batch" (ProduceRequest.validateRecords). */
 	if (records->len <= 0)
@@ -179,7 +179,7 @@ static void log_outcome(struct fe_conn *fc, const char *topic, int32_t part,
 	KM_WARN("frontend", "connection %u (client id \"%s\"): Produce to "
 		"%s-%d failed: %s (%s)", fc->id, fc->client_id, topic,
 		(int)part, km_strerror(err),
-		km_kerr_name(fe_kerr_from_km(err)));
+		km_kerr_name(km_frontend_kerr_from_km(err)));
 }
 
 static void produce_respond(struct fe_conn *fc, uint32_t slot)
@@ -193,9 +193,9 @@ static void produce_respond(struct fe_conn *fc, uint32_t slot)
 	};
 	struct km_wire_wr w;
 
-	fe_slot_begin(fc, slot, &w);
+	km_frontend_slot_begin(fc, slot, &w);
 	km_produce_resp_encode(&w, s->api_version, &m);
-	fe_slot_finish(fc, slot, &w, false);
+	km_frontend_slot_finish(fc, slot, &w, false);
 }
 
 static const char *topic_of(struct fe_conn *fc, const struct fe_slot *s,
@@ -216,7 +216,7 @@ static void on_produced(void *arg, const struct km_part_produced *res)
 	struct fe_slot *s = &fc->slots[t->slot];
 	struct km_produce_resp_part *a = &slot_parts(fc, s)[t->part];
 
-	a->error_code = fe_kerr_from_km(res->err);
+	a->error_code = km_frontend_kerr_from_km(res->err);
 	a->base_offset = res->err != 0 ? -1 : res->base_offset;
 	a->log_start_offset = res->log_start;
 	if (res->err != 0) {
@@ -229,7 +229,7 @@ static void on_produced(void *arg, const struct km_part_produced *res)
 	fc->pending_ops--;
 	if (--s->pending == 0 && fc->c != NULL && !fc->closing)
 		produce_respond(fc, t->slot);
-	fe_conn_maybe_free(fc);
+	km_frontend_conn_maybe_free(fc);
 }
 
 /* acks=0: nothing is answered, so a failure closes the connection, as
@@ -241,10 +241,10 @@ static void on_produced_noack(void *arg, const struct km_part_produced *res)
 	KM_ASSERT(fc->pending_ops > 0);
 	fc->pending_ops--;
 	if (res->err != 0 && fc->c != NULL)
-		fe_conn_fail(fc, "acks=0 Produce failed: %s (%s)",
+		km_frontend_conn_fail(fc, "acks=0 Produce failed: %s (%s)",
 			     km_strerror(res->err),
-			     km_kerr_name(fe_kerr_from_km(res->err)));
-	fe_conn_maybe_free(fc);
+			     km_kerr_name(km_frontend_kerr_from_km(res->err)));
+	km_frontend_conn_maybe_free(fc);
 }
 
 /* Submit one partition; its answer comes through its ticket. */
@@ -275,7 +275,7 @@ static void produce_one(struct fe_conn *fc, uint32_t slot, uint32_t i,
 			fc->pending_ops++;
 			return;
 		}
-		a->error_code = fe_kerr_from_km(rc);
+		a->error_code = km_frontend_kerr_from_km(rc);
 		log_outcome(fc, topic, pp->partition, rc);
 	}
 	fe->st.partition_errors++;
@@ -335,14 +335,14 @@ static int produce_noack(struct fe_conn *fc, struct km_wire_rd *r,
 			fc->pending_ops++;
 			continue;
 		}
-		return fe_conn_fail(fc, "acks=0 Produce to %s-%d refused: %s",
+		return km_frontend_conn_fail(fc, "acks=0 Produce to %s-%d refused: %s",
 				    it.cur.topic.s, (int)pp.partition,
-				    km_kerr_name(err ? err : fe_kerr_from_km(rc)));
+				    km_kerr_name(err ? err : km_frontend_kerr_from_km(rc)));
 	}
 	return 0;
 }
 
-int fe_handle_produce(struct fe_conn *fc, const struct km_reqhdr *h,
+int km_frontend_handle_produce(struct fe_conn *fc, const struct km_reqhdr *h,
 		      struct km_wire_rd *r)
 {
 	struct km_frontend *fe = fc->fe;
@@ -352,10 +352,10 @@ int fe_handle_produce(struct fe_conn *fc, const struct km_reqhdr *h,
 	int rc = produce_count(*r, h->api_version, &n);
 
 	if (rc < 0)
-		return fe_conn_fail(fc, "malformed Produce v%d request: %s",
+		return km_frontend_conn_fail(fc, "malformed Produce v%d request: %s",
 				    h->api_version, km_strerror(rc));
 	if (n.parts > fe->parts_max)
-		return fe_conn_fail(fc, "Produce names %u partitions, more "
+		return km_frontend_conn_fail(fc, "Produce names %u partitions, more "
 				    "than %u", n.parts, fe->parts_max);
 	if (n.acks == 0)
 		return produce_noack(fc, r, h->api_version);
@@ -363,7 +363,7 @@ int fe_handle_produce(struct fe_conn *fc, const struct km_reqhdr *h,
 		      RESP_PART_BYTES * n.parts);
 	data = topics_bytes(n.topics) + parts_bytes(n.parts) +
 	       n.parts * sizeof(struct fe_ticket);
-	rc = fe_slot_open(fc, h, (uint32_t)(resp + data), &slot);
+	rc = km_frontend_slot_open(fc, h, (uint32_t)(resp + data), &slot);
 	if (rc != 0)
 		return rc;
 	fc->slots[slot].data_off = (uint32_t)resp;

@@ -48,7 +48,7 @@ struct fe_slot_ops {
 	/* Sent, or the connection closed: let go of what the response holds.
 	 * Runs once; the slot has no ops after it. */
 	void (*release)(struct fe_conn *fc, struct fe_slot *s);
-	/* When tick must run next (fe_now_ms() clock); UINT64_MAX: never. */
+	/* When tick must run next (km_frontend_now_ms() clock); UINT64_MAX: never. */
 	uint64_t (*deadline)(const struct fe_conn *fc, const struct fe_slot *s);
 	/* Every front-end tick while the connection is open. */
 	void (*tick)(struct fe_conn *fc, struct fe_slot *s, uint64_t now_ms);
@@ -199,32 +199,32 @@ struct km_frontend {
 };
 
 /* frontend.c: create/destroy, the loop, Fetch records buffers. */
-uint8_t *fe_fbuf_get(struct km_frontend *fe);
-void fe_fbuf_put(struct km_frontend *fe, uint8_t *mem);
-bool fe_fbuf_available(const struct km_frontend *fe);
+uint8_t *km_frontend_fbuf_get(struct km_frontend *fe);
+void km_frontend_fbuf_put(struct km_frontend *fe, uint8_t *mem);
+bool km_frontend_fbuf_available(const struct km_frontend *fe);
 
 /* frontend_conn.c: the pipeline (connections, framing, slots, sending). */
-extern const struct km_net_handler fe_conn_handler;
-uint64_t fe_now_ms(void);
-int fe_conn_fail(struct fe_conn *fc, const char *fmt, ...)
+extern const struct km_net_handler km_frontend_conn_handler;
+uint64_t km_frontend_now_ms(void);
+int km_frontend_conn_fail(struct fe_conn *fc, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
-int fe_slot_open(struct fe_conn *fc, const struct km_reqhdr *h, uint32_t bound,
+int km_frontend_slot_open(struct fe_conn *fc, const struct km_reqhdr *h, uint32_t bound,
 		 uint32_t *slot);
-void fe_slot_begin(struct fe_conn *fc, uint32_t slot, struct km_wire_wr *w);
-int fe_slot_finish(struct fe_conn *fc, uint32_t slot, struct km_wire_wr *w,
+void km_frontend_slot_begin(struct fe_conn *fc, uint32_t slot, struct km_wire_wr *w);
+int km_frontend_slot_finish(struct fe_conn *fc, uint32_t slot, struct km_wire_wr *w,
 		   bool trim);
-void fe_send_ready(struct fe_conn *fc);
-void fe_conn_maybe_free(struct fe_conn *fc);
-void fe_conn_tick(struct fe_conn *fc, uint64_t now_ms);
-uint64_t fe_conn_deadline(const struct fe_conn *fc);
+void km_frontend_send_ready(struct fe_conn *fc);
+void km_frontend_conn_maybe_free(struct fe_conn *fc);
+void km_frontend_conn_tick(struct fe_conn *fc, uint64_t now_ms);
+uint64_t km_frontend_conn_deadline(const struct fe_conn *fc);
 
 /* frontend_dispatch.c: a request's header to its API's handler. */
 /* Handle one frame; first: not a retry after FE_WAIT. @return 0 (done with
  * the frame), FE_WAIT, or a negative code (the connection failed). */
-int fe_dispatch(struct fe_conn *fc, const struct km_kframe_frame *fr,
+int km_frontend_dispatch(struct fe_conn *fc, const struct km_kframe_frame *fr,
 		bool first);
 /* Asserts that every API kafka/proto_header.c serves has a handler. */
-void fe_dispatch_check(void);
+void km_frontend_dispatch_check(void);
 /* The names are kafka/proto_header.c's. */
 static inline const char *fe_api_name(int16_t api_key)
 {
@@ -232,55 +232,55 @@ static inline const char *fe_api_name(int16_t api_key)
 }
 
 /* frontend_meta.c: ApiVersions, Metadata, ListOffsets, InitProducerId. */
-int fe_handle_apiversions(struct fe_conn *fc, const struct km_reqhdr *h,
+int km_frontend_handle_apiversions(struct fe_conn *fc, const struct km_reqhdr *h,
 			  struct km_wire_rd *r, bool unsupported);
-int fe_handle_metadata(struct fe_conn *fc, const struct km_reqhdr *h,
+int km_frontend_handle_metadata(struct fe_conn *fc, const struct km_reqhdr *h,
 		       struct km_wire_rd *r);
-int fe_handle_listoffsets(struct fe_conn *fc, const struct km_reqhdr *h,
+int km_frontend_handle_listoffsets(struct fe_conn *fc, const struct km_reqhdr *h,
 			  struct km_wire_rd *r);
-int fe_handle_initpid(struct fe_conn *fc, const struct km_reqhdr *h,
+int km_frontend_handle_initpid(struct fe_conn *fc, const struct km_reqhdr *h,
 		      struct km_wire_rd *r);
 /* Kafka error code for a partition that is unknown, not open or failed. */
-int16_t fe_part_state_err(const struct km_part *p);
+int16_t km_frontend_part_state_err(const struct km_part *p);
 /* The partition's last stable offset, from this thread. */
-int64_t fe_part_lso(const struct km_frontend *fe, struct km_part *p);
+int64_t km_frontend_part_lso(const struct km_frontend *fe, struct km_part *p);
 
 /* frontend_barrier.c: kmirror's own KmirrorBarrier (failback). */
-int fe_handle_barrier(struct fe_conn *fc, const struct km_reqhdr *h,
+int km_frontend_handle_barrier(struct fe_conn *fc, const struct km_reqhdr *h,
 		      struct km_wire_rd *r);
 
 /* frontend_fetch.c */
-int fe_handle_fetch(struct fe_conn *fc, const struct km_reqhdr *h,
+int km_frontend_handle_fetch(struct fe_conn *fc, const struct km_reqhdr *h,
 		    struct km_wire_rd *r);
 
 /* frontend_offsets.c: committed offsets and their writes. */
 typedef void (*fe_owrite_fn)(void *arg, int rc);
-int fe_offsets_init(struct km_frontend *fe);
-void fe_offsets_free(struct km_frontend *fe);
-int16_t fe_offsets_ready(struct km_frontend *fe);
+int km_frontend_offsets_init(struct km_frontend *fe);
+void km_frontend_offsets_free(struct km_frontend *fe);
+int16_t km_frontend_offsets_ready(struct km_frontend *fe);
 /* Write commits (copied); done(arg, rc) once durable and in the table, or
  * failed. @return 0 (done will run) or a negative code (it will not). */
-int fe_offsets_write(struct km_frontend *fe, const struct km_goffsets_commit *c,
+int km_frontend_offsets_write(struct km_frontend *fe, const struct km_goffsets_commit *c,
 		     uint32_t n, fe_owrite_fn done, void *arg);
 
-int fe_handle_offset_commit(struct fe_conn *fc, const struct km_reqhdr *h,
+int km_frontend_handle_offset_commit(struct fe_conn *fc, const struct km_reqhdr *h,
 			    struct km_wire_rd *r);
-int fe_handle_offset_fetch(struct fe_conn *fc, const struct km_reqhdr *h,
+int km_frontend_handle_offset_fetch(struct fe_conn *fc, const struct km_reqhdr *h,
 			   struct km_wire_rd *r);
 
 /* frontend_group.c: the group coordinator's APIs. */
-int fe_groups_init(struct km_frontend *fe, const struct km_frontend_config *cfg);
-void fe_groups_free(struct km_frontend *fe);
-bool fe_groups_active(struct km_frontend *fe, const char *group);
-void fe_groups_tick(struct km_frontend *fe, uint64_t now_ms);
-uint64_t fe_groups_deadline(const struct km_frontend *fe);
-void fe_groups_conn_closed(struct fe_conn *fc);
-int fe_handle_group(struct fe_conn *fc, const struct km_reqhdr *h,
+int km_frontend_groups_init(struct km_frontend *fe, const struct km_frontend_config *cfg);
+void km_frontend_groups_free(struct km_frontend *fe);
+bool km_frontend_groups_active(struct km_frontend *fe, const char *group);
+void km_frontend_groups_tick(struct km_frontend *fe, uint64_t now_ms);
+uint64_t km_frontend_groups_deadline(const struct km_frontend *fe);
+void km_frontend_groups_conn_closed(struct fe_conn *fc);
+int km_frontend_handle_group(struct fe_conn *fc, const struct km_reqhdr *h,
 		    struct km_wire_rd *r);
 
 /* frontend_produce.c */
-int fe_handle_produce(struct fe_conn *fc, const struct km_reqhdr *h,
+int km_frontend_handle_produce(struct fe_conn *fc, const struct km_reqhdr *h,
 		      struct km_wire_rd *r);
-int16_t fe_kerr_from_km(int err);
+int16_t km_frontend_kerr_from_km(int err);
 
 #endif
