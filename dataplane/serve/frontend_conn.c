@@ -186,7 +186,7 @@ int km_frontend_slot_open(struct fe_conn *fc, const struct km_reqhdr *h, uint32_
 	if (len > fc->fe->conn_buf_bytes)
 		return km_frontend_conn_fail(fc, "a %s response of %u bytes would not "
 				    "fit the %u of a connection",
-				    fe_api_name(h->api_key), len,
+				    km_proto_api_name(h->api_key), len,
 				    fc->fe->conn_buf_bytes);
 	if (fc->s_count == KM_FRONTEND_PIPELINE || buf_alloc(fc, len, &off) < 0)
 		return FE_WAIT;
@@ -219,7 +219,7 @@ int km_frontend_slot_finish(struct fe_conn *fc, uint32_t slot, struct km_wire_wr
 
 	if (n < 0)
 		return km_frontend_conn_fail(fc, "encoding a %s v%d response: %s",
-				    fe_api_name(s->api_key), s->api_version,
+				    km_proto_api_name(s->api_key), s->api_version,
 				    km_strerror(n));
 	s->len = (uint32_t)w->pos;
 	if (trim) {
@@ -255,7 +255,7 @@ void km_frontend_send_ready(struct fe_conn *fc)
 			n = s->ops->iovec(fc, s, iov, fc->fe->iov_max);
 		if (n < 0) {
 			km_frontend_conn_fail(fc, "%s response: %s",
-				     fe_api_name(s->api_key), km_strerror(n));
+				     km_proto_api_name(s->api_key), km_strerror(n));
 			return;
 		}
 		rc = km_net_send(fc->c, iov, (uint32_t)n, on_sent, s);

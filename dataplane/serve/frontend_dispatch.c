@@ -111,7 +111,7 @@ int km_frontend_dispatch(struct fe_conn *fc, const struct km_kframe_frame *fr,
 		return km_frontend_handle_apiversions(fc, &h, &r, true);
 	if (rc == KM_EWIREVERSION)
 		return km_frontend_conn_fail(fc, "unsupported %s version %d (key %d)",
-				    fe_api_name(h.api_key), h.api_version,
+				    km_proto_api_name(h.api_key), h.api_version,
 				    h.api_key);
 	if (rc < 0)
 		return km_frontend_conn_fail(fc, "malformed request header: %s",

@@ -306,7 +306,7 @@ uint64_t km_frontend_groups_deadline(const struct km_frontend *fe)
 static int decode_failed(struct fe_conn *fc, const struct km_reqhdr *h, int rc)
 {
 	return km_frontend_conn_fail(fc, "malformed %s v%d request: %s",
-			    fe_api_name(h->api_key), h->api_version,
+			    km_proto_api_name(h->api_key), h->api_version,
 			    km_strerror(rc));
 }
 
@@ -357,7 +357,7 @@ static void warn_over(struct fe_conn *fc, const struct km_reqhdr *h,
 {
 	KM_WARN("frontend", "connection %u (client id \"%s\"): %s v%d with "
 		"more than %u %s: answered INVALID_REQUEST", fc->id,
-		fc->client_id, fe_api_name(h->api_key), h->api_version, limit,
+		fc->client_id, km_proto_api_name(h->api_key), h->api_version, limit,
 		what);
 }
 

@@ -225,11 +225,6 @@ int km_frontend_dispatch(struct fe_conn *fc, const struct km_kframe_frame *fr,
 		bool first);
 /* Asserts that every API kafka/proto_header.c serves has a handler. */
 void km_frontend_dispatch_check(void);
-/* The names are kafka/proto_header.c's. */
-static inline const char *fe_api_name(int16_t api_key)
-{
-	return km_proto_api_name(api_key);
-}
 
 /* frontend_meta.c: ApiVersions, Metadata, ListOffsets, InitProducerId. */
 int km_frontend_handle_apiversions(struct fe_conn *fc, const struct km_reqhdr *h,
