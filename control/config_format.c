@@ -1,8 +1,7 @@
-/* kmirrord's effective configuration as properties text (the start-up log
- * of the settings): the writer every key's formatter appends to, and the
- * loop over the key table. */
+/* The writer every key's formatter appends to when kmirrord prints its
+ * effective configuration as properties text (km_config_format, with the
+ * key table in config_keys.c): bounded, it counts what would not fit. */
 #include <arpa/inet.h>
-#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -48,25 +47,4 @@ void km_config_emit_ipv4(struct km_config_sink *s, uint32_t be)
 
 	inet_ntop(AF_INET, &a, text, sizeof(text));
 	km_config_emit(s, "%s", text);
-}
-
-int km_config_format(const struct km_config *cfg, char *buf, size_t cap)
-{
-	struct km_config_sink s = { buf, cap, 0 };
-
-	for (uint32_t i = 0; i < KM_CONFIG_KEYS_COUNT; i++) {
-		const char *name = km_config_key_name(i);
-		size_t mark = s.len;
-
-		km_config_emit(&s, "%s=", name);
-		km_config_key_format(i, cfg, &s);
-		if (s.len == mark + strlen(name) + 1)
-			s.len = mark; /* unset, no default: left out */
-		else
-			km_config_emit(&s, "\n");
-	}
-	if (s.len >= cap)
-		return -ENOSPC;
-	buf[s.len] = '\0';
-	return (int)s.len;
 }

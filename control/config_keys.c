@@ -1,7 +1,9 @@
 /* kmirrord's configuration keys: the table of every key (name, kind, field,
  * range) and, for each, how its text is applied to struct km_config and
- * how its value is written back. Value parsers are in config_parse.c,
+ * how its value is written back, and the effective configuration printed
+ * from it (km_config_format). Value parsers are in config_parse.c,
  * loading in config.c, the checks between keys in config_check.c. */
+#include <errno.h>
 #include <inttypes.h>
 #include <stdint.h>
 #include <string.h>
@@ -474,4 +476,26 @@ void km_config_key_format(uint32_t i, const struct km_config *cfg,
 {
 	KM_ASSERT(i < KM_CONFIG_KEYS_COUNT);
 	format_generic(&keys[i], cfg, s);
+}
+
+/* The effective configuration: every key in table order. */
+int km_config_format(const struct km_config *cfg, char *buf, size_t cap)
+{
+	struct km_config_sink s = { buf, cap, 0 };
+
+	for (uint32_t i = 0; i < KM_CONFIG_KEYS_COUNT; i++) {
+		const char *name = km_config_key_name(i);
+		size_t mark = s.len;
+
+		km_config_emit(&s, "%s=", name);
+		km_config_key_format(i, cfg, &s);
+		if (s.len == mark + strlen(name) + 1)
+			s.len = mark; /* unset, no default: left out */
+		else
+			km_config_emit(&s, "\n");
+	}
+	if (s.len >= cap)
+		return -ENOSPC;
+	buf[s.len] = '\0';
+	return (int)s.len;
 }
