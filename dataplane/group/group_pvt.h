@@ -126,4 +126,9 @@ bool km_group_vote(const struct grp *gr, char out[NAME_CAP]);
 void km_group_answer_current(struct km_group *g, struct grp *gr, struct gmember *m,
 		    void *ticket, const char *leader_id);
 
+/* group_query.c: a member as DescribeGroups and a JoinGroup answer show it
+ * (the metadata of the group's chosen protocol, if one is chosen). */
+void km_group_member_view(const struct grp *gr, const struct gmember *m,
+			  struct km_group_member_view *v);
+
 #endif

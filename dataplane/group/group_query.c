@@ -51,8 +51,8 @@ uint32_t km_group_list(const struct km_group *g, struct km_group_overview *out,
 	return n;
 }
 
-static void describe_member(const struct grp *gr, const struct gmember *m,
-			    struct km_group_member_view *v)
+void km_group_member_view(const struct grp *gr, const struct gmember *m,
+			  struct km_group_member_view *v)
 {
 	const struct gproto *p = gr->protocol[0] == '\0' ? NULL :
 				 km_group_proto_of(m, gr->protocol);
@@ -93,7 +93,7 @@ int km_group_describe(const struct km_group *g, const char *group_id,
 	out->leader_id = l == NULL ? "" : l->id;
 	out->n_members = gr->n_members;
 	for (uint32_t i = 0; i < gr->n_members && i < cap; i++)
-		describe_member(gr, &gr->members[i], &members[i]);
+		km_group_member_view(gr, &gr->members[i], &members[i]);
 	return (int)gr->n_members;
 }
 

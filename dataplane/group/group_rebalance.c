@@ -73,19 +73,8 @@ static uint32_t fill_views(struct km_group *g, struct grp *gr)
 {
 	KM_ASSERT(gr->n_members <= g->cfg.members_max);
 	for (uint32_t i = 0; i < gr->n_members; i++) {
-		const struct gmember *m = &gr->members[i];
-		const struct gproto *p = km_group_proto_of(m, gr->protocol);
-		struct km_group_member_view *v = &g->views[i];
-
-		memset(v, 0, sizeof(*v));
-		v->member_id = m->id;
-		v->instance_id = m->is_static ? m->instance : NULL;
-		v->client_id = m->client_id;
-		v->client_host = m->client_host;
-		v->metadata = p == NULL ? NULL : p->meta;
-		v->metadata_len = p == NULL ? 0 : p->meta_len;
-		v->assignment = km_group_member_assignment(m);
-		v->assignment_len = m->assign_len;
+		memset(&g->views[i], 0, sizeof(g->views[i]));
+		km_group_member_view(gr, &gr->members[i], &g->views[i]);
 	}
 	return gr->n_members;
 }
