@@ -309,11 +309,13 @@ void DecodeFetch(Resp *x, int16_t ver, FetchOut *out)
 	ASSERT_EQ(0, rc) << km_strerror(rc);
 }
 
-class Raw : public ::testing::Test {
+// A front-end serving parts, and one raw connection to it.
+template <const std::vector<PartSpec> *parts>
+class RawOn : public ::testing::Test {
 protected:
 	void SetUp() override
 	{
-		ASSERT_EQ("", srv_.Start(kParts));
+		ASSERT_EQ("", srv_.Start(*parts));
 		ASSERT_EQ("", c_.Connect(srv_.port()));
 	}
 	void TearDown() override
@@ -328,6 +330,12 @@ protected:
 		ASSERT_EQ("", c_.ReadFrame(&x->body));
 		Open(x, key, ver);
 	}
+	Server srv_;
+	RawConn c_;
+};
+
+class Raw : public RawOn<&kParts> {
+protected:
 	int16_t ProduceOne(const std::string &topic, int32_t partition,
 			   const Bytes *records, int16_t acks = 1,
 			   int64_t *base = nullptr)
@@ -351,8 +359,6 @@ protected:
 		ASSERT_NO_FATAL_FAILURE(RoundTrip(req, KM_API_FETCH, ver, &x));
 		ASSERT_NO_FATAL_FAILURE(DecodeFetch(&x, ver, out));
 	}
-	Server srv_;
-	RawConn c_;
 };
 
 TEST_F(Raw, HostileClientsAreDroppedAndTheServerSurvives)
@@ -791,28 +797,7 @@ const std::vector<PartSpec> kGroupParts = {
 	{"__consumer_offsets", 0, true}, {"alpha", 0, true}, {"alpha", 1, true},
 };
 
-class RawGroups : public ::testing::Test {
-protected:
-	void SetUp() override
-	{
-		ASSERT_EQ("", srv_.Start(kGroupParts));
-		ASSERT_EQ("", c_.Connect(srv_.port()));
-	}
-	void TearDown() override
-	{
-		c_.Close();
-		srv_.Stop();
-		EXPECT_EQ("", srv_.LoopError());
-	}
-	void RoundTrip(const Bytes &req, int16_t key, int16_t ver, Resp *x)
-	{
-		ASSERT_TRUE(c_.Send(req));
-		ASSERT_EQ("", c_.ReadFrame(&x->body));
-		Open(x, key, ver);
-	}
-	Server srv_;
-	RawConn c_;
-};
+using RawGroups = RawOn<&kGroupParts>;
 
 Bytes JoinReq(int32_t corr, uint32_t n_protocols)
 {
