@@ -72,6 +72,20 @@ static void dpdk_net_config(const struct km_config *cfg, uint32_t parts,
 	nc->dpdk.mac_set = cfg->dpdk.mac_set;
 }
 
+/* The kernel backend, one each for the front-end's clients and the fetch
+ * sessions: 512 receive buffers of 64 KiB (32 MiB) per pool, so that a
+ * client holding its pool's every buffer cannot stall mirroring. */
+static void kernel_net_config(uint32_t conns, struct km_net_config *nc)
+{
+	nc->kind = KM_NET_KERNEL;
+	nc->conns_max = conns;
+	nc->rx_buf_count = 512;
+	nc->rx_buf_bytes = 64 * 1024;
+	nc->send_queue_max = 64;
+	nc->send_iov_max = 256;
+	nc->connect_timeout_ms = 5000;
+}
+
 static void worker_config(const struct km_daemon *d, uint32_t id,
 			  struct km_worker_config *wc)
 {
@@ -81,14 +95,8 @@ static void worker_config(const struct km_daemon *d, uint32_t id,
 	wc->peers = d->workers;
 	wc->parts = &d->table;
 	wc->parts_max = parts_of(d, id);
-	wc->net.kind = KM_NET_KERNEL;
-	wc->net.conns_max = 1024;
+	kernel_net_config(1024, &wc->net);
 	wc->net.listeners_max = 1;
-	wc->net.rx_buf_count = 1024;
-	wc->net.rx_buf_bytes = 64 * 1024;
-	wc->net.send_queue_max = 64;
-	wc->net.send_iov_max = 256;
-	wc->net.connect_timeout_ms = 5000;
 	wc->alloc_pid = km_daemon_pid_alloc_next;
 	wc->alloc_pid_ctx = (void *)&d->pids;
 	wc->ctl_efd = d->ctl_efd;
@@ -104,6 +112,8 @@ static void worker_config(const struct km_daemon *d, uint32_t id,
 	if (d->cfg->net_mode == KM_CONFIG_NET_DPDK)
 		dpdk_net_config(d->cfg, wc->parts_max, id, d->n_workers,
 				&wc->fetch_net);
+	else
+		kernel_net_config(2 * wc->parts_max + 8, &wc->fetch_net);
 }
 
 static int start_workers(struct km_daemon *d)

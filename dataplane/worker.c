@@ -242,12 +242,12 @@ static int resolve(void *ctx, const char *host,
 
 /* Fetch sessions: one per source broker (and bootstrap list), so at most
  * one per partition, plus a discovery session, and at most
- * KM_FSESS_POOL_MAX. Each may hold an
- * equal share of half the receive pool (the other half is for the
- * front-end), so that no session can starve the others. */
+ * KM_FSESS_POOL_MAX. Each may hold an equal share of the fetch pool (half
+ * of a pool shared with the front-end), so that no session can starve the
+ * others. */
 static int fetch_pool_init(struct km_worker *w)
 {
-	bool own = w->fnet != w->net; /* no front-end on a fetch-only net */
+	bool own = w->fnet != w->net; /* the front-end is not on it */
 	const struct km_net_config *nc = own ? &w->cfg.fetch_net : &w->cfg.net;
 	struct km_fsess_pool_config pc = {0};
 	uint32_t n = w->cfg.parts_max + 1;
@@ -505,7 +505,7 @@ static void publish_net(struct km_worker *w)
 
 	if (w->fnet == NULL || pthread_mutex_trylock(&w->net_lock) != 0)
 		return;
-	p->dpdk = w->fnet != w->net;
+	p->dpdk = w->fnet != w->net && w->cfg.fetch_net.kind == KM_NET_DPDK;
 	km_net_get_stats(w->fnet, &p->net);
 	p->n_conns = km_fsess_pool_conns(&w->fpool, p->conns, KM_WORKER_NET_CONNS);
 	pthread_mutex_unlock(&w->net_lock);
@@ -676,7 +676,8 @@ static uint32_t next_wait_us(struct km_worker *w, bool worked)
 	if (worked || w->outbox != NULL || km_net_wants_poll(w->net))
 		return WAIT_NONE;
 	if (w->fnet != w->net && km_net_wants_poll(w->fnet))
-		return km_net_nap_us(w->fnet);
+		return w->cfg.fetch_net.kind == KM_NET_DPDK
+			       ? km_net_nap_us(w->fnet) : WAIT_NONE;
 	return WAIT_TICK;
 }
 
@@ -757,7 +758,9 @@ static int setup(struct km_worker *w)
 		return rc;
 	}
 	w->fnet = w->net;
-	if (w->cfg.fetch_net.kind == KM_NET_DPDK &&
+	if (w->cfg.fetch_net.kind == KM_NET_KERNEL)
+		w->cfg.fetch_net.uring = &w->ring;
+	if (w->cfg.fetch_net.conns_max > 0 &&
 	    (rc = km_net_create(&w->cfg.fetch_net, &w->fnet)) < 0) {
 		w->fnet = NULL;
 		return rc;

@@ -50,9 +50,10 @@ struct km_worker_config {
 	const struct km_part_table *parts;
 	uint32_t uring_entries;		/* SQ size; 0: 1024 */
 	struct km_net_config net;	/* .uring is filled in by the worker */
-	/* kind KM_NET_DPDK: the fetch sessions get a backend of their own
-	 * (net.mode=dpdk) while the front-end stays on net; else (zeroed) they
-	 * share net. */
+	/* The fetch sessions' backend: a kernel one with a receive pool of
+	 * its own (so that no client of the front-end can take the buffers
+	 * mirroring needs), or KM_NET_DPDK (net.mode=dpdk); the front-end
+	 * stays on net. Zeroed (conns_max 0): they share net. */
 	struct km_net_config fetch_net;
 	uint32_t parts_max;		/* partitions this worker may own */
 	km_worker_pid_fn alloc_pid;

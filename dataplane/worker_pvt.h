@@ -77,7 +77,7 @@ struct km_worker {
 	bool started;
 	struct km_uring ring;
 	struct km_net *net;		/* front-end (kernel sockets) */
-	struct km_net *fnet;		/* fetch sessions: net, or DPDK */
+	struct km_net *fnet;		/* fetch sessions: their own, or net */
 	int efd;			/* wake-up eventfd */
 	uint64_t efd_val;
 	struct km_io_req efd_req;

@@ -130,6 +130,60 @@ void km_kframe_release(struct km_kframe *k)
 		drop_segs(k, e.seg, e.off);
 }
 
+/* The first segment compaction may write into: the one after the held
+ * frame's last (whose bytes the frame's views read), or the first. */
+static uint32_t compact_start(const struct km_kframe *k)
+{
+	return k->held ? k->cur.end.seg + 1 : 0;
+}
+
+/* Move r's bytes into the free tails from segment *w on; r itself becomes
+ * the writer once every segment before it is full. */
+static void compact_one(struct km_kframe *k, uint32_t *w, uint32_t r,
+			uint32_t buf_bytes)
+{
+	uint8_t *src = k->segs[r].iov_base;
+	size_t left = k->segs[r].iov_len;
+
+	while (left > 0) {
+		struct iovec *d = &k->segs[*w];
+		size_t n = buf_bytes - d->iov_len;
+
+		if (*w == r) {
+			if (src != d->iov_base)
+				memmove(d->iov_base, src, left);
+			d->iov_len = left;
+			return;
+		}
+		if (n == 0) {
+			(*w)++;
+			continue;
+		}
+		n = n < left ? n : left;
+		memcpy((uint8_t *)d->iov_base + d->iov_len, src, n);
+		d->iov_len += n;
+		src += n;
+		left -= n;
+	}
+	k->segs[r].iov_len = 0;
+}
+
+uint32_t km_kframe_compact(struct km_kframe *k, uint32_t buf_bytes)
+{
+	uint32_t w = compact_start(k), n;
+
+	if (w >= k->n_segs)
+		return 0;
+	for (uint32_t r = w + 1; r < k->n_segs; r++)
+		compact_one(k, &w, r, buf_bytes);
+	n = k->n_segs - (w + 1);
+	if (n > 0) {
+		km_net_release(k->net, &k->ids[w + 1], n);
+		k->n_segs = w + 1;
+	}
+	return n;
+}
+
 void km_kframe_reset(struct km_kframe *k)
 {
 	k->held = false;

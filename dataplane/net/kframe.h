@@ -89,6 +89,18 @@ int km_kframe_next(struct km_kframe *k, const struct km_kframe_frame **out);
  */
 int km_kframe_peek_size(const struct km_kframe *k, uint32_t *size);
 
+/**
+ * Pack the bytes queued after the held frame (all of them if none is held)
+ * into as few buffers as they fill, and release the buffers emptied: a peer
+ * that sends a large request in small pieces would otherwise hold a whole
+ * buffer per piece. Bytes the held frame covers do not move. Every segment
+ * must begin at its buffer's first byte, each buffer buf_bytes long (the
+ * kernel backend's are). Each byte is copied about once however often this
+ * runs: buffers already full are skipped.
+ * @return how many buffers were released.
+ */
+uint32_t km_kframe_compact(struct km_kframe *k, uint32_t buf_bytes);
+
 /** Done with the held frame: release the buffers wholly before its end. */
 void km_kframe_release(struct km_kframe *k);
 

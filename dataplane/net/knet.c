@@ -101,6 +101,7 @@ static void knet_stats(const struct km_net *net, struct km_net_stats *out)
 	*out = kn->st;
 	out->conns_max = kn->cfg.conns_max;
 	out->rx_bufs_total = kn->cfg.rx_buf_count;
+	out->rx_buf_bytes = kn->cfg.rx_buf_bytes;
 	out->rx_multishot = kn->multishot;
 }
 
@@ -187,6 +188,7 @@ static const struct km_net_ops knet_ops = {
 	.release = km_knet_release,
 	.close = km_knet_close,
 	.abort = km_knet_abort,
+	.recv_pause = km_knet_recv_pause,
 	.stats = knet_stats,
 	.conn_stats = knet_conn_stats,
 };

@@ -146,6 +146,8 @@ void km_knet_conn_service(struct knet_conn *c)
 		sq_full |= !prep_timer(c);
 	if (c->need & NEED_SEND)
 		sq_full |= !km_knet_prep_send(c);
+	if (c->need & NEED_RXCANCEL)
+		sq_full |= !km_knet_prep_rxcancel(c);
 	if (c->need & NEED_RECV)
 		rc = km_knet_prep_recv(c);
 	if (sq_full || rc == -EBUSY) {
@@ -178,6 +180,7 @@ struct knet_conn *km_knet_conn_alloc(struct knet *kn)
 	c->reason = 0;
 	c->rx_bid = KNET_NO_BUF;
 	c->established = c->abortive = c->shut_wr = c->stalled = false;
+	c->rx_paused = c->rx_cancelling = false;
 	c->recv_armed = c->send_armed = c->timer_armed = false;
 	c->sq_head = c->sq_count = c->si_head = c->si_count = 0;
 	memset(&c->st, 0, sizeof(c->st));
@@ -336,7 +339,7 @@ static void on_cancel_cqe(struct km_io_req *req, int res, uint32_t flags)
 static const struct km_io_req conn_reqs[] = {
 	{ on_connect_cqe }, { on_ltimeout_cqe }, { km_knet_on_recv_cqe },
 	{ km_knet_on_send_cqe }, { on_timer_cqe }, { on_tremove_cqe },
-	{ on_cancel_cqe },
+	{ on_cancel_cqe }, { km_knet_on_rxcancel_cqe },
 };
 
 void km_knet_conn_init(struct knet *kn, struct knet_conn *c, uint32_t i)
@@ -355,6 +358,7 @@ void km_knet_conn_init(struct knet *kn, struct knet_conn *c, uint32_t i)
 	c->r_timer = conn_reqs[4];
 	c->r_tremove = conn_reqs[5];
 	c->r_cancel = conn_reqs[6];
+	c->r_rxcancel = conn_reqs[7];
 	c->sq = kn->slot_mem + (size_t)i * cfg->send_queue_max;
 	c->sq_iov = kn->iov_mem + (size_t)i * cfg->send_iov_max * 2;
 	c->tx_iov = c->sq_iov + cfg->send_iov_max;

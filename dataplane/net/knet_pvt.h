@@ -39,6 +39,7 @@ enum conn_need {
 	NEED_TIMER = 1u << 3,
 	NEED_CANCEL = 1u << 4,
 	NEED_TREMOVE = 1u << 5,
+	NEED_RXCANCEL = 1u << 6,
 };
 
 enum buf_state {
@@ -75,8 +76,10 @@ struct knet_conn {
 	bool timer_armed;
 	bool shut_wr;
 	bool stalled;
+	bool rx_paused;	  /* km_net_recv_pause(): do not arm the receive */
+	bool rx_cancelling; /* the armed multishot receive is being cancelled */
 	struct km_io_req r_connect, r_ltimeout, r_recv, r_send;
-	struct km_io_req r_timer, r_tremove, r_cancel;
+	struct km_io_req r_timer, r_tremove, r_cancel, r_rxcancel;
 	struct sockaddr_in peer;
 	struct __kernel_timespec ts_connect, ts_close;
 	struct msghdr msg;
@@ -251,6 +254,9 @@ void km_knet_abort(struct km_net_conn *pc);
 int km_knet_bufs_init(struct knet *kn);
 void km_knet_bufs_free_all(struct knet *kn);
 int km_knet_prep_recv(struct knet_conn *c);
+bool km_knet_prep_rxcancel(struct knet_conn *c);
+void km_knet_on_rxcancel_cqe(struct km_io_req *req, int res, uint32_t flags);
+int km_knet_recv_pause(struct km_net_conn *pc, bool paused);
 void km_knet_on_recv_cqe(struct km_io_req *req, int res, uint32_t flags);
 void km_knet_release(struct km_net *net, const uint32_t *ids, uint32_t n);
 

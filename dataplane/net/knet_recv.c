@@ -76,7 +76,7 @@ int km_knet_prep_recv(struct knet_conn *c)
 	struct knet *kn = c->kn;
 	struct io_uring_sqe *sqe;
 
-	if (!conn_rx_live(c) || c->recv_armed) {
+	if (!conn_rx_live(c) || c->recv_armed || c->rx_paused) {
 		c->need &= ~(uint32_t)NEED_RECV;
 		return 0;
 	}
@@ -154,7 +154,9 @@ static void recv_end(struct knet_conn *c, int res)
 	case -EINTR:
 	case -EAGAIN:
 		break;
-	case -ECANCELED: /* ours (teardown) or the ring going away */
+	case -ECANCELED: /* a pause, ours (teardown) or the ring going away */
+		if (c->rx_cancelling && conn_rx_live(c))
+			break;
 		km_knet_conn_teardown(c, -ECANCELED, true);
 		break;
 	default: /* -ECONNRESET, -ETIMEDOUT, -EHOSTUNREACH, -EPIPE, ... */
@@ -169,8 +171,10 @@ void km_knet_on_recv_cqe(struct km_io_req *req, int res, uint32_t flags)
 	bool final = !(flags & IORING_CQE_F_MORE);
 	uint32_t bid = recv_take_buf(c, flags);
 
-	if (final)
+	if (final) {
 		c->recv_armed = false;
+		c->rx_cancelling = false;
+	}
 	if (res > 0) {
 		KM_ASSERT_HOT(bid != KNET_NO_BUF);
 		recv_deliver(c, bid, (uint32_t)res);
@@ -187,6 +191,48 @@ void km_knet_on_recv_cqe(struct km_io_req *req, int res, uint32_t flags)
 	}
 	if (final)
 		km_knet_conn_op_done(c);
+}
+
+/* A multishot receive stays armed across a pause unless cancelled; a
+ * single-shot one ends with its one buffer and is simply not re-armed. */
+bool km_knet_prep_rxcancel(struct knet_conn *c)
+{
+	struct io_uring_sqe *sqe;
+
+	if (!c->recv_armed || !c->kn->multishot || c->rx_cancelling ||
+	    !c->rx_paused) {
+		c->need &= ~(uint32_t)NEED_RXCANCEL;
+		return true;
+	}
+	if ((sqe = knet_sqe(c->kn, 1)) == NULL)
+		return false;
+	io_uring_prep_cancel(sqe, &c->r_recv, 0);
+	conn_op_start(c, sqe, &c->r_rxcancel);
+	c->rx_cancelling = true;
+	c->need &= ~(uint32_t)NEED_RXCANCEL;
+	return true;
+}
+
+void km_knet_on_rxcancel_cqe(struct km_io_req *req, int res, uint32_t flags)
+{
+	/* 0, -ENOENT (the receive had ended) or -EALREADY: the receive's own
+	 * final CQE says the rest. */
+	(void)res;
+	(void)flags;
+	km_knet_conn_op_done(
+		km_container_of(req, struct knet_conn, r_rxcancel));
+}
+
+int km_knet_recv_pause(struct km_net_conn *pc, bool paused)
+{
+	struct knet_conn *c = conn_of(pc);
+
+	if (!conn_rx_live(c) || c->rx_paused == paused)
+		return 0;
+	c->rx_paused = paused;
+	c->need |= paused ? NEED_RXCANCEL : NEED_RECV;
+	km_knet_conn_service(c);
+	return 0;
 }
 
 void km_knet_release(struct km_net *net, const uint32_t *ids, uint32_t n)

@@ -200,6 +200,10 @@ struct km_net_stats {
 	uint32_t conns_max;
 	uint32_t rx_bufs_total;
 	uint32_t rx_bufs_held;	  /* delivered and not yet released */
+	/* Kernel: each receive buffer's capacity, every delivered segment
+	 * starting at its buffer's first byte (so that a consumer may pack
+	 * more into it); 0 (DPDK): segments are parts of mbufs. */
+	uint32_t rx_buf_bytes;
 	bool rx_multishot;	  /* kernel: multishot recv + buffer ring */
 	/* Port counters (KM_NET_DPDK; 0 with the kernel backend, where the
 	 * kernel keeps them). */
@@ -245,6 +249,7 @@ struct km_net_ops {
 			uint32_t n);
 	int (*close)(struct km_net_conn *c);
 	void (*abort)(struct km_net_conn *c);
+	int (*recv_pause)(struct km_net_conn *c, bool paused); /* NULL: none */
 	void (*stats)(const struct km_net *net, struct km_net_stats *out);
 	void (*conn_stats)(const struct km_net_conn *c,
 			   struct km_net_conn_stats *out);
@@ -440,6 +445,21 @@ static inline int km_net_close(struct km_net_conn *c)
 static inline void km_net_abort(struct km_net_conn *c)
 {
 	c->net->ops->abort(c);
+}
+
+/**
+ * Stop (paused) or resume reading from c: the consumer's own backpressure,
+ * for a connection that may not take more of the shared pool. Bytes the
+ * kernel had already placed in buffers may still arrive after a pause
+ * (bounded by the socket's receive buffer); then nothing more until resumed.
+ * The peer's FIN or an error while paused is seen once resumed.
+ * @return 0, or -EOPNOTSUPP (the backend cannot pause).
+ */
+static inline int km_net_recv_pause(struct km_net_conn *c, bool paused)
+{
+	if (c->net->ops->recv_pause == NULL)
+		return -EOPNOTSUPP;
+	return c->net->ops->recv_pause(c, paused);
 }
 
 static inline void *km_net_conn_ctx(const struct km_net_conn *c)

@@ -207,6 +207,8 @@ int km_frontend_create(const struct km_frontend_config *cfg,
 	snprintf(fe->cluster_id, sizeof(fe->cluster_id), "%s", cfg->cluster_id);
 	snprintf(fe->host, sizeof(fe->host), "%s", cfg->advertised_host);
 	set_limits(fe, cfg);
+	km_frontend_rx_init(fe, cfg);
+	fe->staging_bytes = fe->limits.frame_bytes_max;
 	if ((rc = alloc_conns(fe)) < 0 || (rc = alloc_buffers(fe)) < 0 ||
 	    (rc = km_frontend_groups_init(fe, cfg)) < 0) {
 		free_all(fe);
@@ -258,6 +260,7 @@ void km_frontend_get_stats(const struct km_frontend *fe,
 			   struct km_frontend_stats *out)
 {
 	*out = fe->st;
+	out->rx_bufs_charged = fe->rx.charged;
 }
 
 /* ---- Fetch records buffers ---- */

@@ -134,6 +134,13 @@ struct km_frontend_config {
 					      * buffers until whole: keep this
 					      * well below the net's pool */
 	uint32_t conns_max;		     /* client connections; 0: 64 */
+	uint32_t rx_bufs_max;		     /* receive buffers the clients'
+					      * requests may hold together;
+					      * 0: 3/4 of the net's pool. A
+					      * request is limited to what
+					      * half of this holds */
+	uint32_t request_timeout_ms;	     /* an incomplete request must be
+					      * whole within this; 0: 30 s */
 	uint32_t conn_buf_bytes;	     /* response space per connection;
 					      * 0: 256 KiB (raised to fit a
 					      * Metadata answer for every
@@ -166,6 +173,13 @@ struct km_frontend_stats {
 					      * error code */
 	uint64_t produce_refused_mirror;     /* POLICY_VIOLATION answers */
 	uint64_t fetch_parked;		     /* Fetches that long-polled */
+	uint64_t request_timeouts;	     /* closed: request not whole in
+					      * time */
+	uint64_t rx_waits;		     /* a request waited for receive
+					      * buffers (frontend_rx.c) */
+	uint64_t rx_compactions;	     /* small pieces packed */
+	uint32_t rx_bufs_charged;	     /* receive buffers held or
+					      * promised to requests, now */
 	uint64_t bytes_out;		     /* response bytes sent */
 	uint64_t records_bytes_out;	     /* ... of which record batches */
 };

@@ -140,6 +140,7 @@ static void on_close(struct km_net_conn *c, int reason)
 	fc->fe->st.conns--;
 	km_kframe_reset(&fc->kf);
 	fc->held = NULL;
+	km_frontend_rx_closed(fc);
 	slots_release(fc);
 	km_frontend_groups_conn_closed(fc);
 	km_frontend_conn_maybe_free(fc);
@@ -311,7 +312,7 @@ static void on_sent(struct km_net_conn *c, void *arg, int res)
 	process_frames(fc);
 }
 
-static void process_frames(struct fe_conn *fc)
+static void take_frames(struct fe_conn *fc)
 {
 	for (uint32_t n = 0; n < FRAMES_PER_TURN; n++) {
 		const struct km_kframe_frame *fr = fc->held;
@@ -342,6 +343,14 @@ static void process_frames(struct fe_conn *fc)
 	}
 }
 
+/* Every path that queues or takes request bytes ends here, so the
+ * connection's share of the receive pool follows its queue. */
+static void process_frames(struct fe_conn *fc)
+{
+	take_frames(fc);
+	km_frontend_rx_update(fc);
+}
+
 /* ---- the loop ---- */
 
 /* Hooked slots first: a parked response that completes is then sent with
@@ -363,11 +372,12 @@ void km_frontend_conn_tick(struct fe_conn *fc, uint64_t now_ms)
 	if (fc->send_blocked)
 		km_frontend_send_ready(fc);
 	process_frames(fc);
+	km_frontend_rx_tick(fc, now_ms);
 }
 
 uint64_t km_frontend_conn_deadline(const struct fe_conn *fc)
 {
-	uint64_t next = UINT64_MAX;
+	uint64_t next = km_frontend_rx_deadline(fc);
 
 	for (uint32_t i = 0; i < fc->s_count; i++) {
 		const struct fe_slot *s =

@@ -126,6 +126,12 @@ struct fe_conn {
 	uint32_t s_head;
 	uint32_t s_count;
 	bool send_blocked;	/* km_net_send said -EAGAIN */
+	/* Its share of the receive pool (frontend_rx.c). */
+	uint32_t rx_charge;	/* buffers counted against the budget */
+	bool rx_wait;		/* its next request waits for the budget */
+	bool rx_paused;		/* its receive is paused */
+	uint64_t rx_since_ms;	/* its incomplete request's clock; 0: none */
+	uint64_t rx_frames;	/* frames it had when the clock started */
 	struct fe_fetch *fetch;
 	struct fe_gticket *gtickets;	/* JoinGroup/SyncGroup answers awaited */
 };
@@ -154,6 +160,15 @@ struct km_frontend {
 	uint16_t port;
 	struct km_net_listener *lsn;
 	struct km_wire_limits limits;
+	struct {
+		uint32_t buf_bytes;	/* the net's buffers: 0: not packable */
+		uint32_t unit;		/* bytes a buffer counts for */
+		uint32_t bufs_max;	/* the budget over all connections */
+		uint32_t conn_bufs_max;	/* one connection's */
+		uint32_t charged;
+		uint32_t waiting;	/* connections with rx_wait */
+		uint32_t timeout_ms;
+	} rx;
 	uint32_t conn_buf_bytes;
 	uint32_t parts_max;
 	uint32_t topics_max;	/* topics a request may name */
@@ -197,6 +212,14 @@ struct km_frontend {
 		int64_t compact_from;
 	} go;
 };
+
+/* frontend_rx.c: what a connection may hold of the receive pool. */
+void km_frontend_rx_init(struct km_frontend *fe,
+			 const struct km_frontend_config *cfg);
+void km_frontend_rx_update(struct fe_conn *fc);
+void km_frontend_rx_closed(struct fe_conn *fc);
+uint64_t km_frontend_rx_deadline(const struct fe_conn *fc);
+void km_frontend_rx_tick(struct fe_conn *fc, uint64_t now_ms);
 
 /* frontend.c: create/destroy, the loop, Fetch records buffers. */
 uint8_t *km_frontend_fbuf_get(struct km_frontend *fe);
