@@ -171,10 +171,8 @@ void km_knet_on_recv_cqe(struct km_io_req *req, int res, uint32_t flags)
 	bool final = !(flags & IORING_CQE_F_MORE);
 	uint32_t bid = recv_take_buf(c, flags);
 
-	if (final) {
+	if (final)
 		c->recv_armed = false;
-		c->rx_cancelling = false;
-	}
 	if (res > 0) {
 		KM_ASSERT_HOT(bid != KNET_NO_BUF);
 		recv_deliver(c, bid, (uint32_t)res);
@@ -185,6 +183,8 @@ void km_knet_on_recv_cqe(struct km_io_req *req, int res, uint32_t flags)
 		}
 		recv_end(c, res);
 	}
+	if (final)
+		c->rx_cancelling = false;
 	if (final && conn_rx_live(c)) {
 		c->need |= NEED_RECV;
 		km_knet_conn_service(c);

@@ -451,8 +451,9 @@ static inline void km_net_abort(struct km_net_conn *c)
  * Stop (paused) or resume reading from c: the consumer's own backpressure,
  * for a connection that may not take more of the shared pool. Bytes the
  * kernel had already placed in buffers may still arrive after a pause
- * (bounded by the socket's receive buffer); then nothing more until resumed.
- * The peer's FIN or an error while paused is seen once resumed.
+ * (bounded by the socket's receive buffer); then no more bytes until
+ * resumed. The peer's FIN or an error may still end the connection while
+ * it is paused.
  * @return 0, or -EOPNOTSUPP (the backend cannot pause).
  */
 static inline int km_net_recv_pause(struct km_net_conn *c, bool paused)

@@ -699,6 +699,46 @@ TEST_P(Net, HeldBuffersStallReceptionThenResume)
 	EXPECT_EQ(0u, Stats(sn).rx_bufs_held);
 }
 
+// km_net_recv_pause: a paused connection takes nothing more from the pool
+// while another on the same backend is read at full speed; resumed, its
+// bytes arrive whole and in order, and its peer's FIN is then seen.
+TEST_P(Net, PausedConnectionIsNotReadOthersAre)
+{
+	km_net *sn = Make(), *cn = Make();
+	const size_t n = 8 * kMiB;
+	auto data = Pattern(n, 5);
+	ConnOpts so;
+	so.keep_text = false;
+	so.verify = true;
+	so.seed = 5;
+	Server *srv = Listen(sn, so);
+	auto a = Pair(cn, srv), b = Pair(cn, srv);
+	ASSERT_NE(nullptr, a.second);
+	ASSERT_NE(nullptr, b.second);
+	ASSERT_EQ(0, km_net_recv_pause(a.second->c, true));
+	a.first->tx = &data;
+	b.first->tx = &data;
+	a.first->PumpTx();
+	b.first->PumpTx();
+	ASSERT_TRUE(Until([&] { return b.second->rx_off == n; }));
+	// Whatever reached a before the pause landed, nothing after.
+	uint64_t got = a.second->rx_off;
+	for (int i = 0; i < 40; i++)
+		Pump();
+	EXPECT_EQ(got, a.second->rx_off) << "read while paused";
+	EXPECT_LT(got, n / 2);
+	EXPECT_LT(CStats(a.first).bytes_out, n) << "sender not held back";
+	ASSERT_EQ(0, km_net_recv_pause(a.second->c, false));
+	ASSERT_TRUE(Until([&] { return a.second->rx_off == n; }));
+	EXPECT_EQ(-1, a.second->rx_bad);
+	EXPECT_EQ(-1, b.second->rx_bad);
+	EXPECT_EQ(0, a.second->closes);
+	ASSERT_TRUE(Until([&] { return a.first->sent_bytes == (int64_t)n; }));
+	ASSERT_EQ(0, km_net_close(a.first->c));
+	ASSERT_TRUE(Until([&] { return a.second->closes == 1; }));
+	EXPECT_EQ(0, a.second->close_reason);
+}
+
 // A port with a bound socket that does not listen answers RST: on_connect
 // gets -ECONNREFUSED, no on_close follows, and the slot is free again.
 TEST_P(Net, ConnectToClosedPortIsRefused)
