@@ -40,6 +40,8 @@ void km_config_defaults(struct km_config *cfg)
 	cfg->group_initial_rebalance_delay_ms = 3000;
 	cfg->group_min_session_timeout_ms = 6000;
 	cfg->group_max_session_timeout_ms = 1800000;
+	cfg->request_bytes_max = 100u << 20;
+	cfg->request_timeout_ms = 30000;
 	cfg->dpdk.netmask_be = htonl(0xffffff00u);
 	cfg->segment_bytes = log.segment_bytes;
 	cfg->flush_interval_ms = log.flush_interval_ms;

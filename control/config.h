@@ -155,6 +155,12 @@ struct km_config {
 	uint32_t group_initial_rebalance_delay_ms;
 	uint32_t group_min_session_timeout_ms;
 	uint32_t group_max_session_timeout_ms;
+	/* The Kafka listener: the largest request (Kafka's
+	 * socket.request.max.bytes; kmirrord lowers it to what a connection
+	 * may hold of its receive buffers), and how long a client has to
+	 * send the whole of a request it has begun. */
+	uint32_t request_bytes_max;
+	uint32_t request_timeout_ms;
 };
 
 /* One-line usage for kmirrord's --help and argument errors. */

@@ -384,6 +384,10 @@ static const struct key_def keys[] = {
 	       group_min_session_timeout_ms, KM_CONFIG_UNITS_MS, 1, INT32_MAX),
 	NUMBER("group.max.session.timeout.ms", K_U32,
 	       group_max_session_timeout_ms, KM_CONFIG_UNITS_MS, 1, INT32_MAX),
+	NUMBER("socket.request.max.bytes", K_U32, request_bytes_max,
+	       KM_CONFIG_UNITS_BYTES, 1024, INT32_MAX - 4),
+	NUMBER("listener.request.timeout.ms", K_U32, request_timeout_ms,
+	       KM_CONFIG_UNITS_MS, 100, INT32_MAX),
 	ENUM("log.level", log_level, levels),
 };
 

@@ -105,7 +105,8 @@ static void worker_config(const struct km_daemon *d, uint32_t id,
 	snprintf(wc->advertised_host, sizeof(wc->advertised_host), "%s",
 		 d->cfg->advertised.host);
 	wc->advertised_port = d->cfg->advertised.port;
-	wc->frame_bytes_max = 100u << 20;
+	wc->frame_bytes_max = d->cfg->request_bytes_max;
+	wc->request_timeout_ms = d->cfg->request_timeout_ms;
 	wc->group_initial_rebalance_delay_ms = d->cfg->group_initial_rebalance_delay_ms;
 	wc->group_min_session_timeout_ms = d->cfg->group_min_session_timeout_ms;
 	wc->group_max_session_timeout_ms = d->cfg->group_max_session_timeout_ms;

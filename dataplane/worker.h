@@ -65,6 +65,7 @@ struct km_worker_config {
 	char advertised_host[256];
 	uint16_t advertised_port;	/* 0: the bound port */
 	uint32_t frame_bytes_max;
+	uint32_t request_timeout_ms;
 	uint32_t group_initial_rebalance_delay_ms;
 	uint32_t group_min_session_timeout_ms;
 	uint32_t group_max_session_timeout_ms;

@@ -167,6 +167,7 @@ int km_worker_fe_listen(struct km_worker *w, const char *ipv4, uint16_t port,
 						      : ipv4;
 	c.advertised_port = w->cfg.advertised_port;
 	c.frame_bytes_max = w->cfg.frame_bytes_max;
+	c.request_timeout_ms = w->cfg.request_timeout_ms;
 	c.conns_max = w->cfg.net.conns_max / 2;
 	c.fetch_buf_bytes = 8u << 20;
 	c.fetch_bufs = 8;
