@@ -65,9 +65,29 @@ static json_t *conn_row(uint32_t w, const struct km_fsess_pool_conn *c)
 			 "out_of_order", (json_int_t)c->st.out_of_order);
 }
 
+/* The Kafka listener's clients and what their requests hold of its
+ * receive pool (dataplane/serve/frontend_rx.c). */
+static json_t *listener_row(uint32_t w, const struct km_worker_net *n)
+{
+	const struct km_frontend_stats *s = &n->fe;
+
+	return json_pack("{s:i, s:i, s:I, s:I, s:I, s:I, s:I, s:I, s:i, s:i, s:i}",
+			 "worker", (int)w, "clients", (int)s->conns,
+			 "accepts", (json_int_t)s->accepts,
+			 "refused", (json_int_t)s->refused,
+			 "protocol_errors", (json_int_t)s->protocol_errors,
+			 "request_timeouts", (json_int_t)s->request_timeouts,
+			 "rx_waits", (json_int_t)s->rx_waits,
+			 "rx_compactions", (json_int_t)s->rx_compactions,
+			 "rx_bufs_charged", (int)s->rx_bufs_charged,
+			 "rx_bufs_held", (int)n->fe_net.rx_bufs_held,
+			 "rx_bufs_total", (int)n->fe_net.rx_bufs_total);
+}
+
 void km_daemon_net_status(struct km_daemon *d, json_t *resp)
 {
 	json_t *ports = json_array(), *conns = json_array();
+	json_t *lsn = json_array();
 	struct km_worker_net *n = malloc(sizeof(*n));
 
 	for (uint32_t w = 0; n != NULL && w < d->n_workers; w++) {
@@ -75,10 +95,13 @@ void km_daemon_net_status(struct km_daemon *d, json_t *resp)
 		json_array_append_new(ports, port_row(w, n));
 		for (uint32_t i = 0; i < n->n_conns; i++)
 			json_array_append_new(conns, conn_row(w, &n->conns[i]));
+		if (n->listener)
+			json_array_append_new(lsn, listener_row(w, n));
 	}
 	free(n);
 	json_object_set_new(resp, "net", ports);
 	json_object_set_new(resp, "connections", conns);
+	json_object_set_new(resp, "listener", lsn);
 }
 
 #define NET_METRIC(f, name, help) { offsetof(struct km_net_stats, f), name, help }
@@ -136,6 +159,36 @@ static void conn_metrics(FILE *f, const struct km_worker_net *nets,
 	}
 }
 
+#define FE_METRIC(f, name, help) { offsetof(struct km_frontend_stats, f), name, help }
+static const struct {
+	size_t off;
+	const char *name, *help;
+} fe_metrics[] = {
+	FE_METRIC(protocol_errors, "kmirror_listener_protocol_errors_total", "Client connections closed for a malformed or oversized request."),
+	FE_METRIC(request_timeouts, "kmirror_listener_request_timeouts_total", "Client connections closed for a request not whole within listener.request.timeout.ms."),
+	FE_METRIC(rx_waits, "kmirror_listener_rx_waits_total", "Requests that waited for the listener's receive buffers."),
+	FE_METRIC(refused, "kmirror_listener_refused_total", "Client connections reset at accept: too many open."),
+};
+
+static void listener_metrics(FILE *f, const struct km_worker_net *nets,
+			     uint32_t n_workers)
+{
+	for (size_t m = 0; m < sizeof(fe_metrics) / sizeof(fe_metrics[0]); m++) {
+		fprintf(f, "# HELP %s %s\n# TYPE %s counter\n", fe_metrics[m].name,
+			fe_metrics[m].help, fe_metrics[m].name);
+		for (uint32_t w = 0; w < n_workers; w++) {
+			uint64_t v;
+
+			if (!nets[w].listener)
+				continue;
+			memcpy(&v, (const char *)&nets[w].fe + fe_metrics[m].off,
+			       sizeof(v));
+			fprintf(f, "%s{worker=\"%u\"} %" PRIu64 "\n",
+				fe_metrics[m].name, w, v);
+		}
+	}
+}
+
 char *km_daemon_net_metrics(struct km_daemon *d)
 {
 	struct km_worker_net *nets = calloc(d->n_workers ? d->n_workers : 1, sizeof(*nets));
@@ -152,6 +205,7 @@ char *km_daemon_net_metrics(struct km_daemon *d)
 	for (size_t m = 0; m < sizeof(port_metrics) / sizeof(port_metrics[0]); m++)
 		port_metric(f, m, nets, d->n_workers);
 	conn_metrics(f, nets, d->n_workers);
+	listener_metrics(f, nets, d->n_workers);
 	fclose(f);
 	free(nets);
 	return buf;

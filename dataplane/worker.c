@@ -508,6 +508,11 @@ static void publish_net(struct km_worker *w)
 	p->dpdk = w->fnet != w->net && w->cfg.fetch_net.kind == KM_NET_DPDK;
 	km_net_get_stats(w->fnet, &p->net);
 	p->n_conns = km_fsess_pool_conns(&w->fpool, p->conns, KM_WORKER_NET_CONNS);
+	p->listener = w->fe != NULL;
+	if (w->fe != NULL) {
+		km_frontend_get_stats(w->fe, &p->fe);
+		km_net_get_stats(w->net, &p->fe_net);
+	}
 	pthread_mutex_unlock(&w->net_lock);
 }
 

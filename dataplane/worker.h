@@ -91,6 +91,10 @@ struct km_worker_net {
 	struct km_net_stats net;
 	uint32_t n_conns;
 	struct km_fsess_pool_conn conns[KM_WORKER_NET_CONNS];
+	/* The Kafka listener, on the worker that has one. */
+	bool listener;
+	struct km_frontend_stats fe;
+	struct km_net_stats fe_net;
 };
 
 /** A copy of w's last published figures (control thread; takes the lock

@@ -72,15 +72,11 @@ void km_frontend_conn_maybe_free(struct fe_conn *fc)
 	fc->fe->conns_used--;
 }
 
-int km_frontend_conn_fail(struct fe_conn *fc, const char *fmt, ...)
+static int conn_vfail(struct fe_conn *fc, const char *fmt, va_list ap)
 {
 	char why[256];
-	va_list ap;
 
-	va_start(ap, fmt);
 	vsnprintf(why, sizeof(why), fmt, ap);
-	va_end(ap);
-	fc->fe->st.protocol_errors++;
 	KM_WARN("frontend", "connection %u (client id \"%s\"): %s; closing it",
 		fc->id, fc->client_id, why);
 	if (fc->c != NULL && !fc->closing) {
@@ -88,6 +84,29 @@ int km_frontend_conn_fail(struct fe_conn *fc, const char *fmt, ...)
 		km_net_abort(fc->c);
 	}
 	return -ECONNABORTED;
+}
+
+int km_frontend_conn_fail(struct fe_conn *fc, const char *fmt, ...)
+{
+	va_list ap;
+	int rc;
+
+	fc->fe->st.protocol_errors++;
+	va_start(ap, fmt);
+	rc = conn_vfail(fc, fmt, ap);
+	va_end(ap);
+	return rc;
+}
+
+int km_frontend_conn_drop(struct fe_conn *fc, const char *fmt, ...)
+{
+	va_list ap;
+	int rc;
+
+	va_start(ap, fmt);
+	rc = conn_vfail(fc, fmt, ap);
+	va_end(ap);
+	return rc;
 }
 
 static void on_accept(struct km_net_conn *c)

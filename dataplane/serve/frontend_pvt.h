@@ -229,7 +229,11 @@ bool km_frontend_fbuf_available(const struct km_frontend *fe);
 /* frontend_conn.c: the pipeline (connections, framing, slots, sending). */
 extern const struct km_net_handler km_frontend_conn_handler;
 uint64_t km_frontend_now_ms(void);
+/* Close fc, logging why: a bad request (counted in protocol_errors), or,
+ * _drop, a client that broke no protocol rule (a timeout). */
 int km_frontend_conn_fail(struct fe_conn *fc, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+int km_frontend_conn_drop(struct fe_conn *fc, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 int km_frontend_slot_open(struct fe_conn *fc, const struct km_reqhdr *h, uint32_t bound,
 		 uint32_t *slot);

@@ -19,7 +19,8 @@
  * connection holding more than conn_bufs_max (pipelined requests waiting for
  * their turn) stops being read until they are taken; and an incomplete
  * request must be whole within request_timeout_ms of its first bytes, or of
- * being charged after a wait, else the connection is closed. */
+ * being charged after a wait, else the connection is closed (waiting or
+ * not: a client may not keep buffers by never finishing a request). */
 #include <stdio.h>
 
 #include "common/log.h"
@@ -125,7 +126,7 @@ static bool charge(struct fe_conn *fc, uint64_t now_ms)
 {
 	struct km_frontend *fe = fc->fe;
 	uint32_t held = km_kframe_buffers(&fc->kf), before = fc->rx_charge;
-	bool partial;
+	bool partial, granted = false;
 	uint32_t want = wanted(fc, held, &partial);
 
 	if (want > held && want > before &&
@@ -133,14 +134,16 @@ static bool charge(struct fe_conn *fc, uint64_t now_ms)
 		set_wait(fc, true);
 		want = held;
 	} else {
-		if (fc->rx_wait)
-			fc->rx_since_ms = 0; /* its clock starts now */
+		granted = fc->rx_wait;
 		set_wait(fc, false);
 	}
 	set_charge(fc, want);
-	if (!partial || fc->rx_wait)
+	/* A waiting connection is timed too: what it holds is not charged
+	 * in full, but held all the same. */
+	if (!partial)
 		fc->rx_since_ms = 0;
-	else if (fc->rx_since_ms == 0 || fc->rx_frames != fc->kf.frames_in)
+	else if (fc->rx_since_ms == 0 || granted ||
+		 fc->rx_frames != fc->kf.frames_in)
 		fc->rx_since_ms = now_ms;
 	fc->rx_frames = fc->kf.frames_in;
 	set_paused(fc, fc->rx_wait || held >= fe->rx.conn_bufs_max);
@@ -202,7 +205,7 @@ void km_frontend_rx_tick(struct fe_conn *fc, uint64_t now_ms)
 		return;
 	fc->fe->st.request_timeouts++;
 	(void)km_kframe_peek_size(&fc->kf, &size);
-	km_frontend_conn_fail(fc, "a request of %u bytes is not whole after "
+	km_frontend_conn_drop(fc, "a request of %u bytes is not whole after "
 			      "%u ms (%llu bytes in)", size,
 			      fc->fe->rx.timeout_ms,
 			      (unsigned long long)(fc->kf.queued -
