@@ -14,7 +14,15 @@ static const char *km_message(int code)
 	case KM_EBADCRC:
 		return "record batch CRC32C mismatch (corrupt batch)";
 	case KM_EBATCHHDR:
-		return "record batch header has negative lastOffsetDelta or recordsCount";
+		return "record batch header has negative lastOffsetDelta or recordsCount, or a producer id with no sequence";
+	case KM_EBATCHCOUNT:
+		return "record batch recordsCount is below 1 or disagrees with lastOffsetDelta + 1";
+	case KM_ERECOFFSET:
+		return "record offsetDelta out of order (must run 0..recordsCount-1)";
+	case KM_EINFLATE:
+		return "compressed records do not decompress (corrupt stream or unknown codec)";
+	case KM_EINFLATEMAX:
+		return "compressed records decompress to more than the configured limit";
 	case KM_EPIDMAX:
 		return "producerId INT64_MAX cannot be mapped to the negative space";
 	case KM_EVARINT:

@@ -20,7 +20,15 @@ enum km_error {
 	KM_EBATCHMAX = -10002,	/* batch larger than the configured maximum */
 	KM_EBADMAGIC = -10003,	/* magic is not 2 */
 	KM_EBADCRC = -10004,	/* CRC32C does not match the batch bytes */
-	KM_EBATCHHDR = -10005,	/* negative lastOffsetDelta or recordsCount */
+	KM_EBATCHHDR = -10005,	/* negative lastOffsetDelta or recordsCount,
+				 * or (km_validate) a producer id without a
+				 * sequence */
+	/* Local-write validation (kafka/validate.c, kafka/inflate.c):
+	 * Kafka's LogValidator checks for client batches. */
+	KM_EBATCHCOUNT = -10006, /* recordsCount < 1 or != lastOffsetDelta + 1 */
+	KM_ERECOFFSET = -10007,	/* a record's offsetDelta is not its index */
+	KM_EINFLATE = -10008,	/* compressed records corrupt, codec unknown */
+	KM_EINFLATEMAX = -10009, /* records inflate past the configured limit */
 	/* Producer id mapping (R1). */
 	KM_EPIDMAX = -10010,	/* producerId INT64_MAX has no mapped value */
 	/* Records inside a batch (kafka/records.c). */

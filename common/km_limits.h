@@ -7,6 +7,14 @@
  * the staging copy a batch may need when it straddles buffers. */
 #define KM_BATCH_BYTES_MAX (64u * 1024 * 1024)
 
+/* Largest size a compressed local-write batch's records may decompress to
+ * when they are validated (kafka/inflate.h); past it the batch is refused as
+ * a decompression bomb. One buffer of this size per worker, malloc'd at
+ * start: its pages cost memory only once a batch that large was seen.
+ * librdkafka's batch.size (1 MB of uncompressed messages by default) and
+ * the Java producer's batch.size (16 KiB compressed) stay far below it. */
+#define KM_INFLATE_BYTES_MAX (32u * 1024 * 1024)
+
 /* Cluster ids are 22-character base64 UUIDs in Kafka; allow some slack for
  * hand-set ids. Costs this many bytes in every parsed control record. */
 #define KM_CLUSTER_ID_BYTES_MAX 64u
