@@ -12,9 +12,11 @@
 #include "common/crc32c.h"
 #include "common/errors.h"
 #include "common/km_assert.h"
+#include "common/km_limits.h"
 #include "common/log.h"
 #include "common/resolve.h"
 #include "dataplane/worker_pvt.h"
+#include "kafka/inflate.h"
 
 static uint64_t now_ms(void)
 {
@@ -745,6 +747,9 @@ static int setup(struct km_worker *w)
 	w->outbox_tail = &w->outbox;
 	if ((w->scratch = malloc(sizeof(*w->scratch))) == NULL)
 		return -ENOMEM;
+	/* Local writes validate compressed batches here (kafka/inflate.h). */
+	if ((rc = km_inflate_create(KM_INFLATE_BYTES_MAX, &w->inflate)) < 0)
+		return rc;
 	w->wparts = calloc(w->cfg.parts_max ? w->cfg.parts_max : 1,
 			   sizeof(*w->wparts));
 	if (w->wparts == NULL)
@@ -789,6 +794,7 @@ static void teardown(struct km_worker *w)
 	free(w->wparts);
 	free(w->fsess_mem);
 	free(w->scratch);
+	km_inflate_destroy(w->inflate);
 	free(w->slots);
 	free(w->peer_q);
 }

@@ -27,9 +27,9 @@ int km_worker_fe_open_writer(struct km_worker *w, struct wpart *wp)
 		.log = wp->log,
 		.mem_bytes = LW_MEM_BYTES,
 		.pending_max = LW_PENDING_MAX,
+		.inflate = w->inflate,
 	};
 
-	(void)w;
 	if (km_part_get_mode(wp->part) != KM_PART_WRITABLE)
 		return 0;
 	return km_local_write_create(&c, &wp->lw);

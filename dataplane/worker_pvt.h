@@ -90,6 +90,7 @@ struct km_worker {
 	void **slots;
 	struct wmsg *outbox, **outbox_tail; /* pushes waiting for room */
 	struct km_fetcher_scratch *scratch; /* shared by its sessions */
+	struct km_inflate *inflate;	/* shared by its local writers */
 	struct km_fsess_pool fpool;		/* fetch sessions: one per broker */
 	void *fsess_mem;
 	struct wpart *wparts;

@@ -37,10 +37,20 @@ int16_t km_frontend_kerr_from_km(int err)
 	case KM_EBATCHLEN:
 	case KM_EBADMAGIC:
 	case KM_EBADCRC:
-	case KM_EBATCHHDR:
 	case KM_EWIRETRUNC:
 	case KM_ECORRUPT:
 		return KM_KERR_CORRUPT_MESSAGE;
+	/* LogValidator's InvalidRecordException: a header that disagrees
+	 * with its records (kafka/validate.h). */
+	case KM_EBATCHHDR:
+	case KM_EBATCHCOUNT:
+	case KM_ERECOFFSET:
+	case KM_ERECORD:
+	case KM_ERECCOUNT:
+	case KM_EVARINT:
+	case KM_EINFLATE:
+	case KM_EINFLATEMAX:
+		return KM_KERR_INVALID_RECORD;
 	case KM_EBATCHMAX:
 		return KM_KERR_MESSAGE_TOO_LARGE;
 	case -EPERM:

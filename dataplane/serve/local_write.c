@@ -10,6 +10,8 @@
 #include "common/km_limits.h"
 #include "common/log.h"
 #include "dataplane/serve/part.h"
+#include "kafka/inflate.h"
+#include "kafka/validate.h"
 #include "iouring_log/log.h"
 
 /* Outcomes collected per pass before any callback runs, so a callback that
@@ -46,6 +48,8 @@ struct lw_entry {
 struct km_local_write {
 	struct km_log *log;
 	uint32_t batch_bytes_max;
+	struct km_inflate *inflate; /* validation scratch */
+	bool own_inflate;	/* created here, not the config's */
 	uint8_t *mem;		/* ring of copies, allocated in entry order */
 	uint32_t mem_bytes;
 	uint32_t tail;		/* next free byte */
@@ -82,7 +86,12 @@ int km_local_write_create(const struct km_local_write_config *cfg,
 	lw->ents_max = cfg->pending_max;
 	lw->mem = malloc(cfg->mem_bytes);
 	lw->ents = calloc(cfg->pending_max, sizeof(*lw->ents));
-	if (lw->mem == NULL || lw->ents == NULL) {
+	lw->inflate = cfg->inflate;
+	if (lw->inflate == NULL) {
+		lw->own_inflate = true;
+		(void)km_inflate_create(KM_INFLATE_BYTES_MAX, &lw->inflate);
+	}
+	if (lw->mem == NULL || lw->ents == NULL || lw->inflate == NULL) {
 		km_local_write_destroy(lw);
 		return -ENOMEM;
 	}
@@ -111,6 +120,8 @@ void km_local_write_destroy(struct km_local_write *lw)
 		return;
 	for (uint32_t i = 0; lw->ents != NULL && i < lw->count; i++)
 		release_adopted(lw, ent(lw, i));
+	if (lw->own_inflate)
+		km_inflate_destroy(lw->inflate);
 	free(lw->mem);
 	free(lw->ents);
 	free(lw);
@@ -171,6 +182,26 @@ static int check_client_batch(const struct km_local_write *lw,
 	return -EPERM;
 }
 
+/* Kafka's LogValidator checks (kafka/validate.h): a batch whose header
+ * disagrees with its records would leave offsets no record holds (a
+ * lastOffsetDelta of 2^31 - 1 moves the log end by 2^31 for one record),
+ * and every mirror downstream would copy the gap. */
+static int check_records(const struct km_local_write *lw,
+			 const struct km_batch *b, uint32_t index)
+{
+	char why[192];
+	int rc = km_validate_batch(b, lw->inflate, why, sizeof(why));
+
+	if (rc == 0)
+		return 0;
+	KM_WARN("local_write", "%s: produce refused (INVALID_RECORD): batch "
+		"%u of the request (%s, %u bytes, producer id %lld): %s: %s",
+		km_log_dir(lw->log), index, km_codec_name(km_batch_codec(b)),
+		km_batch_size(b), (long long)km_batch_producer_id(b), why,
+		km_strerror(rc));
+	return rc;
+}
+
 /* Frame and validate every batch of the copy (STYLE 13: bounded by
  * KM_LOCAL_WRITE_BATCHES_MAX). Nothing is appended if one fails. */
 static int parse_all(const struct km_local_write *lw, struct lw_entry *e)
@@ -189,7 +220,8 @@ static int parse_all(const struct km_local_write *lw, struct lw_entry *e)
 			return KM_EWIRETRUNC; /* the records end inside it */
 		if (rc < 0)
 			return rc;
-		if ((rc = check_client_batch(lw, b)) < 0)
+		if ((rc = check_client_batch(lw, b)) < 0 ||
+		    (rc = check_records(lw, b, e->n_batches)) < 0)
 			return rc;
 		e->n_batches++;
 		(void)km_chain_advance(&e->chain, &cur, km_batch_size(b));

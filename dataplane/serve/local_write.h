@@ -4,9 +4,10 @@
  * km_local_write_submit() copies one Produce partition's records from the
  * request's receive chain into memory the writer owns (the buffers go back
  * to the network at once), validates every record batch (km_batch_parse:
- * length, magic, CRC), refuses what a client may not write, and appends the
- * batches
- * with KM_ORIGIN_CLIENT through km_log_append_burst(), which assigns their
+ * length, magic, CRC; then km_validate_batch: Kafka's LogValidator checks
+ * that the header agrees with the records, compressed ones decompressed
+ * into the config's km_inflate), refuses what a client may not write, and
+ * appends the batches with KM_ORIGIN_CLIENT through km_log_append_burst(), which assigns their
  * offsets and runs Kafka's producer checks (R2). The appends happen in
  * km_local_write_poll(), in submit order, never inside submit: a segment
  * roll inside an append waits on the worker's ring and runs its other
@@ -57,6 +58,7 @@
 extern "C" {
 #endif
 
+struct km_inflate;
 struct km_log;
 /* As dataplane/serve/part.h declares it (an identical typedef may repeat): only
  * the callback's type is needed here, so this header stays C++-clean. */
@@ -75,6 +77,11 @@ struct km_local_write_config {
 				    * accepted submit */
 	uint32_t pending_max;	   /* submits not yet freed, >= 1 */
 	uint32_t batch_bytes_max;  /* largest batch; 0: KM_BATCH_BYTES_MAX */
+	struct km_inflate *inflate; /* scratch to validate compressed batches
+				     * in, shared by the writers of one
+				     * thread (a worker's); outlives the
+				     * writer. NULL: the writer creates its
+				     * own of KM_INFLATE_BYTES_MAX */
 };
 
 struct km_local_write_stats {
@@ -116,7 +123,9 @@ void km_local_write_destroy(struct km_local_write *lw);
  *         the log's sticky error (km_log_error) once it failed.
  * Outcome codes done may report: 0; KM_EBATCHLEN, KM_EBATCHMAX,
  * KM_EBADMAGIC, KM_EBADCRC, KM_EBATCHHDR (a batch is malformed; nothing of
- * the submit is appended); KM_EWIRETRUNC (the records end inside a batch);
+ * the submit is appended); KM_EBATCHCOUNT, KM_ERECOFFSET, KM_ERECORD,
+ * KM_ERECCOUNT, KM_EVARINT, KM_EINFLATE, KM_EINFLATEMAX (a batch's header
+ * disagrees with its records, see kafka/validate.h; nothing is appended); KM_EWIRETRUNC (the records end inside a batch);
  * -E2BIG (more than KM_LOCAL_WRITE_BATCHES_MAX batches); -EPERM (a control
  * batch, a transactional batch, or a producer id below -1: clients may not
  * write those here, see local_write.c); the producer-state codes
