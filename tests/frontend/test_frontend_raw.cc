@@ -31,6 +31,7 @@
 #include "common/errors.h"
 #include "common/km_limits.h"
 #include "fe_harness.h"
+#include "fe_raw.h"
 #include "kafka/batch.h"
 #include "kafka/control.h"
 #include "kafka/gorec.h"
@@ -41,142 +42,23 @@
 
 namespace {
 
+using fetest::BodyFn;
 using fetest::Bytes;
 using fetest::MonoMs;
+using fetest::Open;
 using fetest::PartSpec;
+using fetest::ProducePart;
+using fetest::ProduceReq;
+using fetest::RawConn;
+using fetest::RawOn;
+using fetest::Req;
+using fetest::Resp;
 using fetest::Server;
 
 const std::vector<PartSpec> kParts = {
 	{"alpha", 0, true}, {"alpha", 1, true}, {"alpha", 2, true},
 	{"mirror", 0, false}, {"txn", 0, true},
 };
-
-class RawConn {
-public:
-	~RawConn() { Close(); }
-	std::string Connect(uint16_t port)
-	{
-		sockaddr_in a = {};
-		int one = 1;
-		fd_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-		if (fd_ < 0)
-			return "socket failed";
-		a.sin_family = AF_INET;
-		a.sin_port = htons(port);
-		inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
-		if (connect(fd_, (sockaddr *)&a, sizeof(a)) < 0)
-			return std::string("connect: ") + strerror(errno);
-		setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-		return "";
-	}
-	bool Send(const Bytes &b)
-	{
-		for (size_t off = 0; off < b.size();) {
-			ssize_t n = send(fd_, b.data() + off, b.size() - off,
-					 MSG_NOSIGNAL);
-			if (n <= 0)
-				return false;
-			off += (size_t)n;
-		}
-		return true;
-	}
-	// One response: its body (after the size). "" or why not.
-	std::string ReadFrame(Bytes *body, int timeout_ms = 10000)
-	{
-		uint64_t end = MonoMs() + (uint64_t)timeout_ms;
-		uint8_t sz[4];
-		std::string err = ReadN(sz, 4, end);
-		if (!err.empty())
-			return err;
-		uint32_t n = (uint32_t)sz[0] << 24 | (uint32_t)sz[1] << 16 |
-			     (uint32_t)sz[2] << 8 | sz[3];
-		if (n > (64u << 20))
-			return "absurd response size";
-		body->resize(n);
-		return ReadN(body->data(), n, end);
-	}
-	// True once the server closed the connection (EOF or reset).
-	bool WaitClosed(int timeout_ms = 10000)
-	{
-		uint64_t end = MonoMs() + (uint64_t)timeout_ms;
-		uint8_t buf[4096];
-		while (MonoMs() < end) {
-			pollfd p = {fd_, POLLIN, 0};
-			if (poll(&p, 1, 50) <= 0)
-				continue;
-			ssize_t n = recv(fd_, buf, sizeof(buf), 0);
-			if (n == 0 || (n < 0 && errno == ECONNRESET))
-				return true;
-		}
-		return false;
-	}
-	void Close()
-	{
-		if (fd_ >= 0)
-			close(fd_);
-		fd_ = -1;
-	}
-
-private:
-	std::string ReadN(uint8_t *p, size_t n, uint64_t end)
-	{
-		size_t got = 0;
-		while (got < n) {
-			pollfd pf = {fd_, POLLIN, 0};
-			if (MonoMs() > end)
-				return "timed out";
-			if (poll(&pf, 1, 50) <= 0)
-				continue;
-			ssize_t r = recv(fd_, p + got, n - got, 0);
-			if (r == 0)
-				return "closed by the server";
-			if (r < 0)
-				return std::string("recv: ") + strerror(errno);
-			got += (size_t)r;
-		}
-		return "";
-	}
-	int fd_ = -1;
-};
-
-using BodyFn = std::function<void(km_wire_wr *)>;
-
-Bytes Req(int16_t key, int16_t ver, int32_t corr, const BodyFn &body)
-{
-	Bytes buf(4 << 20);
-	km_wire_wr w;
-	km_reqhdr h = {};
-	km_wire_wr_init(&w, buf.data(), buf.size());
-	h.api_key = key;
-	h.api_version = ver;
-	h.correlation_id = corr;
-	km_wire_name_set(&h.client_id, "raw-test");
-	km_proto_req_begin(&w, &h);
-	if (body)
-		body(&w);
-	int n = km_wire_wr_frame_end(&w);
-	EXPECT_GT(n, 0) << km_strerror(n);
-	buf.resize(n > 0 ? (size_t)n : 0);
-	return buf;
-}
-
-// A response body with a reader past its header.
-struct Resp {
-	Bytes body;
-	iovec v;
-	km_chain ch;
-	km_wire_rd r;
-	int32_t corr = -1;
-};
-
-void Open(Resp *x, int16_t key, int16_t ver)
-{
-	x->v = {x->body.data(), x->body.size()};
-	x->ch = {&x->v, 1};
-	km_wire_rd_init(&x->r, &x->ch, km_chain_start(&x->ch),
-			(uint32_t)x->body.size(), &km_wire_limits_default);
-	EXPECT_EQ(0, km_resphdr_decode(&x->r, key, ver, &x->corr));
-}
 
 Bytes Batch(int n, size_t value_bytes = 16, int16_t attrs = 0,
 	    int64_t pid = -1)
@@ -197,32 +79,6 @@ Bytes Batch(int n, size_t value_bytes = 16, int16_t attrs = 0,
 	EXPECT_EQ((int)out.size(), km_records_build(out.data(), out.size(),
 						     &spec, recs.data(), n));
 	return out;
-}
-
-struct ProducePart {
-	std::string topic;
-	int32_t partition;
-	const Bytes *records; /* nullptr: null records */
-};
-
-Bytes ProduceReq(int32_t corr, int16_t ver, int16_t acks,
-		 const std::vector<ProducePart> &parts)
-{
-	return Req(KM_API_PRODUCE, ver, corr, [&](km_wire_wr *w) {
-		km_proto_enc e;
-		km_wire_name txn, t;
-		km_wire_name_set_null(&txn);
-		km_produce_req_enc_begin(&e, w, ver, &txn, acks, 5000);
-		for (const ProducePart &p : parts) {
-			km_wire_name_set(&t, p.topic.c_str());
-			km_produce_req_enc_topic(&e, &t);
-			km_produce_req_enc_partition(
-				&e, p.partition,
-				p.records ? p.records->data() : nullptr,
-				p.records ? (int32_t)p.records->size() : -1);
-		}
-		km_produce_req_enc_end(&e);
-	});
 }
 
 struct FetchPart {
@@ -308,31 +164,6 @@ void DecodeFetch(Resp *x, int16_t ver, FetchOut *out)
 	}
 	ASSERT_EQ(0, rc) << km_strerror(rc);
 }
-
-// A front-end serving parts, and one raw connection to it.
-template <const std::vector<PartSpec> *parts>
-class RawOn : public ::testing::Test {
-protected:
-	void SetUp() override
-	{
-		ASSERT_EQ("", srv_.Start(*parts));
-		ASSERT_EQ("", c_.Connect(srv_.port()));
-	}
-	void TearDown() override
-	{
-		c_.Close();
-		srv_.Stop();
-		EXPECT_EQ("", srv_.LoopError());
-	}
-	void RoundTrip(const Bytes &req, int16_t key, int16_t ver, Resp *x)
-	{
-		ASSERT_TRUE(c_.Send(req));
-		ASSERT_EQ("", c_.ReadFrame(&x->body));
-		Open(x, key, ver);
-	}
-	Server srv_;
-	RawConn c_;
-};
 
 class Raw : public RawOn<&kParts> {
 protected:
