@@ -1,12 +1,14 @@
 /* libFuzzer target for the batch view, records and control records.
  *
  * Goal: no input, split anywhere, makes km_batch_parse, km_batch_map_pid,
- * record iteration or km_ctrl_parse read or write out of bounds, hang, or
- * break their contracts. Method: byte 0 picks where the input is split into
+ * record iteration, km_validate_batch (and the decompressors behind it) or
+ * km_ctrl_parse read or write out of bounds, hang, or break their
+ * contracts. Method: byte 0 picks where the input is split into
  * two segments. The input is parsed as is; then a "repaired" copy gets a
  * matching batchLength, magic 2 and a correct CRC, so the fuzzer also reaches
  * the record and control decoders behind the CRC check.
  */
+#include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -19,7 +21,9 @@
 #include "common/km_limits.h"
 #include "kafka/batch.h"
 #include "kafka/control.h"
+#include "kafka/inflate.h"
 #include "kafka/records.h"
+#include "kafka/validate.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -43,6 +47,33 @@ static void walk_records(const struct km_batch *b)
 		KM_ASSERT(n == km_batch_records_count(b));
 }
 
+/* One decompressor for the whole run, as a worker has (1 MiB: bombs hit
+ * the limit fast). */
+static struct km_inflate *inflater(void)
+{
+	static struct km_inflate *z;
+
+	if (z == NULL)
+		KM_ASSERT(km_inflate_create(1u << 20, &z) == 0);
+	return z;
+}
+
+/* The local-write checks: a code from validate.h's list, and an accepted
+ * uncompressed batch is one whose records walk cleanly to the count. */
+static void validate(const struct km_batch *b)
+{
+	char why[128];
+	int rc = km_validate_batch(b, inflater(), why, sizeof(why));
+
+	KM_ASSERT(rc == 0 || rc == KM_EBATCHHDR || rc == KM_EBATCHCOUNT ||
+		  rc == KM_ERECOFFSET || rc == KM_ERECORD ||
+		  rc == KM_ERECCOUNT || rc == KM_EVARINT ||
+		  rc == KM_EINFLATE || rc == KM_EINFLATEMAX || rc == -EINVAL);
+	if (rc == 0)
+		KM_ASSERT(km_batch_records_count(b) ==
+			  km_batch_last_offset_delta(b) + 1);
+}
+
 static void exercise(uint8_t *buf, size_t size, size_t cut)
 {
 	struct iovec iov[2] = { { buf, cut }, { buf + cut, size - cut } };
@@ -56,6 +87,7 @@ static void exercise(uint8_t *buf, size_t size, size_t cut)
 		return;
 	KM_ASSERT((size_t)rc <= size);
 	walk_records(&b);
+	validate(&b);
 	if (km_batch_is_control(&b))
 		(void)km_ctrl_parse(&b, &c);
 	rc = km_batch_map_pid(&b);

@@ -19,8 +19,10 @@
 #include "common/varint.h"
 #include "kafka/batch.h"
 #include "kafka/control.h"
+#include "kafka/inflate.h"
 #include "kafka/records.h"
 #include "kafka/proto.h"
+#include "kafka/validate.h"
 #include "kafka/wire.h"
 #include "iouring_log/log.h"
 #include "iouring_log/pstate.h"
@@ -73,4 +75,6 @@ TEST(Headers, LinkFromCxx)
 	(void)&km_frontend_create;
 	(void)&km_kframe_init;
 	(void)&km_local_write_create;
+	(void)&km_validate_batch;
+	(void)&km_inflate_create;
 }
