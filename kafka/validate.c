@@ -126,8 +126,9 @@ static int walk_compressed(const struct km_batch *b, struct km_inflate *z,
 			      " bytes", km_codec_name(km_batch_codec(b)),
 			      km_inflate_bytes_max(z));
 	if (n < 0)
-		return refuse(n, why, why_len, "%s records do not decompress",
-			      km_codec_name(km_batch_codec(b)));
+		return refuse(n, why, why_len,
+			      "%s records (codec %d) do not decompress",
+			      km_codec_name(km_batch_codec(b)), km_batch_codec(b));
 	memcpy(view.hdr, b->hdr, sizeof(view.hdr));
 	view.hdr[KM_BATCH_OFF_ATTRIBUTES + 1] &= (uint8_t)~KM_BATCH_ATTR_CODEC_MASK;
 	iov[0] = (struct iovec){ view.hdr, KM_BATCH_HEADER_BYTES };

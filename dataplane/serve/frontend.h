@@ -56,9 +56,12 @@
  *    response. Outcome codes map to Kafka's: KM_EOUTOFORDERSEQ ->
  *    OUT_OF_ORDER_SEQUENCE_NUMBER, KM_EPRODUCERFENCED ->
  *    INVALID_PRODUCER_EPOCH, KM_EINVALIDTXNSTATE -> INVALID_TXN_STATE, batch
- *    errors (KM_EBADCRC, ...) -> CORRUPT_MESSAGE, KM_EBATCHMAX ->
- *    MESSAGE_TOO_LARGE, refused batch kinds (-EPERM, -E2BIG) ->
- *    INVALID_RECORD, unknown partition -> UNKNOWN_TOPIC_OR_PARTITION, log
+ *    framing errors (KM_EBADCRC, ...) -> CORRUPT_MESSAGE, KM_EBATCHMAX ->
+ *    MESSAGE_TOO_LARGE, a header that disagrees with its records
+ *    (kafka/validate.h: KM_EBATCHHDR, KM_EBATCHCOUNT, KM_ERECOFFSET,
+ *    KM_ERECORD, KM_ERECCOUNT, KM_EVARINT, KM_EINFLATE, KM_EINFLATEMAX; as
+ *    LogValidator's InvalidRecordException) and refused batch kinds
+ *    (-EPERM, -E2BIG) -> INVALID_RECORD, unknown partition -> UNKNOWN_TOPIC_OR_PARTITION, log
  *    not open or failed -> NOT_LEADER_OR_FOLLOWER, a full writer (-ENOBUFS,
  *    KM_EWORKERQ) -> NOT_ENOUGH_REPLICAS (retriable and "not persisted" in
  *    librdkafka), disk errors -> KAFKA_STORAGE_ERROR.
