@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <lz4.h>
+#include <lz4frame.h>
 #include <snappy-c.h>
 #include <zlib.h>
 #include <zstd.h>
@@ -29,6 +29,7 @@ struct km_inflate {
 	z_stream zs;
 	bool zs_ready;
 	ZSTD_DCtx *zd;
+	LZ4F_dctx *lz;
 	uint32_t arena_used;
 	alignas(16) uint8_t arena[ZLIB_ARENA_BYTES];
 };
@@ -68,8 +69,10 @@ int km_inflate_create(uint32_t out_bytes_max, struct km_inflate **out)
 	/* 16 + MAX_WBITS: a gzip wrapper, as GZIPOutputStream writes. */
 	z->zs_ready = inflateInit2(&z->zs, 16 + MAX_WBITS) == Z_OK;
 	z->zd = ZSTD_createDCtx();
+	if (LZ4F_isError(LZ4F_createDecompressionContext(&z->lz, LZ4F_VERSION)))
+		z->lz = NULL;
 	z->buf = malloc(out_bytes_max);
-	if (!z->zs_ready || z->zd == NULL || z->buf == NULL) {
+	if (!z->zs_ready || z->zd == NULL || z->lz == NULL || z->buf == NULL) {
 		km_inflate_destroy(z);
 		return -ENOMEM;
 	}
@@ -84,6 +87,8 @@ void km_inflate_destroy(struct km_inflate *z)
 	if (z->zs_ready)
 		inflateEnd(&z->zs);
 	ZSTD_freeDCtx(z->zd);
+	if (z->lz != NULL)
+		LZ4F_freeDecompressionContext(z->lz);
 	free(z->buf);
 	free(z);
 }
@@ -178,171 +183,30 @@ static int run_snappy(struct km_inflate *z, const uint8_t *src, uint32_t len)
 	return rc;
 }
 
-/* ---- lz4 (the frame format, over liblz4's block decoder) ---- */
+/* ---- lz4 ---- */
 
-#define LZ4_FRAME_MAGIC 0x184D2204u
-#define LZ4_SKIP_MAGIC 0x184D2A50u /* 0x184D2A50..5F */
-#define LZ4_FLG_DICT_ID 0x01
-#define LZ4_FLG_RESERVED 0x02
-#define LZ4_FLG_CONTENT_CHECKSUM 0x04
-#define LZ4_FLG_CONTENT_SIZE 0x08
-#define LZ4_FLG_BLOCK_CHECKSUM 0x10
-#define LZ4_FLG_BLOCK_INDEP 0x20
-#define LZ4_BLOCK_RAW 0x80000000u
-
-static uint32_t le32(const uint8_t *p)
-{
-	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
-	       (uint32_t)p[3] << 24;
-}
-
-static uint64_t le64(const uint8_t *p)
-{
-	return (uint64_t)le32(p) | (uint64_t)le32(p + 4) << 32;
-}
-
-struct lz4_frame {
-	uint8_t flg;
-	uint32_t block_max;
-	uint32_t out_start;	/* where this frame's output starts */
-};
-
-/* One data block. Linked blocks may refer back to the frame's earlier
- * output, which lies right before them in the buffer. */
-static int lz4_block(struct km_inflate *z, const struct lz4_frame *f,
-		     const uint8_t *p, uint32_t n, bool raw)
-{
-	uint32_t cap = room(z) < f->block_max ? room(z) : f->block_max;
-	char *dst = (char *)z->buf + z->len;
-	int got;
-
-	if (raw) {
-		if (n > room(z))
-			return KM_EINFLATEMAX;
-		memcpy(dst, p, n);
-		z->len += n;
-		return 0;
-	}
-	if (f->flg & LZ4_FLG_BLOCK_INDEP)
-		got = LZ4_decompress_safe((const char *)p, dst, (int)n, (int)cap);
-	else
-		got = LZ4_decompress_safe_usingDict(
-			(const char *)p, dst, (int)n, (int)cap,
-			(const char *)z->buf + f->out_start,
-			(int)(z->len - f->out_start));
-	/* The block format does not say its size: a failure with less room
-	 * than a whole block is read as the buffer running out. */
-	if (got < 0)
-		return cap < f->block_max ? KM_EINFLATEMAX : KM_EINFLATE;
-	z->len += (uint32_t)got;
-	return 0;
-}
-
-/* The frame descriptor at p (after the magic): FLG, BD, content size,
- * header checksum. @return its size, or KM_EINFLATE. */
-static int lz4_descriptor(const uint8_t *p, uint32_t n, struct lz4_frame *f,
-			  uint64_t *content_size)
-{
-	uint32_t size = 3, bsid;
-
-	if (n < size)
-		return KM_EINFLATE;
-	f->flg = p[0];
-	bsid = (p[1] >> 4) & 0x07;
-	/* "Version Number: 2 bits, must be set to 01"; reserved bits 0; a
-	 * dictionary id names a dictionary this host does not have. */
-	if ((f->flg >> 6) != 1 || (f->flg & LZ4_FLG_RESERVED) ||
-	    (f->flg & LZ4_FLG_DICT_ID) || (p[1] & 0x8F) || bsid < 4)
-		return KM_EINFLATE;
-	f->block_max = 1u << (8 + 2 * bsid); /* 4: 64 KiB .. 7: 4 MiB */
-	*content_size = UINT64_MAX;
-	if (f->flg & LZ4_FLG_CONTENT_SIZE) {
-		size += 8;
-		if (n < size)
-			return KM_EINFLATE;
-		*content_size = le64(p + 2);
-	}
-	return (int)size;
-}
-
-/* The blocks of a frame, from pos up to and including its EndMark.
- * @return the position after the EndMark, or a code. */
-static int lz4_blocks(struct km_inflate *z, const struct lz4_frame *f,
-		      const uint8_t *src, uint32_t len, uint32_t pos)
-{
-	uint32_t sums = (f->flg & LZ4_FLG_BLOCK_CHECKSUM) ? 4 : 0;
-
-	/* Bounded: every block takes at least 4 bytes. */
-	for (uint32_t i = 0; i <= len / 4; i++) {
-		uint32_t word, n;
-		int rc;
-
-		if (len - pos < 4)
-			return KM_EINFLATE;
-		word = le32(src + pos);
-		pos += 4;
-		if (word == 0)
-			return (int)pos; /* EndMark */
-		n = word & ~LZ4_BLOCK_RAW;
-		if (n > f->block_max || n > len - pos || sums > len - pos - n)
-			return KM_EINFLATE;
-		if ((rc = lz4_block(z, f, src + pos, n,
-				    (word & LZ4_BLOCK_RAW) != 0)) < 0)
-			return rc;
-		pos += n + sums;
-	}
-	return KM_EINFLATE;
-}
-
-/* One frame at src (magic included). @return bytes it takes, or a code. */
-static int lz4_frame(struct km_inflate *z, const uint8_t *src, uint32_t len)
-{
-	struct lz4_frame f = { .out_start = z->len };
-	uint64_t content_size;
-	int rc = lz4_descriptor(src + 4, len - 4, &f, &content_size);
-	uint32_t pos;
-
-	if (rc < 0)
-		return rc;
-	if ((rc = lz4_blocks(z, &f, src, len, 4 + (uint32_t)rc)) < 0)
-		return rc;
-	pos = (uint32_t)rc;
-	if (f.flg & LZ4_FLG_CONTENT_CHECKSUM) {
-		if (len - pos < 4)
-			return KM_EINFLATE;
-		pos += 4;
-	}
-	if (content_size != UINT64_MAX && content_size != z->len - f.out_start)
-		return KM_EINFLATE;
-	return (int)pos;
-}
-
-/* Frames back to back, as LZ4's decoders read them. */
+/* liblz4's frame decoder, frames (and skippable frames) back to back, into
+ * the stable output buffer: linked blocks read their history from it.
+ * A frame's content size and checksums are checked as liblz4 does. */
 static int run_lz4(struct km_inflate *z, const uint8_t *src, uint32_t len)
 {
-	uint32_t pos = 0;
+	LZ4F_decompressOptions_t opt = { .stableDst = 1 };
+	size_t pos = 0, hint = 1;
 
-	while (pos < len) { /* bounded: each frame takes 7 bytes or more */
-		uint32_t magic, skip;
-		int rc;
+	LZ4F_resetDecompressionContext(z->lz);
+	while (pos < len) {
+		size_t in = len - pos, out = room(z);
 
-		if (len - pos < 8)
+		hint = LZ4F_decompress(z->lz, z->buf + z->len, &out, src + pos,
+				       &in, &opt);
+		if (LZ4F_isError(hint))
 			return KM_EINFLATE;
-		magic = le32(src + pos);
-		if ((magic & 0xFFFFFFF0u) == LZ4_SKIP_MAGIC) {
-			skip = le32(src + pos + 4);
-			if (skip > len - pos - 8)
-				return KM_EINFLATE;
-			pos += 8 + skip;
-			continue;
-		}
-		if (magic != LZ4_FRAME_MAGIC)
-			return KM_EINFLATE;
-		if ((rc = lz4_frame(z, src + pos, len - pos)) < 0)
-			return rc;
-		pos += (uint32_t)rc;
+		if (in == 0 && out == 0)
+			return room(z) == 0 ? KM_EINFLATEMAX : KM_EINFLATE;
+		pos += in;
+		z->len += (uint32_t)out;
 	}
-	return 0;
+	return hint == 0 ? 0 : KM_EINFLATE; /* 0: the last frame ended */
 }
 
 /* ---- zstd ---- */

@@ -10,14 +10,14 @@
  *           raw snappy block as librdkafka writes it (xerial's
  *           SnappyInputStream reads both);
  *   lz4     LZ4 frames (KafkaLZ4BlockOutputStream), linked or independent
- *           blocks; skippable frames are skipped. The frame's xxhash
- *           checksums are not verified: the batch CRC-32C already covers
- *           every compressed byte;
+ *           blocks, skippable frames skipped: liblz4's frame decoder;
  *   zstd    one or more zstd frames.
  *
  * Memory (STYLE 9): everything is allocated by km_inflate_create(): the
- * output buffer (out_bytes_max), a zlib state in a fixed arena and a zstd
- * context; a call allocates nothing. Nothing is cached between calls.
+ * output buffer (out_bytes_max), a zlib state in a fixed arena, a zstd
+ * context and an lz4 one; a call allocates nothing, except that liblz4
+ * sizes its block buffers (at most 4 MiB, the largest LZ4 block) the first
+ * time a frame needs them and keeps them.
  *
  * Threading: one thread at a time (a worker's local writers share one).
  */
