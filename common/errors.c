@@ -103,6 +103,10 @@ static const char *km_message(int code)
 		return "meta.properties in data.dir is malformed or of an unsupported version";
 	case KM_EMETAMISMATCH:
 		return "configuration disagrees with meta.properties in data.dir (cluster.id or node.id)";
+	case KM_EDATADIRLOCK:
+		return "data.dir is in use by another kmirrord (its .lock is held)";
+	case KM_ERESOLVE:
+		return "cannot resolve host name";
 	case KM_ECTLJSON:
 		return "control request is not valid JSON";
 	case KM_ECTLREQ:

@@ -76,6 +76,8 @@ enum km_error {
 	KM_ECFGMISSING = -10083, /* required key missing, or keys contradict */
 	KM_EMETAPROPS = -10084,	 /* data.dir/meta.properties malformed */
 	KM_EMETAMISMATCH = -10085, /* config disagrees with meta.properties */
+	KM_EDATADIRLOCK = -10086, /* data.dir is locked by another kmirrord */
+	KM_ERESOLVE = -10088,	 /* host name does not resolve (getaddrinfo) */
 	/* Control socket (control/ctlsock.c, control/ctlproto.c). */
 	KM_ECTLJSON = -10090,	 /* request line is not valid JSON */
 	KM_ECTLREQ = -10091,	 /* not an object, no "cmd", or bad argument */

@@ -21,6 +21,7 @@
 #include "common/uuid.h"
 #include "control/config.h"
 #include "control/config_pvt.h"
+#include "control/daemon.h"
 #include "control/props.h"
 
 #define META_TMP KM_CLUSTER_ID_META_FILE ".tmp"
@@ -237,7 +238,8 @@ static bool has_other_entries(const char *dir)
 	while (!found && (e = readdir(d)) != NULL)
 		found = strcmp(e->d_name, ".") != 0 &&
 			strcmp(e->d_name, "..") != 0 &&
-			strcmp(e->d_name, META_TMP) != 0;
+			strcmp(e->d_name, META_TMP) != 0 &&
+			strcmp(e->d_name, KM_DAEMON_LOCK_FILE) != 0;
 	closedir(d);
 	return found;
 }

@@ -350,6 +350,14 @@ static int addr_store(const struct km_config_ctx *c, const char *item,
 		return km_config_bad(c, "\"%s\": missing host", item);
 	memcpy(dst->host, host, host_len);
 	dst->host[host_len] = '\0';
+	/* The syntax is Kafka's, brackets and all, but the kernel backend's
+	 * listener and every fetch session take IPv4 only (DPDK's endpoint
+	 * is IPv4 by design): refuse here, by name, what would otherwise
+	 * fail at start as an unreachable host. */
+	if (item[0] == '[')
+		return km_config_bad(c, "\"%s\": IPv6 is not supported yet "
+			"(use an IPv4 address%s or a host name)", item,
+			a->kind == KM_CONFIG_ADDR_LISTENER ? ", 0.0.0.0 for all," : "");
 	if (a->kind == KM_CONFIG_ADDR_ADVERTISED &&
 	    km_config_host_is_any(dst->host))
 		return km_config_bad(c,

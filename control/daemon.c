@@ -205,15 +205,16 @@ static int open_parts(struct km_daemon *d)
 static int fetch_source(const struct km_daemon *d, uint32_t i,
 			struct km_fetcher_config *fc)
 {
-	const char *s = d->mstates[i].source, *colon = strrchr(s, ':');
+	const char *s = d->mstates[i].source;
+	struct km_config_addr a;
 
 	if (s[0] != '\0') {
-		if (colon == NULL ||
-		    (size_t)(colon - s) >= sizeof(fc->bootstrap[0].host))
+		if (km_daemon_parse_source(s, &a) < 0 ||
+		    strlen(a.host) >= sizeof(fc->bootstrap[0].host))
 			return -EINVAL;
 		snprintf(fc->bootstrap[0].host, sizeof(fc->bootstrap[0].host),
-			 "%.*s", (int)(colon - s), s);
-		fc->bootstrap[0].port = (uint16_t)atoi(colon + 1);
+			 "%s", a.host);
+		fc->bootstrap[0].port = a.port;
 		fc->n_bootstrap = 1;
 		return 0;
 	}
@@ -292,26 +293,33 @@ static int write_port_file(const struct km_daemon *d)
 	return rc;
 }
 
+/* The Kafka listener, on worker 0. A failure names the host as
+ * configured: a name that does not resolve is not "0.0.0.0", and the
+ * operator must see which key to fix. */
 static int start_listener(struct km_daemon *d)
 {
+	const struct km_config_addr *l = &d->cfg->listener;
+	const char *shown = l->host[0] ? l->host : "0.0.0.0";
+	char ip[64] = "0.0.0.0", why[KM_RESOLVE_WHY_BYTES] = "";
 	struct km_worker_reply r;
-	char ip[64] = "0.0.0.0";
 	int rc = 0;
 
-	if (d->cfg->listener.host[0] != '\0')
-		rc = km_resolve_ipv4(d->cfg->listener.host, ip, sizeof(ip));
+	if (l->host[0] != '\0')
+		rc = km_resolve_ipv4_why(l->host, ip, sizeof(ip), why,
+					 sizeof(why));
 	if (rc == 0 &&
-	    (rc = km_worker_listen(d->workers[0], ip, d->cfg->listener.port,
-				   &r)) == 0)
+	    (rc = km_worker_listen(d->workers[0], ip, l->port, &r)) == 0)
 		rc = km_worker_wait(d->ctl_efd, &r, REPLY_TIMEOUT_MS);
 	if (rc < 0) {
-		KM_ERROR("daemon", "listeners %s:%u: %s", ip,
-			 d->cfg->listener.port, km_strerror(rc));
+		KM_ERROR("daemon", "listeners %s:%u: %s", shown, l->port,
+			 why[0] ? why : km_strerror(rc));
 		return rc;
 	}
 	d->kafka_port = r.port;
 	KM_INFO("daemon", "Kafka API on %s:%u (cluster id %s, node %d)", ip,
 		r.port, d->cfg->cluster_id, d->cfg->node_id);
+	if ((rc = km_daemon_lock_update(d)) < 0)
+		return rc;
 	return write_port_file(d);
 }
 
@@ -415,6 +423,10 @@ static int prepare(struct km_daemon *d)
 			 km_strerror(rc));
 		return rc;
 	}
+	/* Before meta.properties, the logs, the port file and the control
+	 * socket: a second daemon must not touch any of them. */
+	if ((rc = km_daemon_lock(d)) < 0)
+		return rc;
 	if ((rc = km_cluster_id_resolve(d->cfg, err, sizeof(err))) < 0) {
 		KM_ERROR("daemon", "%s", err);
 		return rc;
@@ -468,8 +480,8 @@ static int start(struct km_daemon *d)
 
 int km_daemon_run(struct km_config *cfg)
 {
-	struct km_daemon d = { .cfg = cfg, .ctl_efd = -1, .sig_fd = -1,
-			       .pids = { .dir_fd = -1 } };
+	struct km_daemon d = { .cfg = cfg, .lock_fd = -1, .ctl_efd = -1,
+			       .sig_fd = -1, .pids = { .dir_fd = -1 } };
 	int rc, rc2;
 
 	km_log_set_level(cfg->log_level);
@@ -486,5 +498,6 @@ int km_daemon_run(struct km_config *cfg)
 		KM_INFO("daemon", "stopped cleanly");
 	cleanup(&d);
 	km_dpdk_eal_cleanup();
+	km_daemon_unlock(&d); /* last: every file in data.dir is closed */
 	return rc ? rc : rc2;
 }

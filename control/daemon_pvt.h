@@ -36,6 +36,7 @@ struct km_rate {
 
 struct km_daemon {
 	struct km_config *cfg;
+	int lock_fd;		/* data.dir/.lock, flock'd; -1 before */
 	struct km_part_table table;
 	bool *mirrored;		/* per table entry: has a source */
 	struct km_rate *rates;	/* per table entry */
@@ -65,6 +66,11 @@ struct km_daemon {
 	bool gsync_ended;	/* no partition follows the source any more */
 };
 
+/* daemon_lock.c: one kmirrord per data.dir */
+int km_daemon_lock(struct km_daemon *d);
+int km_daemon_lock_update(struct km_daemon *d); /* the bound port */
+void km_daemon_unlock(struct km_daemon *d);
+
 /* daemon_parts.c: which partitions to serve */
 int km_daemon_find_parts(struct km_daemon *d);
 
@@ -87,6 +93,9 @@ void km_daemon_part_dir(const struct km_daemon *d, const struct km_part *p,
 			char *out, size_t cap);
 
 /* daemon_start.c: R5 (start, failback) and FAILED on the control thread */
+/* A failback source "HOST:PORT" or "[V6]:PORT" (kmirror.state `source`):
+ * 0, or -EINVAL. */
+int km_daemon_parse_source(const char *s, struct km_config_addr *out);
 int km_daemon_on_start(void *ctx, const json_t *req, json_t *resp);
 int km_daemon_on_failback(void *ctx, const json_t *req, json_t *resp);
 int km_daemon_resume_prepares(struct km_daemon *d);

@@ -17,6 +17,7 @@
 
 #include "common/errors.h"
 #include "common/log.h"
+#include "common/resolve.h"
 #include "control/ctlproto.h"
 #include "control/daemon_pvt.h"
 #include "control/mstate.h"
@@ -32,6 +33,25 @@ struct start_args {
 	bool from_start;
 };
 
+int km_daemon_parse_source(const char *s, struct km_config_addr *out)
+{
+	const char *colon = strrchr(s, ':'), *host = s;
+	size_t n = colon ? (size_t)(colon - s) : 0;
+
+	if (s[0] == '[') { /* "[fd00::1]:9092": the brackets are not the host */
+		if (n < 3 || colon[-1] != ']')
+			return -EINVAL;
+		host = s + 1;
+		n -= 2;
+	}
+	if (colon == NULL || n == 0 || n >= sizeof(out->host) ||
+	    colon[1] < '0' || colon[1] > '9')
+		return -EINVAL;
+	snprintf(out->host, sizeof(out->host), "%.*s", (int)n, host);
+	out->port = (uint16_t)atoi(colon + 1);
+	return 0;
+}
+
 /* Where partition i mirrors from: its failback source, else the config's
  * source.bootstrap.servers (the first address answers). */
 static int source_addrs(const struct km_daemon *d, uint32_t i,
@@ -39,7 +59,6 @@ static int source_addrs(const struct km_daemon *d, uint32_t i,
 			uint32_t *n)
 {
 	const char *s = source ? source : d->mstates[i].source;
-	const char *colon;
 
 	*n = 0;
 	if (s[0] == '\0') {
@@ -47,11 +66,8 @@ static int source_addrs(const struct km_daemon *d, uint32_t i,
 			out[*n] = d->cfg->bootstrap[*n];
 		return *n ? 0 : -ENOENT;
 	}
-	colon = strrchr(s, ':');
-	if (colon == NULL || (size_t)(colon - s) >= sizeof(out->host))
+	if (km_daemon_parse_source(s, out) < 0)
 		return -EINVAL;
-	snprintf(out->host, sizeof(out->host), "%.*s", (int)(colon - s), s);
-	out->port = (uint16_t)atoi(colon + 1);
 	*n = 1;
 	return 0;
 }
@@ -70,7 +86,8 @@ static int ask_upstream(struct km_daemon *d, uint32_t i,
 		if (rc == 0)
 			return 0;
 		snprintf(err, len, "%.200s-%d: upstream %.256s:%u: %s", p->topic,
-			 p->partition, a[k].host, a[k].port, km_strerror(rc));
+			 p->partition, a[k].host, a[k].port,
+			 ans->why[0] ? ans->why : km_strerror(rc));
 	}
 	return rc < 0 ? rc : KM_ESOURCE;
 }
@@ -312,11 +329,38 @@ int km_daemon_on_start(void *ctx, const json_t *req, json_t *resp)
 	return run_verb(ctx, req, resp, &a);
 }
 
+/* --source is checked before any partition is touched: an IPv6 literal
+ * would pass the upstream question only to fail every fetch (the fetch
+ * sessions are IPv4), so it is refused as what it is. */
+static int check_source(const char *source, json_t *resp)
+{
+	struct km_config_addr a;
+	char msg[512];
+
+	if (source == NULL || km_daemon_parse_source(source, &a) < 0) {
+		snprintf(msg, sizeof(msg), "--source %.300s: expected HOST:PORT",
+			 source ? source : "");
+		json_object_set_new(resp, "message", json_string(msg));
+		return KM_ECTLREQ;
+	}
+	if (km_resolve_is_ipv6(a.host)) {
+		snprintf(msg, sizeof(msg), "--source %.300s: IPv6 is not "
+			 "supported yet (give an IPv4 address or a host name)",
+			 source);
+		json_object_set_new(resp, "message", json_string(msg));
+		return -EAFNOSUPPORT;
+	}
+	return 0;
+}
+
 int km_daemon_on_failback(void *ctx, const json_t *req, json_t *resp)
 {
 	struct start_args a;
+	int rc;
 
 	parse_args(req, &a);
+	if ((rc = check_source(a.source, resp)) < 0)
+		return rc;
 	return run_verb(ctx, req, resp, &a);
 }
 

@@ -1,6 +1,7 @@
 /* Blocking Kafka requests for the control thread (kclient.h). */
+#include <arpa/inet.h>
 #include <errno.h>
-#include <netdb.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,16 +33,15 @@ static int wait_fd(const struct km_kclient *c, short events)
 	return rc == 0 ? -ETIMEDOUT : 0;
 }
 
-static int connect_fd(struct km_kclient *c, const struct addrinfo *ai)
+static int connect_fd(struct km_kclient *c, const struct sockaddr_in *sa)
 {
 	int soerr = 0, rc;
 	socklen_t len = sizeof(soerr);
 
-	c->fd = socket(ai->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
-		       0);
+	c->fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (c->fd < 0)
 		return -errno;
-	rc = connect(c->fd, ai->ai_addr, ai->ai_addrlen);
+	rc = connect(c->fd, (const struct sockaddr *)sa, sizeof(*sa));
 	if (rc < 0 && errno != EINPROGRESS)
 		return -errno;
 	if ((rc = wait_fd(c, POLLOUT)) < 0)
@@ -54,19 +54,20 @@ static int connect_fd(struct km_kclient *c, const struct addrinfo *ai)
 int km_kclient_open(struct km_kclient *c, const struct km_config_addr *a,
 		    int timeout_ms)
 {
-	struct addrinfo hints = { .ai_socktype = SOCK_STREAM }, *res;
-	char port[8];
+	struct sockaddr_in sa = { .sin_family = AF_INET,
+				  .sin_port = htons(a->port) };
+	char ip[INET_ADDRSTRLEN];
 	int rc;
 
 	memset(c, 0, sizeof(*c));
 	c->fd = -1;
 	c->deadline_ms = (int64_t)km_clock_ms() + timeout_ms;
-	snprintf(port, sizeof(port), "%u", a->port);
-	if (getaddrinfo(a->host, port, &hints, &res) != 0)
-		return -EHOSTUNREACH;
-	rc = connect_fd(c, res);
-	freeaddrinfo(res);
+	rc = km_resolve_ipv4_why(a->host, ip, sizeof(ip), c->why,
+				 sizeof(c->why));
 	if (rc < 0)
+		return rc;
+	inet_pton(AF_INET, ip, &sa.sin_addr);
+	if ((rc = connect_fd(c, &sa)) < 0)
 		km_kclient_close(c);
 	return rc;
 }

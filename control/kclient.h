@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/resolve.h"
 #include "control/config.h"
 #include "kafka/proto.h"
 
@@ -26,11 +27,17 @@ struct km_kclient {
 	uint32_t resp_len;
 	struct iovec iov;	/* the reader's view of resp */
 	struct km_chain chain;
+	/* After a failed km_kclient_open: why the host did not resolve
+	 * ("cannot resolve host 'foo': Name or service not known"), else "". */
+	char why[KM_RESOLVE_WHY_BYTES];
 };
 
 /** Connect to a (a host name or IPv4 literal) within timeout_ms, which
- *  also bounds every later call. @return 0, or -errno (-ETIMEDOUT,
- *  -ECONNREFUSED, -EHOSTUNREACH for a name that does not resolve). */
+ *  also bounds every later call. IPv4 only, like the workers' fetch
+ *  sessions that follow it to the same hosts (common/resolve.h).
+ *  @return 0, or -errno (-ETIMEDOUT, -ECONNREFUSED, -EAFNOSUPPORT for an
+ *  IPv6 literal), or KM_ERESOLVE for a name that does not resolve; c->why
+ *  says which host and why for the last two. */
 int km_kclient_open(struct km_kclient *c, const struct km_config_addr *a,
 		    int timeout_ms);
 

@@ -52,8 +52,9 @@ static int decode(const struct km_config *cfg, struct km_wire_rd *r,
 	return rc;
 }
 
+/* why: the host that did not resolve and getaddrinfo's reason, or "". */
 static int ask(const struct km_config *cfg, const struct km_config_addr *a,
-	       int timeout_ms, struct km_srcmeta *out)
+	       int timeout_ms, struct km_srcmeta *out, char *why, size_t len)
 {
 	static struct km_wire_name names[KM_CONFIG_TOPICS_MAX];
 	struct km_metadata_req m = { .topics = names,
@@ -65,8 +66,10 @@ static int ask(const struct km_config *cfg, const struct km_config_addr *a,
 
 	for (uint32_t i = 0; i < cfg->topics_count; i++)
 		km_wire_name_set(&names[i], cfg->topics[i]);
-	if ((rc = km_kclient_open(&c, a, timeout_ms)) < 0)
+	if ((rc = km_kclient_open(&c, a, timeout_ms)) < 0) {
+		snprintf(why, len, "%s", c.why);
 		return rc;
+	}
 	rc = km_kclient_call(&c, KM_API_METADATA, META_VERSION, encode_req, &m,
 			     &r);
 	if (rc == 0)
@@ -83,11 +86,12 @@ int km_srcmeta_fetch(const struct km_config *cfg, int timeout_ms,
 	memset(out, 0, sizeof(*out));
 	for (uint32_t i = 0; i < cfg->bootstrap_count; i++) {
 		const struct km_config_addr *a = &cfg->bootstrap[i];
+		char why[KM_RESOLVE_WHY_BYTES] = "";
 
-		if ((rc = ask(cfg, a, timeout_ms, out)) == 0)
+		if ((rc = ask(cfg, a, timeout_ms, out, why, sizeof(why))) == 0)
 			return 0;
-		snprintf(err, err_len, "source %s:%u: Metadata: %s", a->host,
-			 a->port, km_strerror(rc));
+		snprintf(err, err_len, "source %s:%u: %s%s", a->host, a->port,
+			 why[0] ? "" : "Metadata: ", why[0] ? why : km_strerror(rc));
 	}
 	return rc;
 }

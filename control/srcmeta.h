@@ -29,7 +29,8 @@ struct km_srcmeta {
  * @param timeout_ms  per bootstrap address (connect + answer).
  * @param err         one-line reason on failure (names the addresses tried).
  * @return 0 (some topics may be unknown: partitions[i] == 0), or
- *         -ECONNREFUSED/-ETIMEDOUT/... from the last address tried, or a
+ *         -ECONNREFUSED/-ETIMEDOUT/KM_ERESOLVE/... from the last address
+ *         tried (err has getaddrinfo's reason for a name), or a
  *         KM_EWIRE* code for a malformed answer.
  */
 int km_srcmeta_fetch(const struct km_config *cfg, int timeout_ms,

@@ -108,8 +108,10 @@ int km_upstream_ask(const struct km_config_addr *a, const char *topic,
 
 	memset(out, 0, sizeof(*out));
 	out->barrier_offset = out->log_start = out->high_watermark = -1;
-	if ((rc = km_kclient_open(&c, a, timeout_ms)) < 0)
+	if ((rc = km_kclient_open(&c, a, timeout_ms)) < 0) {
+		snprintf(out->why, sizeof(out->why), "%s", c.why);
 		return rc;
+	}
 	if ((rc = speaks_barrier(&c, &out->kmirror)) == 0)
 		rc = out->kmirror ? ask_barrier(&c, topic, partition,
 						our_cluster_id, out)

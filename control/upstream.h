@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "common/resolve.h"
 #include "control/config.h"
 
 #ifdef __cplusplus
@@ -22,12 +23,14 @@ struct km_upstream_answer {
 	int64_t log_start;
 	int64_t high_watermark;
 	char cluster_id[256];	 /* the upstream's (Metadata v2 if not kmirror) */
+	char why[KM_RESOLVE_WHY_BYTES]; /* a host that did not resolve, or "" */
 };
 
 /**
  * Ask a (connect, ApiVersions, then KmirrorBarrier or Metadata).
- * @return 0 and *out, or -errno from the connection, or a wire error
- *         (a malformed answer).
+ * @return 0 and *out, or -errno from the connection (-EAFNOSUPPORT: an
+ *         IPv6 literal), KM_ERESOLVE (out->why names the host and
+ *         getaddrinfo's reason), or a wire error (a malformed answer).
  */
 int km_upstream_ask(const struct km_config_addr *a, const char *topic,
 		    int32_t partition, const char *our_cluster_id,

@@ -79,7 +79,7 @@ TEST(Config, Defaults)
 const char *const kFullFile =
 	"# kmirrord, every key\n"
 	"data.dir = /data/kmirror\n"
-	"source.bootstrap.servers = src1:9092, [fd00::1]:9093 ,PLAINTEXT://src3.example.com:9094\n"
+	"source.bootstrap.servers = src1:9092, 10.1.2.3:9093 ,PLAINTEXT://src3.example.com:9094\n"
 	"topics = orders,payments, a.b_c-D\n"
 	"listeners = PLAINTEXT://0.0.0.0:19092\n"
 	"advertised.listeners = PLAINTEXT://mirror1.example.com:19092\n"
@@ -115,7 +115,7 @@ TEST(Config, EveryKeyFromFile)
 	ASSERT_EQ(3u, l->bootstrap_count);
 	EXPECT_STREQ("src1", l->bootstrap[0].host);
 	EXPECT_EQ(9092, l->bootstrap[0].port);
-	EXPECT_STREQ("fd00::1", l->bootstrap[1].host);
+	EXPECT_STREQ("10.1.2.3", l->bootstrap[1].host);
 	EXPECT_EQ(9093, l->bootstrap[1].port);
 	EXPECT_STREQ("src3.example.com", l->bootstrap[2].host);
 	EXPECT_EQ(9094, l->bootstrap[2].port);
@@ -199,8 +199,8 @@ TEST(Config, GoodValues)
 			  EXPECT_EQ(0, c.listener.port);
 			  EXPECT_STREQ("127.0.0.1", c.advertised.host);
 		  } },
-		{ "listeners=[::]:9093", [](const km_config &c) {
-			  EXPECT_STREQ("::", c.listener.host);
+		{ "listeners=0.0.0.0:9093", [](const km_config &c) {
+			  EXPECT_STREQ("0.0.0.0", c.listener.host);
 			  EXPECT_EQ(9093, c.listener.port);
 			  EXPECT_EQ(hostname(), c.advertised.host);
 		  } },
