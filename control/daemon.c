@@ -471,6 +471,7 @@ static int start(struct km_daemon *d)
 	KM_INFO("daemon", "cluster id %s; %u partitions on %u workers",
 		d->cfg->cluster_id, d->table.n, d->n_workers);
 	if ((rc = start_workers(d)) < 0 || (rc = open_parts(d)) < 0 ||
+	    (rc = km_daemon_record_roles(d)) < 0 ||
 	    (rc = km_daemon_resume_stops(d)) < 0 ||
 	    (rc = km_daemon_resume_prepares(d)) < 0 ||
 	    (rc = km_daemon_ctl_open(d)) < 0 || (rc = start_listener(d)) < 0)

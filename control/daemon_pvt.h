@@ -71,6 +71,10 @@ int km_daemon_lock(struct km_daemon *d);
 int km_daemon_lock_update(struct km_daemon *d); /* the bound port */
 void km_daemon_unlock(struct km_daemon *d);
 
+/* daemon_roles.c: a partition's role across a restart (the table there) */
+void km_daemon_settle_role(struct km_daemon *d, uint32_t i);
+int km_daemon_record_roles(struct km_daemon *d);
+
 /* daemon_parts.c: which partitions to serve */
 int km_daemon_find_parts(struct km_daemon *d);
 

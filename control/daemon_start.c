@@ -211,6 +211,7 @@ static int start_one(struct km_daemon *d, uint32_t i,
 	if ((rc = decide_cut(d, i, a, &ms, err, len)) < 0)
 		return rc;
 	ms.state = KM_MSTATE_PREPARING;
+	ms.role = KM_MSTATE_ROLE_MIRROR; /* from here on its log is a mirror's */
 	if (a->source != NULL)
 		snprintf(ms.source, sizeof(ms.source), "%s", a->source);
 	d->mstates[i] = ms;

@@ -23,20 +23,6 @@ void km_daemon_part_dir(const struct km_daemon *d, const struct km_part *p,
 		 p->partition);
 }
 
-/* Only the mirror paths write a state file: a partition that has one and
- * is not STOPPED mirrors (a local topic failed back, say), whatever the
- * config says, and refuses Produce until it is stopped again. */
-static void adopt_state(struct km_daemon *d, uint32_t i)
-{
-	const struct km_mstate_rec *ms = &d->mstates[i];
-
-	if (!ms->exists || ms->state == KM_MSTATE_STOPPED)
-		return;
-	d->mirrored[i] = true;
-	atomic_store_explicit(&d->table.parts[i].mode, KM_PART_MIRROR,
-			      memory_order_relaxed);
-}
-
 int km_daemon_load_states(struct km_daemon *d)
 {
 	char dir[4096];
@@ -52,7 +38,7 @@ int km_daemon_load_states(struct km_daemon *d)
 				 km_strerror(rc));
 			return rc;
 		}
-		adopt_state(d, i);
+		km_daemon_settle_role(d, i); /* daemon_roles.c */
 	}
 	return 0;
 }

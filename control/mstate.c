@@ -56,6 +56,11 @@ static int parse_line(char *line, struct km_mstate_rec *r)
 		r->prepare_truncate_to = strtoll(eq, NULL, 10);
 	} else if (strcmp(line, "prepare.from.start") == 0) {
 		r->prepare_from_start = strcmp(eq, "true") == 0;
+	} else if (strcmp(line, "role") == 0) {
+		if (strcmp(eq, "mirror") != 0 && strcmp(eq, "local") != 0)
+			return KM_EMETAPROPS;
+		r->role = eq[0] == 'm' ? KM_MSTATE_ROLE_MIRROR
+				       : KM_MSTATE_ROLE_LOCAL;
 	} else if (strcmp(line, "failed.reason") == 0) {
 		snprintf(r->failed_reason, sizeof(r->failed_reason), "%s", eq);
 	}
@@ -83,6 +88,8 @@ int km_mstate_load(const char *dir, struct km_mstate_rec *out)
 	for (line = strtok_r(buf, "\n", &save); rc == 0 && line != NULL;
 	     line = strtok_r(NULL, "\n", &save))
 		rc = parse_line(line, out);
+	if (out->role == KM_MSTATE_ROLE_NONE) /* before roles: mirror paths only */
+		out->role = KM_MSTATE_ROLE_MIRROR;
 	return rc;
 }
 
@@ -102,11 +109,15 @@ int km_mstate_save(const char *dir, const struct km_mstate_rec *r)
 	int n, fd, rc;
 
 	one_line(reason, sizeof(reason), r->failed_reason);
-	n = snprintf(buf, sizeof(buf),
+	if (r->role == KM_MSTATE_ROLE_LOCAL) /* no mirror state to keep */
+		n = snprintf(buf, sizeof(buf), "# created writable from "
+			     "local.topics: local writes only\nrole=local\n");
+	else
+		n = snprintf(buf, sizeof(buf),
 		     "state=%s\nstop.mode=%s\nsource.cluster.id=%s\n"
 		     "last.mirrored.offset=%" PRId64 "\nsource=%s\n"
 		     "prepare.truncate.to=%" PRId64 "\nprepare.from.start=%s\n"
-		     "failed.reason=%s\n",
+		     "failed.reason=%s\nrole=mirror\n",
 		     km_mstate_name(r->state), modes[r->stop_mode ? 1 : 0],
 		     r->source_cluster_id, r->last_mirrored_offset, r->source,
 		     r->prepare_truncate_to,

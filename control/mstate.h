@@ -11,9 +11,15 @@
  *   prepare.truncate.to=N    (PREPARING: cut the log to N; -1: no cut)
  *   prepare.from.start=true  (PREPARING: empty the log instead)
  *   failed.reason=...        (FAILED: why, one line)
+ *   role=mirror|local        (who wrote the log: see below)
  *
- * No file means the partition has never been stopped: it mirrors if its
- * topic is in `topics`, else it is a local (writable) or read-only one.
+ * The role is what the log holds, whatever the config says at a restart
+ * (control/daemon_roles.c decides what a change of list means): `mirror`,
+ * a copy written by mirroring (every file the mirror paths write; a file
+ * without the key is from before roles were recorded, and only mirror
+ * paths wrote files then); `local`, a partition created writable from
+ * local.topics, whose file is that one line. No file at all: a partition
+ * not opened by this version yet (its role comes from the lists once).
  */
 #ifndef KM_CONTROL_MSTATE_H
 #define KM_CONTROL_MSTATE_H
@@ -36,8 +42,15 @@ enum km_mstate {
 	KM_MSTATE_FAILED = 5,	 /* mirroring gave up: failed.reason */
 };
 
+enum km_mstate_role {
+	KM_MSTATE_ROLE_NONE = 0,   /* no file */
+	KM_MSTATE_ROLE_MIRROR = 1, /* written by mirroring */
+	KM_MSTATE_ROLE_LOCAL = 2,  /* created writable (local.topics) */
+};
+
 struct km_mstate_rec {
 	enum km_mstate state;
+	enum km_mstate_role role;
 	int stop_mode;			/* enum km_stop_mode */
 	char source_cluster_id[256];
 	int64_t last_mirrored_offset;	/* -1 until STOPPED */
