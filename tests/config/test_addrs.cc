@@ -15,6 +15,7 @@
 
 #include "common/errors.h"
 #include "common/resolve.h"
+#include "control/ctlproto.h"
 #include "tests/config/config_util.h"
 
 using namespace cfgtest;
@@ -93,6 +94,19 @@ TEST(Addrs, ResolveNamesIpv6AndUnknownHostsForWhatTheyAre)
 		<< why;
 	EXPECT_GT(strlen(why), strlen("cannot resolve host 'no-such-host.invalid': "));
 	EXPECT_STREQ("cannot resolve host name", km_strerror(KM_ERESOLVE));
+}
+
+/* The codes of issue 21 sit in the config block, clear of KM_ELAST, and
+ * kmirrorctl names them (tests/ctl checks the whole range). */
+TEST(Addrs, NewCodesAreNamedInRepliesAndExplained)
+{
+	EXPECT_EQ(-10086, KM_EDATADIRLOCK);
+	EXPECT_EQ(-10088, KM_ERESOLVE);
+	EXPECT_EQ(-10121, KM_ELAST);
+	EXPECT_STREQ("KM_EDATADIRLOCK", km_ctlproto_error_name(KM_EDATADIRLOCK));
+	EXPECT_STREQ("KM_ERESOLVE", km_ctlproto_error_name(KM_ERESOLVE));
+	EXPECT_STREQ("data.dir is in use by another kmirrord (its .lock is held)",
+		     km_strerror(KM_EDATADIRLOCK));
 }
 
 } // namespace
