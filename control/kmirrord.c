@@ -1,6 +1,7 @@
 /* kmirrord: `kmirrord --config FILE [--set key=value]...` (README.md,
  * "Configuration"). Exit status: 0 after a clean shutdown, 1 when the
- * daemon failed, 2 for a bad command line (with the usage) or a bad
+ * daemon failed (another kmirrord holding data.dir included: the message
+ * names its pid), 2 for a bad command line (with the usage) or a bad
  * configuration (the message alone: it names the file, key and value). */
 #include <signal.h>
 #include <stdio.h>
