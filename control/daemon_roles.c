@@ -197,15 +197,21 @@ static int record_role(struct km_daemon *d, uint32_t i)
 	return km_mstate_save(dir, ms);
 }
 
+/* Not fatal: a host short of disk must still serve. The partition keeps
+ * its role for this run; only a change of lists before the record is
+ * written would go unnoticed, and the next start tries again. */
 int km_daemon_record_roles(struct km_daemon *d)
 {
-	int rc = 0;
+	for (uint32_t i = 0; i < d->table.n; i++) {
+		int rc = record_role(d, i);
 
-	for (uint32_t i = 0; rc == 0 && i < d->table.n; i++)
-		if ((rc = record_role(d, i)) < 0)
-			KM_ERROR("daemon", "partition %s-%d: %s: %s",
-				 d->table.parts[i].topic,
-				 d->table.parts[i].partition, KM_MSTATE_FILE,
-				 km_strerror(rc));
-	return rc;
+		if (rc < 0)
+			KM_WARN("daemon", "partition %s-%d: cannot record its "
+				"role in %s (%s): a move between topics and "
+				"local.topics before the next start would not "
+				"be caught", d->table.parts[i].topic,
+				d->table.parts[i].partition, KM_MSTATE_FILE,
+				km_strerror(rc));
+	}
+	return 0;
 }

@@ -108,6 +108,7 @@ static int begin_stop(struct km_daemon *d, uint32_t i, int mode,
 	km_daemon_part_dir(d, p, dir, sizeof(dir));
 	ms->state = KM_MSTATE_STOPPING;
 	ms->stop_mode = mode;
+	ms->failed_reason[0] = '\0'; /* a FAILED one is failed over: moot */
 	if (cid != ms->source_cluster_id)
 		snprintf(ms->source_cluster_id, sizeof(ms->source_cluster_id),
 			 "%s", cid);
