@@ -12,6 +12,8 @@
  *   Produce 3-7, Fetch 4-11, ListOffsets 0-5, Metadata 0-4, ApiVersions 0-3,
  *   InitProducerId 0-4. Of these only ApiVersions v3 and InitProducerId v2+
  *   are flexible (compact types and tag sections).
+ *   As a client only (km_proto_client_versions), Metadata goes up to v12
+ *   (flexible from v9): v10+ is where a source names its topic ids.
  *   The consumer-group APIs (keys 8-16) are in kafka/proto_group.h, with the
  *   versions librdkafka 2.0.2 uses.
  *
@@ -187,6 +189,18 @@ int km_proto_supported(struct km_api_range *out, uint32_t out_max);
 
 /** @return 0, KM_EWIREAPIKEY (key not spoken) or KM_EWIREVERSION. */
 int km_proto_check(int16_t api_key, int16_t api_version);
+
+/**
+ * The versions kmirror may use as a client of a source (the fetch
+ * sessions): km_proto_versions, except where the codec speaks more than the
+ * front end serves (Metadata up to v12, for topic ids: issue 21). The
+ * codecs of such an API accept this wider range in both directions.
+ * @return 0, or KM_EWIREAPIKEY for a key it does not speak.
+ */
+int km_proto_client_versions(int16_t api_key, struct km_api_range *out);
+
+/** As km_proto_check, against km_proto_client_versions. */
+int km_proto_client_check(int16_t api_key, int16_t api_version);
 
 /** ApiKeys.java's name of api_key ("Fetch"), for log lines; spoken or not.
  *  "unknown API" for a key not in the table. Never NULL, static. */
@@ -375,7 +389,7 @@ int km_apiversions_resp_encode(struct km_wire_wr *w, int16_t version,
 int km_apiversions_resp_decode(struct km_wire_rd *r, int16_t version,
 			       struct km_apiversions_resp *m);
 
-/* ---- Metadata (3), v0-4 ---- */
+/* ---- Metadata (3), v0-4 served, v0-12 as a client ---- */
 
 struct km_metadata_req {
 	struct km_wire_name *topics;	/* caller's array */
@@ -399,6 +413,10 @@ struct km_metadata_part {
 	uint32_t replicas_count;
 	uint32_t isr_first;		/* IsrNodes: nodes[first, +count) */
 	uint32_t isr_count;
+	int32_t leader_epoch;		/* v7+, else -1 (decoded); encoded
+					   as given. OfflineReplicas (v5+)
+					   are read and dropped, written
+					   empty. */
 };
 
 struct km_metadata_topic {
@@ -407,6 +425,9 @@ struct km_metadata_topic {
 	bool is_internal;		/* v1+, else false */
 	uint32_t first;			/* parts[first, first + count) */
 	uint32_t count;
+	/* TopicId v10+, else all zero: Kafka's Uuid.ZERO_UUID, "no id"
+	 * (librdkafka's mock sends it too). Name is nullable from v12. */
+	uint8_t topic_id[KM_WIRE_UUID_BYTES];
 };
 
 struct km_metadata_resp {

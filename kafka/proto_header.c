@@ -43,6 +43,17 @@ static const struct api_info apis[] = {
 	{ KM_API_KMIRROR_BARRIER, "KmirrorBarrier", 0, 0, INT16_MAX, true },
 };
 
+/* APIs the codec speaks further as a client than the front end serves:
+ * Metadata v10+ names each topic's id, which the fetch sessions check
+ * against the one the log mirrors (issue 21); serving it would need topic
+ * ids of our own in every answer. */
+static const struct {
+	int16_t key;
+	int16_t max_version;
+} client_max[] = {
+	{ KM_API_METADATA, 12 },
+};
+
 /* Rows kept only for their header version (ControlledShutdown): a new row
  * that is spoken raises KM_PROTO_APIS, or the build stops here. */
 #define UNSPOKEN_ROWS 1
@@ -89,6 +100,29 @@ int km_proto_check(int16_t api_key, int16_t api_version)
 	struct km_api_range r;
 
 	if (km_proto_versions(api_key, &r) < 0)
+		return KM_EWIREAPIKEY;
+	if (api_version < r.min_version || api_version > r.max_version)
+		return KM_EWIREVERSION;
+	return 0;
+}
+
+int km_proto_client_versions(int16_t api_key, struct km_api_range *out)
+{
+	int rc = km_proto_versions(api_key, out);
+
+	for (size_t i = 0; rc == 0 && i < sizeof(client_max) / sizeof(client_max[0]);
+	     i++)
+		if (client_max[i].key == api_key &&
+		    client_max[i].max_version > out->max_version)
+			out->max_version = client_max[i].max_version;
+	return rc;
+}
+
+int km_proto_client_check(int16_t api_key, int16_t api_version)
+{
+	struct km_api_range r;
+
+	if (km_proto_client_versions(api_key, &r) < 0)
 		return KM_EWIREAPIKEY;
 	if (api_version < r.min_version || api_version > r.max_version)
 		return KM_EWIREVERSION;

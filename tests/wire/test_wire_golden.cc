@@ -186,9 +186,9 @@ TEST(WireGoldenEncode, MetadataV4Response)
 		{1, wt::Name("localhost"), 9092, wt::Name(nullptr)},
 		{2, wt::Name("127.0.0.1"), 9093, wt::Name("rack-b")},
 	};
-	km_metadata_topic topic = {0, wt::Name("events"), false, 0, 2};
-	km_metadata_part parts[2] = {{0, 0, 1, 0, 2, 2, 2},
-				     {0, 1, 2, 4, 1, 5, 0}};
+	km_metadata_topic topic = {0, wt::Name("events"), false, 0, 2, {}};
+	km_metadata_part parts[2] = {{0, 0, 1, 0, 2, 2, 2, -1},
+				     {0, 1, 2, 4, 1, 5, 0, -1}};
 	int32_t nodes[5] = {1, 2, 1, 2, 2};
 	km_metadata_resp m;
 	memset(&m, 0, sizeof(m));

@@ -97,12 +97,24 @@ std::string Dump(const km_metadata_resp &m)
 	  << " controller=" << m.controller_id << " topics=[";
 	for (uint32_t i = 0; i < m.n_topics; i++) {
 		const km_metadata_topic &t = m.topics[i];
-		o << "(err=" << t.error_code << " " << DumpName(t.name)
-		  << " internal=" << t.is_internal << " parts=[";
+		o << "(err=" << t.error_code << " " << DumpName(t.name);
+		// Printed only when given (v10+), so older dumps read as before.
+		uint8_t any = 0;
+		for (uint8_t b : t.topic_id)
+			any |= b;
+		if (any) {
+			o << " id=";
+			for (uint8_t b : t.topic_id)
+				o << (int)b << ".";
+		}
+		o << " internal=" << t.is_internal << " parts=[";
 		for (uint32_t j = 0; j < t.count; j++) {
 			const km_metadata_part &p = m.parts[t.first + j];
 			o << "(err=" << p.error_code << " p=" << p.partition
-			  << " leader=" << p.leader_id << " replicas="
+			  << " leader=" << p.leader_id;
+			if (p.leader_epoch != -1) // v7+
+				o << " epoch=" << p.leader_epoch;
+			o << " replicas="
 			  << Nodes(m, p.replicas_first, p.replicas_count)
 			  << " isr=" << Nodes(m, p.isr_first, p.isr_count)
 			  << ")";
