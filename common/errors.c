@@ -130,6 +130,10 @@ static const char *km_message(int code)
 		return "worker message queue is full";
 	case KM_ESHUTDOWN:
 		return "daemon is shutting down";
+	case KM_ESOURCEID:
+		return "source cluster or topic id is not the one the log mirrors";
+	case KM_EBASEOFFSET:
+		return "source batch baseOffset is not the next offset expected";
 	case KM_EGOREC:
 		return "malformed __consumer_offsets record (key or value)";
 	default:

@@ -91,6 +91,10 @@ enum km_error {
 	KM_ESOURCE = -10103,	 /* source cluster answered with an error */
 	KM_EWORKERQ = -10104,	 /* worker message queue full */
 	KM_ESHUTDOWN = -10105,	 /* daemon is shutting down */
+	KM_ESOURCEID = -10106,	 /* source's cluster or topic id is not the
+				    one the log mirrors */
+	KM_EBASEOFFSET = -10107, /* source batch's baseOffset is not the
+				    next offset expected */
 	/* Committed offsets (kafka/gorec.c, dataplane/group/goffsets.c). */
 	KM_EGOREC = -10120,	 /* malformed __consumer_offsets record */
 	KM_ELAST = -10121,

@@ -1,6 +1,7 @@
 /* The cluster id kept in <data.dir>/meta.properties; see cluster_id.h. */
 #include "control/cluster_id.h"
 
+#include <assert.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -23,6 +24,7 @@
 #include "control/config_pvt.h"
 #include "control/daemon.h"
 #include "control/props.h"
+#include "kafka/wire.h"
 
 #define META_TMP KM_CLUSTER_ID_META_FILE ".tmp"
 #define META_PATH_BYTES_MAX (KM_CONFIG_PATH_BYTES_MAX + 32)
@@ -313,4 +315,104 @@ int km_cluster_id_resolve(struct km_config *cfg, char *err, size_t err_len)
 	if (rc != -ENOENT)
 		return rc;
 	return create_meta(cfg, path, err, err_len);
+}
+
+/* ---- kmirror.source ---- */
+
+static_assert(sizeof(((struct km_cluster_id_source *)0)->cluster_id) >=
+		      KM_WIRE_NAME_BYTES_MAX + 1,
+	      "a source cluster id is any Metadata ClusterId string");
+
+static int b64url_value(char c)
+{
+	if (c >= 'A' && c <= 'Z')
+		return c - 'A';
+	if (c >= 'a' && c <= 'z')
+		return c - 'a' + 26;
+	if (c >= '0' && c <= '9')
+		return c - '0' + 52;
+	return c == '-' ? 62 : c == '_' ? 63 : -1;
+}
+
+int km_cluster_id_decode(const char *text, uint8_t out[16])
+{
+	uint32_t acc = 0;
+	int bits = 0;
+	size_t o = 0;
+
+	if (strlen(text) != KM_CLUSTER_ID_UUID_CHARS)
+		return -EINVAL;
+	for (size_t i = 0; i < KM_CLUSTER_ID_UUID_CHARS; i++) {
+		int v = b64url_value(text[i]);
+
+		if (v < 0)
+			return -EINVAL;
+		acc = acc << 6 | (uint32_t)v;
+		bits += 6;
+		if (bits >= 8) {
+			bits -= 8;
+			out[o++] = (uint8_t)(acc >> bits);
+			acc &= (1u << bits) - 1;
+		}
+	}
+	/* 22 characters carry 132 bits: the last 4 must be zero. */
+	return o == 16 && acc == 0 ? 0 : -EINVAL;
+}
+
+static int source_pair(void *arg, const char *key, const char *value,
+		       uint32_t line)
+{
+	struct km_cluster_id_source *s = arg;
+
+	(void)line;
+	if (strcmp(key, "source.cluster.id") == 0) {
+		if (strlen(value) >= sizeof(s->cluster_id))
+			return KM_EMETAPROPS;
+		snprintf(s->cluster_id, sizeof(s->cluster_id), "%s", value);
+	} else if (strcmp(key, "source.topic.id") == 0 && value[0] != '\0') {
+		if (km_cluster_id_decode(value, s->topic_id) < 0)
+			return KM_EMETAPROPS;
+	}
+	return 0;
+}
+
+int km_cluster_id_source_load(const char *dir, struct km_cluster_id_source *out)
+{
+	char path[META_PATH_BYTES_MAX + 256], buf[4096];
+	size_t len = 0;
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	snprintf(path, sizeof(path), "%s/%s", dir, KM_CLUSTER_ID_SOURCE_FILE);
+	rc = read_file(path, buf, sizeof(buf), &len);
+	if (rc == -ENOENT)
+		return 0;
+	if (rc == 0)
+		rc = km_props_parse(buf, len, source_pair, out, NULL, NULL);
+	if (rc == KM_ECFGSYNTAX)
+		rc = KM_EMETAPROPS;
+	return rc;
+}
+
+int km_cluster_id_source_save(const char *dir,
+			      const struct km_cluster_id_source *src)
+{
+	static const uint8_t zero[16];
+	char text[1024], cid[768], tid[KM_CLUSTER_ID_UUID_CHARS + 1] = "";
+	int n, dfd, rc;
+
+	km_props_escape(cid, sizeof(cid), src->cluster_id, 0);
+	if (memcmp(src->topic_id, zero, sizeof(zero)) != 0)
+		km_cluster_id_encode(src->topic_id, tid);
+	n = snprintf(text, sizeof(text),
+		     "# The source this partition's log mirrors: kmirrord "
+		     "refuses any other\n"
+		     "source.cluster.id=%s\nsource.topic.id=%s\n", cid, tid);
+	KM_ASSERT(n > 0 && (size_t)n < sizeof(text));
+	if ((dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
+		return -errno;
+	rc = km_file_write_atomic(dfd, KM_CLUSTER_ID_SOURCE_FILE, text,
+				  (size_t)n);
+	close(dfd);
+	return rc;
 }

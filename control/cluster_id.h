@@ -65,6 +65,43 @@ bool km_cluster_id_is_valid(const char *id);
  */
 int km_cluster_id_resolve(struct km_config *cfg, char *err, size_t err_len);
 
+/* ---- the source a mirrored partition's log holds (issue 21) ----
+ *
+ * `<partition dir>/kmirror.source`, properties, replaced atomically:
+ *
+ *   source.cluster.id=<the source cluster's id, as Metadata names it>
+ *   source.topic.id=<the source topic's Uuid text, Metadata v10+>
+ *
+ * written when the ids are first known (at the first fetch of the
+ * partition, or when its fetcher first sees them), compared by the fetcher
+ * in every Metadata answer and never replaced silently: only a `start` or
+ * `failback` that cuts the log (a barrier, --truncate-to, --from-start)
+ * takes the source's ids anew. No file, or a key missing, means not known
+ * yet. */
+
+#define KM_CLUSTER_ID_SOURCE_FILE "kmirror.source"
+
+struct km_cluster_id_source {
+	char cluster_id[256];	/* "" = not known yet */
+	uint8_t topic_id[16];	/* all zero = not known yet */
+};
+
+/** Decode Kafka's Uuid text (22 base64url characters). @return 0 or
+ *  -EINVAL. */
+int km_cluster_id_decode(const char *text, uint8_t out[16]);
+
+/**
+ * Read dir/kmirror.source; a missing file gives empty ids.
+ * @return 0, -errno, or KM_EMETAPROPS (malformed: a syntax error, a
+ *         cluster id that is not one, a topic id that is not Uuid text).
+ */
+int km_cluster_id_source_load(const char *dir, struct km_cluster_id_source *out);
+
+/** Replace dir/kmirror.source (write, fsync, rename, fsync dir).
+ *  @return 0 or -errno. */
+int km_cluster_id_source_save(const char *dir,
+			      const struct km_cluster_id_source *src);
+
 #ifdef __cplusplus
 }
 #endif

@@ -244,6 +244,7 @@ static int fetcher_config(const struct km_daemon *d, uint32_t i,
 	fc->batch_bytes_max = d->cfg->batch_bytes_max;
 	fc->offset_reset_earliest =
 		d->cfg->offset_reset == KM_CONFIG_RESET_EARLIEST;
+	km_daemon_source_fill(d, i, fc);
 	return 0;
 }
 
@@ -366,6 +367,7 @@ static void cleanup(struct km_daemon *d)
 	free(d->mirrored);
 	free(d->rates);
 	free(d->mstates);
+	free(d->sources);
 	free(d->disk_paused);
 	km_daemon_groups_free(d);
 }
@@ -385,6 +387,7 @@ static int serve(struct km_daemon *d)
 		if (poll(pfd, 2, WATCH_MS) < 0 && errno != EINTR)
 			return -errno;
 		km_daemon_watch(d);
+		km_daemon_watch_sources(d);
 		km_daemon_watch_disk(d);
 		km_daemon_sync_groups(d);
 		if (pfd[0].revents & POLLIN) {
@@ -466,6 +469,7 @@ static int start(struct km_daemon *d)
 
 	if ((rc = prepare(d)) < 0 || (rc = km_daemon_find_parts(d)) < 0 ||
 	    (rc = km_daemon_load_states(d)) < 0 ||
+	    (rc = km_daemon_load_sources(d)) < 0 ||
 	    (rc = km_daemon_disk_init(d)) < 0 || (rc = eal_init(d->cfg)) < 0)
 		return rc;
 	KM_INFO("daemon", "cluster id %s; %u partitions on %u workers",

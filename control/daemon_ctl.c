@@ -113,6 +113,7 @@ static json_t *part_row(struct km_daemon *d, uint32_t i, uint64_t now)
 				    json_string(p->stats.reason[0]
 						? p->stats.reason
 						: d->mstates[i].failed_reason));
+	km_daemon_source_status(d, i, state_name(d, i), row);
 	return row;
 }
 

@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "control/cluster_id.h"
 #include "control/config.h"
 #include "control/ctlsock.h"
 #include "control/mstate.h"
@@ -41,6 +42,8 @@ struct km_daemon {
 	bool *mirrored;		/* per table entry: has a source */
 	struct km_rate *rates;	/* per table entry */
 	struct km_mstate_rec *mstates; /* per table entry: persisted state */
+	struct km_cluster_id_source *sources; /* per table entry: the source
+						 its log mirrors (issue 21) */
 	struct km_worker **workers;
 	uint32_t n_workers;
 	int ctl_efd;
@@ -104,6 +107,27 @@ int km_daemon_on_start(void *ctx, const json_t *req, json_t *resp);
 int km_daemon_on_failback(void *ctx, const json_t *req, json_t *resp);
 int km_daemon_resume_prepares(struct km_daemon *d);
 void km_daemon_watch(struct km_daemon *d);
+
+/* daemon_source.c: the source each log mirrors (issue 21) */
+int km_daemon_load_sources(struct km_daemon *d);
+/** The ids partition i's next fetcher must find (recording the startup
+ *  discovery's cluster id first if the log has none yet). */
+void km_daemon_source_fill(const struct km_daemon *d, uint32_t i,
+			   struct km_fetcher_config *fc);
+/** Record what the fetchers learned (the control loop, every WATCH_MS). */
+void km_daemon_watch_sources(struct km_daemon *d);
+/** A start that resumes partition i where its log ends: KM_ESOURCEID (err
+ *  says what to do) if the source `where` is another cluster, else 0. */
+int km_daemon_source_keep(const struct km_daemon *d, uint32_t i,
+			  const struct km_config_addr *where,
+			  const char *cluster_id, char *err, size_t len);
+/** The log of partition i was cut for the source with cluster_id ("" =
+ *  learn it): it holds to that one from now on. @return 0 or -errno. */
+int km_daemon_source_accept(struct km_daemon *d, uint32_t i,
+			    const char *cluster_id);
+/** Status: a mirroring or connecting partition's note as its reason. */
+void km_daemon_source_status(const struct km_daemon *d, uint32_t i,
+			     const char *state, json_t *row);
 
 /* daemon_pause.c: pause and resume */
 int km_daemon_pause_fetch(struct km_daemon *d, uint32_t i);

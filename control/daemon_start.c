@@ -154,9 +154,11 @@ static int decide_cut(struct km_daemon *d, uint32_t i,
 		 ans.cluster_id);
 	if (a->from_start || a->truncate_to >= 0)
 		return 0;
-	/* A FAILED mirror never took local writes: it resumes where it is. */
+	/* A FAILED mirror never took local writes: it resumes where it is,
+	 * from the source its log mirrors (issue 21). */
 	if (d->mstates[i].state == KM_MSTATE_FAILED && a->source == NULL)
-		return 0;
+		return km_daemon_source_keep(d, i, &addrs[0], ans.cluster_id,
+					     err, len);
 	return barrier_cut(d, i, addrs, &ans, &ms->prepare_truncate_to, err,
 			   len);
 }
@@ -190,6 +192,13 @@ static int finish_prepare(struct km_daemon *d, uint32_t i,
 	}
 	*res = r.stop;
 	km_worker_crash_point("prepare-after-cut");
+	/* A cut log mirrors the source it was cut for (issue 21). */
+	if ((ms->prepare_from_start || ms->prepare_truncate_to >= 0) &&
+	    (rc = km_daemon_source_accept(d, i, ms->source_cluster_id)) < 0) {
+		snprintf(err, len, "%.200s-%d: %s: %s", p->topic, p->partition,
+			 KM_CLUSTER_ID_SOURCE_FILE, km_strerror(rc));
+		return rc;
+	}
 	ms->state = KM_MSTATE_MIRRORING;
 	ms->prepare_truncate_to = -1;
 	ms->prepare_from_start = false;

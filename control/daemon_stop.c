@@ -93,9 +93,12 @@ static int begin_stop(struct km_daemon *d, uint32_t i, int mode,
 	char dir[4096];
 	int rc;
 
-	/* A failback's upstream named itself when it was asked (R5); so did
-	 * the source of a `start` that found none at boot. */
-	const char *cid = ms->source[0] || d->source_cluster_id[0] == '\0'
+	/* The cluster the log mirrors (issue 21); else: a failback's
+	 * upstream named itself when it was asked (R5); so did the source of
+	 * a `start` that found none at boot. */
+	const char *cid = d->sources[i].cluster_id[0] != '\0'
+				  ? d->sources[i].cluster_id
+			  : ms->source[0] || d->source_cluster_id[0] == '\0'
 				  ? ms->source_cluster_id
 				  : d->source_cluster_id;
 

@@ -419,6 +419,21 @@ static void arm_tick(struct km_worker *w)
 
 /* ---- partitions ------------------------------------------------------ */
 
+/* The fetcher's note and source identity, for status and for the control
+ * thread to persist (issue 21); only when they changed. */
+static void publish_source(struct km_part_source *src,
+			   const struct km_fetcher *f)
+{
+	struct km_part_source_view v;
+
+	snprintf(v.note, sizeof(v.note), "%s", km_fetcher_note(f));
+	snprintf(v.cluster_id, sizeof(v.cluster_id), "%s",
+		 km_fetcher_cluster_id(f));
+	memcpy(v.topic_id, km_fetcher_topic_id(f), sizeof(v.topic_id));
+	km_part_source_publish(src, &v);
+	src->pub_gen = km_fetcher_pub_gen(f);
+}
+
 static void publish_fetch(struct km_part *p, const struct km_fetcher *f)
 {
 	struct km_part_stats *s = &p->stats;
@@ -446,6 +461,8 @@ static void publish_fetch(struct km_part *p, const struct km_fetcher *f)
 		snprintf(s->reason, sizeof(s->reason), "%s",
 			 km_fetcher_reason(f));
 	atomic_store_explicit(&s->fetch_state, st, memory_order_release);
+	if (s->source.pub_gen != km_fetcher_pub_gen(f))
+		publish_source(&s->source, f);
 }
 
 void km_worker_publish(struct wpart *wp)

@@ -5,6 +5,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -27,6 +28,7 @@ static const char *const err_names[KM_FETCHER_ERR_KINDS] = {
 	[KM_FETCHER_ERR_CORRUPT] = "corrupt",
 	[KM_FETCHER_ERR_STALL] = "stall",
 	[KM_FETCHER_ERR_PROTOCOL] = "protocol",
+	[KM_FETCHER_ERR_BASE_OFFSET] = "base_offset",
 };
 
 const char *km_fetcher_err_name(enum km_fetcher_err kind)
@@ -39,6 +41,16 @@ const char *km_fetcher_err_name(enum km_fetcher_err kind)
 uint64_t km_fetcher_now_ms(void)
 {
 	return km_clock_ms();
+}
+
+void km_fetcher_published_changed(struct km_fetcher *f)
+{
+	/* Process-wide, so that a fetcher set up again in the same memory
+	 * never repeats a value its owner already published. Rare (init, a
+	 * note, an id learned): never per batch. */
+	static _Atomic uint64_t gen;
+
+	f->pub_gen = atomic_fetch_add_explicit(&gen, 1, memory_order_relaxed) + 1;
 }
 
 void km_fetcher_fail(struct km_fetcher *f, const char *fmt, ...)
@@ -162,7 +174,14 @@ int km_fetcher_init(struct km_fetcher *f, const struct km_fetcher_config *cfg,
 	f->next_offset = -1;
 	f->inflight_offset = -1;
 	f->corrupt_offset = -1;
+	f->badoff_offset = -1;
+	f->resp_hw = -1;
 	f->wait_offset = -1;
+	/* The source the log mirrors, if the owner knows it already. */
+	memcpy(f->cluster_id, f->cfg.source_cluster_id, sizeof(f->cluster_id));
+	f->cluster_id[sizeof(f->cluster_id) - 1] = '\0';
+	memcpy(f->topic_id, f->cfg.source_topic_id, sizeof(f->topic_id));
+	km_fetcher_published_changed(f);
 	f->backoff_ms = f->cfg.backoff_ms;
 	stats_init(&f->stats);
 	/* What one partition alone may get of a session's budget. */

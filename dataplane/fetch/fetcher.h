@@ -55,8 +55,33 @@
  *    FAILED naming both offsets, or, with offset_reset_earliest,
  *    km_log_reset_to(source start) and continue (the one wait: it finishes
  *    the log's I/O and syncs the files it changes);
- *  - batch offsets going backwards, a log error, R1's INT64_MAX, an
- *    authorization or other non-retriable error: FAILED with the reason.
+ *  - a batch whose baseOffset is not the next offset expected (issue 21:
+ *    baseOffset is outside the CRC, so a damaged one passes
+ *    km_batch_parse): below it or overlapping what the log holds, or
+ *    jumping past the response's high watermark. The batch and the rest
+ *    of the span are dropped (nothing of it appended), a WARN names the
+ *    partition and both offsets, km_fetcher_note() says so while it
+ *    lasts, and the offset is refetched after a backoff doubling each
+ *    time; KM_FETCHER_CORRUPT_MAX times in a row at one offset: FAILED.
+ *    A forward jump below the high watermark cannot be told from a
+ *    compaction gap (R6 keeps gaps); if it overlaps the next batch, the
+ *    next Fetch sees the overlap;
+ *  - UNKNOWN_TOPIC_OR_PARTITION in Metadata (the source lacks the topic
+ *    or partition): as the other leader errors, and km_fetcher_note()
+ *    says "source has no partition t-5", with one WARN on the way in and
+ *    one INFO on the way out;
+ *  - a log error, R1's INT64_MAX, an authorization or other
+ *    non-retriable error: FAILED with the reason.
+ *
+ * Source identity (issue 21). A partition holds to one source: its
+ * cluster id (Metadata v2+ ClusterId) and its topic id (Metadata v10+
+ * TopicId; all zero means "not provided", as librdkafka's mock sends). The
+ * config names the ones its log mirrors, or none yet: then the first
+ * Metadata answer that provides one sets it (km_fetcher_pub_gen() moves,
+ * so the owner can persist it). Every new connection of a session asks
+ * Metadata before its partitions fetch, and every answer is compared: a
+ * different id FAILS the partition with both ids in the reason, before
+ * anything more is appended. The held ids are never replaced.
  * Errors of the connection touch every partition on it: a lost connection,
  * a failed connect, no answer within request_timeout_ms: reconnect with
  * backoff (doubling up to backoff_max_ms, reset by a good Fetch), Metadata
@@ -177,6 +202,10 @@ struct km_fetcher_config {
 	 * past our log end, restart the log there (km_log_reset_to) instead of
 	 * failing. */
 	bool offset_reset_earliest;
+	/* The source the log mirrors (see "Source identity" above): "" and
+	 * all zero = not known yet. */
+	char source_cluster_id[KM_WIRE_NAME_BYTES_MAX + 1];
+	uint8_t source_topic_id[KM_WIRE_UUID_BYTES];
 };
 
 /* What stats.errors[] counts. */
@@ -193,6 +222,7 @@ enum km_fetcher_err {
 	KM_FETCHER_ERR_CORRUPT,		    /* batch rejected (= stats.corrupt) */
 	KM_FETCHER_ERR_STALL,		    /* response outgrew the buffers */
 	KM_FETCHER_ERR_PROTOCOL,	    /* garbage, bad size, bad answer */
+	KM_FETCHER_ERR_BASE_OFFSET,	    /* a batch not at the offset expected */
 	KM_FETCHER_ERR_KINDS,
 };
 
@@ -237,6 +267,13 @@ enum km_fpart_phase {
 	KM_FP_DONE,		   /* FAILED or stopped */
 };
 
+/* What km_fetcher_note() is about (private). */
+enum km_fetcher_note_kind {
+	KM_FNOTE_NONE = 0,
+	KM_FNOTE_NO_PARTITION,	   /* the source's Metadata lacks it */
+	KM_FNOTE_BASE_OFFSET,	   /* a batch was not where expected */
+};
+
 /* Requests a session sends (private). */
 enum km_freq {
 	KM_FREQ_NONE = 0,
@@ -267,7 +304,13 @@ struct km_fetcher {
 	uint32_t backoff_ms;
 	uint32_t err_streak;	   /* request errors in a row */
 	char reason[KM_FETCHER_REASON_BYTES];
+	/* The source identity it holds to (cfg's, else the first seen). */
 	char cluster_id[KM_WIRE_NAME_BYTES_MAX + 1];
+	uint8_t topic_id[KM_WIRE_UUID_BYTES];
+	/* Why it does not mirror as it should, while not FAILED. */
+	enum km_fetcher_note_kind note_kind;
+	char note[KM_FETCHER_REASON_BYTES];
+	uint64_t pub_gen;	   /* see km_fetcher_pub_gen() */
 	/* Offsets. */
 	int64_t next_offset;	   /* next offset to fetch, -1 unknown */
 	int64_t inflight_offset;   /* FetchOffset asked in flight */
@@ -275,11 +318,14 @@ struct km_fetcher {
 	int64_t oor_start;
 	int64_t corrupt_offset;	   /* where the last corrupt batch sat */
 	uint32_t corrupt_streak;   /* rejections there in a row */
+	int64_t badoff_offset;	   /* where a batch was not (baseOffset) */
+	uint32_t badoff_streak;	   /* ... times in a row */
 	/* Its records in the session's held frame. */
 	bool in_frame;
 	struct km_chain_cur rec_cur; /* next batch in the records span */
 	uint32_t rec_left;
 	int64_t resp_last;	   /* last offset of the span's last batch */
+	int64_t resp_hw;	   /* the span's HighWatermark, -1 unknown */
 	uint32_t resp_batches;	   /* whole batches framed in the span */
 	struct km_batch batches[KM_FETCHER_BURST];
 	uint32_t n_batches, n_done;
@@ -333,10 +379,35 @@ km_fetcher_get_stats(const struct km_fetcher *f)
 	return &f->stats;
 }
 
-/** The source cluster id from Metadata (v2+), "" until known. */
+/** The source cluster id the partition holds to: the config's, else the
+ *  first Metadata (v2+) answer's; "" until known. Valid while f is. */
 static inline const char *km_fetcher_cluster_id(const struct km_fetcher *f)
 {
 	return f->cluster_id;
+}
+
+/** Its topic id likewise (Metadata v10+), all zero until known. */
+static inline const uint8_t *km_fetcher_topic_id(const struct km_fetcher *f)
+{
+	return f->topic_id;
+}
+
+
+/** Why a partition that is not FAILED does not mirror as it should ("source
+ *  has no partition t-5 ...", a damaged baseOffset being refetched), at
+ *  most KM_FETCHER_REASON_BYTES with its NUL; "" when there is nothing to
+ *  say. Valid while f is. */
+static inline const char *km_fetcher_note(const struct km_fetcher *f)
+{
+	return f->note;
+}
+
+/** A value unique in the process that changes at km_fetcher_init() and
+ *  whenever km_fetcher_note(), km_fetcher_cluster_id() or
+ *  km_fetcher_topic_id() does: the owner republishes them when it moves. */
+static inline uint64_t km_fetcher_pub_gen(const struct km_fetcher *f)
+{
+	return f->pub_gen;
 }
 
 static inline int64_t km_fetcher_high_watermark(const struct km_fetcher *f)

@@ -3,6 +3,7 @@
  * session's held frame. See fetcher.h. */
 #include "dataplane/fetch/fetcher_pvt.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #include "common/endian.h"
@@ -59,24 +60,85 @@ static int frame_batch(struct km_fetcher *f, struct km_batch *b)
 	return km_batch_parse(b, ch, f->rec_cur, max);
 }
 
+/* A batch not where the offsets say it should be: its baseOffset (outside
+ * the CRC) may be damaged. Nothing of it or after it in the span is
+ * appended; the offset is refetched after a backoff that doubles each
+ * time, and the same offset wrong again and again fails the partition
+ * (a stored damage never heals, one on the way does). */
+static void bad_offset(struct km_fetcher *f, int64_t base, int64_t last,
+		       const char *why)
+{
+	int64_t want = f->next_offset;
+	char text[KM_FETCHER_REASON_BYTES];
+	uint32_t shift, delay;
+
+	f->stats.errors[KM_FETCHER_ERR_BASE_OFFSET]++;
+	f->rec_left = 0;
+	if (f->badoff_offset != want) {
+		f->badoff_offset = want;
+		f->badoff_streak = 0;
+	}
+	if (++f->badoff_streak >= KM_FETCHER_CORRUPT_MAX) {
+		km_fetcher_fail(f, "%s-%d: expected a batch at offset %lld, the "
+				"source sent %lld..%lld (%s) %u times in a row: "
+				"a damaged baseOffset; refusing to append (%s)",
+				f->cfg.topic, (int)f->cfg.partition,
+				(long long)want, (long long)base,
+				(long long)last, why, f->badoff_streak,
+				km_strerror(KM_EBASEOFFSET));
+		return;
+	}
+	shift = f->badoff_streak - 1;
+	delay = f->cfg.backoff_ms << shift;
+	if (delay > f->cfg.backoff_max_ms || delay >> shift != f->cfg.backoff_ms)
+		delay = f->cfg.backoff_max_ms;
+	f->ready_at_ms = km_fetcher_now_ms() + delay;
+	snprintf(text, sizeof(text), "expected a batch at offset %lld, the "
+		 "source sent %lld..%lld (%s): a damaged baseOffset? nothing "
+		 "appended; refetching (%u of %d)", (long long)want,
+		 (long long)base, (long long)last, why, f->badoff_streak,
+		 KM_FETCHER_CORRUPT_MAX);
+	km_fetcher_set_note(f, KM_FNOTE_BASE_OFFSET, text);
+	KM_WARN("fetcher", "%s-%d: %s in %u ms", f->cfg.topic,
+		(int)f->cfg.partition, text, delay);
+}
+
+/* base != next_offset: a gap R6 keeps (compaction, or the fetch offset in
+ * one), else why not. Kafka serves whole batches from the one holding the
+ * fetch offset and, read_uncommitted, none at or past the high watermark
+ * of the same answer; source batches never overlap. */
+static const char *misplaced(const struct km_fetcher *f, int64_t base,
+			     int64_t last)
+{
+	if (base > f->next_offset)
+		return f->resp_hw >= 0 && last >= f->resp_hw
+			       ? "past the source's high watermark" : NULL;
+	if (last < f->next_offset)
+		return "wholly below it";
+	/* The first batch may hold offsets below the fetch offset when the
+	 * log starts inside it (mirror.offset.reset=earliest after the
+	 * source's DeleteRecords): none of them is in the log yet. */
+	if (f->resp_batches == 1 && base >= km_log_end_offset(f->log))
+		return NULL;
+	return f->resp_batches == 1 ? "overlapping the log end"
+				    : "going backwards in the response";
+}
+
 /* R6 within the span, then R1. @return true to append the batch. */
 static bool accept_batch(struct km_fetcher *f, struct km_batch *b)
 {
 	int64_t base = km_batch_base_offset(b);
 	int64_t last = km_batch_last_offset(b);
+	const char *why;
 	int rc;
 
-	if (f->resp_batches++ > 0 && base <= f->resp_last) {
-		km_fetcher_fail(f, "%s-%d: offsets go backwards in a Fetch "
-				"response: batch %lld..%lld after offset %lld",
-				f->cfg.topic, (int)f->cfg.partition,
-				(long long)base, (long long)last,
-				(long long)f->resp_last);
+	f->resp_batches++;
+	/* The one compare the hot path pays: the batch is where expected. */
+	if (base != f->next_offset && (why = misplaced(f, base, last)) != NULL) {
+		bad_offset(f, base, last, why);
 		return false;
 	}
 	f->resp_last = last;
-	if (last < f->next_offset)
-		return false; /* before the offset asked: mirrored already */
 	rc = km_batch_map_pid(b);
 	if (rc < 0) {
 		km_fetcher_fail(f, "batch at offset %lld of %s-%d: %s",
@@ -199,6 +261,14 @@ bool km_fetcher_drain(struct km_fetcher *f)
 	f->rec_left = 0;
 	f->n_batches = f->n_done = 0;
 	f->wait_offset = -1;
+	if (f->note_kind == KM_FNOTE_BASE_OFFSET &&
+	    f->next_offset > f->badoff_offset) {
+		KM_INFO("fetcher", "%s-%d: the batch at offset %lld came as "
+			"expected; mirroring on", f->cfg.topic,
+			(int)f->cfg.partition, (long long)f->badoff_offset);
+		km_fetcher_set_note(f, KM_FNOTE_NONE, "");
+		f->badoff_streak = 0;
+	}
 	return true;
 }
 
@@ -212,6 +282,7 @@ static void hold(struct km_fetcher *f, const struct km_fetch_part *p)
 	f->rec_left = (uint32_t)p->records.len;
 	f->resp_batches = 0;
 	f->resp_last = -1;
+	f->resp_hw = p->high_watermark;
 	f->n_batches = f->n_done = 0;
 	f->wait_offset = -1;
 }

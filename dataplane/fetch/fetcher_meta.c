@@ -3,32 +3,160 @@
 #include "dataplane/fetch/fetcher_pvt.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "common/errors.h"
+#include "common/log.h"
+#include "common/uuid.h"
 
 /* ---- Metadata ---- */
 
-/* Our partition, or NULL with *err (topic error or not there). */
-static const struct km_metadata_part *
-find_part(const struct km_fetcher *f, const struct km_metadata_resp *m,
-	  int16_t *err)
+/* Our topic as the answer names it (without error), or NULL with *err. */
+static const struct km_metadata_topic *
+find_topic(const struct km_fetcher *f, const struct km_metadata_resp *m,
+	   int16_t *err)
 {
 	*err = KM_KERR_UNKNOWN_TOPIC_OR_PARTITION;
 	for (uint32_t t = 0; t < m->n_topics; t++) {
 		const struct km_metadata_topic *tp = &m->topics[t];
 
-		if (strcmp(tp->name.s, f->cfg.topic) != 0)
+		if (tp->name.len < 0 || strcmp(tp->name.s, f->cfg.topic) != 0)
 			continue;
 		if (tp->error_code) {
 			*err = tp->error_code;
 			return NULL;
 		}
-		for (uint32_t i = tp->first; i < tp->first + tp->count; i++)
-			if (m->parts[i].partition == f->cfg.partition)
-				return &m->parts[i];
+		return tp;
 	}
 	return NULL;
+}
+
+/* Our partition of topic tp, or NULL. */
+static const struct km_metadata_part *
+find_part(const struct km_fetcher *f, const struct km_metadata_resp *m,
+	  const struct km_metadata_topic *tp)
+{
+	for (uint32_t i = tp->first; i < tp->first + tp->count; i++)
+		if (m->parts[i].partition == f->cfg.partition)
+			return &m->parts[i];
+	return NULL;
+}
+
+/* ---- source identity (issue 21) ---- */
+
+static bool id_given(const uint8_t id[KM_WIRE_UUID_BYTES])
+{
+	static const uint8_t zero[KM_WIRE_UUID_BYTES];
+
+	return memcmp(id, zero, KM_WIRE_UUID_BYTES) != 0;
+}
+
+/* An id the answer gives where the partition held none: it holds this one
+ * from now on, and the owner persists it. */
+static void learn(struct km_fetcher *f, const char *what, const char *id)
+{
+	km_fetcher_published_changed(f);
+	KM_INFO("fetcher", "%s-%d: source %s %s (first seen at %s:%u; every "
+		"later answer must name it)", f->cfg.topic,
+		(int)f->cfg.partition, what, id, f->sess->target.host,
+		(unsigned)f->sess->target.port);
+}
+
+/* The cluster behind the address is another one: a splice of two
+ * clusters' offsets into one log is refused (FAILED, nothing appended). */
+static bool same_cluster(struct km_fetcher *f, const struct km_metadata_resp *m)
+{
+	const struct km_wire_name *id = &m->cluster_id;
+
+	if (id->len <= 0) /* v0-1, or a null ClusterId: nothing to compare */
+		return true;
+	if (f->cluster_id[0] == '\0') {
+		memcpy(f->cluster_id, id->s, (size_t)id->len + 1);
+		learn(f, "cluster id", f->cluster_id);
+		return true;
+	}
+	if (strcmp(f->cluster_id, id->s) == 0)
+		return true;
+	km_fetcher_fail(f, "source cluster id changed: log %s-%d mirrors "
+			"%.64s, source at %s:%u now reports %.64s; refusing to "
+			"append (%s)", f->cfg.topic, (int)f->cfg.partition,
+			f->cluster_id, f->sess->target.host,
+			(unsigned)f->sess->target.port, id->s,
+			km_strerror(KM_ESOURCEID));
+	return false;
+}
+
+/* The topic was deleted and made again (a new topic id, KIP-516): its
+ * offsets start over and are not the ones the log holds. */
+static bool same_topic(struct km_fetcher *f, const struct km_metadata_topic *tp)
+{
+	char had[KM_UUID_CHARS + 1], now[KM_UUID_CHARS + 1];
+
+	if (!id_given(tp->topic_id)) /* below v10, or Uuid.ZERO_UUID */
+		return true;
+	km_uuid_encode(tp->topic_id, now);
+	if (!id_given(f->topic_id)) {
+		memcpy(f->topic_id, tp->topic_id, sizeof(f->topic_id));
+		learn(f, "topic id", now);
+		return true;
+	}
+	if (memcmp(f->topic_id, tp->topic_id, sizeof(f->topic_id)) == 0)
+		return true;
+	km_uuid_encode(f->topic_id, had);
+	km_fetcher_fail(f, "source topic id changed: log %s-%d mirrors topic "
+			"id %s, source at %s:%u now reports %s (the topic was "
+			"deleted and created again?); refusing to append (%s)",
+			f->cfg.topic, (int)f->cfg.partition, had,
+			f->sess->target.host, (unsigned)f->sess->target.port,
+			now, km_strerror(KM_ESOURCEID));
+	return false;
+}
+
+/* ---- notes ---- */
+
+void km_fetcher_set_note(struct km_fetcher *f, enum km_fetcher_note_kind kind,
+			 const char *text)
+{
+	f->note_kind = kind;
+	snprintf(f->note, sizeof(f->note), "%s", text);
+	km_fetcher_published_changed(f);
+}
+
+/* UNKNOWN_TOPIC_OR_PARTITION: say it once, when it starts (tp: the
+ * topic, if the source has it); the retries follow the leader backoff. */
+static void note_missing(struct km_fetcher *f, const struct km_metadata_topic *tp)
+{
+	char text[KM_FETCHER_REASON_BYTES];
+
+	if (f->note_kind == KM_FNOTE_NO_PARTITION)
+		return;
+	if (tp != NULL)
+		snprintf(text, sizeof(text), "source has no partition %.80s-%d "
+			 "(topic %.80s has %u partitions at %.48s:%u); "
+			 "retrying", f->cfg.topic, (int)f->cfg.partition,
+			 f->cfg.topic,
+			 tp->count, f->sess->target.host,
+			 (unsigned)f->sess->target.port);
+	else
+		snprintf(text, sizeof(text), "source has no partition %.80s-%d "
+			 "(no topic %.80s at %.48s:%u); retrying", f->cfg.topic,
+			 (int)f->cfg.partition, f->cfg.topic,
+			 f->sess->target.host, (unsigned)f->sess->target.port);
+	km_fetcher_set_note(f, KM_FNOTE_NO_PARTITION, text);
+	KM_WARN("fetcher", "%s-%d: %s (Metadata at most every %u ms)",
+		f->cfg.topic, (int)f->cfg.partition, text,
+		f->cfg.backoff_max_ms);
+}
+
+static void note_found(struct km_fetcher *f)
+{
+	if (f->note_kind != KM_FNOTE_NO_PARTITION)
+		return;
+	KM_INFO("fetcher", "%s-%d: source at %s:%u has the partition again",
+		f->cfg.topic, (int)f->cfg.partition, f->sess->target.host,
+		(unsigned)f->sess->target.port);
+	km_fetcher_set_note(f, KM_FNOTE_NONE, "");
 }
 
 static bool port_ok(int32_t port)
@@ -73,18 +201,24 @@ static int16_t part_error(const struct km_metadata_part *p)
 int16_t km_fetcher_on_metadata(struct km_fetcher *f,
 			       const struct km_metadata_resp *m)
 {
-	const struct km_metadata_part *p;
+	const struct km_metadata_topic *tp;
+	const struct km_metadata_part *p = NULL;
 	int16_t err;
 
 	f->stats.metadata_refreshes++;
-	if (m->cluster_id.len > 0)
-		memcpy(f->cluster_id, m->cluster_id.s,
-		       (size_t)m->cluster_id.len + 1);
-	p = find_part(f, m, &err);
-	if (p != NULL)
+	if (!same_cluster(f, m))
+		return 0;
+	tp = find_topic(f, m, &err);
+	if (tp != NULL && !same_topic(f, tp))
+		return 0;
+	if (tp != NULL && (p = find_part(f, m, tp)) != NULL)
 		err = part_error(p);
 	if (!err && !set_leader(f, m, p->leader_id))
 		err = KM_KERR_LEADER_NOT_AVAILABLE;
+	if (err == KM_KERR_UNKNOWN_TOPIC_OR_PARTITION)
+		note_missing(f, tp);
+	else
+		note_found(f);
 	return err;
 }
 

@@ -71,10 +71,16 @@ bool km_fetcher_literal_ipv4(const char *host,
 
 /* ---- fetcher_meta.c ---- */
 
-/** Metadata m answered for f's topic: record its leader.
- *  @return 0 (stats.leader is the leader), or the Kafka error to apply. */
+/** Metadata m answered for f's topic: check the source's identity, record
+ *  its leader. @return 0 (stats.leader is the leader, or f FAILED on an
+ *  identity that changed: see f->failed), or the Kafka error to apply. */
 int16_t km_fetcher_on_metadata(struct km_fetcher *f,
 			       const struct km_metadata_resp *m);
+/** km_fetcher_pub_gen() moves on. */
+void km_fetcher_published_changed(struct km_fetcher *f);
+/** Set km_fetcher_note() (kind KM_FNOTE_NONE with "": nothing to say). */
+void km_fetcher_set_note(struct km_fetcher *f, enum km_fetcher_note_kind kind,
+			 const char *text);
 /** Its ListOffsets answer p (NULL: missing) to request req. */
 void km_fetcher_on_listoffsets(struct km_fetcher *f,
 			       const struct km_listoffsets_resp_part *p,
@@ -111,8 +117,10 @@ void km_fsess_start_waiting(struct km_fsess *s);
 
 /** Connect now (the slot was just set up). */
 void km_fsess_open(struct km_fsess *s);
-/** Close the connection on purpose; refresh: Metadata after reconnecting
- *  (the cause may be a leader change). */
+/** Close the connection on purpose (the next one asks Metadata first, as
+ *  every connection does); refresh: the cause may be a leader change, so a
+ *  session that never had a good answer hands its partitions to
+ *  discovery. */
 void km_fsess_drop(struct km_fsess *s, bool refresh);
 void km_fsess_protocol_error(struct km_fsess *s, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));

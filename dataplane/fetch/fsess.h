@@ -130,7 +130,8 @@ struct km_fsess {
 	bool healthy;		   /* a Metadata or Fetch answer on it */
 	bool versions_known;
 	bool handover;		   /* hand the partitions to discovery */
-	bool refresh;		   /* Metadata again after reconnecting */
+	bool refresh;		   /* the cause may be a leader change
+				      (never healthy: hand over) */
 	bool overflow;		   /* more segments than kframe holds */
 	struct km_fetcher_addr target; /* the connection's peer */
 	char target_ip[KM_FETCHER_IPV4_BYTES];

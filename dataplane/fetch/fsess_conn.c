@@ -184,20 +184,14 @@ void km_fsess_drop(struct km_fsess *s, bool refresh)
 	km_net_abort(s->conn);
 }
 
-/* What the partitions do once the connection is gone: Metadata again if
- * the cause may be a leader change, else resume on the next connection. */
-static void reset_members(struct km_fsess *s, bool refresh)
+/* Once the connection is gone every partition asks Metadata on the next
+ * one before it fetches: the cause may be a leader change, and the cluster
+ * behind the address may have been replaced, which only Metadata names
+ * (issue 21). */
+static void reset_members(struct km_fsess *s)
 {
-	for (struct km_fetcher *f = s->members; f != NULL; f = f->next) {
-		if (f->phase == KM_FP_DONE)
-			continue;
-		if (refresh || f->phase == KM_FP_META) {
-			km_fetcher_need_leader(f, 0);
-			continue;
-		}
-		f->phase = KM_FP_WAIT;
-		f->state = KM_FETCHER_CONNECTING;
-	}
+	for (struct km_fetcher *f = s->members; f != NULL; f = f->next)
+		km_fetcher_need_leader(f, 0);
 }
 
 static uint32_t sess_backoff(struct km_fsess *s)
@@ -227,7 +221,7 @@ void km_fsess_conn_gone(struct km_fsess *s)
 	if (s->pinned && !s->healthy && refresh)
 		s->handover = true;
 	unask_all(s);
-	reset_members(s, refresh);
+	reset_members(s);
 	s->phase = KM_FPH_IDLE;
 	s->dropping = s->closed = s->lost = s->connect_failed = false;
 	s->refresh = s->healthy = s->versions_known = s->overflow = false;

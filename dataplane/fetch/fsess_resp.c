@@ -132,6 +132,8 @@ void km_fsess_on_metadata(struct km_fsess *s, struct km_wire_rd *r)
 			continue;
 		f->in_meta = false;
 		err = km_fetcher_on_metadata(f, &m);
+		if (f->failed)
+			continue; /* another source behind the address */
 		if (err)
 			km_fetcher_kafka_error(f, "Metadata", KM_FREQ_METADATA,
 					       err);

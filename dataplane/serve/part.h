@@ -23,6 +23,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "common/chain.h"
 #include "iouring_log/log.h"
@@ -46,6 +47,60 @@ enum km_part_fetch {
 	KM_PART_FETCH_FAILED = 3,
 };
 
+/* The owner's word on a partition's source for the control thread (issue
+ * 21), rewritten only when it changes: what the fetcher's note says while
+ * it is not FAILED (km_fetcher_note: "" = nothing to say), and the source
+ * identity the fetcher holds to ("" and all zero = not known yet). A
+ * sequence count guards it: the owner makes seq odd, writes, makes it
+ * even (km_part_source_publish); a reader copies between two equal even
+ * loads (km_part_source_read). */
+struct km_part_source_view {
+	char note[320];			/* KM_FETCHER_REASON_BYTES */
+	char cluster_id[KM_WIRE_NAME_BYTES_MAX + 1];
+	uint8_t topic_id[KM_WIRE_UUID_BYTES];
+};
+
+struct km_part_source {
+	_Atomic uint32_t seq;
+	struct km_part_source_view v;
+	uint64_t pub_gen;		/* owner only: km_fetcher_pub_gen()
+					   last published, 0 = none */
+};
+
+/** Owner: replace what the source block says. */
+static inline void km_part_source_publish(struct km_part_source *s,
+					  const struct km_part_source_view *v)
+{
+	uint32_t seq = atomic_load_explicit(&s->seq, memory_order_relaxed);
+
+	atomic_store_explicit(&s->seq, seq + 1, memory_order_relaxed);
+	/* The odd count is visible before any byte of v changes. */
+	atomic_thread_fence(memory_order_release);
+	s->v = *v;
+	/* Every byte of v is visible before the even count. */
+	atomic_store_explicit(&s->seq, seq + 2, memory_order_release);
+}
+
+/** Any thread: copy it out. @return false if the owner kept rewriting it
+ *  (out is then all empty); tries a bounded number of times (STYLE 13). */
+static inline bool km_part_source_read(const struct km_part_source *s,
+				       struct km_part_source_view *out)
+{
+	for (int i = 0; i < 64; i++) {
+		uint32_t a = atomic_load_explicit(&s->seq, memory_order_acquire);
+
+		if (a & 1u)
+			continue;
+		*out = s->v;
+		/* The copy is done before seq is looked at again. */
+		atomic_thread_fence(memory_order_acquire);
+		if (atomic_load_explicit(&s->seq, memory_order_relaxed) == a)
+			return true;
+	}
+	memset(out, 0, sizeof(*out));
+	return false;
+}
+
 /* Figures the owner publishes for the control thread (status, metrics),
  * refreshed every worker tick with relaxed stores: a snapshot, not a
  * transaction. `reason` is written before fetch_state turns FAILED (release)
@@ -66,6 +121,7 @@ struct km_part_stats {
 	_Atomic uint64_t disk_bytes;	/* .log bytes on disk */
 	_Atomic int fetch_state;	/* enum km_part_fetch */
 	char reason[320];	/* KM_FETCHER_REASON_BYTES */
+	struct km_part_source source;
 };
 
 struct km_part {

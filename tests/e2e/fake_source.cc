@@ -15,10 +15,12 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <deque>
 
 #include "common/errors.h"
+#include "common/uuid.h"
 #include "kafka/batch.h"
 #include "kafka/proto.h"
 #include "kafka/records.h"
@@ -97,6 +99,7 @@ const char *fault_name(Fault f)
 		"none",		 "garbage",	   "huge-size",
 		"negative-size", "truncate-close", "truncate-stall",
 		"bad-crc",	 "wrong-correlation", "stall",
+		"bad-base-offset",
 	};
 
 	return (int)f >= 0 && (int)f < (int)Fault::kCount ? names[(int)f]
@@ -120,12 +123,28 @@ int64_t batch_last_offset(const std::string &batch)
 	return batch_base_offset(batch) + (int32_t)delta;
 }
 
+TopicId topic_id_of(uint8_t b)
+{
+	TopicId id;
+
+	id.fill(b);
+	return id;
+}
+
+std::string topic_id_text(const TopicId &id)
+{
+	char text[KM_UUID_CHARS + 1];
+
+	km_uuid_encode(id.data(), text);
+	return text;
+}
+
 /* The record at offset o of partition p: a mix of null and non-null keys,
  * values of varied sizes, null values, and headers with null values. */
-static SourceRecord make_record(int32_t p, int64_t o)
+static SourceRecord make_record(int32_t p, int64_t o, const std::string &src)
 {
 	SourceRecord r;
-	std::string tag = std::to_string(p) + "/" + std::to_string(o);
+	std::string tag = src + std::to_string(p) + "/" + std::to_string(o);
 
 	r.offset = o;
 	r.timestamp = 1700000000000 + o * 10 + p;
@@ -173,7 +192,8 @@ static std::string build_one(int32_t p, int64_t base,
 
 std::vector<std::string> build_batches(int32_t partition, int batches,
 				       int records,
-				       std::vector<SourceRecord> *expect)
+				       std::vector<SourceRecord> *expect,
+				       const std::string &tag)
 {
 	std::vector<std::string> out;
 
@@ -182,7 +202,7 @@ std::vector<std::string> build_batches(int32_t partition, int batches,
 		std::vector<SourceRecord> recs;
 
 		for (int i = 0; i < records; i++)
-			recs.push_back(make_record(partition, base + i));
+			recs.push_back(make_record(partition, base + i, tag));
 		std::string bytes = build_one(partition, base, recs);
 		if (bytes.empty())
 			return {};
@@ -252,8 +272,44 @@ void FakeSource::set_fault_hook(FaultHook hook)
 	hook_ = std::move(hook);
 }
 
+void FakeSource::set_identity(const std::string &cluster_id,
+			      const TopicId &topic_id)
+{
+	std::lock_guard<std::mutex> g(cfg_mu_);
+	cfg_.cluster_id = cluster_id;
+	cfg_.topic_id = topic_id;
+}
+
+void FakeSource::set_partitions(std::vector<std::vector<std::string>> partitions)
+{
+	std::lock_guard<std::mutex> g(cfg_mu_);
+	if (partitions.size() != cfg_.partitions.size())
+		return fail("set_partitions: the partition count must stay");
+	cfg_.partitions = std::move(partitions);
+}
+
+void FakeSource::hide_partitions_from(int32_t first)
+{
+	std::lock_guard<std::mutex> g(cfg_mu_);
+	cfg_.hidden_from = first;
+}
+
+void FakeSource::drop_connections()
+{
+	std::unique_lock<std::mutex> g(drop_mu_);
+	uint64_t want = ++drop_asked_;
+
+	if (write(wake_[1], "d", 1) < 0) {
+		/* the thread also looks every 100 ms */
+	}
+	/* Bounded: the broker thread looks at least every 100 ms. */
+	drop_cv_.wait_for(g, std::chrono::seconds(10),
+			  [&] { return drop_done_ >= want || !th_.joinable(); });
+}
+
 int64_t FakeSource::end_offset(int32_t partition) const
 {
+	std::lock_guard<std::mutex> g(cfg_mu_);
 	const auto &b = cfg_.partitions.at((size_t)partition);
 
 	return b.empty() ? 0 : batch_last_offset(b.back()) + 1;
@@ -320,8 +376,15 @@ void FakeSource::run()
 		if (poll(p.data(), p.size(), due_in(live_, mono_ms())) < 0 &&
 		    errno != EINTR)
 			return fail(std::string("poll: ") + strerror(errno));
-		if (p[0].revents)
-			return;
+		if (p[0].revents) {
+			char buf[64];
+
+			while (read(wake_[0], buf, sizeof(buf)) > 0) {
+			}
+			if (stop_)
+				return;
+		}
+		drop_if_asked();
 		if (p[1].revents)
 			accept_all();
 		uint64_t now = mono_ms();
@@ -337,6 +400,22 @@ void FakeSource::run()
 			live_.erase(live_.begin() + (long)i);
 		}
 	}
+}
+
+/* drop_connections(): every connection open now is closed. */
+void FakeSource::drop_if_asked()
+{
+	std::lock_guard<std::mutex> g(drop_mu_);
+
+	if (drop_done_ == drop_asked_)
+		return;
+	for (Conn *c : live_) {
+		close(c->fd);
+		delete c;
+	}
+	live_.clear();
+	drop_done_ = drop_asked_;
+	drop_cv_.notify_all();
 }
 
 void FakeSource::accept_all()
@@ -488,15 +567,18 @@ bool known(const FakeSourceConfig &cfg, const struct km_wire_name &topic,
 	   int32_t p)
 {
 	return cfg.topic == topic.s && p >= 0 &&
-	       (size_t)p < cfg.partitions.size();
+	       (size_t)p < cfg.partitions.size() &&
+	       (cfg.hidden_from < 0 || p < cfg.hidden_from);
 }
 
-bool ans_apiversions(struct km_wire_rd *r, const struct km_reqhdr &h,
-		     bool unsupported, std::string *out)
+bool ans_apiversions(const FakeSourceConfig &cfg, struct km_wire_rd *r,
+		     const struct km_reqhdr &h, bool unsupported,
+		     std::string *out)
 {
 	struct km_api_range keys[] = { { KM_API_FETCH, 4, 11 },
 				       { KM_API_LIST_OFFSETS, 0, 5 },
-				       { KM_API_METADATA, 0, 4 },
+				       { KM_API_METADATA, 0,
+					 cfg.metadata_max_version },
 				       { KM_API_API_VERSIONS, 0, 3 } };
 	struct km_apiversions_resp m = { 0, keys, 4, 4, 0 };
 	struct km_apiversions_req q;
@@ -530,14 +612,17 @@ void meta_topic(const FakeSourceConfig &cfg, const struct km_wire_name &name,
 		topics->push_back(t);
 		return;
 	}
+	memcpy(t.topic_id, cfg.topic_id.data(), sizeof(t.topic_id));
 	for (size_t i = 0; i < cfg.partitions.size(); i++) {
 		uint32_t n = (uint32_t)nodes->size();
 
-		parts->push_back({ 0, (int32_t)i, cfg.node_id, n, 1, n + 1, 1 });
+		if (!known(cfg, name, (int32_t)i))
+			break;
+		parts->push_back({ 0, (int32_t)i, cfg.node_id, n, 1, n + 1, 1, 0 });
 		nodes->push_back(cfg.node_id);
 		nodes->push_back(cfg.node_id);
+		t.count++;
 	}
-	t.count = (uint32_t)cfg.partitions.size();
 	topics->push_back(t);
 }
 
@@ -715,6 +800,14 @@ bool FakeSource::answer(const std::string &frame, FakeRequest *rq, Answer *a)
 	int rc = km_reqhdr_decode(&r, &h);
 	bool old_apiv = rc == KM_EWIREVERSION &&
 			h.api_key == KM_API_API_VERSIONS;
+	std::lock_guard<std::mutex> g(cfg_mu_);
+
+	/* Metadata above what kmirrord serves, up to what this fake offers:
+	 * the codec speaks it as a client (topic ids, v10+). */
+	if (rc == KM_EWIREVERSION && h.api_key == KM_API_METADATA &&
+	    h.api_version <= cfg_.metadata_max_version &&
+	    km_proto_client_check(h.api_key, h.api_version) == 0)
+		rc = 0;
 	rq->api_key = h.api_key;
 	rq->api_version = h.api_version;
 	rq->correlation_id = h.correlation_id;
@@ -725,7 +818,7 @@ bool FakeSource::answer(const std::string &frame, FakeRequest *rq, Answer *a)
 		h.api_key = -1; /* answered by no one: the error below */
 	switch (h.api_key) {
 	case KM_API_API_VERSIONS:
-		ok = ans_apiversions(&r, h, old_apiv, &a->bytes);
+		ok = ans_apiversions(cfg_, &r, h, old_apiv, &a->bytes);
 		break;
 	case KM_API_METADATA:
 		ok = ans_metadata(cfg_, port_, &r, h, &a->bytes);
@@ -868,6 +961,24 @@ static bool corrupt(FakeSource::Answer *a, int64_t offset, int32_t partition,
 	return false;
 }
 
+/* Rewrite the baseOffset of that batch: outside the CRC, so it still
+ * checks. */
+static bool rebase(FakeSource::Answer *a, int64_t offset, int32_t partition,
+		   int64_t to, std::string *bytes)
+{
+	for (const auto &b : a->batches) {
+		if (offset >= 0 && (offset < b.base || offset > b.last))
+			continue;
+		if (partition >= 0 && b.partition != partition)
+			continue;
+		for (int i = 0; i < 8; i++)
+			(*bytes)[b.at + KM_BATCH_OFF_BASE_OFFSET + (size_t)i] =
+				(char)((uint64_t)to >> (56 - 8 * i));
+		return true;
+	}
+	return false;
+}
+
 void FakeSource::apply(Conn *c, const FaultAction &act, const FakeRequest &rq,
 		       Answer *a, uint64_t now)
 {
@@ -899,6 +1010,10 @@ void FakeSource::apply(Conn *c, const FaultAction &act, const FakeRequest &rq,
 	case Fault::kBadCrc:
 		applied = corrupt(a, act.crc_offset, act.crc_partition,
 				  &q.bytes);
+		break;
+	case Fault::kBadBaseOffset:
+		applied = rebase(a, act.crc_offset, act.crc_partition,
+				 act.base_offset_to, &q.bytes);
 		break;
 	case Fault::kWrongCorrelation:
 		store_be32(&q.bytes[4], (uint32_t)rq.correlation_id + 7);

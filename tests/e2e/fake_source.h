@@ -3,9 +3,11 @@
  * with kmirror's own codecs (kafka/proto.h) and can be told, request by
  * request, to misbehave.
  *
- * It answers ApiVersions v0-3, Metadata v0-4 (itself as the only broker,
- * leader of every partition; a configurable cluster id; one topic with N
- * partitions), ListOffsets v0-5 and Fetch v4-11 from the record batches the
+ * It answers ApiVersions v0-3, Metadata v0-4 (or up to v12, which names
+ * the topic id, when metadata_max_version says so; itself as the only
+ * broker, leader of every partition; a configurable cluster id and topic
+ * id; one topic with N partitions), ListOffsets v0-5 and Fetch v4-11 from
+ * the record batches the
  * test gives per partition (whole batches from the one holding the fetch
  * offset, at least one, up to PartitionMaxBytes and max_batches_per_fetch).
  * A Fetch at the end of the partition waits MaxWaitMs, as Kafka does, so a
@@ -17,12 +19,18 @@
  * requests per api key, faults applied) are atomics the test may read at
  * any time.
  *
+ * The cluster behind the address can be replaced while it runs
+ * (set_identity, set_partitions, hide_partitions_from, drop_connections):
+ * another cluster id or topic id, other batches, partitions it lacks.
+ *
  * No googletest here: errors come back as text ("" = ok).
  */
 #ifndef KM_TESTS_E2E_FAKE_SOURCE_H
 #define KM_TESTS_E2E_FAKE_SOURCE_H
 
+#include <array>
 #include <atomic>
+#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <mutex>
@@ -58,6 +66,10 @@ enum class Fault {
 	kWrongCorrelation,
 	/* No answer at all; the connection stays open and silent. */
 	kStall,
+	/* Fetch only: the real answer with the baseOffset of one batch
+	 * rewritten to FaultAction::base_offset_to. baseOffset is outside the
+	 * CRC, so the batch still checks (see FaultAction::crc_offset). */
+	kBadBaseOffset,
 	kCount,
 };
 
@@ -65,12 +77,15 @@ const char *fault_name(Fault f);
 
 struct FaultAction {
 	Fault fault = Fault::kNone;
-	/* kBadCrc: corrupt the batch holding this offset if the answer carries
-	 * it (else send the answer untouched, and count no fault); -1: the
-	 * first batch of the answer. */
+	/* kBadCrc, kBadBaseOffset: spoil the batch holding this offset if the
+	 * answer carries it (else send the answer untouched, and count no
+	 * fault); -1: the first batch of the answer. */
 	int64_t crc_offset = -1;
-	/* kBadCrc: only a batch of this partition; -1: of any. */
+	/* kBadCrc, kBadBaseOffset: only a batch of this partition; -1: of
+	 * any. */
 	int32_t crc_partition = -1;
+	/* kBadBaseOffset: the baseOffset written into the batch. */
+	int64_t base_offset_to = 0;
 };
 
 /* One request, as the fault hook sees it. */
@@ -125,7 +140,17 @@ struct SourceRecord {
  * appended to *expect. Throws nothing; an empty vector on a build error. */
 std::vector<std::string> build_batches(int32_t partition, int batches,
 				       int records,
-				       std::vector<SourceRecord> *expect);
+				       std::vector<SourceRecord> *expect,
+				       const std::string &tag = "");
+
+/* tag: text in every value, so that two sources' records differ ("" as
+ * before). */
+
+/* A topic id (16 bytes; all zero: Kafka's "no id"). */
+using TopicId = std::array<uint8_t, 16>;
+/* A topic id whose bytes are all `b`; and its Uuid text (22 characters). */
+TopicId topic_id_of(uint8_t b);
+std::string topic_id_text(const TopicId &id);
 
 /* Base offset and last offset of a batch's bytes. */
 int64_t batch_base_offset(const std::string &batch);
@@ -134,12 +159,17 @@ int64_t batch_last_offset(const std::string &batch);
 struct FakeSourceConfig {
 	std::string topic = "hostile";
 	std::string cluster_id = "fake-source-cluster";
+	TopicId topic_id = {}; /* sent at Metadata v10+ */
+	/* Highest Metadata version advertised: 4 (no topic ids), up to 12. */
+	int16_t metadata_max_version = 4;
 	int32_t node_id = 1;
 	/* Batches per partition (the partition count is its size). */
 	std::vector<std::vector<std::string>> partitions;
 	/* At most this many batches per Fetch answer (0: no limit but
 	 * PartitionMaxBytes), so that a partition takes several Fetches. */
 	int max_batches_per_fetch = 0;
+	/* Partitions from this one on are not there (-1: all are). */
+	int32_t hidden_from = -1;
 	uint64_t garbage_seed = 1;
 };
 
@@ -159,13 +189,30 @@ public:
 	 * request. */
 	void set_fault_hook(FaultHook hook);
 
+	/* Another cluster behind the address, from the next request on: its
+	 * cluster id and topic id (Metadata), and its batches (Fetch,
+	 * ListOffsets; the partition count stays). */
+	void set_identity(const std::string &cluster_id, const TopicId &topic_id);
+	void set_partitions(std::vector<std::vector<std::string>> partitions);
+	/* Partitions from `first` on are not there (-1: all are): Metadata
+	 * leaves them out, Fetch and ListOffsets answer
+	 * UNKNOWN_TOPIC_OR_PARTITION. */
+	void hide_partitions_from(int32_t first);
+	/* Close every open connection (a broker that went away), at the
+	 * broker thread's next turn; returns once it has. */
+	void drop_connections();
+
 	uint16_t port() const { return port_; }
 	std::string bootstrap() const
 	{
 		return "127.0.0.1:" + std::to_string(port_);
 	}
 	const std::string &topic() const { return cfg_.topic; }
-	int32_t partitions() const { return (int32_t)cfg_.partitions.size(); }
+	int32_t partitions() const
+	{
+		std::lock_guard<std::mutex> g(cfg_mu_);
+		return (int32_t)cfg_.partitions.size();
+	}
 	/* The offset after the last batch of a partition (its high
 	 * watermark). */
 	int64_t end_offset(int32_t partition) const;
@@ -184,6 +231,7 @@ public:
 
 private:
 	void run();
+	void drop_if_asked();
 	void accept_all();
 	void service(Conn *c, short revents, uint64_t now);
 	bool handle_request(Conn *c, const std::string &frame, uint64_t now);
@@ -192,7 +240,11 @@ private:
 		   Answer *a, uint64_t now);
 	void fail(const std::string &why);
 
+	mutable std::mutex cfg_mu_; /* cfg_ */
 	FakeSourceConfig cfg_;
+	std::mutex drop_mu_;
+	std::condition_variable drop_cv_;
+	uint64_t drop_asked_ = 0, drop_done_ = 0; /* under drop_mu_ */
 	int lfd_ = -1, wake_[2] = { -1, -1 };
 	uint16_t port_ = 0;
 	std::thread th_;
