@@ -82,12 +82,15 @@ void ExpectAll(bool request, int16_t key, int16_t ver, const Encoded &e,
 	}
 }
 
-void Versions(int16_t key, const std::function<void(int16_t)> &fn)
+void Versions(int16_t key, const std::function<void(int16_t)> &fn,
+	      bool client = false)
 {
 	km_api_range r;
-	// The client range: where the codec speaks more than the front end
-	// serves (Metadata up to v12), those versions round-trip too.
-	ASSERT_EQ(0, km_proto_client_versions(key, &r));
+	// client: also the versions kmirror speaks only as a client of a
+	// source (Metadata up to v12), whose answers it must decode; the
+	// front end refuses such requests at the header.
+	ASSERT_EQ(0, client ? km_proto_client_versions(key, &r)
+			    : km_proto_versions(key, &r));
 	for (int16_t v = r.min_version; v <= r.max_version; v++) {
 		SCOPED_TRACE("version " + std::to_string(v));
 		fn(v);
@@ -184,7 +187,7 @@ TEST(WireRoundTrip, MetadataResponse)
 			topics[0].is_internal = false;
 		}
 		ExpectAll(false, KM_API_METADATA, v, e, wt::Dump(m));
-	});
+	}, true);
 }
 
 // ---- ListOffsets ----
