@@ -196,7 +196,7 @@ static int pick(struct km_fsess *s, const struct km_apiversions_resp *m,
 	struct km_api_range ours;
 	int16_t lo, hi;
 
-	km_proto_versions(key, &ours);
+	km_proto_client_versions(key, &ours); /* Metadata: up to v12 */
 	lo = ours.min_version > floor ? ours.min_version : floor;
 	hi = ours.max_version < ceil ? ours.max_version : ceil;
 	if (theirs == NULL) {
@@ -241,7 +241,9 @@ void km_fsess_on_apiversions(struct km_fsess *s,
 	 * IsolationLevel; ListOffsets v1 the first with one offset per
 	 * partition. ListOffsets v4+ adds only leader epochs, which the
 	 * session does not use, and librdkafka's mock cluster answers v4+
-	 * with a LeaderEpoch of 8 bytes instead of 4: stay at v3. */
+	 * with a LeaderEpoch of 8 bytes instead of 4: stay at v3. Metadata
+	 * as high as both speak: v2+ names the cluster, v10+ the topic id
+	 * (issue 21). */
 	if (pick(s, &m, KM_API_FETCH, 4, INT16_MAX, "Fetch", &s->v_fetch) < 0 ||
 	    pick(s, &m, KM_API_LIST_OFFSETS, 1, 3, "ListOffsets",
 		 &s->v_listoffsets) < 0 ||

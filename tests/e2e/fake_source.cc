@@ -272,37 +272,25 @@ void FakeSource::set_fault_hook(FaultHook hook)
 	hook_ = std::move(hook);
 }
 
-void FakeSource::set_identity(const std::string &cluster_id,
-			      const TopicId &topic_id)
+void FakeSource::change(const std::function<void(FakeSourceConfig &)> &fn)
 {
 	std::lock_guard<std::mutex> g(cfg_mu_);
-	cfg_.cluster_id = cluster_id;
-	cfg_.topic_id = topic_id;
+	size_t n = cfg_.partitions.size();
+
+	fn(cfg_);
+	if (cfg_.partitions.size() != n)
+		fail("change: the partition count must stay");
 }
 
-void FakeSource::set_partitions(std::vector<std::vector<std::string>> partitions)
-{
-	std::lock_guard<std::mutex> g(cfg_mu_);
-	if (partitions.size() != cfg_.partitions.size())
-		return fail("set_partitions: the partition count must stay");
-	cfg_.partitions = std::move(partitions);
-}
-
-void FakeSource::hide_partitions_from(int32_t first)
-{
-	std::lock_guard<std::mutex> g(cfg_mu_);
-	cfg_.hidden_from = first;
-}
-
-void FakeSource::drop_connections()
+void FakeSource::replace(std::function<void(FakeSourceConfig &)> change)
 {
 	std::unique_lock<std::mutex> g(drop_mu_);
 	uint64_t want = ++drop_asked_;
 
+	changes_.push_back(std::move(change));
 	if (write(wake_[1], "d", 1) < 0) {
 		/* the thread also looks every 100 ms */
 	}
-	/* Bounded: the broker thread looks at least every 100 ms. */
 	drop_cv_.wait_for(g, std::chrono::seconds(10),
 			  [&] { return drop_done_ >= want || !th_.joinable(); });
 }
@@ -402,13 +390,25 @@ void FakeSource::run()
 	}
 }
 
-/* drop_connections(): every connection open now is closed. */
+/* replace(): the new configuration, and every connection open now is
+ * closed (what was queued on them is never sent). */
 void FakeSource::drop_if_asked()
 {
 	std::lock_guard<std::mutex> g(drop_mu_);
 
 	if (drop_done_ == drop_asked_)
 		return;
+	{
+		std::lock_guard<std::mutex> c(cfg_mu_);
+		size_t n = cfg_.partitions.size();
+
+		for (auto &change : changes_)
+			if (change)
+				change(cfg_);
+		if (cfg_.partitions.size() != n)
+			fail("replace: the partition count must stay");
+	}
+	changes_.clear();
 	for (Conn *c : live_) {
 		close(c->fd);
 		delete c;
@@ -607,7 +607,8 @@ void meta_topic(const FakeSourceConfig &cfg, const struct km_wire_name &name,
 
 	t.name = name;
 	t.first = (uint32_t)parts->size();
-	if (cfg.topic != name.s) {
+	/* hidden_from 0: the topic itself is gone (deleted). */
+	if (cfg.topic != name.s || cfg.hidden_from == 0) {
 		t.error_code = KM_KERR_UNKNOWN_TOPIC_OR_PARTITION;
 		topics->push_back(t);
 		return;

@@ -20,7 +20,7 @@
  * any time.
  *
  * The cluster behind the address can be replaced while it runs
- * (set_identity, set_partitions, hide_partitions_from, drop_connections):
+ * (replace), or change under its clients' feet (change):
  * another cluster id or topic id, other batches, partitions it lacks.
  *
  * No googletest here: errors come back as text ("" = ok).
@@ -168,7 +168,9 @@ struct FakeSourceConfig {
 	/* At most this many batches per Fetch answer (0: no limit but
 	 * PartitionMaxBytes), so that a partition takes several Fetches. */
 	int max_batches_per_fetch = 0;
-	/* Partitions from this one on are not there (-1: all are). */
+	/* Partitions from this one on are not there (-1: all are; 0: the
+	 * topic is not): Metadata leaves them out, Fetch and ListOffsets
+	 * answer UNKNOWN_TOPIC_OR_PARTITION. */
 	int32_t hidden_from = -1;
 	uint64_t garbage_seed = 1;
 };
@@ -189,18 +191,17 @@ public:
 	 * request. */
 	void set_fault_hook(FaultHook hook);
 
-	/* Another cluster behind the address, from the next request on: its
-	 * cluster id and topic id (Metadata), and its batches (Fetch,
-	 * ListOffsets; the partition count stays). */
-	void set_identity(const std::string &cluster_id, const TopicId &topic_id);
-	void set_partitions(std::vector<std::vector<std::string>> partitions);
-	/* Partitions from `first` on are not there (-1: all are): Metadata
-	 * leaves them out, Fetch and ListOffsets answer
-	 * UNKNOWN_TOPIC_OR_PARTITION. */
-	void hide_partitions_from(int32_t first);
-	/* Close every open connection (a broker that went away), at the
-	 * broker thread's next turn; returns once it has. */
-	void drop_connections();
+	/* The source changes under its clients' feet from the next request on
+	 * (a topic deleted, made again): `fn` edits the configuration at once,
+	 * between two answers, connections kept. The partition count must
+	 * stay. */
+	void change(const std::function<void(FakeSourceConfig &)> &fn);
+	/* Another cluster behind the address: on the broker thread, between
+	 * two requests, `change` edits the configuration (nullptr: none) and
+	 * every open connection is closed, so no answer of the new cluster
+	 * ever goes out on a connection to the old one. Returns once done
+	 * (or after 10 s). The partition count must stay. */
+	void replace(std::function<void(FakeSourceConfig &)> change);
 
 	uint16_t port() const { return port_; }
 	std::string bootstrap() const
@@ -244,7 +245,9 @@ private:
 	FakeSourceConfig cfg_;
 	std::mutex drop_mu_;
 	std::condition_variable drop_cv_;
-	uint64_t drop_asked_ = 0, drop_done_ = 0; /* under drop_mu_ */
+	/* under drop_mu_ */
+	std::vector<std::function<void(FakeSourceConfig &)>> changes_;
+	uint64_t drop_asked_ = 0, drop_done_ = 0;
 	int lfd_ = -1, wake_[2] = { -1, -1 };
 	uint16_t port_ = 0;
 	std::thread th_;
