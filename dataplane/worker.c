@@ -287,6 +287,10 @@ static void on_fetch(struct km_worker *w, struct wmsg *m)
 	if (rc < 0) {
 		free(wp->fetcher);
 		wp->fetcher = NULL;
+	} else {
+		/* Before the reply: the control thread never takes a previous
+		 * fetcher's source ids for this one's (issue 21). */
+		km_worker_publish(wp);
 	}
 	km_worker_reply_done(w, m->reply, rc, rc ? NULL : "fetching");
 }

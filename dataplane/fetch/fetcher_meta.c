@@ -78,12 +78,13 @@ static bool same_cluster(struct km_fetcher *f, const struct km_metadata_resp *m)
 	}
 	if (strcmp(f->cluster_id, id->s) == 0)
 		return true;
-	km_fetcher_fail(f, "source cluster id changed: log %s-%d mirrors "
-			"%.64s, source at %s:%u now reports %.64s; refusing to "
-			"append (%s)", f->cfg.topic, (int)f->cfg.partition,
-			f->cluster_id, f->sess->target.host,
-			(unsigned)f->sess->target.port, id->s,
-			km_strerror(KM_ESOURCEID));
+	km_fetcher_fail(f, "source cluster id changed: log %.80s-%d mirrors "
+			"%.64s, source at %.48s:%u now reports %.64s; refusing "
+			"to append (KM_ESOURCEID; to mirror the new source from "
+			"scratch: kmirrorctl start %.80s:%d --from-start)",
+			f->cfg.topic, (int)f->cfg.partition, f->cluster_id,
+			f->sess->target.host, (unsigned)f->sess->target.port,
+			id->s, f->cfg.topic, (int)f->cfg.partition);
 	return false;
 }
 
@@ -104,12 +105,14 @@ static bool same_topic(struct km_fetcher *f, const struct km_metadata_topic *tp)
 	if (memcmp(f->topic_id, tp->topic_id, sizeof(f->topic_id)) == 0)
 		return true;
 	km_uuid_encode(f->topic_id, had);
-	km_fetcher_fail(f, "source topic id changed: log %s-%d mirrors topic "
-			"id %s, source at %s:%u now reports %s (the topic was "
-			"deleted and created again?); refusing to append (%s)",
-			f->cfg.topic, (int)f->cfg.partition, had,
-			f->sess->target.host, (unsigned)f->sess->target.port,
-			now, km_strerror(KM_ESOURCEID));
+	km_fetcher_fail(f, "source topic id changed: log %.80s-%d mirrors "
+			"topic id %s, source at %.48s:%u now reports %s (the "
+			"topic was made again?); refusing to append "
+			"(KM_ESOURCEID; to mirror the new topic from scratch: "
+			"kmirrorctl start %.80s:%d --from-start)", f->cfg.topic,
+			(int)f->cfg.partition, had, f->sess->target.host,
+			(unsigned)f->sess->target.port, now, f->cfg.topic,
+			(int)f->cfg.partition);
 	return false;
 }
 
