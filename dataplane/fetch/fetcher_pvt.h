@@ -2,7 +2,8 @@
  * elsewhere.
  *
  * fetcher.c        a partition: life cycle, the Kafka error policy;
- * fetcher_meta.c   a partition's leader, offsets, OFFSET_OUT_OF_RANGE;
+ * fetcher_meta.c   a partition's leader and source identity, offsets,
+ *                  OFFSET_OUT_OF_RANGE;
  * fetcher_data.c   a partition's records: parse, map, append;
  * fsess.c          the pool, sessions, groups, moving partitions;
  * fsess_conn.c     a session's connection: connect, send, receive, errors;

@@ -33,7 +33,10 @@
  * offset; Fetch naming every partition ready to fetch (at most
  * KM_FETCHER_ASK_MAX and what KM_FSESS_REQ_BYTES holds, starting one
  * partition later each time, so none starves behind MaxBytes). A partition
- * backing off after an error is left out until its time.
+ * backing off after an error is left out until its time. After a
+ * reconnection, whatever its cause, every partition asks Metadata again
+ * before it fetches: the cluster behind the address may have been
+ * replaced, and only Metadata names it (issue 21).
  *
  * Callbacks of the network backend only record what happened on the
  * connection; responses are handled, and partitions moved, from
