@@ -680,8 +680,13 @@ TEST_F(SourceIdentity, PartitionTheSourceLacksIsReportedOnce)
 			      kWaitMs));
 	/* It keeps asking (at a bounded rate), and says it once. */
 	uint64_t asked = fake_->requests(3);
+	int64_t t0 = now_ms();
 	ASSERT_TRUE(poll_until([&] { return fake_->requests(3) >= asked + 4; },
 			       kWaitMs));
+	/* At the leader backoff (50 ms doubling up to 2 s, one request at
+	 * once when it moves to another session), not in a loop: four take
+	 * at least 50 + 100 + 200 ms. */
+	EXPECT_GE(now_ms() - t0, 200) << "Metadata asked too often";
 	fake_->change([&](FakeSourceConfig &c) { c.partitions[0] = more.batches[0]; });
 	ASSERT_EQ("", d.wait_status(
 			      [&](const StatusMap &st) {
