@@ -372,7 +372,8 @@ void FakeSource::run()
 			if (stop_)
 				return;
 		}
-		drop_if_asked();
+		if (drop_if_asked())
+			continue; /* p[] names connections now closed */
 		if (p[1].revents)
 			accept_all();
 		uint64_t now = mono_ms();
@@ -392,12 +393,12 @@ void FakeSource::run()
 
 /* replace(): the new configuration, and every connection open now is
  * closed (what was queued on them is never sent). */
-void FakeSource::drop_if_asked()
+bool FakeSource::drop_if_asked()
 {
 	std::lock_guard<std::mutex> g(drop_mu_);
 
 	if (drop_done_ == drop_asked_)
-		return;
+		return false;
 	{
 		std::lock_guard<std::mutex> c(cfg_mu_);
 		size_t n = cfg_.partitions.size();
@@ -416,6 +417,7 @@ void FakeSource::drop_if_asked()
 	live_.clear();
 	drop_done_ = drop_asked_;
 	drop_cv_.notify_all();
+	return true;
 }
 
 void FakeSource::accept_all()

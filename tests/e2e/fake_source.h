@@ -232,7 +232,7 @@ public:
 
 private:
 	void run();
-	void drop_if_asked();
+	bool drop_if_asked();
 	void accept_all();
 	void service(Conn *c, short revents, uint64_t now);
 	bool handle_request(Conn *c, const std::string &frame, uint64_t now);
