@@ -122,17 +122,24 @@ static const struct {
 	NET_METRIC(steer_drops, "kmirror_net_steer_drops_total", "Frames lost passing them between queues: ring full or no mbuf (DPDK mode)."),
 };
 
-static void port_metric(FILE *f, size_t m, const struct km_worker_net *nets,
-			uint32_t n_workers)
+/* One counter per worker: the uint64_t at off in struct km_worker_net;
+ * the listener's only on the worker that has it. */
+static void counter(FILE *f, const char *name, const char *help,
+		    const struct km_worker_net *nets, uint32_t n_workers,
+		    size_t off, bool listener)
 {
-	fprintf(f, "# HELP %s %s\n# TYPE %s counter\n", port_metrics[m].name,
-		port_metrics[m].help, port_metrics[m].name);
+	fprintf(f, "# HELP %s %s\n# TYPE %s counter\n", name, help, name);
 	for (uint32_t w = 0; w < n_workers; w++) {
 		uint64_t v;
 
-		memcpy(&v, (const char *)&nets[w].net + port_metrics[m].off, sizeof(v));
-		fprintf(f, "%s{worker=\"%u\",backend=\"%s\"} %" PRIu64 "\n",
-			port_metrics[m].name, w, nets[w].dpdk ? "dpdk" : "kernel", v);
+		if (listener && !nets[w].listener)
+			continue;
+		memcpy(&v, (const char *)&nets[w] + off, sizeof(v));
+		if (listener)
+			fprintf(f, "%s{worker=\"%u\"} %" PRIu64 "\n", name, w, v);
+		else
+			fprintf(f, "%s{worker=\"%u\",backend=\"%s\"} %" PRIu64
+				"\n", name, w, nets[w].dpdk ? "dpdk" : "kernel", v);
 	}
 }
 
@@ -170,25 +177,6 @@ static const struct {
 	FE_METRIC(refused, "kmirror_listener_refused_total", "Client connections reset at accept: too many open."),
 };
 
-static void listener_metrics(FILE *f, const struct km_worker_net *nets,
-			     uint32_t n_workers)
-{
-	for (size_t m = 0; m < sizeof(fe_metrics) / sizeof(fe_metrics[0]); m++) {
-		fprintf(f, "# HELP %s %s\n# TYPE %s counter\n", fe_metrics[m].name,
-			fe_metrics[m].help, fe_metrics[m].name);
-		for (uint32_t w = 0; w < n_workers; w++) {
-			uint64_t v;
-
-			if (!nets[w].listener)
-				continue;
-			memcpy(&v, (const char *)&nets[w].fe + fe_metrics[m].off,
-			       sizeof(v));
-			fprintf(f, "%s{worker=\"%u\"} %" PRIu64 "\n",
-				fe_metrics[m].name, w, v);
-		}
-	}
-}
-
 char *km_daemon_net_metrics(struct km_daemon *d)
 {
 	struct km_worker_net *nets = calloc(d->n_workers ? d->n_workers : 1, sizeof(*nets));
@@ -203,9 +191,15 @@ char *km_daemon_net_metrics(struct km_daemon *d)
 	for (uint32_t w = 0; w < d->n_workers; w++)
 		km_worker_net_snapshot(d->workers[w], &nets[w]);
 	for (size_t m = 0; m < sizeof(port_metrics) / sizeof(port_metrics[0]); m++)
-		port_metric(f, m, nets, d->n_workers);
+		counter(f, port_metrics[m].name, port_metrics[m].help, nets,
+			d->n_workers,
+			offsetof(struct km_worker_net, net) + port_metrics[m].off,
+			false);
 	conn_metrics(f, nets, d->n_workers);
-	listener_metrics(f, nets, d->n_workers);
+	for (size_t m = 0; m < sizeof(fe_metrics) / sizeof(fe_metrics[0]); m++)
+		counter(f, fe_metrics[m].name, fe_metrics[m].help, nets,
+			d->n_workers,
+			offsetof(struct km_worker_net, fe) + fe_metrics[m].off, true);
 	fclose(f);
 	free(nets);
 	return buf;
