@@ -5,8 +5,11 @@
 
 #include <jansson.h>
 
+#include <dirent.h>
+
 #include <cstdlib>
 #include <regex>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -31,6 +34,48 @@ inline std::string dump(const std::string &log_file)
 				      log_file },
 				    30000);
 	return r.exit_code == 0 ? r.out : "dump failed: " + r.describe();
+}
+
+/* One batch line of kmirror-dump-log. */
+struct Dumped {
+	int64_t base, last;
+	bool valid;
+};
+
+/* Every batch of the .log segments in dir, in order, as kmirror-dump-log
+ * reads them; *tail: its output up to "invalid bytes" if it found a torn
+ * tail, else "". */
+inline std::vector<Dumped> dump_batches(const std::string &dir,
+					std::string *tail)
+{
+	const char *exe = getenv("KM_DUMP_LOG");
+	std::vector<std::string> argv = { exe ? exe : "kmirror-dump-log" };
+	std::set<std::string> logs;
+	std::vector<Dumped> out;
+	DIR *dh = opendir(dir.c_str());
+	struct dirent *e;
+
+	while (dh && (e = readdir(dh)) != nullptr) {
+		std::string n = e->d_name;
+		if (n.size() > 4 && n.compare(n.size() - 4, 4, ".log") == 0)
+			logs.insert(dir + "/" + n);
+	}
+	if (dh)
+		closedir(dh);
+	argv.insert(argv.end(), logs.begin(), logs.end());
+	ChildResult r = run_command(argv, 30000);
+	if (r.exit_code != 0)
+		*tail = "dump failed: " + r.describe();
+	std::regex re("baseOffset: (-?[0-9]+) lastOffset: (-?[0-9]+) .* "
+		      "isvalid: (true|false)");
+	for (std::sregex_iterator it(r.out.begin(), r.out.end(), re), z;
+	     it != z; ++it)
+		out.push_back({ std::stoll((*it)[1]), std::stoll((*it)[2]),
+				(*it)[3] == "true" });
+	size_t f = r.out.find("invalid bytes");
+	if (r.exit_code == 0)
+		*tail = f == std::string::npos ? "" : r.out.substr(0, f);
+	return out;
 }
 
 inline std::vector<int64_t> pids_in(const std::string &text)

@@ -57,12 +57,6 @@ std::string key_of(int p)
 	return "hostile:" + std::to_string(p);
 }
 
-/* One batch line of kmirror-dump-log. */
-struct Dumped {
-	int64_t base, last;
-	bool valid;
-};
-
 class Hostile : public ::testing::Test {
 protected:
 	void SetUp() override
@@ -193,33 +187,8 @@ protected:
 
 	std::vector<Dumped> dump(int p, std::string *invalid_tail)
 	{
-		const char *exe = getenv("KM_DUMP_LOG");
-		std::string dir = dir_.path() + "/hostile-" + std::to_string(p);
-		std::vector<std::string> argv = { exe ? exe : "kmirror-dump-log" };
-		std::set<std::string> logs;
-		std::vector<Dumped> out;
-		DIR *dh = opendir(dir.c_str());
-		struct dirent *e;
-
-		while (dh && (e = readdir(dh)) != nullptr) {
-			std::string n = e->d_name;
-			if (n.size() > 4 && n.compare(n.size() - 4, 4, ".log") == 0)
-				logs.insert(dir + "/" + n);
-		}
-		if (dh)
-			closedir(dh);
-		argv.insert(argv.end(), logs.begin(), logs.end());
-		ChildResult r = run_command(argv, 30000);
-		EXPECT_EQ(0, r.exit_code) << r.describe();
-		std::regex re("baseOffset: (-?[0-9]+) lastOffset: (-?[0-9]+) .* "
-			      "isvalid: (true|false)");
-		for (std::sregex_iterator it(r.out.begin(), r.out.end(), re), z;
-		     it != z; ++it)
-			out.push_back({ std::stoll((*it)[1]), std::stoll((*it)[2]),
-					(*it)[3] == "true" });
-		size_t f = r.out.find("invalid bytes");
-		*invalid_tail = f == std::string::npos ? "" : r.out.substr(0, f);
-		return out;
+		return dump_batches(dir_.path() + "/hostile-" + std::to_string(p),
+				    invalid_tail);
 	}
 
 	/* The log of partition p holds exactly the source's batches below
