@@ -368,7 +368,7 @@ static void cleanup(struct km_daemon *d)
 	free(d->rates);
 	free(d->mstates);
 	free(d->sources);
-	free(d->disk_paused);
+	free(d->disk_holds);
 	km_daemon_groups_free(d);
 }
 

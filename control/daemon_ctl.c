@@ -23,6 +23,8 @@ static const char *fetch_state_name(int st)
 		return "MIRRORING";
 	case KM_PART_FETCH_FAILED:
 		return "FAILED";
+	case KM_PART_FETCH_NOSPACE: /* the disk watch pauses it (daemon_disk.c) */
+		return "PAUSED";
 	default:
 		return "SERVING";
 	}
@@ -103,9 +105,9 @@ static json_t *part_row(struct km_daemon *d, uint32_t i, uint64_t now)
 				    json_integer((json_int_t)LOAD(p, reconnects)));
 	}
 	if (km_daemon_disk_held(d, i)) {
-		char why[256];
+		char why[512];
 
-		km_daemon_disk_reason(d, why, sizeof(why));
+		km_daemon_disk_part_reason(d, i, why, sizeof(why));
 		json_object_set_new(row, "reason", json_string(why));
 	}
 	if (strcmp(state_name(d, i), "FAILED") == 0)

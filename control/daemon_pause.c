@@ -71,7 +71,7 @@ static int apply(struct km_daemon *d, const json_t *req, json_t *resp,
 
 		if (km_daemon_selected(d, i, req) && km_daemon_disk_held(d, i) &&
 		    !all) {
-			km_daemon_disk_reason(d, msg, sizeof(msg));
+			km_daemon_disk_part_reason(d, i, msg, sizeof(msg));
 			json_object_set_new(resp, "message", json_string(msg));
 			rc = KM_ECTLREQ;
 		}

@@ -35,6 +35,14 @@ struct km_rate {
 	double records_per_sec; /* offsets per second: records, gaps aside */
 };
 
+/* Why partition i is PAUSED for free space (daemon_disk.c). */
+struct km_daemon_disk_hold {
+	bool paused;		/* PAUSED for free space, not by an operator */
+	bool refused;		/* ... after an append the disk could not hold */
+	uint64_t free_at;	/* bytes free on data.dir when it was refused */
+	char why[320];		/* the fetcher's reason (KM_FETCHER_REASON_BYTES) */
+};
+
 struct km_daemon {
 	struct km_config *cfg;
 	int lock_fd;		/* data.dir/.lock, flock'd; -1 before */
@@ -54,7 +62,7 @@ struct km_daemon {
 	uint16_t kafka_port;
 	uint64_t started_ms;
 	/* disk.free.min.bytes (daemon_disk.c) */
-	bool *disk_paused;	/* per table entry: PAUSED for free space */
+	struct km_daemon_disk_hold *disk_holds; /* per table entry */
 	bool disk_low;
 	uint64_t disk_free;	/* bytes free on data.dir at the last look */
 	/* Offset sync from the source (daemon_groups.c): the last answer per
@@ -139,12 +147,16 @@ int km_daemon_disk_init(struct km_daemon *d);
 bool km_daemon_disk_hold(struct km_daemon *d, uint32_t i);
 void km_daemon_watch_disk(struct km_daemon *d);
 void km_daemon_disk_reason(const struct km_daemon *d, char *out, size_t cap);
+/* Why partition i is held (km_daemon_disk_held): the threshold, or the
+ * append the disk refused. */
+void km_daemon_disk_part_reason(const struct km_daemon *d, uint32_t i,
+				char *out, size_t cap);
 
 /* Paused by the free-space watch, not by an operator: only while PAUSED
  * does the flag mean anything (a stop or start moves the state on). */
 static inline bool km_daemon_disk_held(const struct km_daemon *d, uint32_t i)
 {
-	return d->disk_paused[i] && d->mstates[i].state == KM_MSTATE_PAUSED;
+	return d->disk_holds[i].paused && d->mstates[i].state == KM_MSTATE_PAUSED;
 }
 
 /* daemon_groups.c: committed offsets synced from the source */

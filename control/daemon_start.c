@@ -217,6 +217,10 @@ static int start_one(struct km_daemon *d, uint32_t i,
 	struct km_mstate_rec ms = d->mstates[i];
 	int rc;
 
+	/* A start that failed in its cut (a full disk, say) is retried with
+	 * the cut it persisted, as a restart would. */
+	if (ms.state == KM_MSTATE_PREPARING)
+		goto out_prepare;
 	if ((rc = decide_cut(d, i, a, &ms, err, len)) < 0)
 		return rc;
 	ms.state = KM_MSTATE_PREPARING;
@@ -228,6 +232,7 @@ static int start_one(struct km_daemon *d, uint32_t i,
 		snprintf(err, len, "%s: %s", KM_MSTATE_FILE, km_strerror(rc));
 		return rc;
 	}
+out_prepare:
 	if ((rc = finish_prepare(d, i, res, err, len)) < 0)
 		return rc;
 	return km_daemon_start_fetch(d, i);
@@ -236,19 +241,18 @@ static int start_one(struct km_daemon *d, uint32_t i,
 /* ---- selection and the verbs ---------------------------------------------- */
 
 /* May partition i start mirroring? A mirroring, paused or stopping one may
- * not; everything with history may. */
+ * not; everything with history may, and a PREPARING one retries its cut. */
 static bool startable(const struct km_daemon *d, uint32_t i, char *why,
 		      size_t len)
 {
 	const struct km_part *p = &d->table.parts[i];
 	enum km_mstate st = d->mstates[i].state;
 	bool active = st == KM_MSTATE_PAUSED || st == KM_MSTATE_STOPPING ||
-		      st == KM_MSTATE_PREPARING ||
 		      (st == KM_MSTATE_MIRRORING && d->mirrored[i]);
 
 	if (active)
 		snprintf(why, len, "%.200s-%d is %s: start and failback take a "
-			 "STOPPED, FAILED or local partition%s", p->topic,
+			 "STOPPED, FAILED, PREPARING or local partition%s", p->topic,
 			 p->partition, km_mstate_name(st),
 			 st == KM_MSTATE_PAUSED ? " (use resume)" : "");
 	return !active;

@@ -195,11 +195,16 @@ static int stop_mode_of(const struct km_daemon *d, const json_t *req)
 }
 
 /* A FAILED mirror is failed over like a healthy one: its log is a clean
- * copy up to where it stopped. */
+ * copy up to where it stopped; so is one paused for free space (a full
+ * disk must not prevent a failover). A stop that failed (STOPPING) is
+ * retried, as a restart would. */
 static bool stoppable(const struct km_daemon *d, uint32_t i)
 {
-	return d->mirrored[i] && (d->mstates[i].state == KM_MSTATE_MIRRORING ||
-				  d->mstates[i].state == KM_MSTATE_FAILED);
+	enum km_mstate st = d->mstates[i].state;
+
+	return d->mirrored[i] &&
+	       (st == KM_MSTATE_MIRRORING || st == KM_MSTATE_FAILED ||
+		st == KM_MSTATE_STOPPING || km_daemon_disk_held(d, i));
 }
 
 /* Only partitions that mirror can be stopped; naming anything else
@@ -245,7 +250,10 @@ int km_daemon_on_stop(void *ctx, const json_t *req, json_t *resp)
 	for (uint32_t i = 0; rc == 0 && i < d->table.n; i++) {
 		if (!km_daemon_selected(d, i, req) || !stoppable(d, i))
 			continue;
-		rc = begin_stop(d, i, stop_mode_of(d, req), &res, err, sizeof(err));
+		rc = d->mstates[i].state == KM_MSTATE_STOPPING
+			     ? finish_stop(d, i, &res, err, sizeof(err))
+			     : begin_stop(d, i, stop_mode_of(d, req), &res, err,
+					  sizeof(err));
 		if (rc < 0) {
 			json_object_set_new(resp, "message", json_string(err));
 			break;

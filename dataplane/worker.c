@@ -279,10 +279,16 @@ static void on_fetch(struct km_worker *w, struct wmsg *m)
 				     wp ? "already fetching" : "not open");
 		return;
 	}
+	/* Resumed after a full disk: the log takes appends again first. */
+	if ((rc = km_worker_clear_space_error(wp)) < 0) {
+		km_worker_reply_done(w, m->reply, rc, "the log's disk is full");
+		return;
+	}
 	if ((wp->fetcher = malloc(sizeof(*wp->fetcher))) == NULL) {
 		km_worker_reply_done(w, m->reply, -ENOMEM, NULL);
 		return;
 	}
+	wp->fetch_failed_logged = false;
 	rc = km_fetcher_init(wp->fetcher, &m->u.fetch, &w->fpool, wp->log);
 	if (rc < 0) {
 		free(wp->fetcher);
@@ -457,11 +463,12 @@ static void publish_fetch(struct km_part *p, const struct km_fetcher *f)
 			      memory_order_relaxed);
 	if (km_fetcher_get_state(f) == KM_FETCHER_MIRRORING)
 		st = KM_PART_FETCH_MIRRORING;
+	else if (km_fetcher_no_space(f))
+		st = KM_PART_FETCH_NOSPACE;
 	else if (km_fetcher_get_state(f) == KM_FETCHER_FAILED)
 		st = KM_PART_FETCH_FAILED;
-	if (st == KM_PART_FETCH_FAILED &&
-	    atomic_load_explicit(&s->fetch_state, memory_order_relaxed) !=
-		    KM_PART_FETCH_FAILED)
+	if (st >= KM_PART_FETCH_FAILED &&
+	    atomic_load_explicit(&s->fetch_state, memory_order_relaxed) != st)
 		snprintf(s->reason, sizeof(s->reason), "%s",
 			 km_fetcher_reason(f));
 	atomic_store_explicit(&s->fetch_state, st, memory_order_release);
@@ -492,9 +499,24 @@ static void fetch_failed(struct km_worker *w, struct wpart *wp)
 	if (wp->fetch_failed_logged)
 		return;
 	wp->fetch_failed_logged = true;
-	KM_ERROR("worker", "partition %s-%d: mirroring FAILED: %s (worker %u)",
-		 wp->part->topic, wp->part->partition,
-		 km_fetcher_reason(wp->fetcher), w->cfg.id);
+	if (km_fetcher_no_space(wp->fetcher))
+		KM_WARN("worker", "partition %s-%d: mirroring waits for disk "
+			"space: %s (worker %u)", wp->part->topic,
+			wp->part->partition, km_fetcher_reason(wp->fetcher),
+			w->cfg.id);
+	else
+		KM_ERROR("worker", "partition %s-%d: mirroring FAILED: %s "
+			 "(worker %u)", wp->part->topic, wp->part->partition,
+			 km_fetcher_reason(wp->fetcher), w->cfg.id);
+}
+
+int km_worker_clear_space_error(struct wpart *wp)
+{
+	int rc = km_log_error(wp->log);
+
+	if (rc == 0 || !km_log_is_space_error(rc))
+		return rc;
+	return km_log_clear_error(wp->log);
 }
 
 /* Retention, once a second: what the source dropped (its log start, from
@@ -509,6 +531,10 @@ static void retain(struct km_worker *w, struct wpart *wp)
 	if (w->now_ms < wp->retain_at_ms || wp->stopping != NULL)
 		return;
 	wp->retain_at_ms = w->now_ms + KM_WORKER_RETAIN_MS;
+	/* A log failed for space with no fetcher to restart it (a writable
+	 * partition) takes appends again once space is back. */
+	if (f == NULL && km_log_error(wp->log) != 0)
+		(void)km_worker_clear_space_error(wp);
 	below = atomic_load_explicit(&wp->part->retain_below,
 				     memory_order_acquire);
 	if (f != NULL && km_fetcher_get_stats(f)->log_start_offset > below)

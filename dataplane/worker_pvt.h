@@ -135,6 +135,9 @@ int km_worker_prepare_run(struct km_worker *w, struct wpart *wp, const struct wm
 		 struct km_stop_result *r);
 
 /* worker.c */
+/* A log failed for space (km_log_is_space_error) is repaired, if space is
+ * back. @return 0, or the log's error that stays. */
+int km_worker_clear_space_error(struct wpart *wp);
 /* Refresh the partition's published figures (status, metrics). */
 void km_worker_publish(struct wpart *wp);
 struct wmsg *km_worker_msg_new(enum wmsg_type type, struct km_part *p,

@@ -210,6 +210,7 @@ static void finish(struct km_worker *w, struct wpart *wp)
 {
 	struct wmsg *m = wp->stopping;
 	struct km_stop_result r = { .cut_offset = -1, .barrier_offset = -1 };
+	char msg[200];
 	int rc;
 
 	if (m->u.stop.mode == KM_STOP_PAUSE) {
@@ -220,8 +221,13 @@ static void finish(struct km_worker *w, struct wpart *wp)
 		free(m);
 		return;
 	}
-	rc = m->u.stop.mode == KM_STOP_PREPARE ? km_worker_prepare_run(w, wp, m, &r)
-					       : run_stop(wp->log, m, &r);
+	/* After a full disk, a stop or a start must not need a restart:
+	 * the log takes appends again first, or the reason is the space. */
+	rc = km_worker_clear_space_error(wp);
+	if (rc == 0)
+		rc = m->u.stop.mode == KM_STOP_PREPARE
+			     ? km_worker_prepare_run(w, wp, m, &r)
+			     : run_stop(wp->log, m, &r);
 
 	wp->stopping = NULL;
 	if (m->reply != NULL)
@@ -242,7 +248,10 @@ static void finish(struct km_worker *w, struct wpart *wp)
 	atomic_store_explicit(&wp->part->stats.fetch_state, KM_PART_FETCH_NONE,
 			      memory_order_release);
 	km_worker_publish(wp); /* the reply's reader sees the cut and barrier */
-	km_worker_reply_done(w, m->reply, rc, NULL);
+	snprintf(msg, sizeof(msg), "%s%s", km_strerror(rc),
+		 km_log_is_space_error(rc)
+			 ? " (data.dir is full: retry once space is back)" : "");
+	km_worker_reply_done(w, m->reply, rc, rc < 0 ? msg : NULL);
 	free(m);
 }
 

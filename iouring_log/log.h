@@ -125,13 +125,25 @@ int km_log_close(struct km_log *log);
  * offset. CLIENT/CONTROL batches get baseOffset = log end and the log's
  * leader epoch written into their bytes.
  *
+ * Space: each batch's blocks are reserved (fallocate, in steps of
+ * prealloc_bytes, smaller ones when the disk cannot hold a step) before
+ * producer state sees it. A batch the disk cannot hold is refused with
+ * -ENOSPC (or -EDQUOT) and the log unchanged and still appendable: the
+ * batches before it are appended, whole, and it is retried once space is
+ * back. The rare space failures after that point (the files of a segment
+ * roll, or a write on a filesystem without fallocate) fail the log
+ * instead, with that code as km_log_error(); km_log_clear_error() repairs
+ * it once space is back, without a reopen.
+ *
  * @return the number of batches consumed (appended or skipped as
- *         duplicates), <= n: when the write queue is full the rest stay the
- *         caller's, to retry after km_uring_poll(). Or a negative code with no
- *         batch of the failing one written: KM_EOFFSET (mirrored offsets
- *         overlap or go backwards), producer-state errors (KM_EDUPLICATE with
- *         res->dup_* set, KM_EOUTOFORDERSEQ, ...), -ENOSPC (no space could be
- *         reserved), or the sticky I/O error of a failed log.
+ *         duplicates), <= n: when the write queue is full, or the next batch
+ *         does not fit on the disk, the rest stay the caller's, to retry
+ *         after km_uring_poll() (or once space is back). Or a negative code
+ *         with no batch of the failing one written: KM_EOFFSET (mirrored
+ *         offsets overlap or go backwards), producer-state errors
+ *         (KM_EDUPLICATE with res->dup_* set, KM_EOUTOFORDERSEQ, ...),
+ *         -ENOSPC / -EDQUOT (the first batch does not fit; not sticky), or
+ *         the sticky error of a failed log.
  */
 int km_log_append_burst(struct km_log *log, struct km_batch *batches,
 			uint32_t n, enum km_origin origin,
@@ -158,6 +170,22 @@ int64_t km_log_lso(struct km_log *log);
 
 /** The sticky error after a failed write or sync, or 0. */
 int km_log_error(const struct km_log *log);
+
+/** True for the codes a full disk gives (-ENOSPC, -EDQUOT). */
+bool km_log_is_space_error(int code);
+
+/**
+ * Take appends again after a sticky space error (km_log_is_space_error of
+ * km_log_error()), once space may be back: wait for the log's I/O, cut
+ * what was queued but never written (the log end goes back to the
+ * appended offset; nothing durable is touched), finish or undo a segment
+ * roll the disk stopped half-way, and rebuild producer state from the
+ * log. Owner thread; readers see the cut as they see a truncation.
+ * @return 0 (also without an error), the sticky error itself when it is
+ *         not a space error (nothing done), or a negative code when the
+ *         repair failed too (the log stays failed; call again later).
+ */
+int km_log_clear_error(struct km_log *log);
 
 /** Producer state, for reads by the owner (status, stop). */
 struct km_pstate *km_log_pstate(struct km_log *log);

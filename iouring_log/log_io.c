@@ -272,8 +272,11 @@ static int roll(struct km_log *log, int64_t base, int snap_len)
 	 * loaded the retired maps is still running. */
 	rc = km_segment_create(&log->segs[log->n_segs], log->dir_fd, base,
 			       log->cfg.index_bytes_max);
-	if (rc < 0)
+	if (rc < 0) {
+		/* No empty segment may stay behind for recovery to adopt. */
+		(void)km_segment_delete(&log->segs[log->n_segs], log->dir_fd);
 		return rc;
+	}
 	km_log_lock_segments(log);
 	log->n_segs++;
 	km_log_unlock_segments(log);
@@ -327,25 +330,29 @@ static int check_room(struct km_log *log, const struct km_batch *b)
 	return 0;
 }
 
-/* Space for an accepted batch: roll (snap_len >= 0: its snapshot is in
- * log->snap_buf) and reserve. Failures here are sticky. */
-static int prepare(struct km_log *log, struct km_batch *b, int snap_len)
+/* Blocks for b in the active segment, so that its write cannot fail for
+ * space. No more blocks ahead than a segment holds: small segments must
+ * not each pin prealloc_bytes of disk. */
+static int reserve(struct km_log *log, const struct km_batch *b)
 {
-	struct km_segment *seg;
-	int rc;
+	struct km_segment *seg = log_active(log);
 
-	if (snap_len >= 0 &&
-	    (rc = roll(log, km_batch_base_offset(b), snap_len)) < 0) {
-		km_log_set_error(log, rc);
-		return rc;
-	}
-	seg = log_active(log);
-	/* No more blocks ahead than a segment holds: small segments must not
-	 * each pin prealloc_bytes of disk. */
-	rc = km_segment_reserve(seg, seg->size_bytes + km_batch_size(b),
-				log->cfg.prealloc_bytes < log->cfg.segment_bytes
-					? log->cfg.prealloc_bytes
-					: log->cfg.segment_bytes);
+	return km_segment_reserve(seg, seg->size_bytes + km_batch_size(b),
+				  log->cfg.prealloc_bytes < log->cfg.segment_bytes
+					  ? log->cfg.prealloc_bytes
+					  : log->cfg.segment_bytes);
+}
+
+/* Roll for an accepted batch (its snapshot, snap_len bytes, is in
+ * log->snap_buf) and reserve in the new segment. Producer state has taken
+ * the batch already, so failures here are sticky: a space error is
+ * repaired by km_log_clear_error. */
+static int roll_for(struct km_log *log, struct km_batch *b, int snap_len)
+{
+	int rc = roll(log, km_batch_base_offset(b), snap_len);
+
+	if (rc == 0)
+		rc = reserve(log, b);
 	if (rc < 0)
 		km_log_set_error(log, rc); /* nothing of this batch written */
 	return rc;
@@ -405,17 +412,24 @@ static int append_one(struct km_log *log, struct km_batch *b,
 	 * so producer state can still refuse the batch before a segment is
 	 * made for it (a refused mirrored batch after an offset gap would
 	 * leave an empty segment based above the log end). */
-	if (needs_roll(log, b) &&
-	    (snap_len = km_pstate_snapshot_encode(log->ps, log->snap_buf,
-						  log->snap_cap)) < 0)
-		return snap_len;
+	if (needs_roll(log, b)) {
+		snap_len = km_pstate_snapshot_encode(log->ps, log->snap_buf,
+						     log->snap_cap);
+		if (snap_len < 0)
+			return snap_len;
+	} else if ((rc = reserve(log, b)) < 0) {
+		/* Before producer state sees the batch: a batch the disk
+		 * cannot hold is refused with the log unchanged, and the
+		 * batches before it stay appended (whole batches only). */
+		return rc;
+	}
 	rc = km_pstate_append(log->ps, b, origin, km_log_durable_offset(log), &pr);
 	if (rc < 0) {
 		res->dup_first_offset = pr.dup_first_offset;
 		res->dup_last_offset = pr.dup_last_offset;
 		return rc;
 	}
-	if ((rc = prepare(log, b, snap_len)) < 0)
+	if (snap_len >= 0 && (rc = roll_for(log, b, snap_len)) < 0)
 		return rc;
 	if ((rc = note_side_effects(log, b, &pr)) < 0) {
 		km_log_set_error(log, rc);

@@ -179,11 +179,25 @@ static int cut(struct km_log *log, const struct cut_plan *p)
 	return rc;
 }
 
+/* After a cut to log->leo: leader epochs, snapshots and producer state
+ * follow the log. */
+static int settle(struct km_log *log)
+{
+	int64_t snap;
+	int rc = km_log_epoch_truncate(log, log->leo);
+
+	if (rc == 0)
+		rc = km_log_snap_drop_after(log, log->leo);
+	if (rc == 0)
+		rc = km_log_rebuild_pstate(log, log->ps, log->leo, log->leo, NULL,
+					   NULL, &snap);
+	return rc;
+}
+
 int64_t km_log_truncate_to(struct km_log *log, int64_t offset,
 			   uint64_t *removed_bytes, uint32_t *removed_batches)
 {
 	struct cut_plan p = { 0 };
-	int64_t snap;
 	int rc = km_log_sync(log);
 	bool cutting = rc == 0 && offset < log->leo;
 
@@ -192,12 +206,7 @@ int64_t km_log_truncate_to(struct km_log *log, int64_t offset,
 	if (rc == 0)
 		rc = cut(log, cutting ? &p : NULL);
 	if (rc == 0)
-		rc = km_log_epoch_truncate(log, log->leo);
-	if (rc == 0)
-		rc = km_log_snap_drop_after(log, log->leo);
-	if (rc == 0)
-		rc = km_log_rebuild_pstate(log, log->ps, log->leo, log->leo, NULL,
-					   NULL, &snap);
+		rc = settle(log);
 	if (rc < 0) {
 		km_log_set_error(log, rc);
 		return rc;
@@ -210,6 +219,93 @@ int64_t km_log_truncate_to(struct km_log *log, int64_t offset,
 		"removed", log->dir, (long long)log->leo, p.batches,
 		(unsigned long long)p.bytes);
 	return log->leo;
+}
+
+bool km_log_is_space_error(int code)
+{
+	return code == -ENOSPC || code == -EDQUOT;
+}
+
+/* Wait for this log's requests with its error set: writes and the sync in
+ * flight complete, queued syncs are never issued (they cover writes that
+ * may have failed) and are dropped. */
+static int drain_failed(struct km_log *log)
+{
+	int rc = km_log_sync(log);
+
+	if (rc < 0 && rc != log->error)
+		return rc;
+	log->f_head = log->f_count = 0;
+	log->unflushed_bytes = 0;
+	return 0;
+}
+
+/* The cut a space error needs: back to what was written (the appended
+ * offset; its bytes end where the active segment is readable). An empty active segment above the appended
+ * offset (a roll over an offset gap whose batch never fit) keeps its
+ * base: the log end moves up to it, as recovery would find it. */
+static void space_plan(struct km_log *log, struct cut_plan *p)
+{
+	struct km_segment *s = log_active(log);
+	int64_t appended = atomic_load_explicit(&log->appended,
+						memory_order_relaxed);
+
+	p->keep = log->n_segs;
+	p->pos = km_segment_readable(s);
+	p->next = p->pos == 0 && s->base_offset > appended ? s->base_offset
+							   : appended;
+	p->bytes = s->size_bytes - p->pos;
+	p->batches = 0;
+}
+
+/* A roll the disk stopped after sealing the last segment: make it the
+ * active one again. The active copy is opened beside the sealed one, which
+ * readers keep using until the swap and keep whole if the disk cannot hold
+ * the active copy's indexes yet. Its offsets end at the log end. */
+static int reactivate(struct km_log *log)
+{
+	struct km_segment *s = log_active(log), fresh;
+	int rc = km_segment_open(&fresh, log->dir_fd, s->base_offset,
+				 log->cfg.index_bytes_max, true);
+
+	if (rc < 0)
+		return rc;
+	fresh.next_offset = log->leo;
+	km_log_lock_segments(log);
+	km_segment_close(s);
+	*s = fresh;
+	km_log_unlock_segments(log);
+	return 0;
+}
+
+int km_log_clear_error(struct km_log *log)
+{
+	struct cut_plan p;
+	int64_t leo = log->leo;
+	int rc;
+
+	if (log->error == 0 || !km_log_is_space_error(log->error))
+		return log->error;
+	if ((rc = drain_failed(log)) < 0 ||
+	    (!log_active(log)->active && (rc = reactivate(log)) < 0)) {
+		KM_WARN("log", "%s: still failed (%s): repairing it: %s",
+			log->dir, km_strerror(log->error), km_strerror(rc));
+		return rc;
+	}
+	space_plan(log, &p);
+	if ((rc = cut(log, &p)) == 0)
+		rc = settle(log);
+	if (rc < 0) {
+		KM_WARN("log", "%s: still failed (%s): repairing it: %s",
+			log->dir, km_strerror(log->error), km_strerror(rc));
+		return rc;
+	}
+	KM_INFO("log", "%s: %s cleared: appends resume at offset %lld (the "
+		"log end was %lld; %llu bytes never written were dropped)",
+		log->dir, km_strerror(log->error), (long long)log->leo,
+		(long long)leo, (unsigned long long)p.bytes);
+	log->error = 0;
+	return 0;
 }
 
 /* The cut in progress: c, lowered to the first offset of any transaction

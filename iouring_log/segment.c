@@ -98,11 +98,44 @@ static int alloc_file(int fd, uint32_t len)
 	return ftruncate(fd, len);
 }
 
-/* Map both indexes at len bytes into m; writable maps size the files. */
-static int map_pair(const struct km_segment *s, uint32_t len, bool writable,
-		    struct maps *m)
+static bool no_space(int err)
+{
+	return err == ENOSPC || err == EDQUOT;
+}
+
+/* Allocate both index files at *len bytes, or, on a disk too full for
+ * that, at a smaller length down to min: a smaller index only rolls the
+ * segment sooner (km_segment_index_full), while refusing it would refuse
+ * the segment - and the log - although space remains. */
+static int alloc_pair(const struct km_segment *s, uint32_t *len, uint32_t min)
+{
+	for (int i = 0; i < 32; i++) {
+		int err;
+
+		if (alloc_file(s->index_fd, *len) == 0 &&
+		    alloc_file(s->time_fd, *len) == 0)
+			return 0;
+		err = errno;
+		if (!no_space(err) || *len <= min)
+			return -err;
+		/* Give back what this try took before a smaller one; min is
+		 * at least what the files hold, so no entry is cut. */
+		if (ftruncate(s->index_fd, min) < 0 || ftruncate(s->time_fd, min) < 0)
+			return -err;
+		*len = (*len / 2 + 4095) & ~4095u;
+		if (*len < min)
+			*len = min;
+	}
+	return -ENOSPC;
+}
+
+/* Map both indexes at len bytes into m; writable maps size the files (at
+ * least min bytes: see alloc_pair). */
+static int map_pair(const struct km_segment *s, uint32_t len, uint32_t min,
+		    bool writable, struct maps *m)
 {
 	int prot = PROT_READ | (writable ? PROT_WRITE : 0);
+	int rc;
 
 	*m = (struct maps){ NULL, NULL, len };
 	if (len == 0)
@@ -110,9 +143,9 @@ static int map_pair(const struct km_segment *s, uint32_t len, bool writable,
 	/* Read-only: map what is there (entries are counted from each
 	 * file's own size); never pad the shorter file. Writable: allocate
 	 * the blocks, so stores into the map cannot fault on a full disk. */
-	if (writable && (alloc_file(s->index_fd, len) < 0 ||
-			 alloc_file(s->time_fd, len) < 0))
-		return -errno;
+	if (writable && (rc = alloc_pair(s, &len, min < len ? min : len)) < 0)
+		return rc;
+	m->len = len;
 	m->index = mmap(NULL, len, prot, MAP_SHARED, s->index_fd, 0);
 	m->time = mmap(NULL, len, prot, MAP_SHARED, s->time_fd, 0);
 	if (m->index == MAP_FAILED || m->time == MAP_FAILED) {
@@ -128,10 +161,11 @@ static int map_pair(const struct km_segment *s, uint32_t len, bool writable,
 }
 
 /* Map a segment no reader can see yet (or under the write lock). */
-static int map_indexes(struct km_segment *s, uint32_t len, bool writable)
+static int map_indexes(struct km_segment *s, uint32_t len, uint32_t min,
+		       bool writable)
 {
 	struct maps m;
-	int rc = map_pair(s, len, writable, &m);
+	int rc = map_pair(s, len, min, writable, &m);
 
 	if (rc == 0)
 		set_maps(s, &m);
@@ -168,7 +202,7 @@ int km_segment_create(struct km_segment *s, int dir_fd, int64_t base,
 	if (rc < 0)
 		return rc;
 	s->active = true;
-	rc = map_indexes(s, index_bytes_max, true);
+	rc = map_indexes(s, index_bytes_max, KM_SEGMENT_INDEX_MIN_BYTES, true);
 	/* The new names must survive a crash as well as their contents. */
 	if (rc == 0 && fsync(dir_fd) < 0)
 		rc = -errno;
@@ -230,7 +264,7 @@ static int load_sizes(struct km_segment *s, uint32_t *map_len)
 int km_segment_open(struct km_segment *s, int dir_fd, int64_t base,
 		    uint32_t index_bytes_max, bool active)
 {
-	uint32_t len;
+	uint32_t len, min;
 	int rc = open_files(s, dir_fd, base, O_CREAT);
 
 	if (rc < 0)
@@ -238,11 +272,12 @@ int km_segment_open(struct km_segment *s, int dir_fd, int64_t base,
 	if ((rc = load_sizes(s, &len)) < 0)
 		goto out_close;
 	s->active = active;
+	min = len > KM_SEGMENT_INDEX_MIN_BYTES ? len : KM_SEGMENT_INDEX_MIN_BYTES;
 	if (active && len < index_bytes_max)
 		len = index_bytes_max;
 	/* A crashed active segment leaves its preallocated index size behind;
 	 * the caller resets and rebuilds those indexes from the .log. */
-	if ((rc = map_indexes(s, len, active)) < 0)
+	if ((rc = map_indexes(s, len, min, active)) < 0)
 		goto out_close;
 	if (s->time_entries > 0) {
 		s->max_timestamp = time_ts(s->time_map, s->time_entries - 1);
@@ -272,7 +307,7 @@ static int trim_indexes(struct km_segment *s, bool retire)
 		return -errno;
 	if (s->time_map != NULL && msync(s->time_map, s->map_bytes, MS_SYNC) < 0)
 		return -errno;
-	if ((rc = map_pair(s, ilen > tlen ? ilen : tlen, false, &m)) < 0)
+	if ((rc = map_pair(s, ilen > tlen ? ilen : tlen, 0, false, &m)) < 0)
 		return rc;
 	set_maps(s, &m);
 	if (retire) {
@@ -437,22 +472,38 @@ int64_t km_segment_time_lookup(const struct km_segment *s, int64_t ts)
 	return lo == 0 ? s->base_offset : time_offset(s, map, lo - 1);
 }
 
+/* fallocate [from, from + *want), halving *want on ENOSPC down to need:
+ * a step the disk cannot hold says nothing of the batch, and the disk
+ * should fill up to its last batch. Only a near-full disk pays the extra
+ * calls. @return 0 (*want reserved), 1 (no fallocate here), or -errno. */
+static int alloc_step(int fd, uint64_t from, uint64_t need, uint64_t *want)
+{
+	for (int i = 0; i < 64; i++) {
+		if (fallocate(fd, FALLOC_FL_KEEP_SIZE, (off_t)from,
+			      (off_t)*want) == 0)
+			return 0;
+		if (errno == EOPNOTSUPP)
+			return 1;
+		if (!no_space(errno) || *want == need)
+			return -errno;
+		*want = *want / 2 > need ? *want / 2 : need;
+	}
+	return -ENOSPC; /* not reached: 64 halvings reach need */
+}
+
 int km_segment_reserve(struct km_segment *s, uint64_t end, uint64_t chunk_bytes)
 {
-	uint64_t want;
+	uint64_t need, want;
+	int rc;
 
 	if (end <= s->reserved_bytes)
 		return 0;
-	want = end - s->reserved_bytes;
-	if (want < chunk_bytes)
-		want = chunk_bytes;
-	if (fallocate(s->log_fd, FALLOC_FL_KEEP_SIZE, (off_t)s->reserved_bytes,
-		      (off_t)want) < 0) {
-		/* A filesystem without fallocate gets no early ENOSPC, only
-		 * the write's own; remember that and stop asking. */
-		if (errno != EOPNOTSUPP)
-			return -errno;
-	}
+	need = end - s->reserved_bytes;
+	want = need < chunk_bytes ? chunk_bytes : need;
+	/* A filesystem without fallocate (rc 1) gets no early ENOSPC, only
+	 * the write's own; remember that and stop asking. */
+	if ((rc = alloc_step(s->log_fd, s->reserved_bytes, need, &want)) < 0)
+		return rc;
 	s->reserved_bytes += want;
 	return 0;
 }

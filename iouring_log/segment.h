@@ -26,6 +26,9 @@ enum {
 	KM_TIMEINDEX_ENTRY_BYTES = 12,
 	KM_TXNINDEX_ENTRY_BYTES = 34,
 	KM_SEGMENT_NAME_DIGITS = 20,
+	/* Smallest index file a segment is given when the disk is too full
+	 * for index_bytes_max (it then rolls sooner). */
+	KM_SEGMENT_INDEX_MIN_BYTES = 4096,
 };
 
 /* One .txnindex entry (AbortedTxn). */
@@ -90,7 +93,8 @@ void km_segment_path(char *out, const char *dir, int64_t base,
 
 /**
  * Create the four files of a new, empty, active segment (existing ones are
- * truncated) and map its indexes at index_bytes_max.
+ * truncated) and map its indexes at index_bytes_max (less, down to
+ * KM_SEGMENT_INDEX_MIN_BYTES, on a disk too full for that).
  * @return 0 or -errno.
  */
 int km_segment_create(struct km_segment *s, int dir_fd, int64_t base,
@@ -99,7 +103,8 @@ int km_segment_create(struct km_segment *s, int dir_fd, int64_t base,
 /**
  * Open an existing segment's files. Indexes are mapped as they are on disk
  * (entries = file size / entry size); with active, they are extended to
- * index_bytes_max for appends.
+ * index_bytes_max for appends (or less on a full disk, as at create, but
+ * never below what they hold).
  * @return 0 or -errno.
  */
 int km_segment_open(struct km_segment *s, int dir_fd, int64_t base,
@@ -156,8 +161,10 @@ int64_t km_segment_time_lookup(const struct km_segment *s, int64_t ts);
 
 /**
  * Ensure .log blocks are reserved up to end (fallocate KEEP_SIZE, in steps
- * of at least chunk_bytes), so a write below end cannot fail for space.
- * @return 0, or -errno (-ENOSPC: the disk is full; nothing was written).
+ * of chunk_bytes, or of less down to exactly what end needs when the disk
+ * cannot hold a whole step), so a write below end cannot fail for space.
+ * @return 0, or -errno (-ENOSPC, -EDQUOT: not even what end needs fits;
+ *         nothing was written and the segment is unchanged).
  */
 int km_segment_reserve(struct km_segment *s, uint64_t end, uint64_t chunk_bytes);
 

@@ -71,7 +71,10 @@
  *    says "source has no partition t-5", with one WARN on the way in and
  *    one INFO on the way out;
  *  - a log error, R1's INT64_MAX, an authorization or other
- *    non-retriable error: FAILED with the reason.
+ *    non-retriable error: FAILED with the reason;
+ *  - a log append refused for space (-ENOSPC, -EDQUOT): FAILED too, with
+ *    km_fetcher_no_space() true, so that the owner waits for space rather
+ *    than for an operator (control/daemon_disk.c).
  *
  * Source identity (issue 21). A partition holds to one source: its
  * cluster id (Metadata v2+ ClusterId) and its topic id (Metadata v10+
@@ -295,6 +298,7 @@ struct km_fetcher {
 	enum km_fetcher_state state;
 	enum km_fpart_phase phase;
 	bool failed, stopped;
+	bool no_space;		   /* FAILED because the disk is full */
 	bool opened_once;
 	bool in_meta;		   /* its topic is in the Metadata in flight */
 	bool moving_warned;	   /* no session free for its leader: said */
@@ -377,6 +381,14 @@ static inline const struct km_fetcher_stats *
 km_fetcher_get_stats(const struct km_fetcher *f)
 {
 	return &f->stats;
+}
+
+/** FAILED because its log's disk is full (km_log_is_space_error): the
+ *  batches that fit are appended, the rest are not; a new fetcher for the
+ *  partition, once space is back, resumes at the log end. */
+static inline bool km_fetcher_no_space(const struct km_fetcher *f)
+{
+	return f->failed && f->no_space;
 }
 
 /** The source cluster id the partition holds to: the config's, else the

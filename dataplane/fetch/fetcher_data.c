@@ -3,6 +3,7 @@
  * session's held frame. See fetcher.h. */
 #include "dataplane/fetch/fetcher_pvt.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -199,9 +200,20 @@ static int submit(struct km_fetcher *f)
 				     KM_ORIGIN_MIRROR, &res);
 
 	if (rc < 0) {
-		km_fetcher_fail(f, "log append at offset %lld of %s-%d: %s",
-				(long long)km_batch_base_offset(b), f->cfg.topic,
-				(int)f->cfg.partition, km_strerror(rc));
+		/* A full disk is waited out (fetcher.h), not a failure of
+		 * the mirror; either way the reason names the batch refused
+		 * and where the log stands. */
+		f->no_space = km_log_is_space_error(rc);
+		km_fetcher_fail(f, "log append of offsets %lld..%lld of %s-%d "
+				"(log end %lld, durable %lld): %s%s",
+				(long long)km_batch_base_offset(b),
+				(long long)km_batch_last_offset(b), f->cfg.topic,
+				(int)f->cfg.partition,
+				(long long)km_log_end_offset(f->log),
+				(long long)km_log_durable_offset(f->log),
+				km_strerror(rc),
+				!f->no_space ? "" : rc == -EDQUOT ? " (EDQUOT)"
+								  : " (ENOSPC)");
 		return rc;
 	}
 	for (int i = 0; i < rc; i++)

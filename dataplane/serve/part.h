@@ -45,6 +45,7 @@ enum km_part_fetch {
 	KM_PART_FETCH_CONNECTING = 1,
 	KM_PART_FETCH_MIRRORING = 2,
 	KM_PART_FETCH_FAILED = 3,
+	KM_PART_FETCH_NOSPACE = 4,	/* FAILED for disk space: waits for it */
 };
 
 /* The owner's word on a partition's source for the control thread (issue
@@ -103,8 +104,8 @@ static inline bool km_part_source_read(const struct km_part_source *s,
 
 /* Figures the owner publishes for the control thread (status, metrics),
  * refreshed every worker tick with relaxed stores: a snapshot, not a
- * transaction. `reason` is written before fetch_state turns FAILED (release)
- * and never after. */
+ * transaction. `reason` is written before fetch_state turns FAILED or
+ * NOSPACE (release) and never after. */
 struct km_part_stats {
 	_Atomic int64_t log_start;
 	_Atomic int64_t leo;
