@@ -24,16 +24,41 @@ int km_log_write_text_atomic(struct km_log *log, const char *name,
 	return km_file_write_atomic(log->dir_fd, name, text, len);
 }
 
-static int write_epochs(struct km_log *log)
+static bool same_as_file(const struct km_log *log)
+{
+	return log->n_file_epochs == log->n_epochs &&
+	       memcmp(log->file_epochs, log->epochs,
+		      log->n_epochs * sizeof(log->epochs[0])) == 0;
+}
+
+/* Rewrite the file if it differs from the epochs (force: anyway). A
+ * rewrite needs a block, so on a full disk it must be one that changes
+ * something: a recovery that rebuilds the same epochs writes nothing. */
+static int write_epochs(struct km_log *log, bool force)
 {
 	char text[64 + KM_LOG_EPOCHS_MAX * 48];
-	int n = snprintf(text, sizeof(text), "0\n%u\n", log->n_epochs);
+	int n, rc;
 
+	if (log->epochs_deferred || (!force && same_as_file(log)))
+		return 0;
+	n = snprintf(text, sizeof(text), "0\n%u\n", log->n_epochs);
 	for (uint32_t i = 0; i < log->n_epochs; i++)
 		n += snprintf(text + n, sizeof(text) - (size_t)n, "%d %lld\n",
 			      log->epochs[i].epoch,
 			      (long long)log->epochs[i].start_offset);
-	return km_log_write_text_atomic(log, EPOCH_FILE, text, (size_t)n);
+	rc = km_log_write_text_atomic(log, EPOCH_FILE, text, (size_t)n);
+	if (rc == 0) {
+		memcpy(log->file_epochs, log->epochs,
+		       log->n_epochs * sizeof(log->epochs[0]));
+		log->n_file_epochs = log->n_epochs;
+	}
+	return rc;
+}
+
+int km_log_epoch_defer(struct km_log *log, bool defer)
+{
+	log->epochs_deferred = defer;
+	return defer ? 0 : write_epochs(log, false);
 }
 
 int km_log_epoch_note(struct km_log *log, int32_t epoch, int64_t offset)
@@ -50,7 +75,7 @@ int km_log_epoch_note(struct km_log *log, int32_t epoch, int64_t offset)
 		log->n_epochs--;
 	}
 	log->epochs[log->n_epochs++] = (struct log_epoch){ epoch, offset };
-	return write_epochs(log);
+	return write_epochs(log, false);
 }
 
 int km_log_epoch_truncate(struct km_log *log, int64_t end_offset)
@@ -62,7 +87,7 @@ int km_log_epoch_truncate(struct km_log *log, int64_t end_offset)
 	if (n == log->n_epochs)
 		return 0;
 	log->n_epochs = n;
-	return write_epochs(log);
+	return write_epochs(log, false);
 }
 
 /* Kafka's LeaderEpochFileCache.clearAndFlush: written even if already
@@ -70,7 +95,7 @@ int km_log_epoch_truncate(struct km_log *log, int64_t end_offset)
 int km_log_epoch_clear(struct km_log *log)
 {
 	log->n_epochs = 0;
-	return write_epochs(log);
+	return write_epochs(log, true);
 }
 
 int km_log_epoch_load(struct km_log *log)
@@ -97,6 +122,9 @@ int km_log_epoch_load(struct km_log *log)
 				(struct log_epoch){ epoch, start };
 		}
 	fclose(f);
+	memcpy(log->file_epochs, log->epochs,
+	       log->n_epochs * sizeof(log->epochs[0]));
+	log->n_file_epochs = log->n_epochs;
 	return 0;
 }
 

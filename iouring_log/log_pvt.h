@@ -87,6 +87,11 @@ struct km_log {
 
 	struct log_epoch epochs[KM_LOG_EPOCHS_MAX];
 	uint32_t n_epochs;
+	/* What leader-epoch-checkpoint holds, and whether writing it waits
+	 * for the end of a recovery (log_epoch.c). */
+	struct log_epoch file_epochs[KM_LOG_EPOCHS_MAX];
+	uint32_t n_file_epochs;
+	bool epochs_deferred;
 	/* Epoch stamped on CLIENT/CONTROL batches: chosen above every epoch in
 	 * the log at the first local write after mirrored data (R6). */
 	int32_t local_epoch;
@@ -166,6 +171,10 @@ void km_log_scan_fini(struct log_scan *sc);
 int km_log_epoch_note(struct km_log *log, int32_t epoch, int64_t offset);
 int km_log_epoch_truncate(struct km_log *log, int64_t end_offset);
 int km_log_epoch_clear(struct km_log *log);
+/* While deferred, changes stay in memory; ending it writes the file if it
+ * differs (a rescan that rebuilds the same epochs writes nothing: on a
+ * full disk it could not). @return 0 or -errno. */
+int km_log_epoch_defer(struct km_log *log, bool defer);
 int km_log_epoch_load(struct km_log *log);
 int km_log_write_metadata(struct km_log *log);
 int km_log_write_text_atomic(struct km_log *log, const char *name,

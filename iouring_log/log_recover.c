@@ -388,8 +388,11 @@ int km_log_recover(struct km_log *log, struct km_log_recovery *rec)
 		return rc;
 	atomic_store_explicit(&log->start_offset, log->segs[0].base_offset,
 			      memory_order_release);
+	(void)km_log_epoch_defer(log, true);
 	if (!clean || clean_open(log, rec) < 0)
 		rc = unclean_open(log, rec);
+	if (rc == 0)
+		rc = km_log_epoch_defer(log, false);
 	if (rc < 0)
 		return rc;
 	if ((rc = km_log_snap_drop_after(log, log->leo)) < 0)

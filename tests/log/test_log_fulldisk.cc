@@ -1,14 +1,17 @@
 // Goal: when the disk fills, or writes start failing, the log fails cleanly:
-// appends stop with a clear error code (km_log_error() == -ENOSPC, named by
-// km_strerror), further appends are refused with the same code, the log
-// closes without leaving I/O in flight, and everything below the durable
-// offset reads back valid after a reopen. The space the log reserves with
+// an append the disk cannot hold is refused with a clear error code
+// (-ENOSPC, named by km_strerror) and nothing of it written, the batches
+// before it appended whole, the log itself still appendable (test_log_enospc
+// has the rest of that contract: growth, repair, crash); the log closes
+// without leaving I/O in flight, and everything below the durable offset
+// reads back valid after a reopen. The space the log reserves with
 // fallocate ahead of its writes (so an append cannot fail half-way) covers
 // everything it writes - the mmapped index pages included, since a write
 // into an unbacked page of a full filesystem is a SIGBUS, not an error code
 // - and a sealed segment gives its unused reservation back. A failing write
 // path (RLIMIT_FSIZE: -EFBIG from the write itself, not from fallocate) is
-// sticky and clear the same way.
+// sticky and clear.
+// (Offsets may gap: the batch tried after the refusal is ahead of the rest.)
 // Method: a 2 MiB tmpfs mounted for each test (root only: GTEST_SKIP with
 // the reason otherwise), unmounted in TearDown even on failure; the parts
 // that may die of a signal run in a child process, which reports what it saw
@@ -113,7 +116,7 @@ std::string Signal(int status)
 	return "exit " + std::to_string(WEXITSTATUS(status));
 }
 
-TEST_F(FullDisk, EnospcIsClearStickyAndLosesNothingDurable)
+TEST_F(FullDisk, EnospcIsClearRefusesOnlyWhatDoesNotFitAndLosesNothingDurable)
 {
 	std::string dir = mnt_;
 	int status;
@@ -140,19 +143,22 @@ TEST_F(FullDisk, EnospcIsClearStickyAndLosesNothingDurable)
 				for (int done = 0, g = 0; done < 32 && g < 100; g++) {
 					rc = km_log_append_burst(l.log, v.data() + done,
 								 32 - done, KM_ORIGIN_MIRROR, &res);
+					rep.busy_before_close = km_uring_busy(&l.ring);
 					if (rc < 0 || km_log_error(l.log))
 						break;
 					done += rc;
 					rep.appended_batches += rc;
-					if (done < 32)
-						km_uring_poll(&l.ring, true); // queue full
+					// Short: the queue is full (0 now: wait), or
+					// the next batch does not fit (retried at once,
+					// its refusal comes with writes in flight).
+					if (rc == 0)
+						km_uring_poll(&l.ring, true);
 				}
 				off += 128;
 				if (!km_log_error(l.log) && km_log_sync(l.log) == 0)
 					rep.durable = km_log_durable_offset(l.log);
 				Send(fd, rep); // progress, in case of a signal
 			}
-			rep.busy_before_close = km_uring_busy(&l.ring);
 			if (rc >= 0)
 				rc = km_log_error(l.log);
 			rep.stage = 2;
@@ -179,9 +185,11 @@ TEST_F(FullDisk, EnospcIsClearStickyAndLosesNothingDurable)
 	ASSERT_EQ(3, r.stage);
 	EXPECT_GT(r.appended_batches, 300) << "2 MiB hold more than that";
 	EXPECT_EQ(-ENOSPC, r.rc) << km_strerror(r.rc);
-	EXPECT_EQ(-ENOSPC, r.error) << km_strerror(r.error);
+	EXPECT_EQ(0, r.error) << "a refused batch fails the log: "
+			      << km_strerror(r.error);
 	EXPECT_TRUE(r.named) << km_strerror(r.rc);
-	EXPECT_EQ(-ENOSPC, r.again) << "refused with the same code";
+	EXPECT_TRUE(r.again == 1 || r.again == -ENOSPC)
+		<< "a small batch after it: " << km_strerror(r.again);
 	ASSERT_GT(r.busy_before_close, 0u) << "the scenario: the error came mid-burst";
 	EXPECT_EQ(0u, r.busy_after_close) << "km_log_close left I/O in flight";
 
@@ -200,7 +208,7 @@ TEST_F(FullDisk, EnospcIsClearStickyAndLosesNothingDurable)
 				km_batch b;
 				int n = km_batch_parse(&b, &ch, km_chain_start(&ch),
 						       KM_BATCH_BYTES_MAX);
-				if (n <= 0 || km_batch_base_offset(&b) != next)
+				if (n <= 0 || km_batch_base_offset(&b) < next)
 					break;
 				next = km_batch_last_offset(&b) + 1;
 				at += (size_t)n;
