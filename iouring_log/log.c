@@ -26,6 +26,7 @@ void km_log_config_defaults(struct km_log_config *cfg, const char *data_dir,
 	cfg->flush_interval_ms = 1000;
 	cfg->flush_bytes = 64ull << 20;
 	cfg->prealloc_bytes = 64ull << 20;
+	cfg->keep_free_bytes = 1ull << 20;
 	cfg->batch_bytes_max = KM_BATCH_BYTES_MAX;
 	cfg->segments_max = 1024;
 	cfg->retention_ms = -1;

@@ -53,6 +53,9 @@ struct km_log_config {
 	uint64_t flush_bytes;	   /* ... or after this many bytes */
 	bool flush_always;	   /* fdatasync after every append call */
 	uint64_t prealloc_bytes;   /* fallocate step ahead of the write end */
+	/* Bytes of the filesystem MIRROR and CLIENT appends leave free, for
+	 * CONTROL batches and the files of a stop or recovery (1 MiB). */
+	uint64_t keep_free_bytes;
 	uint32_t batch_bytes_max;  /* largest batch accepted */
 	uint32_t segments_max;	   /* segments the log can hold */
 	/* Local caps for km_log_retain_policy (-1: none). */
@@ -127,8 +130,9 @@ int km_log_close(struct km_log *log);
  *
  * Space: each batch's blocks are reserved (fallocate, in steps of
  * prealloc_bytes, smaller ones when the disk cannot hold a step) before
- * producer state sees it. A batch the disk cannot hold is refused with
- * -ENOSPC (or -EDQUOT) and the log unchanged and still appendable: the
+ * producer state sees it. A batch the disk cannot hold (for MIRROR and
+ * CLIENT: without leaving keep_free_bytes free) is refused with -ENOSPC
+ * (or -EDQUOT) and the log unchanged and still appendable: the
  * batches before it are appended, whole, and it is retried once space is
  * back. The rare space failures after that point (the files of a segment
  * roll, or a write on a filesystem without fallocate) fail the log

@@ -332,27 +332,33 @@ static int check_room(struct km_log *log, const struct km_batch *b)
 
 /* Blocks for b in the active segment, so that its write cannot fail for
  * space. No more blocks ahead than a segment holds: small segments must
- * not each pin prealloc_bytes of disk. */
-static int reserve(struct km_log *log, const struct km_batch *b)
+ * not each pin prealloc_bytes of disk. Data leaves keep_free_bytes of the
+ * filesystem to CONTROL batches and the files a stop or a recovery writes,
+ * so that a full disk can still be failed over. */
+static int reserve(struct km_log *log, const struct km_batch *b,
+		   enum km_origin origin)
 {
 	struct km_segment *seg = log_active(log);
 
 	return km_segment_reserve(seg, seg->size_bytes + km_batch_size(b),
 				  log->cfg.prealloc_bytes < log->cfg.segment_bytes
 					  ? log->cfg.prealloc_bytes
-					  : log->cfg.segment_bytes);
+					  : log->cfg.segment_bytes,
+				  origin == KM_ORIGIN_CONTROL
+					  ? 0 : log->cfg.keep_free_bytes);
 }
 
 /* Roll for an accepted batch (its snapshot, snap_len bytes, is in
  * log->snap_buf) and reserve in the new segment. Producer state has taken
  * the batch already, so failures here are sticky: a space error is
  * repaired by km_log_clear_error. */
-static int roll_for(struct km_log *log, struct km_batch *b, int snap_len)
+static int roll_for(struct km_log *log, struct km_batch *b,
+		    enum km_origin origin, int snap_len)
 {
 	int rc = roll(log, km_batch_base_offset(b), snap_len);
 
 	if (rc == 0)
-		rc = reserve(log, b);
+		rc = reserve(log, b, origin);
 	if (rc < 0)
 		km_log_set_error(log, rc); /* nothing of this batch written */
 	return rc;
@@ -417,7 +423,7 @@ static int append_one(struct km_log *log, struct km_batch *b,
 						     log->snap_cap);
 		if (snap_len < 0)
 			return snap_len;
-	} else if ((rc = reserve(log, b)) < 0) {
+	} else if ((rc = reserve(log, b, origin)) < 0) {
 		/* Before producer state sees the batch: a batch the disk
 		 * cannot hold is refused with the log unchanged, and the
 		 * batches before it stay appended (whole batches only). */
@@ -429,7 +435,7 @@ static int append_one(struct km_log *log, struct km_batch *b,
 		res->dup_last_offset = pr.dup_last_offset;
 		return rc;
 	}
-	if (snap_len >= 0 && (rc = roll_for(log, b, snap_len)) < 0)
+	if (snap_len >= 0 && (rc = roll_for(log, b, origin, snap_len)) < 0)
 		return rc;
 	if ((rc = note_side_effects(log, b, &pr)) < 0) {
 		km_log_set_error(log, rc);

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include "common/endian.h"
@@ -491,7 +492,25 @@ static int alloc_step(int fd, uint64_t from, uint64_t need, uint64_t *want)
 	return -ENOSPC; /* not reached: 64 halvings reach need */
 }
 
-int km_segment_reserve(struct km_segment *s, uint64_t end, uint64_t chunk_bytes)
+/* Cap *want so that keep_free bytes of the filesystem stay free.
+ * @return 0, or -ENOSPC if not even need fits above them. */
+static int keep_room(int fd, uint64_t need, uint64_t keep_free, uint64_t *want)
+{
+	struct statvfs sv;
+	uint64_t avail;
+
+	if (keep_free == 0 || fstatvfs(fd, &sv) < 0)
+		return 0; /* no figure: the fallocate decides */
+	avail = (uint64_t)sv.f_bavail * sv.f_frsize;
+	if (avail < need + keep_free)
+		return -ENOSPC;
+	if (*want > avail - keep_free)
+		*want = avail - keep_free;
+	return 0;
+}
+
+int km_segment_reserve(struct km_segment *s, uint64_t end, uint64_t chunk_bytes,
+		       uint64_t keep_free)
 {
 	uint64_t need, want;
 	int rc;
@@ -500,6 +519,9 @@ int km_segment_reserve(struct km_segment *s, uint64_t end, uint64_t chunk_bytes)
 		return 0;
 	need = end - s->reserved_bytes;
 	want = need < chunk_bytes ? chunk_bytes : need;
+	/* Once per step, not per append: the step covers many batches. */
+	if ((rc = keep_room(s->log_fd, need, keep_free, &want)) < 0)
+		return rc;
 	/* A filesystem without fallocate (rc 1) gets no early ENOSPC, only
 	 * the write's own; remember that and stop asking. */
 	if ((rc = alloc_step(s->log_fd, s->reserved_bytes, need, &want)) < 0)

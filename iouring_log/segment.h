@@ -162,11 +162,14 @@ int64_t km_segment_time_lookup(const struct km_segment *s, int64_t ts);
 /**
  * Ensure .log blocks are reserved up to end (fallocate KEEP_SIZE, in steps
  * of chunk_bytes, or of less down to exactly what end needs when the disk
- * cannot hold a whole step), so a write below end cannot fail for space.
- * @return 0, or -errno (-ENOSPC, -EDQUOT: not even what end needs fits;
- *         nothing was written and the segment is unchanged).
+ * cannot hold a whole step), so a write below end cannot fail for space,
+ * leaving keep_free bytes of the filesystem free (0: none; measured with
+ * fstatvfs when blocks must be reserved, never when end is reserved).
+ * @return 0, or -errno (-ENOSPC, -EDQUOT: not even what end needs fits,
+ *         above keep_free; nothing was written, the segment is unchanged).
  */
-int km_segment_reserve(struct km_segment *s, uint64_t end, uint64_t chunk_bytes);
+int km_segment_reserve(struct km_segment *s, uint64_t end, uint64_t chunk_bytes,
+		       uint64_t keep_free);
 
 /** Append one .txnindex entry (synchronous pwrite: aborts are rare). */
 int km_segment_txn_append(struct km_segment *s, const struct km_aborted_txn *t);

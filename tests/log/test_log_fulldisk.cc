@@ -107,6 +107,7 @@ void Tmpfs(km_log_config &c)
 	c.index_bytes_max = 8 * 1024;
 	c.index_interval_bytes = 4096;
 	c.flush_always = true;
+	c.keep_free_bytes = 0; // to the last page: 2 MiB hold little
 }
 
 std::string Signal(int status)
