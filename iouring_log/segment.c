@@ -473,39 +473,43 @@ int64_t km_segment_time_lookup(const struct km_segment *s, int64_t ts)
 	return lo == 0 ? s->base_offset : time_offset(s, map, lo - 1);
 }
 
-/* fallocate [from, from + *want), halving *want on ENOSPC down to need:
- * a step the disk cannot hold says nothing of the batch, and the disk
- * should fill up to its last batch. Only a near-full disk pays the extra
- * calls. @return 0 (*want reserved), 1 (no fallocate here), or -errno. */
+/* fallocate *want bytes at from, or, if the disk cannot hold that, only
+ * need: a step the disk cannot hold says nothing of the batch, and the disk
+ * should fill up to its last batch. @return 0 (*want reserved), 1 (no
+ * fallocate on this filesystem), or -errno. */
 static int alloc_step(int fd, uint64_t from, uint64_t need, uint64_t *want)
 {
-	for (int i = 0; i < 64; i++) {
-		if (fallocate(fd, FALLOC_FL_KEEP_SIZE, (off_t)from,
-			      (off_t)*want) == 0)
-			return 0;
-		if (errno == EOPNOTSUPP)
-			return 1;
-		if (!no_space(errno) || *want == need)
-			return -errno;
-		*want = *want / 2 > need ? *want / 2 : need;
-	}
-	return -ENOSPC; /* not reached: 64 halvings reach need */
+	if (fallocate(fd, FALLOC_FL_KEEP_SIZE, (off_t)from, (off_t)*want) == 0)
+		return 0;
+	if (errno == EOPNOTSUPP)
+		return 1;
+	if (!no_space(errno) || *want == need)
+		return -errno;
+	*want = need;
+	if (fallocate(fd, FALLOC_FL_KEEP_SIZE, (off_t)from, (off_t)need) == 0)
+		return 0;
+	return errno == EOPNOTSUPP ? 1 : -errno;
 }
 
-/* Cap *want so that keep_free bytes of the filesystem stay free.
- * @return 0, or -ENOSPC if not even need fits above them. */
-static int keep_room(int fd, uint64_t need, uint64_t keep_free, uint64_t *want)
+/* Size a step to the filesystem: at most a quarter of what is free above
+ * keep_free, so that near full the steps shrink to what each batch needs
+ * (no preallocation): a near-full disk is shared by every partition, and
+ * a step one of them reserved and does not fill is lost to the others
+ * until its segment seals. @return 0, or -ENOSPC if not even need fits
+ * above keep_free. */
+static int size_step(int fd, uint64_t need, uint64_t keep_free, uint64_t *want)
 {
 	struct statvfs sv;
-	uint64_t avail;
+	uint64_t avail, room;
 
-	if (keep_free == 0 || fstatvfs(fd, &sv) < 0)
+	if (fstatvfs(fd, &sv) < 0)
 		return 0; /* no figure: the fallocate decides */
 	avail = (uint64_t)sv.f_bavail * sv.f_frsize;
 	if (avail < need + keep_free)
 		return -ENOSPC;
-	if (*want > avail - keep_free)
-		*want = avail - keep_free;
+	room = (avail - keep_free) / 4;
+	if (*want > room)
+		*want = room > need ? room : need;
 	return 0;
 }
 
@@ -519,8 +523,9 @@ int km_segment_reserve(struct km_segment *s, uint64_t end, uint64_t chunk_bytes,
 		return 0;
 	need = end - s->reserved_bytes;
 	want = need < chunk_bytes ? chunk_bytes : need;
-	/* Once per step, not per append: the step covers many batches. */
-	if ((rc = keep_room(s->log_fd, need, keep_free, &want)) < 0)
+	/* Once per step, not per append: a step covers many batches while
+	 * the disk has room. */
+	if ((rc = size_step(s->log_fd, need, keep_free, &want)) < 0)
 		return rc;
 	/* A filesystem without fallocate (rc 1) gets no early ENOSPC, only
 	 * the write's own; remember that and stop asking. */

@@ -161,10 +161,11 @@ int64_t km_segment_time_lookup(const struct km_segment *s, int64_t ts);
 
 /**
  * Ensure .log blocks are reserved up to end (fallocate KEEP_SIZE, in steps
- * of chunk_bytes, or of less down to exactly what end needs when the disk
- * cannot hold a whole step), so a write below end cannot fail for space,
- * leaving keep_free bytes of the filesystem free (0: none; measured with
- * fstatvfs when blocks must be reserved, never when end is reserved).
+ * of chunk_bytes but at most a quarter of the free space, and never less
+ * than end needs: near full, exactly that), so a write below end cannot
+ * fail for space, leaving keep_free bytes of the filesystem free (0: none).
+ * Free space is measured (fstatvfs) only when blocks must be reserved,
+ * never when end is already reserved.
  * @return 0, or -errno (-ENOSPC, -EDQUOT: not even what end needs fits,
  *         above keep_free; nothing was written, the segment is unchanged).
  */
