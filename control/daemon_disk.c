@@ -92,6 +92,11 @@ int km_daemon_disk_init(struct km_daemon *d)
 	return 0;
 }
 
+void km_daemon_disk_release(struct km_daemon *d, uint32_t i)
+{
+	d->disk_holds[i].paused = d->disk_holds[i].refused = false;
+}
+
 static void hold(struct km_daemon *d, uint32_t i)
 {
 	d->mstates[i].state = KM_MSTATE_PAUSED;

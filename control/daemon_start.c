@@ -214,7 +214,7 @@ static int start_one(struct km_daemon *d, uint32_t i,
 		     const struct start_args *a, struct km_stop_result *res,
 		     char *err, size_t len)
 {
-	struct km_mstate_rec ms = d->mstates[i];
+	struct km_mstate_rec ms = d->mstates[i], was = d->mstates[i];
 	int rc;
 
 	/* A start that failed in its cut (a full disk, say) is retried with
@@ -229,6 +229,8 @@ static int start_one(struct km_daemon *d, uint32_t i,
 		snprintf(ms.source, sizeof(ms.source), "%s", a->source);
 	d->mstates[i] = ms;
 	if ((rc = save(d, i)) < 0) {
+		/* Not PREPARING on disk, so not in memory: nothing was cut. */
+		d->mstates[i] = was;
 		snprintf(err, len, "%s: %s", KM_MSTATE_FILE, km_strerror(rc));
 		return rc;
 	}

@@ -88,7 +88,7 @@ static int finish_stop(struct km_daemon *d, uint32_t i,
 static int begin_stop(struct km_daemon *d, uint32_t i, int mode,
 		      struct km_stop_result *res, char *err, size_t err_len)
 {
-	struct km_mstate_rec *ms = &d->mstates[i];
+	struct km_mstate_rec *ms = &d->mstates[i], was = d->mstates[i];
 	struct km_part *p = &d->table.parts[i];
 	char dir[4096];
 	int rc;
@@ -116,10 +116,14 @@ static int begin_stop(struct km_daemon *d, uint32_t i, int mode,
 		snprintf(ms->source_cluster_id, sizeof(ms->source_cluster_id),
 			 "%s", cid);
 	if ((rc = km_mstate_save(dir, ms)) < 0) {
+		/* Nothing is cut before STOPPING is on disk: the partition
+		 * stays as it was, and the stop can be asked again. */
+		*ms = was;
 		snprintf(err, err_len, "%.300s/%s: %s", dir, KM_MSTATE_FILE,
 			 km_strerror(rc));
 		return rc;
 	}
+	km_daemon_disk_release(d, i);
 	return finish_stop(d, i, res, err, err_len);
 }
 

@@ -288,7 +288,8 @@ int km_log_clear_error(struct km_log *log)
 		return log->error;
 	if ((rc = drain_failed(log)) < 0 ||
 	    (!log_active(log)->active && (rc = reactivate(log)) < 0)) {
-		KM_WARN("log", "%s: still failed (%s): repairing it: %s",
+		/* Callers retry while the disk is full: not a WARN each time. */
+		KM_DEBUG("log", "%s: still failed (%s): repairing it: %s",
 			log->dir, km_strerror(log->error), km_strerror(rc));
 		return rc;
 	}
@@ -296,7 +297,7 @@ int km_log_clear_error(struct km_log *log)
 	if ((rc = cut(log, &p)) == 0)
 		rc = settle(log);
 	if (rc < 0) {
-		KM_WARN("log", "%s: still failed (%s): repairing it: %s",
+		KM_DEBUG("log", "%s: still failed (%s): repairing it: %s",
 			log->dir, km_strerror(log->error), km_strerror(rc));
 		return rc;
 	}
