@@ -194,7 +194,7 @@ static int on_status(void *ctx, const json_t *req, json_t *resp)
 	json_object_set_new(resp, "disk", json_pack("{s:I, s:I, s:b}",
 		"data_dir_free_bytes", (json_int_t)d->disk_free,
 		"free_min_bytes", (json_int_t)d->cfg->disk_free_min_bytes,
-		"mirroring_paused", d->disk_low));
+		"mirroring_paused", km_daemon_disk_pausing(d)));
 	json_object_set_new(resp, "partitions", rows);
 	json_object_set_new(resp, "groups", groups_section(d, now));
 	km_daemon_net_status(d, resp);
@@ -298,9 +298,9 @@ static int on_metrics(void *ctx, const json_t *req, json_t *resp)
 		 "# TYPE kmirror_data_dir_free_bytes gauge\n"
 		 "kmirror_data_dir_free_bytes %" PRIu64 "\n"
 		 "# HELP kmirror_disk_paused 1 while mirroring is paused for free "
-		 "space (disk.free.min.bytes).\n"
+		 "space (disk.free.min.bytes, or a full disk).\n"
 		 "# TYPE kmirror_disk_paused gauge\nkmirror_disk_paused %d\n",
-	     d->disk_free, d->disk_low ? 1 : 0);
+	     d->disk_free, km_daemon_disk_pausing(d) ? 1 : 0);
 	for (size_t i = 0; i < sizeof(metrics) / sizeof(metrics[0]); i++)
 		emit_metric(&t, d, &metrics[i]);
 	if ((net = km_daemon_net_metrics(d)) != NULL)

@@ -92,6 +92,16 @@ int km_daemon_disk_init(struct km_daemon *d)
 	return 0;
 }
 
+bool km_daemon_disk_pausing(const struct km_daemon *d)
+{
+	if (d->disk_low)
+		return true;
+	for (uint32_t i = 0; i < d->table.n; i++)
+		if (km_daemon_disk_held(d, i))
+			return true;
+	return false;
+}
+
 void km_daemon_disk_release(struct km_daemon *d, uint32_t i)
 {
 	d->disk_holds[i].paused = d->disk_holds[i].refused = false;

@@ -147,6 +147,9 @@ int km_daemon_disk_init(struct km_daemon *d);
 bool km_daemon_disk_hold(struct km_daemon *d, uint32_t i);
 void km_daemon_watch_disk(struct km_daemon *d);
 void km_daemon_disk_reason(const struct km_daemon *d, char *out, size_t cap);
+/* Mirroring is paused for space: under the threshold, or some partition
+ * held after its append was refused (status, kmirror_disk_paused). */
+bool km_daemon_disk_pausing(const struct km_daemon *d);
 /* A stop takes partition i out of the hold (it is no longer PAUSED). */
 void km_daemon_disk_release(struct km_daemon *d, uint32_t i);
 /* Why partition i is held (km_daemon_disk_held): the threshold, or the

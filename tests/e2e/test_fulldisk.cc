@@ -303,6 +303,8 @@ TEST_F(FullDisk, MirrorsWhatFitsPausesForSpaceAndResumesByItselfWhenSpaceReturns
 		<< "mirrored " << bytes << " bytes with " << kFree << " free";
 	EXPECT_LT(free_bytes(dir_.file("fs")), 2ull << 20) << "the disk is not full";
 	ChildResult r;
+	ASSERT_EQ("", ctl(d, { "metrics" }, &r));
+	EXPECT_NE(std::string::npos, r.out.find("\nkmirror_disk_paused 1\n"));
 	EXPECT_NE("", ctl(d, { "resume", key(held) }, &r))
 		<< "resume must refuse while the disk is full";
 	EXPECT_NE(std::string::npos, (r.out + r.err).find("ENOSPC")) << r.out << r.err;
@@ -316,6 +318,8 @@ TEST_F(FullDisk, MirrorsWhatFitsPausesForSpaceAndResumesByItselfWhenSpaceReturns
 	ASSERT_EQ("", wait_caught_up(d, hw));
 	for (int p = 0; p < kParts; p++)
 		expect_same(d, p, hw[p]);
+	ASSERT_EQ("", ctl(d, { "metrics" }, &r));
+	EXPECT_NE(std::string::npos, r.out.find("\nkmirror_disk_paused 0\n"));
 
 	stop_and_start(d, 0, "space back");
 	ASSERT_EQ("", wait_caught_up(d, hw));
