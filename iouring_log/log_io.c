@@ -21,11 +21,14 @@ uint64_t km_log_now_ms(void)
 void km_log_set_error(struct km_log *log, int err)
 {
 	KM_ASSERT(err < 0);
-	if (log->error == 0) {
-		KM_ERROR("log", "%s: %s; refusing appends from offset %lld",
-			 log->dir, km_strerror(err), (long long)log->leo);
-		log->error = err;
-	}
+	if (log->error != 0)
+		return;
+	/* A full disk is waited out (km_log_clear_error), not an error. */
+	KM_LOG(km_log_is_space_error(err) ? KM_LOG_WARN : KM_LOG_ERROR, "log",
+	       "%s: %s; refusing appends from offset %lld%s", log->dir,
+	       km_strerror(err), (long long)log->leo,
+	       km_log_is_space_error(err) ? " until space is back" : "");
+	log->error = err;
 }
 
 static void flush_done(struct km_io_req *req, int res, uint32_t flags);
