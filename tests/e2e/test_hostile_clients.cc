@@ -14,12 +14,15 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <functional>
 #include <thread>
 
 #include <gtest/gtest.h>
 
+#include "common/crc32c.h"
 #include "tests/e2e/daemon.h"
 #include "tests/e2e/e2e_util.h"
+#include "tests/e2e/fake_source.h"
 #include "tests/support/blocking_io.h"
 #include "tests/support/kafka_peers.h"
 
@@ -45,6 +48,58 @@ void put_str(std::vector<uint8_t> &b, const std::string &s)
 {
 	put16(b, (int)s.size());
 	b.insert(b.end(), s.begin(), s.end());
+}
+
+/* A whole Produce v3 frame for topic-0 whose records are `records`. */
+std::vector<uint8_t> produce_frame(int32_t corr, const std::string &topic,
+				   const std::string &records)
+{
+	std::vector<uint8_t> b;
+	put32(b, 0); /* size, set below */
+	put16(b, 0); /* Produce */
+	put16(b, 3);
+	put32(b, corr);
+	put_str(b, "hostile");
+	put16(b, -1); /* transactional_id: null */
+	put16(b, -1); /* acks=all */
+	put32(b, 30000);
+	put32(b, 1);
+	put_str(b, topic);
+	put32(b, 1);
+	put32(b, 0);
+	put32(b, (int64_t)records.size());
+	b.insert(b.end(), records.begin(), records.end());
+	uint32_t n = (uint32_t)(b.size() - 4);
+	b[0] = (uint8_t)(n >> 24);
+	b[1] = (uint8_t)(n >> 16);
+	b[2] = (uint8_t)(n >> 8);
+	b[3] = (uint8_t)n;
+	return b;
+}
+
+/* Set the big-endian int of `len` bytes at off in a batch. */
+void set_be(std::string &b, size_t off, size_t len, int64_t v)
+{
+	for (size_t i = 0; i < len; i++)
+		b[off + i] = (char)(uint8_t)(v >> (8 * (len - 1 - i)));
+}
+
+/* A one-record batch as a plain producer sends it (no producer id), its
+ * header fields then set by `lie`, and its CRC made right again: only
+ * the batch's own consistency can tell. */
+std::string lying_batch(const std::function<void(std::string &)> &lie)
+{
+	std::vector<SourceRecord> expect;
+	auto bs = build_batches(0, 1, 1, &expect);
+	if (bs.empty())
+		return "";
+	std::string b = bs[0];
+	set_be(b, 43, 8, -1); /* producerId */
+	set_be(b, 51, 2, -1); /* producerEpoch */
+	set_be(b, 53, 4, -1); /* baseSequence */
+	lie(b);
+	set_be(b, 17, 4, km_crc32c_update(0, b.data() + 21, b.size() - 21));
+	return b;
 }
 
 /* A whole Produce v3 frame for kTopic-0 whose records are `bytes` bytes
@@ -184,13 +239,15 @@ protected:
 		ASSERT_EQ("", more_at_source(200));
 	}
 
-	void start(int request_timeout_ms)
+	void start(int request_timeout_ms, std::vector<std::string> more = {})
 	{
-		d_ = std::make_unique<Daemon>(dir_.path(), std::vector<std::string>{
+		std::vector<std::string> sets = {
 			"source.bootstrap.servers=" + mock_.bootstrap(),
 			std::string("topics=") + kTopic, "workers=1",
 			"listener.request.timeout.ms=" +
-				std::to_string(request_timeout_ms) });
+				std::to_string(request_timeout_ms) };
+		sets.insert(sets.end(), more.begin(), more.end());
+		d_ = std::make_unique<Daemon>(dir_.path(), sets);
 		ASSERT_EQ("", d_->start());
 		ASSERT_EQ("", caught_up());
 	}
@@ -370,6 +427,68 @@ TEST_F(HostileClients, SlowSenderIsPackedAndAnswered)
 	close(fd);
 	EXPECT_GT(listener("rx_compactions"), 0);
 	EXPECT_EQ(0, listener("protocol_errors"));
+	expect_mirroring();
+}
+
+/* Issue 21 case 2 against kmirrord itself: batches with a valid CRC whose
+ * header disagrees with their one record are INVALID_RECORD (87) on a
+ * writable partition, the log end does not move and no segment is made
+ * (twenty lastOffsetDelta=2^31-1 once moved it to 42949672960), and a
+ * correct batch right after on the same connection is appended at 0. */
+TEST_F(HostileClients, LyingBatchHeadersAreRefusedAndTheLogEndHolds)
+{
+	start(60000, { "local.topics=lt:1" });
+	std::vector<std::string> lies;
+	for (int64_t d : { 1LL, 1000LL, 2147483647LL })
+		lies.push_back(lying_batch(
+			[d](std::string &b) { set_be(b, 23, 4, d); }));
+	for (int64_t n : { 0LL, 2LL, 3LL })
+		lies.push_back(lying_batch(
+			[n](std::string &b) { set_be(b, 57, 4, n); }));
+	for (int i = 0; i < 20; i++)
+		lies.push_back(lying_batch([](std::string &b) {
+			set_be(b, 23, 4, 2147483647LL);
+		}));
+	int fd = raw_connect(d_->port());
+	ASSERT_GE(fd, 0);
+	auto answer = [&](int32_t corr, const std::string &batch) {
+		auto f = produce_frame(corr, "lt", batch);
+		EXPECT_EQ("", io_all(fd, f.data(), f.size(), true,
+				     deadline_in(10000)));
+		uint8_t hdr[8];
+		EXPECT_EQ("", io_all(fd, hdr, 8, false, deadline_in(30000)));
+		uint32_t len = (uint32_t)hdr[0] << 24 | hdr[1] << 16 |
+			       hdr[2] << 8 | hdr[3];
+		std::vector<uint8_t> body(len - 4);
+		EXPECT_EQ("", io_all(fd, body.data(), body.size(), false,
+				     deadline_in(30000)));
+		EXPECT_EQ(corr, (int32_t)((uint32_t)hdr[4] << 24 | hdr[5] << 16 |
+					  hdr[6] << 8 | hdr[7]));
+		size_t at = 4 + 2 + 2 + 4 + 4;
+		return body.size() > at + 2 ? body[at] << 8 | body[at + 1] : -1;
+	};
+	for (size_t i = 0; i < lies.size(); i++) {
+		ASSERT_FALSE(lies[i].empty());
+		EXPECT_EQ(87, answer((int32_t)i + 1, lies[i])) << "lie " << i;
+	}
+	std::map<std::string, PartStatus> st;
+	ASSERT_EQ("", d_->status(&st));
+	EXPECT_EQ(0, st["lt:0"].leo);
+	int logs = 0;
+	for (const Dumped &b : [&] {
+		     std::string tail;
+		     return dump_batches(dir_.path() + "/lt-0", &tail);
+	     }())
+		logs += b.valid;
+	EXPECT_EQ(0, logs) << "nothing of the lies is in the log";
+	EXPECT_EQ(0, answer(100, lying_batch([](std::string &) {})));
+	ASSERT_EQ("", d_->wait_status(
+			      [](const std::map<std::string, PartStatus> &s) {
+				      auto it = s.find("lt:0");
+				      return it != s.end() && it->second.hw == 1;
+			      },
+			      30000));
+	close(fd);
 	expect_mirroring();
 }
 
