@@ -47,58 +47,6 @@ std::string key(int p)
 	return std::string(kTopic) + ":" + std::to_string(p);
 }
 
-uint64_t free_bytes(const std::string &path)
-{
-	struct statvfs sv;
-	return statvfs(path.c_str(), &sv) == 0
-		       ? (uint64_t)sv.f_bavail * sv.f_frsize
-		       : 0;
-}
-
-/* A tmpfs of its own, so that the test controls free space. */
-class Tmpfs {
-public:
-	Tmpfs(const std::string &path, const std::string &size) : path_(path)
-	{
-		mkdir(path.c_str(), 0700);
-		ChildResult r = run_command({ "mount", "-t", "tmpfs", "-o",
-					      "size=" + size, "tmpfs", path },
-					    10000);
-		if (r.exit_code != 0)
-			error_ = "mount tmpfs: " + r.describe();
-	}
-	~Tmpfs()
-	{
-		if (error_.empty())
-			run_command({ "umount", "-l", path_ }, 10000);
-	}
-	const std::string &error() const { return error_; }
-	/* `mount -o remount,size=...`: the space comes back under kmirrord. */
-	std::string grow(const std::string &size)
-	{
-		ChildResult r = run_command({ "mount", "-o", "remount,size=" + size,
-					      path_ },
-					    10000);
-		return r.exit_code == 0 ? "" : "remount: " + r.describe();
-	}
-	/* Leave `leave` bytes free (a file takes the rest, blocks allocated). */
-	std::string fill_to(uint64_t leave)
-	{
-		std::string file = path_ + "/filler";
-		uint64_t free = free_bytes(path_);
-		int fd = open(file.c_str(), O_CREAT | O_WRONLY | O_TRUNC, 0600);
-
-		if (fd < 0 || free <= leave)
-			return "cannot fill " + file;
-		int rc = posix_fallocate(fd, 0, (off_t)(free - leave));
-		close(fd);
-		return rc == 0 ? "" : "fallocate " + file + ": " + strerror(rc);
-	}
-
-private:
-	std::string path_, error_;
-};
-
 /* The final JSON line of a kmirrorctl --json reply. */
 json_t *final_line(const std::string &out)
 {

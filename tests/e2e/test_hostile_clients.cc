@@ -52,7 +52,7 @@ void put_str(std::vector<uint8_t> &b, const std::string &s)
 
 /* A whole Produce v3 frame for topic-0 whose records are `records`. */
 std::vector<uint8_t> produce_frame(int32_t corr, const std::string &topic,
-				   const std::string &records)
+				   const std::string &records, int acks = -1)
 {
 	std::vector<uint8_t> b;
 	put32(b, 0); /* size, set below */
@@ -61,7 +61,7 @@ std::vector<uint8_t> produce_frame(int32_t corr, const std::string &topic,
 	put32(b, corr);
 	put_str(b, "hostile");
 	put16(b, -1); /* transactional_id: null */
-	put16(b, -1); /* acks=all */
+	put16(b, acks);
 	put32(b, 30000);
 	put32(b, 1);
 	put_str(b, topic);
@@ -107,27 +107,7 @@ std::string lying_batch(const std::function<void(std::string &)> &lie)
  * with POLICY_VIOLATION before it reads them). */
 std::vector<uint8_t> produce_frame(int32_t corr, size_t bytes)
 {
-	std::vector<uint8_t> b;
-	put32(b, 0); /* size, set below */
-	put16(b, 0); /* Produce */
-	put16(b, 3);
-	put32(b, corr);
-	put_str(b, "hostile");
-	put16(b, -1); /* transactional_id: null */
-	put16(b, 1);  /* acks */
-	put32(b, 30000);
-	put32(b, 1);
-	put_str(b, kTopic);
-	put32(b, 1);
-	put32(b, 0);
-	put32(b, (int64_t)bytes);
-	b.resize(b.size() + bytes, 0x5a);
-	uint32_t n = (uint32_t)(b.size() - 4);
-	b[0] = (uint8_t)(n >> 24);
-	b[1] = (uint8_t)(n >> 16);
-	b[2] = (uint8_t)(n >> 8);
-	b[3] = (uint8_t)n;
-	return b;
+	return produce_frame(corr, kTopic, std::string(bytes, '\x5a'), 1);
 }
 
 /* A connected socket, non-blocking, TCP_NODELAY. */

@@ -226,37 +226,6 @@ TEST_F(Retention, RetentionBytesBoundsTheDisk)
 	expect_same(d, st.at(kKey).log_start, hi);
 }
 
-/* A tmpfs of its own, so that the test controls free space. */
-class Tmpfs {
-public:
-	Tmpfs(const std::string &path, const std::string &size) : path_(path)
-	{
-		mkdir(path.c_str(), 0700);
-		ChildResult r = run_command({ "mount", "-t", "tmpfs", "-o",
-					      "size=" + size, "tmpfs", path },
-					    10000);
-		if (r.exit_code != 0)
-			error_ = "mount tmpfs: " + r.describe();
-	}
-	~Tmpfs()
-	{
-		if (error_.empty())
-			run_command({ "umount", "-l", path_ }, 10000);
-	}
-	const std::string &error() const { return error_; }
-
-private:
-	std::string path_, error_;
-};
-
-uint64_t free_bytes(const std::string &path)
-{
-	struct statvfs sv;
-	return statvfs(path.c_str(), &sv) == 0
-		       ? (uint64_t)sv.f_bavail * sv.f_frsize
-		       : 0;
-}
-
 /* Leave `leave` bytes free on the filesystem of dir (blocks allocated). */
 std::string fill_to(const std::string &file, uint64_t leave)
 {
