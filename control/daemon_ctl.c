@@ -56,9 +56,14 @@ static void rate(struct km_rate *r, uint64_t bytes, int64_t leo, uint64_t now)
 
 	if (r->at_ms != 0 && now < r->at_ms + 200)
 		return;
+	/* A counter that went back (a new fetcher starts its count again, a
+	 * stop cuts the log) restarts the rate at 0, never a negative or
+	 * wrapped figure. */
 	if (r->at_ms != 0) {
-		r->bytes_per_sec = (double)(bytes - r->bytes) / dt;
-		r->records_per_sec = (double)(leo - r->leo) / dt;
+		r->bytes_per_sec = bytes >= r->bytes
+					   ? (double)(bytes - r->bytes) / dt : 0;
+		r->records_per_sec = leo >= r->leo
+					     ? (double)(leo - r->leo) / dt : 0;
 	}
 	r->bytes = bytes;
 	r->leo = leo;
