@@ -49,6 +49,22 @@ inline uint64_t free_bytes(const std::string &path)
 		       : 0;
 }
 
+/* Leave `leave` bytes free on the filesystem of file (blocks allocated). */
+inline std::string fill_to(const std::string &file, uint64_t leave)
+{
+	uint64_t free = free_bytes(file.substr(0, file.rfind('/')));
+	int fd = open(file.c_str(), O_CREAT | O_WRONLY | O_TRUNC, 0600);
+
+	if (fd < 0 || free <= leave) {
+		if (fd >= 0)
+			close(fd);
+		return "cannot fill " + file;
+	}
+	int rc = posix_fallocate(fd, 0, (off_t)(free - leave));
+	close(fd);
+	return rc == 0 ? "" : "fallocate " + file + ": " + strerror(rc);
+}
+
 /* A tmpfs of its own, so that the test controls free space. */
 class Tmpfs {
 public:
@@ -78,15 +94,7 @@ public:
 	/* Leave `leave` bytes free (a file takes the rest, blocks allocated). */
 	std::string fill_to(uint64_t leave)
 	{
-		std::string file = path_ + "/filler";
-		uint64_t free = free_bytes(path_);
-		int fd = open(file.c_str(), O_CREAT | O_WRONLY | O_TRUNC, 0600);
-
-		if (fd < 0 || free <= leave)
-			return "cannot fill " + file;
-		int rc = posix_fallocate(fd, 0, (off_t)(free - leave));
-		close(fd);
-		return rc == 0 ? "" : "fallocate " + file + ": " + strerror(rc);
+		return kmtest::fill_to(path_ + "/filler", leave);
 	}
 
 private:

@@ -217,20 +217,30 @@ protected:
 
 	MockCluster mock_{ 1 };
 	TempDir dir_{ "km-full" };
+	/* Start d, fill the disk to kFree, produce more than fits and wait
+	 * until every partition is held for space; *hw: the source's ends. */
+	std::string run_until_full(Daemon &d, std::vector<int64_t> *hw)
+	{
+		if (std::string e = d.start(); !e.empty())
+			return e;
+		if (std::string e = wait_all_mirroring(d); !e.empty())
+			return e;
+		if (std::string e = fs_->fill_to(kFree); !e.empty())
+			return e;
+		produce_all();
+		for (int p = 0; p < kParts; p++)
+			hw->push_back(source_hw(p));
+		return wait_full(d, *hw);
+	}
+
 	std::unique_ptr<Tmpfs> fs_;
 };
 
 TEST_F(FullDisk, MirrorsWhatFitsPausesForSpaceAndResumesByItselfWhenSpaceReturns)
 {
 	Daemon d(data_dir(), sets());
-	ASSERT_EQ("", d.start());
-	ASSERT_EQ("", wait_all_mirroring(d));
-	ASSERT_EQ("", fs_->fill_to(kFree));
-	produce_all();
 	std::vector<int64_t> hw;
-	for (int p = 0; p < kParts; p++)
-		hw.push_back(source_hw(p));
-	ASSERT_EQ("", wait_full(d, hw));
+	ASSERT_EQ("", run_until_full(d, &hw));
 
 	/* As far as space allows: all but the 1 MiB kept for a stop, a
 	 * refused batch per partition and the segments' own files. */
@@ -280,14 +290,8 @@ TEST_F(FullDisk, MirrorsWhatFitsPausesForSpaceAndResumesByItselfWhenSpaceReturns
 TEST_F(FullDisk, TheFreeSpaceThresholdAndTheRefusedAppendPauseAlike)
 {
 	Daemon d(data_dir(), sets("2M", "1M"));
-	ASSERT_EQ("", d.start());
-	ASSERT_EQ("", wait_all_mirroring(d));
-	ASSERT_EQ("", fs_->fill_to(kFree));
-	produce_all();
 	std::vector<int64_t> hw;
-	for (int p = 0; p < kParts; p++)
-		hw.push_back(source_hw(p));
-	ASSERT_EQ("", wait_full(d, hw));
+	ASSERT_EQ("", run_until_full(d, &hw));
 	StatusMap st;
 	ASSERT_EQ("", d.status(&st));
 	for (int p = 0; p < kParts; p++) {
@@ -311,14 +315,8 @@ TEST_F(FullDisk, TheFreeSpaceThresholdAndTheRefusedAppendPauseAlike)
 TEST_F(FullDisk, Kill9WhileFullRecoversOnTheFullDisk)
 {
 	Daemon d(data_dir(), sets("0", "1M"));
-	ASSERT_EQ("", d.start());
-	ASSERT_EQ("", wait_all_mirroring(d));
-	ASSERT_EQ("", fs_->fill_to(kFree));
-	produce_all();
 	std::vector<int64_t> hw;
-	for (int p = 0; p < kParts; p++)
-		hw.push_back(source_hw(p));
-	ASSERT_EQ("", wait_full(d, hw));
+	ASSERT_EQ("", run_until_full(d, &hw));
 	StatusMap before;
 	ASSERT_EQ("", d.status(&before));
 	ASSERT_EQ("", d.kill9());

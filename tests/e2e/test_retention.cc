@@ -226,19 +226,6 @@ TEST_F(Retention, RetentionBytesBoundsTheDisk)
 	expect_same(d, st.at(kKey).log_start, hi);
 }
 
-/* Leave `leave` bytes free on the filesystem of dir (blocks allocated). */
-std::string fill_to(const std::string &file, uint64_t leave)
-{
-	uint64_t free = free_bytes(file.substr(0, file.rfind('/')));
-	int fd = open(file.c_str(), O_CREAT | O_WRONLY | O_TRUNC, 0600);
-
-	if (fd < 0 || free <= leave)
-		return "cannot fill " + file;
-	int rc = posix_fallocate(fd, 0, (off_t)(free - leave));
-	close(fd);
-	return rc == 0 ? "" : "fallocate " + file + ": " + strerror(rc);
-}
-
 TEST_F(Retention, PausesWhileDataDirIsShortOfSpace)
 {
 	if (geteuid() != 0)
