@@ -3,12 +3,14 @@
 
 #include <librdkafka/rdkafka.h>
 #include <liburing.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <memory>
 
 #include "common/errors.h"
 #include "fe_support.h"
@@ -85,6 +87,10 @@ std::string Server::Open(const std::vector<PartSpec> &parts)
 		lc.index_bytes_max = 64 * 1024;
 		lc.prealloc_bytes = 1 << 20;
 		lc.flush_interval_ms = 20;
+		if (hold_durability_) {
+			lc.flush_interval_ms = 3600 * 1000;
+			lc.flush_bytes = 1ull << 40;
+		}
 		if ((rc = km_log_open(&log, &lc, &ring_, nullptr)) < 0)
 			return Why("km_log_open", rc);
 		logs_.push_back(log);
@@ -99,6 +105,7 @@ std::string Server::Open(const std::vector<PartSpec> &parts)
 		lws_.push_back(lw);
 		fe_parts_set(parts_, (uint32_t)i, parts[i].topic.c_str(),
 			     parts[i].partition, parts[i].writable, log, lw);
+		fe_parts_set_internal(parts_, (uint32_t)i, parts[i].internal);
 	}
 	km_frontend_config fc = {};
 	fc.net = net_;
@@ -263,6 +270,34 @@ uint64_t Server::ProduceCalls(size_t i)
 	uint64_t v = 0;
 	Run([&] { v = fe_parts_produce_calls(parts_, (uint32_t)i); });
 	return v;
+}
+
+int Server::GroupSync(km_group_sync *s, int timeout_ms)
+{
+	// Shared: a callback that comes after the deadline still has its
+	// place to write to.
+	using Flag = std::shared_ptr<std::atomic<int>>;
+	Flag rc = std::make_shared<std::atomic<int>>(1);
+	Flag *held = new Flag(rc);
+	int sub = 0;
+	Run([&] {
+		sub = km_frontend_group_sync(
+			fe_, s,
+			[](void *arg, int r) {
+				Flag *p = static_cast<Flag *>(arg);
+				(*p)->store(r);
+				delete p;
+			},
+			held);
+	});
+	if (sub < 0) {
+		delete held; // done will not run
+		return sub;
+	}
+	uint64_t end = MonoMs() + (uint64_t)timeout_ms;
+	while (rc->load() == 1 && MonoMs() < end)
+		std::this_thread::sleep_for(std::chrono::milliseconds(1));
+	return rc->load() == 1 ? -ETIMEDOUT : rc->load();
 }
 
 void Server::SetError(size_t i, int err)

@@ -37,6 +37,7 @@ struct PartSpec {
 	std::string topic;
 	int32_t partition;
 	bool writable;
+	bool internal = false; /* km_part.internal: Produce refused */
 };
 
 class Server {
@@ -46,6 +47,10 @@ public:
 	Server(const Server &) = delete;
 	Server &operator=(const Server &) = delete;
 
+	// Before Start(): the logs' timer and byte count never flush, so
+	// only a km_log_flush (an acks=-1 write asks for one) makes data
+	// durable, and the appended offset can be held ahead of it.
+	void HoldDurability() { hold_durability_ = true; }
 	// Parts in (topic, partition) order. "" on success, else why not.
 	std::string Start(const std::vector<PartSpec> &parts);
 	// Stop the loop (front-end stopped, connections closed, writers
@@ -66,6 +71,10 @@ public:
 	km_net_stats NetStats();
 	int64_t EndOffset(size_t i); // km_log_end_offset, on the owner
 	uint64_t ProduceCalls(size_t i);
+	// km_frontend_group_sync on the loop's thread, waiting (up to
+	// timeout_ms) for its done callback: that callback's code, or the
+	// call's own, or -ETIMEDOUT.
+	int GroupSync(km_group_sync *s, int timeout_ms);
 	// Take partition i offline (a log error published) or back (0).
 	void SetError(size_t i, int err);
 	// What went wrong inside the loop ("" if nothing).
@@ -97,6 +106,7 @@ private:
 	std::deque<std::function<void()> *> tasks_;
 	std::atomic<bool> has_tasks_{false};
 	std::string loop_err_;
+	bool hold_durability_ = false;
 };
 
 // Milliseconds on CLOCK_MONOTONIC, the front-end's clock.

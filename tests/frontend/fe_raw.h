@@ -1,8 +1,9 @@
 // Raw Kafka peers for the front-end suite: a blocking socket with
 // deadline-bounded reads, request frames built with kafka/proto.h's
-// encoders, Produce requests over any records bytes (however wrong), and
-// the gtest fixture of a server plus one such connection. Shared by
-// test_frontend_raw.cc and test_produce_validate.cc.
+// encoders, Produce requests over any records bytes (however wrong),
+// Fetch requests and their responses parsed batch by batch, and the gtest
+// fixture of a server plus one such connection. Shared by
+// test_frontend_raw.cc, test_produce_validate.cc and test_serving_rules.cc.
 #ifndef KM_TESTS_FRONTEND_FE_RAW_H
 #define KM_TESTS_FRONTEND_FE_RAW_H
 
@@ -23,6 +24,7 @@
 
 #include "common/errors.h"
 #include "fe_harness.h"
+#include "kafka/batch.h"
 #include "kafka/proto.h"
 #include "kafka/wire.h"
 
@@ -179,6 +181,95 @@ inline Bytes ProduceReq(int32_t corr, int16_t ver, int16_t acks,
 		}
 		km_produce_req_enc_end(&e);
 	});
+}
+
+// One partition of a Fetch request.
+struct FetchPart {
+	std::string topic;
+	int32_t partition;
+	int64_t offset;
+	int32_t max_bytes;
+};
+
+inline Bytes FetchReq(int32_t corr, int16_t ver, int32_t max_wait,
+		      int32_t max_bytes, const std::vector<FetchPart> &parts,
+		      int32_t session_id = 0, int32_t session_epoch = -1,
+		      int8_t isolation = 0)
+{
+	std::vector<km_proto_topic> topics;
+	std::vector<km_fetch_req_part> ps;
+	for (const FetchPart &p : parts) {
+		if (topics.empty() ||
+		    strcmp(topics.back().name.s, p.topic.c_str()) != 0) {
+			km_proto_topic t = {};
+			km_wire_name_set(&t.name, p.topic.c_str());
+			t.first = (uint32_t)ps.size();
+			topics.push_back(t);
+		}
+		topics.back().count++;
+		ps.push_back({p.partition, -1, p.offset, -1, p.max_bytes});
+	}
+	km_fetch_req m = {};
+	m.replica_id = -1;
+	m.max_wait_ms = max_wait;
+	m.min_bytes = 1;
+	m.max_bytes = max_bytes;
+	m.isolation_level = isolation;
+	m.session_id = session_id;
+	m.session_epoch = session_epoch;
+	m.topics = topics.data();
+	m.n_topics = m.topics_max = (uint32_t)topics.size();
+	m.parts = ps.data();
+	m.n_parts = m.parts_max = (uint32_t)ps.size();
+	km_wire_name_set(&m.rack_id, "");
+	return Req(KM_API_FETCH, ver, corr,
+		   [&](km_wire_wr *w) { km_fetch_req_encode(w, ver, &m); });
+}
+
+// A Fetch response, every served batch parsed (a partial one fails).
+struct FetchOut {
+	int16_t top_error = 0;
+	struct Part {
+		std::string topic;
+		int32_t partition;
+		int16_t error;
+		int64_t hw;
+		int64_t lso;
+		int64_t log_start;
+		std::vector<int64_t> batch_bases; /* of whole batches */
+		std::vector<int64_t> batch_lasts; /* their last offsets */
+		uint32_t bytes;
+	};
+	std::vector<Part> parts;
+};
+
+inline void DecodeFetch(Resp *x, int16_t ver, FetchOut *out)
+{
+	km_fetch_aborted ab[64];
+	km_fetch_resp_iter it;
+	km_fetch_part p;
+	ASSERT_EQ(0, km_fetch_resp_begin(&it, &x->r, ver, ab, 64));
+	out->top_error = it.error_code;
+	int rc;
+	while ((rc = km_fetch_resp_next_partition(&it, &p)) == 1) {
+		FetchOut::Part o = {it.cur.topic.s, p.partition, p.error_code,
+				    p.high_watermark, p.last_stable_offset,
+				    p.log_start_offset, {}, {}, 0};
+		o.bytes = p.records.len > 0 ? (uint32_t)p.records.len : 0;
+		km_chain_cur cur = p.records.cur;
+		uint32_t left = o.bytes;
+		while (left > 0) {
+			km_batch b;
+			int n = km_batch_parse(&b, &x->ch, cur, left);
+			ASSERT_GT(n, 0) << "a partial or bad batch was served";
+			o.batch_bases.push_back(km_batch_base_offset(&b));
+			o.batch_lasts.push_back(km_batch_last_offset(&b));
+			km_chain_advance(&x->ch, &cur, (size_t)n);
+			left -= (uint32_t)n;
+		}
+		out->parts.push_back(o);
+	}
+	ASSERT_EQ(0, rc) << km_strerror(rc);
 }
 
 // A front-end serving parts, and one raw connection to it.

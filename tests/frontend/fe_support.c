@@ -93,6 +93,11 @@ uint64_t fe_parts_produce_calls(const struct fe_parts *t, uint32_t i)
 	return t->calls[i];
 }
 
+void fe_parts_set_internal(struct fe_parts *t, uint32_t i, int internal)
+{
+	t->table.parts[i].internal = internal != 0;
+}
+
 void fe_parts_set_error(struct fe_parts *t, uint32_t i, int err)
 {
 	atomic_store(&t->table.parts[i].error, err);

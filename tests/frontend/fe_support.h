@@ -26,6 +26,8 @@ void fe_parts_set(struct fe_parts *t, uint32_t i, const char *topic,
 		  struct km_local_write *lw);
 const struct km_part_table *fe_parts_table(struct fe_parts *t);
 const struct km_part_ops *fe_parts_ops(struct fe_parts *t);
+/* Mark partition i internal (__consumer_offsets: clients may not Produce). */
+void fe_parts_set_internal(struct fe_parts *t, uint32_t i, int internal);
 /* ops->produce calls that reached a partition's writer. */
 uint64_t fe_parts_produce_calls(const struct fe_parts *t, uint32_t i);
 /* Take partition i offline (error set) or back (0). */

@@ -44,6 +44,9 @@ namespace {
 
 using fetest::BodyFn;
 using fetest::Bytes;
+using fetest::DecodeFetch;
+using fetest::FetchOut;
+using fetest::FetchReq;
 using fetest::MonoMs;
 using fetest::Open;
 using fetest::PartSpec;
@@ -79,90 +82,6 @@ Bytes Batch(int n, size_t value_bytes = 16, int16_t attrs = 0,
 	EXPECT_EQ((int)out.size(), km_records_build(out.data(), out.size(),
 						     &spec, recs.data(), n));
 	return out;
-}
-
-struct FetchPart {
-	std::string topic;
-	int32_t partition;
-	int64_t offset;
-	int32_t max_bytes;
-};
-
-Bytes FetchReq(int32_t corr, int16_t ver, int32_t max_wait, int32_t max_bytes,
-	       const std::vector<FetchPart> &parts, int32_t session_id = 0,
-	       int32_t session_epoch = -1, int8_t isolation = 0)
-{
-	std::vector<km_proto_topic> topics;
-	std::vector<km_fetch_req_part> ps;
-	for (const FetchPart &p : parts) {
-		if (topics.empty() ||
-		    strcmp(topics.back().name.s, p.topic.c_str()) != 0) {
-			km_proto_topic t = {};
-			km_wire_name_set(&t.name, p.topic.c_str());
-			t.first = (uint32_t)ps.size();
-			topics.push_back(t);
-		}
-		topics.back().count++;
-		ps.push_back({p.partition, -1, p.offset, -1, p.max_bytes});
-	}
-	km_fetch_req m = {};
-	m.replica_id = -1;
-	m.max_wait_ms = max_wait;
-	m.min_bytes = 1;
-	m.max_bytes = max_bytes;
-	m.isolation_level = isolation;
-	m.session_id = session_id;
-	m.session_epoch = session_epoch;
-	m.topics = topics.data();
-	m.n_topics = m.topics_max = (uint32_t)topics.size();
-	m.parts = ps.data();
-	m.n_parts = m.parts_max = (uint32_t)ps.size();
-	km_wire_name_set(&m.rack_id, "");
-	return Req(KM_API_FETCH, ver, corr,
-		   [&](km_wire_wr *w) { km_fetch_req_encode(w, ver, &m); });
-}
-
-struct FetchOut {
-	int16_t top_error = 0;
-	struct Part {
-		std::string topic;
-		int32_t partition;
-		int16_t error;
-		int64_t hw;
-		int64_t lso;
-		int64_t log_start;
-		std::vector<int64_t> batch_bases; /* of whole batches */
-		uint32_t bytes;
-	};
-	std::vector<Part> parts;
-};
-
-void DecodeFetch(Resp *x, int16_t ver, FetchOut *out)
-{
-	km_fetch_aborted ab[64];
-	km_fetch_resp_iter it;
-	km_fetch_part p;
-	ASSERT_EQ(0, km_fetch_resp_begin(&it, &x->r, ver, ab, 64));
-	out->top_error = it.error_code;
-	int rc;
-	while ((rc = km_fetch_resp_next_partition(&it, &p)) == 1) {
-		FetchOut::Part o = {it.cur.topic.s, p.partition, p.error_code,
-				    p.high_watermark, p.last_stable_offset,
-				    p.log_start_offset, {}, 0};
-		o.bytes = p.records.len > 0 ? (uint32_t)p.records.len : 0;
-		km_chain_cur cur = p.records.cur;
-		uint32_t left = o.bytes;
-		while (left > 0) {
-			km_batch b;
-			int n = km_batch_parse(&b, &x->ch, cur, left);
-			ASSERT_GT(n, 0) << "a partial or bad batch was served";
-			o.batch_bases.push_back(km_batch_base_offset(&b));
-			km_chain_advance(&x->ch, &cur, (size_t)n);
-			left -= (uint32_t)n;
-		}
-		out->parts.push_back(o);
-	}
-	ASSERT_EQ(0, rc) << km_strerror(rc);
 }
 
 class Raw : public RawOn<&kParts> {
