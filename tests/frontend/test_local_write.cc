@@ -168,11 +168,24 @@ TEST_F(LocalWrite, AppendsAndReportsOnlyFromPoll)
 }
 
 // acks=-1 is answered once the batch is durable (R6), and the writer
-// flushes itself: the log's timer would take an hour here.
+// flushes itself: the log's timer would take an hour here. The ring is
+// stepped by hand to hold the moment between the two: the log issues its
+// fdatasync only from the write's completion, and it reaches the kernel
+// only at the next submit, so after the completion that publishes the
+// appended offset nothing is synced yet, whatever the disk's speed.
 TEST_F(LocalWrite, AcksAllWaitsForDurable)
 {
 	fe_outcome a;
 	ASSERT_EQ(0, Submit(Batch(4), -1, &a));
+	km_local_write_poll(lw_); // hands the batch to the log, asks a sync
+	auto end = Clock::now() + std::chrono::seconds(10);
+	while (km_log_appended_offset(log_) < 4 && Clock::now() < end)
+		ASSERT_GE(km_uring_poll(&ring_, true), 0); // reaps, no submit after
+	ASSERT_EQ(4, km_log_appended_offset(log_));
+	ASSERT_EQ(0, km_log_durable_offset(log_));
+	km_local_write_poll(lw_);
+	EXPECT_EQ(0, a.done) << "acks=-1 answered before its batch was synced";
+	ASSERT_EQ(0, km_log_durable_offset(log_)) << "the check ran held";
 	ASSERT_NO_FATAL_FAILURE(Done(a));
 	EXPECT_EQ(0, a.err);
 	EXPECT_EQ(0, a.base_offset);
