@@ -212,10 +212,11 @@ typedef void (*km_frontend_sync_fn)(void *arg, int rc);
 
 /**
  * Store what s holds, each offset clamped to max(log start, min(source
- * offset, log end)) of our partition (identical offsets on both sides: no
- * translation), unless the group has active members here. Only offsets
- * ahead of ours are written: a sync never moves a group back. done(arg, rc) runs once they are
- * durable (possibly before this returns).
+ * offset, durable offset)) of our partition (identical offsets on both
+ * sides: no translation; the durable offset is the high watermark clients
+ * see), unless the group has active members here. Only offsets ahead of
+ * ours are written: a sync never moves a group back. done(arg, rc) runs
+ * once they are durable (possibly before this returns).
  * @return 0 (done will run), or a negative code (it will not).
  */
 int km_frontend_group_sync(struct km_frontend *fe, struct km_group_sync *s,

@@ -456,7 +456,9 @@ static void maybe_compact(struct km_frontend *fe)
 
 /* ---- offset sync from the source ------------------------------------------- */
 
-/* max(log start, min(source, log end)), or -1 if we do not have it. */
+/* max(log start, min(source, durable offset)), or -1 if we do not have it.
+ * The durable offset is the high watermark clients see (R6): a group sent
+ * past it would get OFFSET_OUT_OF_RANGE and reset, perhaps to the start. */
 static int64_t clamp(struct km_frontend *fe, const struct km_group_sync_part *sp)
 {
 	struct km_part *p = km_part_find(fe->table, sp->topic, sp->partition);
@@ -465,7 +467,7 @@ static int64_t clamp(struct km_frontend *fe, const struct km_group_sync_part *sp
 	if (p == NULL || p->internal || p->log == NULL || v < 0)
 		return -1;
 	start = km_log_start_offset(p->log);
-	end = km_log_appended_offset(p->log);
+	end = km_log_durable_offset(p->log);
 	v = v < end ? v : end;
 	return v > start ? v : start;
 }

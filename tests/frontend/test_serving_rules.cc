@@ -8,7 +8,9 @@
 // INVALID_TOPIC_EXCEPTION at acks 1 and -1 (the connection closed at acks
 // 0), writing nothing, as Kafka's ReplicaManager refuses it ("Cannot
 // append to internal topic"); the group coordinator still writes it and
-// clients may read it.
+// clients may read it. The offset sync from the source
+// (km_frontend_group_sync): a synced offset is clamped to our durable
+// offset, and never moves a group's committed offset backwards.
 // Method: fe_harness.h's server with HoldDurability(): no timer or byte
 // count flushes, so an acks=1 Produce leaves the appended offset ahead of
 // the durable one until an acks=-1 write or a km_log_flush on the loop's
@@ -313,6 +315,57 @@ TEST_F(Rules, ProduceToAnInternalTopicIsRefused)
 	EXPECT_TRUE(c_.WaitClosed());
 	EXPECT_EQ(1, srv_.EndOffset(oi));
 	EXPECT_EQ(calls, srv_.ProduceCalls(oi));
+}
+
+// A synced offset goes no further than what clients can read here (the
+// durable offset, not the appended one), and never moves a group back.
+TEST_F(Rules, OffsetSyncIsClampedAndNeverGoesBack)
+{
+	PartSpec offsets = {"__consumer_offsets", 0, true};
+	offsets.internal = true;
+	ASSERT_NO_FATAL_FAILURE(Start({offsets, {"t", 0, true}}));
+	km_log *log = srv_.log(srv_.index("t", 0));
+	int64_t base;
+
+	ASSERT_EQ(KM_KERR_NONE, Produce("t", 0, Batch(10), -1, &base));
+	ASSERT_EQ(KM_KERR_NONE, Produce("t", 0, Batch(5), 1, &base));
+	ASSERT_NO_FATAL_FAILURE(UntilAppended(log, 15));
+	ASSERT_EQ(10, km_log_durable_offset(log));
+
+	km_group_sync_part sp = {};
+	snprintf(sp.topic, sizeof(sp.topic), "t");
+	sp.partition = 0;
+	sp.leader_epoch = -1;
+	km_group_sync s = {};
+	snprintf(s.group, sizeof(s.group), "g");
+	s.parts = &sp;
+	s.n_parts = 1;
+	struct Step {
+		int64_t source, stored;
+		const char *why;
+	};
+	auto run = [&](const Step &st) {
+		SCOPED_TRACE(st.why);
+		sp.source_offset = st.source;
+		sp.stored = sp.previous = -2;
+		ASSERT_EQ(0, srv_.GroupSync(&s, 10000));
+		EXPECT_EQ(st.stored, sp.stored);
+		EXPECT_EQ(st.stored, Committed("g", "t", 0));
+	};
+	// The source is ahead of us: up to our durable offset, not the
+	// appended one a consumer would be told is out of range.
+	ASSERT_NO_FATAL_FAILURE(run({100, 10, "source past our log end"}));
+	ASSERT_EQ(15, km_log_appended_offset(log));
+	ASSERT_EQ(10, km_log_durable_offset(log)) << "the sync ran held";
+	ASSERT_NO_FATAL_FAILURE(run({12, 10, "source between durable and appended"}));
+	// Behind what the group has here: it stays.
+	ASSERT_NO_FATAL_FAILURE(run({4, 10, "source behind the group"}));
+	ASSERT_NO_FATAL_FAILURE(run({0, 10, "source at 0"}));
+	// Once synced, the clamp moves with the durable offset.
+	ASSERT_NO_FATAL_FAILURE(Flush(srv_.index("t", 0)));
+	ASSERT_NO_FATAL_FAILURE(run({12, 12, "source within our log"}));
+	ASSERT_NO_FATAL_FAILURE(run({100, 15, "source past our log end"}));
+	ASSERT_NO_FATAL_FAILURE(run({13, 15, "source behind the group"}));
 }
 
 } // namespace
