@@ -4,7 +4,8 @@
  * cluster id, cuts its own log there (the writes A took after B's failover
  * go, and are reported), copies B's barrier and B's new data, then stops
  * again and takes local writes. Offsets are identical on A and B at every
- * step. Real librdkafka producers and consumers. */
+ * step; a common point below A's log start (A's retention deleted it)
+ * restarts A's log there. Real librdkafka producers and consumers. */
 #include <signal.h>
 
 #include <functional>
@@ -30,12 +31,13 @@ std::function<bool(const StatusMap &)> at(const char *key, int64_t hw)
 	};
 }
 
-std::vector<Message> read_all(const Daemon &d)
+std::vector<Message> read_all(const Daemon &d, int64_t from = 0)
 {
 	std::vector<Message> got;
 	ConsumeSpec cs;
 	cs.topic = "t";
 	cs.partition = 0;
+	cs.from = from;
 	EXPECT_EQ("", consume(d.bootstrap(), cs, &got));
 	return got;
 }
@@ -72,9 +74,21 @@ bool has_barrier(const std::string &text, const std::string &cluster_id)
  * after B's failover: split brain, which the failback discards. */
 struct Pair {
 	TempDir ta{ "km-fb-a" }, tb{ "km-fb-b" };
-	Daemon a{ ta.path(), { "local.topics=t:1" } };
+	Daemon a;
 	std::unique_ptr<Daemon> bp; /* its source is A's ephemeral port */
 	std::string a_id, b_id;
+
+	/* a_sets: more of A's keys. */
+	explicit Pair(std::vector<std::string> a_sets = {})
+		: a(ta.path(), with(std::move(a_sets), "local.topics=t:1"))
+	{
+	}
+	static std::vector<std::string> with(std::vector<std::string> v,
+					     const std::string &one)
+	{
+		v.push_back(one);
+		return v;
+	}
 
 	Daemon &b() { return *bp; }
 
@@ -208,6 +222,55 @@ TEST(Failback, RefusesWithoutACommonHistory)
 	EXPECT_NE(std::string::npos, r.out.find("\"removed_records\":402")) << r.out;
 	ASSERT_EQ("", p.a.wait_status(at("t:0", 401), 60000));
 	expect_same(p.a, p.b(), 400);
+}
+
+/* The common point (B's barrier, 300) is below A's log start: A's
+ * retention deleted it while A took split-brain writes. The cut then
+ * empties A's log and restarts it at 300 (Kafka's truncateFullyAndStartAt),
+ * so that A copies B's barrier and data at B's offsets; a log left starting
+ * at its old start would be ahead of B's, or missing [300, start). */
+TEST(Failback, CommonPointBelowOurLogStartRestartsTheLogThere)
+{
+	Pair p({ "segment.bytes=16384", "topic.retention.bytes=t:65536" });
+	ASSERT_EQ("", p.set_up());
+	ProduceSpec more = idempotent("t", 0, 2000, 7);
+	more.value_size = 1000;
+	ASSERT_EQ("", produce(p.a.bootstrap(), more));
+	ASSERT_EQ("", p.a.wait_status([](const StatusMap &st) {
+		return st.count("t:0") && st.at("t:0").leo == 2350 &&
+		       st.at("t:0").log_start > 401;
+	}, 30000)) << "A's retention did not pass the common point";
+
+	ChildResult r;
+	ASSERT_EQ("", ctl(p.a, { "failback", "t:0", "--source", p.b().bootstrap(),
+				 "--json" }, &r));
+	EXPECT_NE(std::string::npos, r.out.find("\"truncated_to\":300")) << r.out;
+	/* Everything from A's log start (which retention may still move)
+	 * to its end. */
+	size_t at_removed = r.out.find("\"removed_records\":");
+	ASSERT_NE(std::string::npos, at_removed) << r.out;
+	int64_t removed = std::stoll(r.out.substr(at_removed + 18));
+	EXPECT_GT(removed, 0) << r.out;
+	EXPECT_LT(removed, 2350 - 401) << r.out;
+	ASSERT_EQ("", p.a.wait_status(at("t:0", 401), 30000));
+	StatusMap st;
+	ASSERT_EQ("", p.a.status(&st));
+	EXPECT_EQ("MIRRORING", st["t:0"].state);
+	EXPECT_EQ(300, st["t:0"].log_start);
+
+	/* B's barrier (naming A) first, at 300, then B's 100 records at B's
+	 * offsets, byte for byte. */
+	std::string text = dump(p.ta.path() + "/t-0/00000000000000000300.log");
+	EXPECT_NE(std::string::npos, text.find(barrier_line(300))) << text.substr(0, 2000);
+	EXPECT_TRUE(has_barrier(text, p.a_id));
+	std::vector<Message> a = read_all(p.a, 300), b = read_all(p.b());
+	ASSERT_EQ(100u, a.size());
+	ASSERT_EQ(400u, b.size());
+	for (size_t i = 0; i < 100; i++) {
+		EXPECT_EQ(b[300 + i].offset, a[i].offset) << i;
+		EXPECT_EQ(b[300 + i].value, a[i].value) << i;
+	}
+	EXPECT_EQ(301, a[0].offset);
 }
 
 /* kill -9 after PREPARING is persisted and after the cut: the restart cuts
