@@ -36,6 +36,9 @@ Daemon::Daemon(std::string data_dir, std::vector<std::string> sets)
 		sets_.push_back("listeners=127.0.0.1:0");
 	if (!has_key(sets_, "control.socket"))
 		sets_.push_back("control.socket=" + socket_);
+	for (auto &s : sets_)
+		if (s.compare(0, 15, "control.socket=") == 0)
+			socket_ = s.substr(15);
 	if (!has_key(sets_, "flush.ms"))
 		sets_.push_back("flush.ms=20");
 	if (!has_key(sets_, "fetch.max.wait.ms"))

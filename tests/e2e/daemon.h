@@ -27,7 +27,8 @@ struct PartStatus {
 class Daemon {
 public:
 	/* sets: "key=value" entries; data.dir, listeners and control.socket
-	 * are added unless given. */
+	 * are added unless given (a given control.socket is the one socket()
+	 * names). */
 	Daemon(std::string data_dir, std::vector<std::string> sets);
 	~Daemon();
 
