@@ -2,16 +2,19 @@
  * power-loss suite can trust it: data written and not fsync'd/fdatasync'd
  * is gone (overwrites back to their synced bytes, the size back to the
  * synced size), synced data stays, a shared mmap write stays after msync;
- * a create, rename or unlink not followed by a fsync of its directory is
- * undone, and one followed by it stays; a clean unmount keeps everything.
+ * direct I/O stays only with fdatasync or RWF_DSYNC; a create, rename or
+ * unlink not followed by a fsync of its directory is undone, and one
+ * followed by it stays; a clean unmount keeps everything.
  * Method: mount lossyfs over a temporary backing directory, do the
  * operations with plain syscalls on the mount, cut (SIGUSR1, lossyfs
  * restores and unmounts), then read the backing directory. */
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <cstring>
 #include <string>
 
@@ -93,6 +96,35 @@ TEST_F(Lossy, FdatasyncKeepsTheWriteAndItsSize)
 	put(m("f"), "3", 0, false);
 	cut();
 	EXPECT_EQ("two-and-more", read_file(b("f")));
+}
+
+/* Direct I/O (O_DIRECT, no page cache) is durable only with a sync too:
+ * fdatasync, or RWF_DSYNC on the write itself. */
+TEST_F(Lossy, DirectWritesNeedASyncOrRwfDsync)
+{
+	const size_t kBlock = 4096;
+	void *buf = nullptr;
+	ASSERT_EQ(0, posix_memalign(&buf, kBlock, kBlock));
+	for (const char *n : { "plain", "fdatasync", "dsync" }) {
+		std::string name(n);
+		memset(buf, name[0], kBlock);
+		int fd = open(m(n).c_str(), O_RDWR | O_CREAT | O_DIRECT, 0644);
+		ASSERT_GE(fd, 0) << n << ": " << strerror(errno);
+		ASSERT_EQ(0, fsync(fd)); /* the empty file is durable */
+		struct iovec iov = { buf, kBlock };
+		int flags = name == "dsync" ? RWF_DSYNC : 0;
+		ASSERT_EQ((ssize_t)kBlock, pwritev2(fd, &iov, 1, 0, flags)) << n;
+		if (name == "fdatasync") {
+			ASSERT_EQ(0, fdatasync(fd));
+		}
+		close(fd);
+	}
+	free(buf);
+	sync_path(fs_.path());
+	cut();
+	EXPECT_EQ("", read_file(b("plain")));
+	EXPECT_EQ(std::string(kBlock, 'f'), read_file(b("fdatasync")));
+	EXPECT_EQ(std::string(kBlock, 'd'), read_file(b("dsync")));
 }
 
 TEST_F(Lossy, UnsyncedTruncateIsUndone)
