@@ -27,6 +27,9 @@
  * operation, so a test cannot pass through it) or a restore failed.
  * BACKING itself is never synced: the cut is modelled here, not by the
  * machine. One thread serves every request, so the records need no lock.
+ * The journal holds paths: an entry under a directory that is renamed
+ * later is undone under its old path only if that rename is undone first
+ * (kmirror renames files, never directories).
  */
 #define FUSE_USE_VERSION 31
 
@@ -646,7 +649,9 @@ static int op_create(const char *path, mode_t mode, struct fuse_file_info *fi)
 {
 	struct stat st;
 	bool existed = fstatat(back, rel(path), &st, 0) == 0;
-	int fd = openat(back, rel(path), open_flags(fi->flags) | O_CREAT, mode);
+	int fd = openat(back, rel(path),
+			open_flags(fi->flags) | O_CREAT | (fi->flags & O_EXCL),
+			mode);
 	int rc;
 
 	if (fd >= 0 && !existed && (rc = log_op(J_CREATE, rel(path), NULL,
