@@ -6,6 +6,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -43,6 +44,9 @@ public:
 			child_.kill(SIGTERM);
 			child_.wait(10000, &r);
 		}
+		/* A lossyfs that died (crashed, killed) leaves its mount
+		 * behind, answering ENOTCONN: detach it (EINVAL if none). */
+		umount2(mnt_.c_str(), MNT_DETACH);
 	}
 
 	/* Mount and wait until it serves. */
