@@ -4,7 +4,8 @@
  * synced size), synced data stays, a shared mmap write stays after msync;
  * direct I/O stays only with fdatasync or RWF_DSYNC; a create, rename or
  * unlink not followed by a fsync of its directory is undone, and one
- * followed by it stays; a clean unmount keeps everything.
+ * followed by it stays (a new directory's name needs its parent's); a
+ * clean unmount keeps everything.
  * Method: mount lossyfs over a temporary backing directory, do the
  * operations with plain syscalls on the mount, cut (SIGUSR1, lossyfs
  * restores and unmounts), then read the backing directory. */
@@ -199,16 +200,28 @@ TEST_F(Lossy, RenameOverSyncedWithTheDirectoryStays)
 	EXPECT_FALSE(exists(b("state.tmp")));
 }
 
-TEST_F(Lossy, NewDirectorySyncedKeepsItsOwnName)
+/* A new directory's name needs its parent's fsync: its own fsync (or a
+ * child's) is not enough, and without it the whole tree goes. */
+TEST_F(Lossy, NewDirectoryNeedsItsParentsFsync)
 {
-	ASSERT_EQ(0, mkdir(m("p").c_str(), 0755));
-	ASSERT_EQ(0, mkdir(m("p/q").c_str(), 0755));
-	put(m("p/q/f"), "f", 0, true);
-	sync_path(m("p/q"));
-	ASSERT_EQ(0, mkdir(m("lost").c_str(), 0755));
-	put(m("lost/f"), "f", 0, true);
+	for (const char *d : { "kept", "lost" }) {
+		ASSERT_EQ(0, mkdir(m(d).c_str(), 0755));
+		ASSERT_EQ(0, mkdir(m(std::string(d) + "/q").c_str(), 0755));
+		put(m(std::string(d) + "/q/f"), "f", 0, true);
+		sync_path(m(std::string(d) + "/q"));
+		sync_path(m(d));
+	}
+	sync_path(fs_.path());
+	ASSERT_EQ(0, mkdir(m("later").c_str(), 0755));
+	put(m("later/f"), "f", 0, true);
+	sync_path(m("later"));
+	ASSERT_EQ(0, rename(m("lost").c_str(), m("later/lost").c_str()));
+	sync_path(m("later")); /* the rename's target, not its source */
 	cut();
-	EXPECT_EQ("f", read_file(b("p/q/f")));
+	EXPECT_EQ("f", read_file(b("kept/q/f")));
+	EXPECT_FALSE(exists(b("later")));
+	/* The rename was made durable with later/ and later/ is gone, so the
+	 * tree it moved is gone with it: a disk would say the same. */
 	EXPECT_FALSE(exists(b("lost")));
 }
 
