@@ -77,7 +77,9 @@ struct km_log_recovery {
 	uint64_t bytes_truncated;  /* torn or corrupt tail removed */
 	int64_t truncated_at;	   /* offset of the cut, -1 if none */
 	int corrupt_code;	   /* why the cut: KM_E* of the first bad batch */
-	bool corrupt_mid_log;	   /* valid batches followed the bad one */
+	/* Not a torn tail: a valid batch follows the bad one (anywhere later
+	 * in its file, or a later segment), or it is whole but out of order. */
+	bool corrupt_mid_log;
 	char corrupt_file[64];	   /* segment file name of the bad batch */
 	uint64_t corrupt_position; /* its byte position in that file */
 	int64_t snapshot_offset;   /* producer snapshot loaded, -1 if none */

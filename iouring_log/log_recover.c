@@ -219,25 +219,65 @@ static int rebuild_batch(struct km_log *log, struct rescan *r,
 	return rc;
 }
 
-/* Does a valid batch follow the bad one at pos (so this is corruption in
- * the middle of the data, not a torn tail)? */
-static bool valid_after(struct km_log *log, struct km_segment *s, uint64_t pos)
+/* Could a whole batch of segment s, at or above offset next and within
+ * room bytes, start at h? A cheap filter before the CRC that random bytes
+ * all but never pass (the magic, a length that fits, and a base offset in
+ * the 2^31 this segment can hold out of 2^64), so a long damaged stretch
+ * costs one read of it, not a scan per position. */
+static bool header_fits(const uint8_t *h, const struct km_segment *s,
+			int64_t next, uint64_t room, uint32_t max)
 {
-	uint8_t hdr[KM_BATCH_LOG_OVERHEAD];
+	uint32_t len = km_load_be32(h + KM_BATCH_OFF_LENGTH);
+	int64_t base = (int64_t)km_load_be64(h + KM_BATCH_OFF_BASE_OFFSET);
+
+	return h[KM_BATCH_OFF_MAGIC] == KM_BATCH_MAGIC &&
+	       len >= KM_BATCH_LENGTH_MIN &&
+	       len <= max - KM_BATCH_LOG_OVERHEAD &&
+	       len + (uint64_t)KM_BATCH_LOG_OVERHEAD <= room && base >= next &&
+	       base - s->base_offset <= INT32_MAX;
+}
+
+static bool batch_at(struct km_log *log, struct km_segment *s, uint64_t at)
+{
 	struct log_scan sc;
 	struct km_batch b;
-	uint64_t next, at;
+	uint64_t p;
 	int rc;
 
-	if (pread(s->log_fd, hdr, sizeof(hdr), (off_t)pos) != (ssize_t)sizeof(hdr))
+	if (km_log_scan_init(&sc, log, s, at, s->size_bytes) < 0)
 		return false;
-	next = pos + KM_BATCH_LOG_OVERHEAD + km_load_be32(hdr + KM_BATCH_OFF_LENGTH);
-	if (next >= s->size_bytes || km_log_scan_init(&sc, log, s, next,
-						      s->size_bytes) < 0)
-		return false;
-	rc = km_log_scan_next(&sc, &b, &at);
+	rc = km_log_scan_next(&sc, &b, &p);
 	km_log_scan_fini(&sc);
 	return rc > 0;
+}
+
+/* Does a valid batch at or above offset next follow the bad one at pos (so
+ * this is corruption in the middle of the data, not a torn tail)? The bad
+ * batch's length may be what is damaged, so every position after pos is
+ * tried, not only the one the length names: a torn tail has nothing valid
+ * after it, and it is short, as is the way to the next batch mid-log. */
+static bool valid_after(struct km_log *log, struct km_segment *s, uint64_t pos,
+			int64_t next)
+{
+	const size_t chunk = 64 * 1024;
+	uint8_t *buf = malloc(chunk);
+	bool found = false;
+	ssize_t n = 0;
+
+	for (uint64_t at = pos + 1; buf != NULL && !found &&
+				    at + KM_BATCH_HEADER_BYTES <= s->size_bytes;
+	     at += (uint64_t)n - KM_BATCH_HEADER_BYTES + 1) {
+		n = pread(s->log_fd, buf, chunk, (off_t)at);
+		if (n < (ssize_t)KM_BATCH_HEADER_BYTES)
+			break;
+		for (ssize_t i = 0; !found && i + KM_BATCH_HEADER_BYTES <= n; i++)
+			found = header_fits(buf + i, s, next,
+					    s->size_bytes - at - (uint64_t)i,
+					    log->cfg.batch_bytes_max) &&
+				batch_at(log, s, at + (uint64_t)i);
+	}
+	free(buf);
+	return found;
 }
 
 static uint64_t later_bytes(const struct km_log *log, uint32_t i)
@@ -249,15 +289,16 @@ static uint64_t later_bytes(const struct km_log *log, uint32_t i)
 	return n;
 }
 
-/* Cut the log at the bad batch found at pos of segment i. */
-static int cut_at(struct km_log *log, uint32_t i, uint64_t pos, int code,
-		  struct rescan *r)
+/* Fill rec with the bad batch at pos of segment i, and log it. */
+static void report_cut(struct km_log *log, uint32_t i, uint64_t pos, int code,
+		       struct rescan *r)
 {
 	struct km_log_recovery *rec = r->rec;
 	struct km_segment *s = &log->segs[i];
-	int rc;
 
-	rec->corrupt_mid_log = i + 1 < log->n_segs || valid_after(log, s, pos);
+	/* A whole batch out of order was never a torn write. */
+	rec->corrupt_mid_log = i + 1 < log->n_segs || code == KM_EOFFSET ||
+			       valid_after(log, s, pos, r->next);
 	rec->bytes_truncated = s->size_bytes - pos + later_bytes(log, i);
 	rec->truncated_at = r->next;
 	rec->corrupt_code = code;
@@ -271,12 +312,39 @@ static int cut_at(struct km_log *log, uint32_t i, uint64_t pos, int code,
 	       rec->corrupt_file, (long long)r->next,
 	       code == -ENODATA ? "file ends inside the batch" : km_strerror(code),
 	       (unsigned long long)rec->bytes_truncated);
+}
+
+/* Cut the log at the bad batch found at pos of segment i. */
+static int cut_at(struct km_log *log, uint32_t i, uint64_t pos, int code,
+		  struct rescan *r)
+{
+	struct km_segment *s = &log->segs[i];
+	int64_t ts, ts_offset;
+	int rc;
+
+	report_cut(log, i, pos, code, r);
+	/* Cut at the start of a segment based above the log end (a gap
+	 * before it), the empty segment would take appends below its base,
+	 * which the next scan cuts as out of order: the rescanned segment
+	 * before it takes them instead. */
+	if (pos == 0 && i > 0 && s->base_offset > r->next &&
+	    log->segs[i - 1].active) {
+		s = &log->segs[--i];
+		pos = s->size_bytes;
+	}
 	while (log->n_segs > i + 1)
 		if ((rc = km_segment_delete(&log->segs[--log->n_segs],
 					    log->dir_fd)) < 0)
 			return rc;
+	/* Every batch below pos was just indexed, so the segment's largest
+	 * timestamp is exact; the truncation would take it back to the last
+	 * time index entry's, losing the final entry a close writes. */
+	ts = s->max_timestamp;
+	ts_offset = s->max_timestamp_offset;
 	if ((rc = km_segment_truncate(s, pos, r->next)) < 0)
 		return rc;
+	s->max_timestamp = ts;
+	s->max_timestamp_offset = ts_offset;
 	return fsync(s->log_fd) < 0 ? -errno : 1;
 }
 
