@@ -11,6 +11,9 @@
  *    list is named at start.
  *  - Addresses are reported as what they are: an IPv6 listener is refused
  *    as unsupported, an unknown host as a name that does not resolve.
+ *  - Local producer ids stay above every positive id in the logs across
+ *    kill -9 and a clean stop, the allocator's own file removed (R4 step
+ *    6).
  * Method: kmirrord as a child process (daemon.h) against librdkafka's mock
  * cluster, real librdkafka producers and consumers, kmirrorctl for status
  * and verbs; every wait is a deadline on an observable condition. */
@@ -308,6 +311,67 @@ TEST_F(Restart, StoppedPartitionStaysWritableInEitherList)
 	ASSERT_EQ("", a.start());
 	EXPECT_EQ((size_t)hw - 1, read_all(a, kMir).size())
 		<< "every record but the barrier";
+	clean_stop(a);
+}
+
+/* Positive producer ids in topic-0's log, in log order. */
+std::vector<int64_t> local_pids(const std::string &log_text)
+{
+	std::vector<int64_t> out;
+	for (int64_t id : pids_in(log_text))
+		if (id >= 0 && (out.empty() || out.back() != id))
+			out.push_back(id);
+	return out;
+}
+
+/* R4 step 6: after a stop, InitProducerId hands out ids above the largest
+ * positive id ever seen in the log - the logs, not only the allocator's
+ * own producer-id-block file. The file is set to 5000 before the first
+ * start so that the stopped mirror's log gets local producer 5000, then
+ * removed before each restart (partition directories carried to a fresh
+ * data.dir have none): each new producer, on the other partition each
+ * time, must get an id above every one in either log - after kill -9
+ * (recovery replays the local batches) and after a clean stop (producer
+ * snapshots only). */
+TEST_F(Restart, LocalProducerIdsStayAboveEveryIdInTheLogs)
+{
+	const std::string block = dir_.path() + "/producer-id-block";
+	auto sets = mirror_sets({ std::string("local.topics=") + kLoc + ":1" });
+	FILE *f = fopen(block.c_str(), "w");
+	ASSERT_NE(nullptr, f);
+	fputs("5000\n", f);
+	ASSERT_EQ(0, fclose(f));
+	Daemon a(dir_.path(), sets);
+	ASSERT_EQ("", a.start());
+	ASSERT_EQ("", produce_to(mock_.bootstrap(), kMir, 20, 1));
+	ASSERT_EQ("", wait_hw(a, "m:0", 20));
+	ChildResult r;
+	ASSERT_EQ("", ctl(a, { "stop", "m:0" }, &r));
+	ASSERT_EQ("", produce_to(a.bootstrap(), kMir, 10, 2));
+	ASSERT_EQ("", wait_hw(a, "m:0", 31));
+	std::vector<int64_t> m_ids = local_pids(log_of(kMir));
+	ASSERT_EQ(1u, m_ids.size()) << log_of(kMir);
+	ASSERT_GE(m_ids[0], 5000);
+	EXPECT_TRUE(local_pids(log_of(kLoc)).empty());
+
+	ASSERT_EQ("", a.kill9());
+	ASSERT_EQ(0, unlink(block.c_str()));
+	ASSERT_EQ("", a.start());
+	ASSERT_EQ("", produce_to(a.bootstrap(), kLoc, 10, 3));
+	ASSERT_EQ("", wait_hw(a, "loc:0", 10));
+	std::vector<int64_t> loc_ids = local_pids(log_of(kLoc));
+	ASSERT_EQ(1u, loc_ids.size()) << log_of(kLoc);
+	EXPECT_GT(loc_ids[0], m_ids[0]) << "after kill -9";
+
+	clean_stop(a);
+	ASSERT_EQ(0, unlink(block.c_str()));
+	ASSERT_EQ("", a.start());
+	ASSERT_EQ("", produce_to(a.bootstrap(), kMir, 10, 4));
+	ASSERT_EQ("", wait_hw(a, "m:0", 41));
+	m_ids = local_pids(log_of(kMir));
+	ASSERT_EQ(2u, m_ids.size()) << log_of(kMir);
+	EXPECT_GT(m_ids[1], loc_ids[0]) << "after a clean stop";
+	EXPECT_GT(m_ids[1], m_ids[0]) << "after a clean stop";
 	clean_stop(a);
 }
 

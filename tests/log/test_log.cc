@@ -1,6 +1,8 @@
 // Goal: the partition log appends through io_uring, reads back what it
 // wrote, rolls segments, recovers cleanly and after a torn tail, and
-// truncates consistently.
+// truncates consistently; the largest positive producer id it holds
+// (what InitProducerId must hand out ids above, R4 step 6) is known again
+// after a crash and after a clean close, with rolls in between.
 // Method: real files in a temp dir, a real ring, small segment sizes.
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -151,6 +153,56 @@ TEST(Log, TruncateTo)
 	EXPECT_EQ(0, l.Close());
 	l.Open();
 	EXPECT_EQ(31, km_log_end_offset(l.log));
+}
+
+// R4 step 6: "InitProducerId hands out ids above the largest positive id
+// ever seen in the log". Local producer 5000 writes once, then a smaller
+// local id: after a crash before any roll (replay alone), after a crash
+// past rolls (the newest snapshot, above 5000's batch, plus replay), and
+// after a clean close (the snapshot alone), the log still says 5000.
+// Each phase's writer is a child that exits without closing.
+void AppendThenDie(const std::string &dir, int64_t pid, int32_t seq0, int n)
+{
+	pid_t child = fork();
+	ASSERT_GE(child, 0);
+	if (child == 0) {
+		Log l(dir, [](km_log_config &c) { c.segment_bytes = 2048; });
+		for (int i = 0; i < n; i++) {
+			Batch b(Data(0, pid, 0, seq0 + i, 1));
+			if (l.Append(b, KM_ORIGIN_CLIENT) != 1)
+				_exit(1);
+		}
+		_exit(0);
+	}
+	int status;
+	ASSERT_EQ(child, waitpid(child, &status, 0));
+	ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+}
+
+TEST(Log, LargestPositiveProducerIdSurvivesRecovery)
+{
+	TempDir td;
+	auto cfg = [](km_log_config &c) { c.segment_bytes = 2048; };
+	AppendThenDie(td.path, 5000, 0, 1);
+	AppendThenDie(td.path, 12, 0, 2);
+	{
+		Log l(td.path, cfg);
+		ASSERT_FALSE(l.rec.clean);
+		ASSERT_EQ(-1, l.rec.snapshot_offset);
+		EXPECT_EQ(5000, km_pstate_max_positive_pid(km_log_pstate(l.log)));
+		l.Close();
+	}
+	AppendThenDie(td.path, 12, 2, 30);
+	Log l(td.path, cfg);
+	ASSERT_FALSE(l.rec.clean);
+	ASSERT_GT(l.rec.snapshot_offset, 3) << "rolled: recovery starts from a "
+					       "snapshot above 5000's batch";
+	ASSERT_GT(l.rec.batches_replayed, 0u);
+	EXPECT_EQ(5000, km_pstate_max_positive_pid(km_log_pstate(l.log)));
+	ASSERT_EQ(0, l.Close());
+	l.Open();
+	ASSERT_TRUE(l.rec.clean);
+	EXPECT_EQ(5000, km_pstate_max_positive_pid(km_log_pstate(l.log)));
 }
 
 } // namespace
