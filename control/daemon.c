@@ -147,6 +147,14 @@ static void log_recovery(const struct km_part *p,
 	if (r->clean)
 		KM_INFO("daemon", "partition %s-%d: opened (clean shutdown)",
 			p->topic, p->partition);
+	else if (r->truncated_at >= 0 && r->corrupt_mid_log)
+		KM_ERROR("daemon", "partition %s-%d: recovered from corruption "
+			 "(not a torn tail): bad batch at position %llu of %s; "
+			 "cut at offset %lld, %llu bytes removed", p->topic,
+			 p->partition,
+			 (unsigned long long)r->corrupt_position,
+			 r->corrupt_file, (long long)r->truncated_at,
+			 (unsigned long long)r->bytes_truncated);
 	else if (r->bytes_scanned == 0 && r->bytes_truncated == 0)
 		KM_INFO("daemon", "partition %s-%d: opened (empty)", p->topic,
 			p->partition);

@@ -13,15 +13,18 @@
  *    as unsupported, an unknown host as a name that does not resolve.
  *  - Local producer ids stay above every positive id in the logs across
  *    kill -9 and a clean stop, the allocator's own file removed (R4 step
- *    6).
+ *    6); a batch damaged mid-log while kmirrord was down is reported at
+ *    ERROR as corruption with file and position, not as a torn tail (R7).
  * Method: kmirrord as a child process (daemon.h) against librdkafka's mock
  * cluster, real librdkafka producers and consumers, kmirrorctl for status
  * and verbs; every wait is a deadline on an observable condition. */
+#include <fcntl.h>
 #include <signal.h>
 #include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
+#include <regex>
 #include <string>
 #include <vector>
 
@@ -373,6 +376,55 @@ TEST_F(Restart, LocalProducerIdsStayAboveEveryIdInTheLogs)
 	EXPECT_GT(m_ids[1], loc_ids[0]) << "after a clean stop";
 	EXPECT_GT(m_ids[1], m_ids[0]) << "after a clean stop";
 	clean_stop(a);
+}
+
+/* R7 as the operator sees it: a batch damaged in the middle of a local
+ * partition's log while kmirrord was down (after kill -9, so the restart
+ * recovers) is named as corruption, with the file and byte position, at
+ * ERROR - not as a torn tail - and the partition serves up to the cut. */
+TEST_F(Restart, CorruptionMidLogIsNamedAsCorruptionNotATornTail)
+{
+	Daemon a(dir_.path(), { std::string("local.topics=") + kLoc + ":1" });
+	ASSERT_EQ("", a.start());
+	ASSERT_EQ("", produce_to(a.bootstrap(), kLoc, 100, 1));
+	ASSERT_EQ("", wait_hw(a, "loc:0", 100));
+	ASSERT_EQ("", a.kill9());
+
+	struct At {
+		int64_t base;
+		uint64_t pos, size;
+	};
+	std::vector<At> batches;
+	std::string text = log_of(kLoc);
+	std::regex re("baseOffset: ([0-9]+) lastOffset: [0-9]+ .* position: "
+		      "([0-9]+) [A-Za-z]+: -?[0-9]+ size: ([0-9]+)");
+	for (std::sregex_iterator it(text.begin(), text.end(), re), end;
+	     it != end; ++it)
+		batches.push_back({ std::stoll((*it)[1]), std::stoull((*it)[2]),
+				    std::stoull((*it)[3]) });
+	ASSERT_GE(batches.size(), 3u) << text;
+	const At &bad = batches[1];
+	std::string seg = part_dir(kLoc) + "/00000000000000000000.log";
+	int fd = open(seg.c_str(), O_RDWR);
+	ASSERT_GE(fd, 0);
+	uint8_t byte;
+	off_t at = (off_t)(bad.pos + bad.size - 3);
+	ASSERT_EQ(1, pread(fd, &byte, 1, at));
+	byte = (uint8_t)~byte;
+	ASSERT_EQ(1, pwrite(fd, &byte, 1, at));
+	close(fd);
+
+	ASSERT_EQ("", a.start());
+	ASSERT_EQ("", wait_hw(a, "loc:0", bad.base));
+	clean_stop(a);
+	std::string pos = std::to_string(bad.pos);
+	EXPECT_TRUE(contains(stderr_, "ERROR daemon: partition loc-0: recovered from corruption (not a torn tail): bad batch at position " +
+					      pos + " of 00000000000000000000.log; cut at offset " +
+					      std::to_string(bad.base)))
+		<< stderr_;
+	EXPECT_TRUE(contains(stderr_, ": corrupt batch at position " + pos))
+		<< stderr_;
+	EXPECT_FALSE(contains(stderr_, "torn batch")) << stderr_;
 }
 
 TEST_F(Restart, LocalPartitionListedInTopicsStaysWritableAndIsNotMirrored)
