@@ -394,7 +394,9 @@ static int rescan_from(struct km_log *log, int64_t snap,
 	if (rc < 0)
 		return rc;
 	/* Rebuilt segments other than the last become sealed again (no
-	 * reader yet: the retired maps can go at once). */
+	 * reader yet: the retired maps can go at once), those below a cut
+	 * too. */
+	rc = 0;
 	for (uint32_t i = first; i + 1 < log->n_segs && rc == 0; i++) {
 		if (log->segs[i].active)
 			rc = km_segment_seal(&log->segs[i]);

@@ -494,9 +494,10 @@ TEST(SealedSegment, BelowTheRecoveryPointIsNotScanned)
 }
 
 // With the newer snapshots unusable the recovery point moves down to the
-// snapshot at segment rp: the damaged batch in the middle of sealed
-// segment k (>= rp) is corruption; the rest of k and every later segment
-// go, the rescanned segments below k are sealed segments again.
+// snapshot at segment rp (none for 0: the first segment, empty state): the
+// damaged batch in the middle of sealed segment k (>= rp) is corruption;
+// the rest of k and every later segment go, the rescanned segments below k
+// are sealed segments again (their final time index entry included).
 void MidSealedSegment(size_t rp, size_t k)
 {
 	Sealed s;
@@ -521,7 +522,7 @@ void MidSealedSegment(size_t rp, size_t k)
 		  {true, KM_EBADMAGIC, SegName(bk, ".log"), fb[2].pos,
 		   s.steps[bad].base, cut});
 	EXPECT_EQ(s.bases[rp], l.rec.recovery_point);
-	EXPECT_EQ(s.bases[rp], l.rec.snapshot_offset);
+	EXPECT_EQ(rp > 0 ? s.bases[rp] : -1, l.rec.snapshot_offset);
 	EXPECT_EQ(std::vector<int64_t>(s.bases.begin(), s.bases.begin() + k + 1),
 		  Bases(l.dir, ".log"));
 	for (const char *suffix : {".index", ".timeindex", ".snapshot"})
@@ -539,9 +540,14 @@ TEST(SealedSegment, MidSegmentFoundFromAnOlderSnapshot)
 	MidSealedSegment(1, 1);
 }
 
-TEST(SealedSegment, MidSegmentAboveARescannedOne)
+TEST(SealedSegment, MidSegmentAboveRescannedOnes)
 {
-	MidSealedSegment(1, 2);
+	MidSealedSegment(1, 3);
+}
+
+TEST(SealedSegment, MidSegmentWithNoUsableSnapshotAtAll)
+{
+	MidSealedSegment(0, 2);
 }
 
 // The damaged batch is the last of its segment: no valid batch follows in
