@@ -405,10 +405,26 @@ static int rescan_from(struct km_log *log, int64_t snap,
 	return rc;
 }
 
+/* What a pass that cut found, kept across the passes after it (they scan
+ * what the cut left, and find nothing to report). */
+static void keep_cut(struct km_log_recovery *rec,
+		     const struct km_log_recovery *cut)
+{
+	if (rec->truncated_at >= 0 || cut->truncated_at < 0)
+		return;
+	rec->bytes_truncated = cut->bytes_truncated;
+	rec->truncated_at = cut->truncated_at;
+	rec->corrupt_code = cut->corrupt_code;
+	rec->corrupt_mid_log = cut->corrupt_mid_log;
+	memcpy(rec->corrupt_file, cut->corrupt_file, sizeof(rec->corrupt_file));
+	rec->corrupt_position = cut->corrupt_position;
+}
+
 static int unclean_open(struct km_log *log, struct km_log_recovery *rec)
 {
 	int64_t snaps[KM_LOG_SNAPSHOTS_MAX];
 	int k = km_log_snap_list(log, snaps, KM_LOG_SNAPSHOTS_MAX);
+	struct km_log_recovery cut = { .truncated_at = -1 };
 	int64_t snap;
 	int rc;
 
@@ -426,9 +442,11 @@ static int unclean_open(struct km_log *log, struct km_log_recovery *rec)
 		rec->truncated_at = -1;
 		if ((rc = rescan_from(log, snap, rec)) < 0)
 			return rc;
+		keep_cut(rec, &cut);
 		if (snap <= log->leo)
 			break;
 		/* The snapshot covers data the cut removed: use an older one. */
+		cut = *rec;
 		(void)km_log_snap_delete(log, snaps[--k]);
 	}
 	rec->snapshot_offset = snap;

@@ -11,12 +11,14 @@
 // log a fresh writer fed only the batches before the cut would have made:
 // the same reads, producer state, LSO and aborted transactions, and once
 // both are closed every file of the partition directory byte for byte.
-// The log takes appends at the cut afterwards. Torn tails (the file ends
-// inside the last batch, its end zeroed, zeros after it) stay torn:
-// corrupt_mid_log false, a WARN. And the boundary R7 draws ("scan segments
-// after the recovery point"): damage below the newest producer snapshot is
-// not looked at, as Kafka does not look below its recovery point; with that
-// snapshot unusable the recovery point moves down and the damage is found.
+// The log takes appends at the cut afterwards; a clean shutdown's open
+// that meets a bad batch in the tail it reads recovers the same way. Torn
+// tails (the file ends inside the last batch, its end zeroed, zeros after
+// it) stay torn: corrupt_mid_log false, a WARN. And the boundary R7 draws
+// ("scan segments after the recovery point"): damage below the newest
+// producer snapshot is not looked at, as Kafka does not look below its
+// recovery point; with that snapshot unusable the recovery point moves
+// down and the damage is found.
 // Method: a child process appends the batches (flush=always) and exits
 // without closing (a crash); the parent damages the files with pwrite, or
 // writes segment files from the batch builders itself, and reopens. Real
@@ -345,6 +347,45 @@ INSTANTIATE_TEST_SUITE_P(Damages, MidActive, ::testing::ValuesIn(kDamages),
 			 [](const ::testing::TestParamInfo<Damage> &i) {
 				 return std::string(i.param.name);
 			 });
+
+// A clean shutdown is trusted, but the open still reads the active
+// segment from its last index entry to find the log end: a bad batch there
+// sends it to full recovery instead. With no index entry at all (the
+// interval above the segment's size) that is the whole segment.
+TEST(CleanShutdown, DamageInTheTailItReadsFallsBackToRecovery)
+{
+	const Tweak t = [](km_log_config &c) {
+		Segments(1 << 20)(c);
+		c.index_interval_bytes = 1 << 20;
+	};
+	std::vector<Step> steps = Stream(12);
+	TempDir td;
+	{
+		Log l(td.path, t);
+		for (auto &st : steps) {
+			Batch b(st.bytes);
+			ASSERT_EQ(1, l.Append(b));
+		}
+		ASSERT_EQ(0, l.Close());
+	}
+	std::string seg = td.path + "/t-0/" + SegName(0, ".log");
+	std::vector<FileBatch> fb = WalkLog(seg);
+	ASSERT_EQ(12u, fb.size());
+	uint64_t file_bytes = ReadFile(seg).size();
+	const size_t bad = 6;
+	Pwrite(seg, fb[bad].pos + fb[bad].size - 3,
+	       {(uint8_t)~fb[bad].bytes[fb[bad].size - 3]});
+
+	testing::internal::CaptureStderr();
+	Log l(td.path, t);
+	std::string err = testing::internal::GetCapturedStderr();
+	ASSERT_NE(nullptr, l.log);
+	ExpectCut(l.rec, err,
+		  {true, KM_EBADCRC, SegName(0, ".log"), fb[bad].pos,
+		   steps[bad].base, file_bytes - fb[bad].pos});
+	Reference ref(t, steps, bad);
+	ExpectLikeReference(l, ref, steps, bad, t);
+}
 
 // ---- torn tails stay torn ----
 
