@@ -2,10 +2,13 @@
 // values, nulls, headers, offsets, timestamps, sequences), across segment
 // breaks, and malformed records inside a CRC-valid batch get named errors.
 // Method: batches from kmirror's builder; malformed ones are edited and
-// re-checksummed so the record-level checks, not the CRC, must catch them.
+// re-checksummed so the record-level checks, not the CRC, must catch them;
+// every single-byte edit of the records is held to the outcome an oracle
+// (a flat-array decoder of the record layout, in this file) derives.
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <map>
 #include <string>
 
 #include "common/crc32c.h"
@@ -122,10 +125,9 @@ TEST(Records, CountMismatch)
 TEST(Records, LengthOverrunsBatch)
 {
 	auto buf = MixedBatch();
-	buf[61] = 0x7e; // first record claims 63 body bytes
-	Recrc(buf);
-	int rc = IterateAll(buf);
-	EXPECT_TRUE(rc == KM_ERECORD || rc == KM_ERECCOUNT) << km_strerror(rc);
+	buf[61] = 0x7e; // first record claims 63 body bytes: its fields end
+	Recrc(buf);     // well before, inside the batch, so the record is bad
+	EXPECT_EQ(KM_ERECORD, IterateAll(buf));
 	buf = MixedBatch();
 	buf[61] = 0x01; // negative length (zigzag -1)
 	Recrc(buf);
@@ -144,22 +146,124 @@ TEST(Records, BadVarint)
 	EXPECT_EQ(KM_EVARINT, IterateAll(buf));
 }
 
-TEST(Records, EveryByteEditIsCaughtOrConsistent)
+// The outcome the record layout itself gives the records area of buf
+// (bytes 61 on, recordsCount from the header), written from Kafka's
+// DefaultRecord.readFrom over a flat array and naming errors as records.h
+// does: a varint longer than 5 (varlong 10) bytes, over 32 bits (a tenth
+// byte over 1), or cut by the end of its record (the length: of the batch)
+// is EVARINT; a length below -1 (-1 where null is not allowed), a length or
+// header count the rest of the record cannot hold (a header takes at least 2
+// bytes), a record shorter or longer than its fields is ERECORD; records
+// ending before recordsCount or bytes after the last one is ERECCOUNT.
+class RecordsOracle {
+public:
+	explicit RecordsOracle(const std::vector<uint8_t> &b) : b_(b) {}
+
+	int Outcome()
+	{
+		int32_t left = (int32_t)km_load_be32(&b_[57]);
+		size_t end = b_.size();
+		int rc;
+
+		pos_ = 61;
+		for (; left > 0; left--) {
+			int64_t len;
+
+			if (pos_ == end)
+				return KM_ERECCOUNT;
+			if ((rc = Varint(end, 5, &len)) != 0)
+				return rc;
+			if (len < 0 || (size_t)len > end - pos_)
+				return KM_ERECORD;
+			if ((rc = Body(pos_ + (size_t)len)) != 0)
+				return rc;
+		}
+		return pos_ == end ? 0 : KM_ERECCOUNT;
+	}
+
+private:
+	int Varint(size_t lim, int max, int64_t *out)
+	{
+		uint64_t u = 0;
+
+		for (int i = 0; i < max; i++) {
+			if (pos_ == lim)
+				return KM_EVARINT;
+			uint8_t c = b_[pos_++];
+			u |= (uint64_t)(c & 0x7f) << (7 * i);
+			if ((c & 0x80) != 0)
+				continue;
+			if ((max == 5 && u > UINT32_MAX) || (i == 9 && c > 1))
+				return KM_EVARINT;
+			*out = max == 5 ? (int64_t)(int32_t)((uint32_t)(u >> 1) ^ -(uint32_t)(u & 1))
+					: (int64_t)((u >> 1) ^ -(u & 1));
+			return 0;
+		}
+		return KM_EVARINT;
+	}
+	int Bytes(size_t lim, bool nullable)
+	{
+		int64_t n;
+		int rc = Varint(lim, 5, &n);
+
+		if (rc != 0 || (n == -1 && nullable))
+			return rc;
+		if (n < 0 || (size_t)n > lim - pos_)
+			return KM_ERECORD;
+		pos_ += (size_t)n;
+		return 0;
+	}
+	int Body(size_t lim)
+	{
+		int64_t v, headers;
+		int rc;
+
+		if (pos_ == lim)
+			return KM_ERECORD; // no attributes byte
+		pos_++;
+		if ((rc = Varint(lim, 10, &v)) != 0 || // timestamp delta
+		    (rc = Varint(lim, 5, &v)) != 0 ||  // offset delta
+		    (rc = Bytes(lim, true)) != 0 ||    // key
+		    (rc = Bytes(lim, true)) != 0 ||    // value
+		    (rc = Varint(lim, 5, &headers)) != 0)
+			return rc;
+		if (headers < 0 || (size_t)headers > (lim - pos_) / 2)
+			return KM_ERECORD;
+		for (int64_t h = 0; h < headers; h++)
+			if ((rc = Bytes(lim, false)) != 0 || (rc = Bytes(lim, true)) != 0)
+				return rc;
+		return pos_ == lim ? 0 : KM_ERECORD;
+	}
+
+	const std::vector<uint8_t> &b_;
+	size_t pos_ = 0;
+};
+
+TEST(Records, EveryByteEditGetsTheLayoutsOutcome)
 {
-	// Any single-byte change in the records, re-checksummed, either still
-	// iterates completely or fails with a named record error: never a crash.
+	// Any single-byte change in the records, re-checksummed, gets exactly
+	// the outcome the oracle derives from the layout, and edits reach each
+	// outcome but ERECCOUNT: one byte cannot end the records early or leave
+	// bytes after them without breaking a record (CountMismatch has it).
 	auto orig = MixedBatch();
+	std::map<int, int> seen;
+
+	ASSERT_EQ(0, RecordsOracle(orig).Outcome());
 	for (size_t i = 61; i < orig.size(); i++) {
-		for (int v : {0x00, 0x01, 0x7f, 0x80, 0xff}) {
+		for (int v : {0x00, 0x01, 0x02, 0x7e, 0x7f, 0x80, 0x8f, 0xff}) {
 			auto buf = orig;
 			buf[i] = (uint8_t)v;
 			Recrc(buf);
+			int want = RecordsOracle(buf).Outcome();
 			int rc = IterateAll(buf);
-			EXPECT_TRUE(rc == 0 || rc == KM_ERECORD ||
-				    rc == KM_EVARINT || rc == KM_ERECCOUNT)
-				<< i << " " << v << " " << km_strerror(rc);
+			EXPECT_EQ(want, rc) << "byte " << i << " = " << v << ": "
+					    << km_strerror(rc) << ", want "
+					    << km_strerror(want);
+			seen[want]++;
 		}
 	}
+	for (int want : {0, (int)KM_ERECORD, (int)KM_EVARINT})
+		EXPECT_GT(seen[want], 0) << km_strerror(want) << " never expected";
 }
 
 TEST(Records, CompressedNotIterated)
