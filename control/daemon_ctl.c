@@ -263,6 +263,9 @@ static const struct metric metrics[] = {
 	M("kmirror_partition_corrupt_batches_total", "counter", "Batches rejected as corrupt.", corrupt, false),
 	M("kmirror_partition_reconnects_total", "counter", "Fetch session reconnects.", reconnects, false),
 	M("kmirror_partition_produced_bytes_total", "counter", "Bytes written by local producers.", produced_bytes, false),
+	M("kmirror_partition_producer_sequence_gaps_total", "counter", "Mirrored batches whose sequence does not follow their producer's (reported, appended), since the log was opened.", sequence_gaps, false),
+	M("kmirror_partition_producer_epoch_regressions_total", "counter", "Mirrored batches with an older producer epoch (reported, appended), since the log was opened.", epoch_regressions, false),
+	M("kmirror_partition_barriers_applied_total", "counter", "MIRROR_PID_RESET barriers applied to the producer state, since the log was opened.", barriers_applied, false),
 };
 
 static int64_t stat_value(const struct km_part *p, const struct metric *m)

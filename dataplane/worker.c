@@ -479,6 +479,7 @@ static void publish_fetch(struct km_part *p, const struct km_fetcher *f)
 void km_worker_publish(struct wpart *wp)
 {
 	struct km_part_stats *s = &wp->part->stats;
+	struct km_pstate_stats ps;
 
 	atomic_store_explicit(&s->log_start, km_log_start_offset(wp->log),
 			      memory_order_relaxed);
@@ -489,6 +490,13 @@ void km_worker_publish(struct wpart *wp)
 	atomic_store_explicit(&s->lso, km_log_lso(wp->log),
 			      memory_order_relaxed);
 	atomic_store_explicit(&s->disk_bytes, km_log_size_bytes(wp->log),
+			      memory_order_relaxed);
+	km_pstate_get_stats(km_log_pstate(wp->log), &ps);
+	atomic_store_explicit(&s->sequence_gaps, ps.mirror_sequence_gaps,
+			      memory_order_relaxed);
+	atomic_store_explicit(&s->epoch_regressions,
+			      ps.mirror_epoch_regressions, memory_order_relaxed);
+	atomic_store_explicit(&s->barriers_applied, ps.barriers_applied,
 			      memory_order_relaxed);
 	if (wp->fetcher != NULL)
 		publish_fetch(wp->part, wp->fetcher);

@@ -120,6 +120,11 @@ struct km_part_stats {
 	_Atomic uint64_t reconnects;
 	_Atomic uint64_t produced_bytes; /* local Produce */
 	_Atomic uint64_t disk_bytes;	/* .log bytes on disk */
+	/* The log's producer state: what R2 reports and never refuses, and
+	 * the barriers (R3) it applied, since the log was opened. */
+	_Atomic uint64_t sequence_gaps;
+	_Atomic uint64_t epoch_regressions;
+	_Atomic uint64_t barriers_applied;
 	_Atomic int fetch_state;	/* enum km_part_fetch */
 	char reason[320];	/* KM_FETCHER_REASON_BYTES */
 	struct km_part_source source;
