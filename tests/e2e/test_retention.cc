@@ -132,6 +132,25 @@ protected:
 		return consume(d.bootstrap(), cs, &got);
 	}
 
+	/* The fetch network in `status --json`: how many fetch-session
+	 * connections are open, and the bytes every worker has sent. */
+	static bool fetch_net(const Daemon &d, int *conns, int64_t *bytes_out)
+	{
+		ChildResult r;
+		if (ctl(d, { "status", "--json" }, &r) != "")
+			return false;
+		json_t *root = json_loads(r.out.c_str(), 0, nullptr);
+		json_t *net = json_object_get(root, "net");
+		*conns = (int)json_array_size(json_object_get(root, "connections"));
+		*bytes_out = 0;
+		for (size_t i = 0; i < json_array_size(net); i++)
+			*bytes_out += json_integer_value(
+				json_object_get(json_array_get(net, i), "bytes_out"));
+		bool ok = root != nullptr && json_array_size(net) > 0;
+		json_decref(root);
+		return ok;
+	}
+
 	std::string part_dir(const Daemon &d)
 	{
 		return d.data_dir() + "/" + kTopic + "-0";
@@ -257,16 +276,25 @@ TEST_F(Retention, PausesWhileDataDirIsShortOfSpace)
 	EXPECT_NE(std::string::npos, (r.out + r.err).find("disk.free.min.bytes"))
 		<< r.out << r.err;
 
-	/* New source data stays there while paused; the mirror still serves. */
-	int64_t leo = st.at(kKey).leo;
+	/* New source data stays there while paused; the mirror still serves.
+	 * The pause ends the fetch session: once status shows no fetch
+	 * connection, nothing can fetch, and the fetch network has sent no
+	 * byte between before the new data existed and after. */
+	int conns = -1;
+	int64_t out0 = -1, out1 = -1;
+	ASSERT_TRUE(poll_until([&] { return fetch_net(d, &conns, &out0) && conns == 0; },
+			       10000))
+		<< conns << " fetch connections while paused";
+	int64_t leo = st.at(kKey).leo, lo, hi;
 	produce_mib(1);
-	EXPECT_FALSE(poll_until(
-		[&] {
-			StatusMap s;
-			return d.status(&s).empty() && s.at(kKey).leo != leo;
-		},
-		3000))
-		<< "mirrored while paused for space";
+	source_marks(&lo, &hi);
+	ASSERT_EQ(leo + 256, hi) << "the new data is on the source";
+	ASSERT_TRUE(fetch_net(d, &conns, &out1));
+	EXPECT_EQ(0, conns) << "a fetch connection while paused";
+	EXPECT_EQ(out0, out1) << "the fetch network sent requests while paused";
+	ASSERT_EQ("", d.status(&st));
+	EXPECT_EQ("PAUSED", st.at(kKey).state);
+	EXPECT_EQ(leo, st.at(kKey).leo) << "mirrored while paused for space";
 	expect_same(d, 0, leo);
 
 	ASSERT_EQ(0, unlink(filler.c_str()));
@@ -289,7 +317,6 @@ TEST_F(Retention, PausesWhileDataDirIsShortOfSpace)
 		  read_file(part_dir(d) + "/kmirror.state").find("PAUSED"));
 	ASSERT_EQ(0, unlink(filler.c_str()));
 	ASSERT_EQ("", wait_caught_up(d));
-	int64_t lo, hi;
 	source_marks(&lo, &hi);
 	expect_same(d, 0, hi);
 }
