@@ -145,6 +145,15 @@ std::string Bed::up()
 	for (auto &s : steps)
 		if (!(e = ip(s)).empty())
 			return e;
+	/* No IPv6 chatter (router solicitations, MLD) on the DPDK link or the
+	 * management link, before they come up: the management link's byte
+	 * counters then count the control thread's traffic only. */
+	for (auto &[ns, dev] : { std::make_pair(ns_b_, data_b_),
+				 std::make_pair(ns_a_, mgmt_a_),
+				 std::make_pair(ns_b_, mgmt_b_) })
+		run_command({ "ip", "netns", "exec", ns, "sysctl", "-qw",
+			      "net.ipv6.conf." + dev + ".disable_ipv6=1" },
+			    10000);
 	std::vector<std::pair<std::string, std::vector<std::string>>> cfg = {
 		{ ns_a_, { "addr", "add", "10.77.9.1/24", "dev", data_a_ } },
 		{ ns_a_, { "addr", "add", "10.77.8.1/24", "dev", mgmt_a_ } },
@@ -160,10 +169,6 @@ std::string Bed::up()
 	for (auto &[ns, args] : cfg)
 		if (!(e = nsip(ns, args)).empty())
 			return e;
-	/* No IPv6 chatter (router solicitations) on the DPDK link. */
-	run_command({ "ip", "netns", "exec", ns_b_, "sysctl", "-qw",
-		      "net.ipv6.conf." + data_b_ + ".disable_ipv6=1" },
-		    10000);
 	return offloads_off(ns_a_, data_a_);
 }
 
