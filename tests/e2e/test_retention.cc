@@ -151,6 +151,30 @@ protected:
 		return ok;
 	}
 
+	/* The pause ends the fetch session: once status shows no fetch
+	 * connection, nothing can fetch, and the fetch network sends no byte
+	 * between before 1 MiB more is on the source and after; the log end
+	 * stays at leo. */
+	void expect_paused_fetches_nothing(Daemon &d, int64_t leo)
+	{
+		int conns = -1;
+		int64_t out0 = -1, out1 = -1, lo, hi;
+		StatusMap st;
+
+		ASSERT_TRUE(poll_until([&] { return fetch_net(d, &conns, &out0) && conns == 0; },
+				       10000))
+			<< conns << " fetch connections while paused";
+		produce_mib(1);
+		source_marks(&lo, &hi);
+		ASSERT_EQ(leo + 256, hi) << "the new data is on the source";
+		ASSERT_TRUE(fetch_net(d, &conns, &out1));
+		EXPECT_EQ(0, conns) << "a fetch connection while paused";
+		EXPECT_EQ(out0, out1) << "the fetch network sent requests while paused";
+		ASSERT_EQ("", d.status(&st));
+		EXPECT_EQ("PAUSED", st.at(kKey).state);
+		EXPECT_EQ(leo, st.at(kKey).leo) << "mirrored while paused for space";
+	}
+
 	std::string part_dir(const Daemon &d)
 	{
 		return d.data_dir() + "/" + kTopic + "-0";
@@ -276,25 +300,9 @@ TEST_F(Retention, PausesWhileDataDirIsShortOfSpace)
 	EXPECT_NE(std::string::npos, (r.out + r.err).find("disk.free.min.bytes"))
 		<< r.out << r.err;
 
-	/* New source data stays there while paused; the mirror still serves.
-	 * The pause ends the fetch session: once status shows no fetch
-	 * connection, nothing can fetch, and the fetch network has sent no
-	 * byte between before the new data existed and after. */
-	int conns = -1;
-	int64_t out0 = -1, out1 = -1;
-	ASSERT_TRUE(poll_until([&] { return fetch_net(d, &conns, &out0) && conns == 0; },
-			       10000))
-		<< conns << " fetch connections while paused";
-	int64_t leo = st.at(kKey).leo, lo, hi;
-	produce_mib(1);
-	source_marks(&lo, &hi);
-	ASSERT_EQ(leo + 256, hi) << "the new data is on the source";
-	ASSERT_TRUE(fetch_net(d, &conns, &out1));
-	EXPECT_EQ(0, conns) << "a fetch connection while paused";
-	EXPECT_EQ(out0, out1) << "the fetch network sent requests while paused";
-	ASSERT_EQ("", d.status(&st));
-	EXPECT_EQ("PAUSED", st.at(kKey).state);
-	EXPECT_EQ(leo, st.at(kKey).leo) << "mirrored while paused for space";
+	/* New source data stays there while paused; the mirror still serves. */
+	int64_t leo = st.at(kKey).leo;
+	expect_paused_fetches_nothing(d, leo);
 	expect_same(d, 0, leo);
 
 	ASSERT_EQ(0, unlink(filler.c_str()));
@@ -317,6 +325,7 @@ TEST_F(Retention, PausesWhileDataDirIsShortOfSpace)
 		  read_file(part_dir(d) + "/kmirror.state").find("PAUSED"));
 	ASSERT_EQ(0, unlink(filler.c_str()));
 	ASSERT_EQ("", wait_caught_up(d));
+	int64_t lo, hi;
 	source_marks(&lo, &hi);
 	expect_same(d, 0, hi);
 }
