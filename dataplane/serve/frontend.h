@@ -199,6 +199,11 @@ struct km_group_sync_part {
 	int32_t leader_epoch;
 	int64_t stored;		/* out: committed here after, -1: none */
 	int64_t previous;	/* out: committed here before, -1: none */
+	/* A stop's last sync: the log ends at cut (what follows is ours),
+	 * so nothing is stored past it, and an offset here past it is
+	 * brought down to it. */
+	bool at_stop;
+	int64_t cut;
 };
 
 struct km_group_sync {
@@ -215,7 +220,8 @@ typedef void (*km_frontend_sync_fn)(void *arg, int rc);
  * offset, durable offset)) of our partition (identical offsets on both
  * sides: no translation; the durable offset is the high watermark clients
  * see), unless the group has active members here. Only offsets ahead of
- * ours are written: a sync never moves a group back. done(arg, rc) runs
+ * ours are written: a sync never moves a group back, except a stop's off
+ * what its cut removed (at_stop: also at most cut). done(arg, rc) runs
  * once they are durable (possibly before this returns).
  * @return 0 (done will run), or a negative code (it will not).
  */

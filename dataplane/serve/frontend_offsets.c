@@ -456,9 +456,11 @@ static void maybe_compact(struct km_frontend *fe)
 
 /* ---- offset sync from the source ------------------------------------------- */
 
-/* max(log start, min(source, durable offset)), or -1 if we do not have it.
- * The durable offset is the high watermark clients see (R6): a group sent
- * past it would get OFFSET_OUT_OF_RANGE and reset, perhaps to the start. */
+/* max(log start, min(source, durable offset[, a stop's cut])), or -1 if
+ * we do not have it. The durable offset is the high watermark clients see
+ * (R6): a group sent past it would get OFFSET_OUT_OF_RANGE and reset,
+ * perhaps to the start. Past a stop's cut are our own writes: a group
+ * sent there would skip them. */
 static int64_t clamp(struct km_frontend *fe, const struct km_group_sync_part *sp)
 {
 	struct km_part *p = km_part_find(fe->table, sp->topic, sp->partition);
@@ -468,8 +470,27 @@ static int64_t clamp(struct km_frontend *fe, const struct km_group_sync_part *sp
 		return -1;
 	start = km_log_start_offset(p->log);
 	end = km_log_durable_offset(p->log);
+	if (sp->at_stop && sp->cut < end)
+		end = sp->cut;
 	v = v < end ? v : end;
 	return v > start ? v : start;
+}
+
+/* What to store for sp given o (committed here), or -1 for nothing. Never
+ * backwards: a group that consumed here (then left) must not be sent back
+ * to re-read what it has processed; but an offset past a stop's cut points
+ * at records the cut removed, whose offsets our own writes take next. */
+static int64_t sync_target(struct km_frontend *fe,
+			   const struct km_group_sync_part *sp,
+			   const struct km_goffset *o)
+{
+	int64_t v = clamp(fe, sp);
+
+	if (v >= 0 && o != NULL && sp->at_stop && o->offset > sp->cut)
+		return v > sp->cut ? v : sp->cut;
+	if (v < 0 || (o != NULL && o->offset >= v))
+		return -1;
+	return v;
 }
 
 /* The commits that change something, into the commit table. @return how
@@ -484,12 +505,10 @@ static uint32_t sync_commits(struct km_frontend *fe, struct km_group_sync *s)
 		const struct km_goffset *o =
 			km_goffsets_get(fe->go.table, s->group, sp->topic,
 					sp->partition);
-		int64_t v = clamp(fe, sp);
+		int64_t v = sync_target(fe, sp, o);
 
 		sp->previous = o ? o->offset : -1;
-		/* Never backwards: a group that consumed here (then left)
-		 * must not be sent back to re-read what it has processed. */
-		if (v < 0 || (o != NULL && o->offset >= v)) {
+		if (v < 0) {
 			sp->stored = sp->previous;
 			continue;
 		}

@@ -369,3 +369,51 @@ TEST_F(Rules, OffsetSyncIsClampedAndNeverGoesBack)
 }
 
 } // namespace
+
+// A stop's last sync (at_stop) stores nothing past the stop's cut, whose
+// offsets what is written here next takes; an offset already here past the
+// cut is brought down to it, never below it; under the cut, never back.
+TEST_F(Rules, StopSyncIsCappedAtTheCut)
+{
+	PartSpec offsets = {"__consumer_offsets", 0, true};
+	offsets.internal = true;
+	ASSERT_NO_FATAL_FAILURE(Start({offsets, {"t", 0, true}}));
+	km_log *log = srv_.log(srv_.index("t", 0));
+	int64_t base;
+
+	ASSERT_EQ(KM_KERR_NONE, Produce("t", 0, Batch(15), -1, &base));
+	ASSERT_EQ(15, km_log_durable_offset(log));
+
+	km_group_sync_part sp = {};
+	snprintf(sp.topic, sizeof(sp.topic), "t");
+	sp.partition = 0;
+	sp.leader_epoch = -1;
+	km_group_sync s = {};
+	snprintf(s.group, sizeof(s.group), "g");
+	s.parts = &sp;
+	s.n_parts = 1;
+	struct Step {
+		bool at_stop;
+		int64_t cut, source, stored;
+		const char *why;
+	};
+	auto run = [&](const Step &st) {
+		SCOPED_TRACE(st.why);
+		sp.at_stop = st.at_stop;
+		sp.cut = st.cut;
+		sp.source_offset = st.source;
+		sp.stored = sp.previous = -2;
+		ASSERT_EQ(0, srv_.GroupSync(&s, 10000));
+		EXPECT_EQ(st.stored, sp.stored);
+		EXPECT_EQ(st.stored, Committed("g", "t", 0));
+	};
+	ASSERT_NO_FATAL_FAILURE(run({true, 8, 12, 8, "source past the cut"}));
+	ASSERT_NO_FATAL_FAILURE(run({true, 8, 100, 8, "source past our log end"}));
+	ASSERT_NO_FATAL_FAILURE(run({true, 8, 5, 8, "source behind the group"}));
+	// A periodic sync (before the stop) took the group to 14; the stop
+	// cut at 9.
+	ASSERT_NO_FATAL_FAILURE(run({false, 0, 14, 14, "periodic: no cut"}));
+	ASSERT_NO_FATAL_FAILURE(run({true, 9, 14, 9, "down to the cut"}));
+	ASSERT_NO_FATAL_FAILURE(run({false, 0, 14, 14, "periodic again"}));
+	ASSERT_NO_FATAL_FAILURE(run({true, 9, 3, 9, "down to the cut, not below"}));
+}
