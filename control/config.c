@@ -36,6 +36,7 @@ void km_config_defaults(struct km_config *cfg)
 	cfg->retention_bytes = -1;
 	cfg->disk_free_min_bytes = 256ull << 20;
 	cfg->group_sync_interval_ms = 5000;
+	cfg->group_sync_stop_timeout_ms = 2000;
 	/* Kafka's broker defaults. */
 	cfg->group_initial_rebalance_delay_ms = 3000;
 	cfg->group_min_session_timeout_ms = 6000;

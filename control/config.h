@@ -152,6 +152,9 @@ struct km_config {
 	char groups[KM_CONFIG_GROUPS_MAX][KM_CONFIG_GROUP_BYTES_MAX];
 	uint32_t groups_count;
 	uint32_t group_sync_interval_ms;
+	/* A stop's last sync of the stopped partitions' offsets gives the
+	 * source this long in all (0: none). */
+	uint32_t group_sync_stop_timeout_ms;
 	uint32_t group_initial_rebalance_delay_ms;
 	uint32_t group_min_session_timeout_ms;
 	uint32_t group_max_session_timeout_ms;

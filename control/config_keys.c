@@ -377,6 +377,8 @@ static const struct key_def keys[] = {
 	CUSTOM("groups", groups),
 	NUMBER("group.sync.interval.ms", K_U32, group_sync_interval_ms,
 	       KM_CONFIG_UNITS_MS, 100, INT32_MAX),
+	NUMBER("group.sync.stop.timeout.ms", K_U32, group_sync_stop_timeout_ms,
+	       KM_CONFIG_UNITS_MS, 0, 600000),
 	NUMBER("group.initial.rebalance.delay.ms", K_U32,
 	       group_initial_rebalance_delay_ms, KM_CONFIG_UNITS_MS, 0,
 	       INT32_MAX),

@@ -7,6 +7,14 @@
  * here (km_frontend_group_sync). Offsets are identical on both sides: no
  * translation. The last answer per group stays for status.
  *
+ * A stop does one last round for the partitions it stopped, once their
+ * logs are final up to the cut and before they take writes: a group that
+ * committed since the last interval would otherwise resume here where the
+ * interval before left it, or at its auto.offset.reset. That round is
+ * capped at each cut and bounded by group.sync.stop.timeout.ms in all, so
+ * a source that is down cannot hold the failover; the stop's reply says
+ * what it synced or why it could not.
+ *
  * Patterns (fnmatch(3), e.g. `app-*`) are matched against ListGroups of
  * each source.bootstrap.servers address. */
 #include <errno.h>
@@ -27,6 +35,17 @@
 #define OFFFETCH_VERSION 3
 #define LISTGROUPS_VERSION 1
 #define LIST_MAX 1024u
+
+/* One round of questions to the source: the periodic one (the partitions
+ * that follow it; SYNC_TIMEOUT_MS per connection) or a stop's. */
+struct round {
+	const bool *only;	/* per table entry, or NULL: those that follow */
+	const int64_t *cut;	/* per table entry, with only: the stop's cut */
+	uint64_t deadline_ms;	/* km_clock_ms(); 0: none */
+	json_t *rows;		/* the stop's report, or NULL */
+	uint32_t groups, failed, parts;
+	int first_rc;		/* of the first group that failed */
+};
 
 static int enc_findcoord(struct km_wire_wr *w, int16_t v, const void *m)
 {
@@ -53,9 +72,24 @@ static bool follows(const struct km_daemon *d, uint32_t i)
 		st == KM_MSTATE_FAILED);
 }
 
+/* A connection within the round's deadline (the later calls on it too). */
+static int open_conn(const struct round *r, struct km_kclient *c,
+		     const struct km_config_addr *a)
+{
+	uint64_t now = km_clock_ms();
+
+	if (r->deadline_ms == 0)
+		return km_kclient_open(c, a, SYNC_TIMEOUT_MS);
+	if (now >= r->deadline_ms)
+		return -ETIMEDOUT;
+	return km_kclient_open(c, a, r->deadline_ms - now < SYNC_TIMEOUT_MS
+					     ? (int)(r->deadline_ms - now)
+					     : SYNC_TIMEOUT_MS);
+}
+
 /* The group's coordinator on the source. */
-static int find_coordinator(struct km_daemon *d, const char *group,
-			    struct km_config_addr *out)
+static int find_coordinator(struct km_daemon *d, const struct round *rd,
+			    const char *group, struct km_config_addr *out)
 {
 	struct km_findcoord_req q = { .key_type = 0 };
 	struct km_findcoord_resp m;
@@ -66,7 +100,7 @@ static int find_coordinator(struct km_daemon *d, const char *group,
 		struct km_kclient c;
 		struct km_wire_rd r;
 
-		if ((rc = km_kclient_open(&c, &d->cfg->bootstrap[b], SYNC_TIMEOUT_MS)) < 0)
+		if ((rc = open_conn(rd, &c, &d->cfg->bootstrap[b])) < 0)
 			continue;
 		if ((rc = km_kclient_call(&c, KM_API_FIND_COORDINATOR, FINDCOORD_VERSION,
 					  enc_findcoord, &q, &r)) == 0 &&
@@ -83,14 +117,16 @@ static int find_coordinator(struct km_daemon *d, const char *group,
 	return rc;
 }
 
-/* The request's topics: every partition that follows the source. */
-static void fill_request(struct km_daemon *d, struct km_offfetch_req *q)
+/* The request's topics: the round's partitions. */
+static void fill_request(struct km_daemon *d, const struct round *rd,
+			 struct km_offfetch_req *q)
 {
 	for (uint32_t i = 0; i < d->table.n; i++) {
 		const struct km_part *p = &d->table.parts[i];
 		struct km_proto_topic *t = q->n_topics ? &q->topics[q->n_topics - 1] : NULL;
 
-		if (!follows(d, i) || q->n_parts == q->parts_max)
+		if (!(rd->only ? rd->only[i] : follows(d, i)) ||
+		    q->n_parts == q->parts_max)
 			continue;
 		if (t == NULL || strcmp(t->name.s, p->topic) != 0) {
 			if (q->n_topics == q->topics_max)
@@ -105,8 +141,21 @@ static void fill_request(struct km_daemon *d, struct km_offfetch_req *q)
 	}
 }
 
+/* A stop's round: nothing past the partition's cut. */
+static void cap_at_cut(const struct km_daemon *d, const struct round *rd,
+		       struct km_group_sync_part *sp)
+{
+	const struct km_part *p = km_part_find(&d->table, sp->topic, sp->partition);
+
+	if (rd->cut == NULL || p == NULL)
+		return;
+	sp->at_stop = true;
+	sp->cut = rd->cut[p - d->table.parts];
+}
+
 /* OffsetFetch on the coordinator, into s (parts allocated). */
-static int fetch_offsets(struct km_daemon *d, const struct km_config_addr *coord,
+static int fetch_offsets(struct km_daemon *d, const struct round *rd,
+			 const struct km_config_addr *coord,
 			 struct km_group_sync *s)
 {
 	uint32_t n = d->table.n ? d->table.n : 1;
@@ -121,8 +170,8 @@ static int fetch_offsets(struct km_daemon *d, const struct km_config_addr *coord
 
 	km_wire_name_set(&q.group_id, s->group);
 	if (rc == 0)
-		fill_request(d, &q);
-	if (rc == 0 && (rc = km_kclient_open(&c, coord, SYNC_TIMEOUT_MS)) == 0) {
+		fill_request(d, rd, &q);
+	if (rc == 0 && (rc = open_conn(rd, &c, coord)) == 0) {
 		if ((rc = km_kclient_call(&c, KM_API_OFFSET_FETCH, OFFFETCH_VERSION,
 					  enc_offfetch, &q, &r)) == 0 &&
 		    (rc = km_offfetch_resp_decode(&r, OFFFETCH_VERSION, &m)) == 0 &&
@@ -142,6 +191,7 @@ static int fetch_offsets(struct km_daemon *d, const struct km_config_addr *coord
 			sp->partition = rp[k].partition;
 			sp->source_offset = rp[k].committed_offset;
 			sp->leader_epoch = rp[k].committed_leader_epoch;
+			cap_at_cut(d, rd, sp);
 			s->n_parts++;
 		}
 	if (rc == 0 && s->parts == NULL)
@@ -169,7 +219,92 @@ static struct km_daemon_gsync *gsync_slot(struct km_daemon *d, const char *group
 	return n;
 }
 
-static void sync_group(struct km_daemon *d, const char *group)
+/* Was sp's partition in the round's question? */
+static bool asked(const struct km_daemon *d, const struct round *rd,
+		  const struct km_group_sync_part *sp)
+{
+	const struct km_part *p = km_part_find(&d->table, sp->topic, sp->partition);
+	uint32_t i = p ? (uint32_t)(p - d->table.parts) : 0;
+
+	return p == NULL || (rd->only ? rd->only[i] : follows(d, i));
+}
+
+/* The answer replaces the rows of the partitions the round asked about;
+ * the others (stopped since, or not in a stop's round) stay in status with
+ * their last sync. Takes s->parts. */
+static void slot_merge(const struct km_daemon *d, const struct round *rd,
+		       struct km_daemon_gsync *g, struct km_group_sync *s)
+{
+	struct km_group_sync_part *all;
+	uint32_t n = 0;
+
+	for (uint32_t i = 0; i < g->s.n_parts; i++)
+		if (!asked(d, rd, &g->s.parts[i]))
+			g->s.parts[n++] = g->s.parts[i];
+	all = realloc(g->s.parts, (n + s->n_parts + 1) * sizeof(*all));
+	if (all == NULL) {
+		free(g->s.parts);
+		g->s = *s; /* only the answer, then */
+		return;
+	}
+	memcpy(all + n, s->parts, s->n_parts * sizeof(*all));
+	free(s->parts);
+	g->s.parts = all;
+	g->s.n_parts = n + s->n_parts;
+	g->s.active = s->active;
+}
+
+/* What a stop's round did for one group: its rows and a progress line. */
+static void stop_report(struct km_daemon *d, struct round *rd, const char *group,
+			const struct km_group_sync *s, int rc)
+{
+	char msg[512], name[KM_WIRE_NAME_BYTES_MAX + 16];
+	int len = snprintf(msg, sizeof(msg), "group %s: ", group);
+	json_t *prog;
+
+	rd->groups++;
+	if (rc < 0) {
+		rd->failed++;
+		rd->first_rc = rd->failed == 1 ? rc : rd->first_rc;
+		snprintf(msg + len, sizeof(msg) - (size_t)len, "last offset sync "
+			 "from the source failed: %s", km_strerror(rc));
+		json_array_append_new(rd->rows, json_pack("{s:s, s:s, s:s}",
+			"group", group, "partition", "-", "sync", km_strerror(rc)));
+	} else if (s->active) {
+		snprintf(msg + len, sizeof(msg) - (size_t)len, "held: members "
+			 "here, its offsets here are its own");
+		json_array_append_new(rd->rows, json_pack("{s:s, s:s, s:s}",
+			"group", group, "partition", "-", "sync",
+			"held: members here"));
+	} else if (s->n_parts == 0) {
+		snprintf(msg + len, sizeof(msg) - (size_t)len, "no offsets "
+			 "committed on the source for these partitions");
+	}
+	for (uint32_t k = 0; rc == 0 && !s->active && k < s->n_parts; k++) {
+		const struct km_group_sync_part *sp = &s->parts[k];
+
+		snprintf(name, sizeof(name), "%s:%d", sp->topic, sp->partition);
+		json_array_append_new(rd->rows, json_pack(
+			"{s:s, s:s, s:I, s:I, s:I, s:s}", "group", group,
+			"partition", name, "source_offset", (json_int_t)sp->source_offset,
+			"offset", (json_int_t)sp->stored, "previous",
+			(json_int_t)sp->previous, "sync", "synced"));
+		if (len < (int)sizeof(msg))
+			len += snprintf(msg + len, sizeof(msg) - (size_t)len,
+					"%s%s at %lld", k ? ", " : "", name,
+					(long long)sp->stored);
+		rd->parts++;
+	}
+	if ((prog = json_pack("{s:s}", "message", msg)) != NULL)
+		km_ctlsock_progress(d->ctl, 0, prog);
+	json_decref(prog);
+	if (rc < 0)
+		KM_WARN("groups", "%s", msg);
+	else
+		KM_INFO("groups", "stop: %s", msg);
+}
+
+static void sync_group(struct km_daemon *d, struct round *rd, const char *group)
 {
 	struct km_daemon_gsync *g = gsync_slot(d, group);
 	struct km_group_sync s = { .parts = NULL };
@@ -180,23 +315,28 @@ static void sync_group(struct km_daemon *d, const char *group)
 	if (g == NULL)
 		return;
 	snprintf(s.group, sizeof(s.group), "%s", group);
-	if ((rc = find_coordinator(d, group, &coord)) == 0 &&
-	    (rc = fetch_offsets(d, &coord, &s)) == 0 &&
+	if ((rc = find_coordinator(d, rd, group, &coord)) == 0 &&
+	    (rc = fetch_offsets(d, rd, &coord, &s)) == 0 &&
 	    (rc = km_worker_group_sync(d->workers[0], &s, &reply)) == 0)
 		rc = km_worker_wait(d->ctl_efd, &reply, SYNC_TIMEOUT_MS * 2);
-	if (rc == -ETIMEDOUT && !atomic_load(&reply.done))
+	if (rc == -ETIMEDOUT && !atomic_load(&reply.done)) {
+		struct km_group_sync none = { .parts = NULL };
+
+		if (rd->rows != NULL)
+			stop_report(d, rd, group, &none, rc);
 		return; /* s is the worker's until it answers: leak, not reuse */
-	if (rc < 0 && rc != g->rc)
+	}
+	if (rd->rows != NULL)
+		stop_report(d, rd, group, &s, rc);
+	else if (rc < 0 && rc != g->rc)
 		KM_WARN("groups", "group %s: offset sync from the source: %s",
 			group, km_strerror(rc));
 	g->rc = rc;
 	g->at_ms = km_clock_ms();
-	if (rc == 0) {
-		free(g->s.parts);
-		g->s = s;
-	} else {
+	if (rc == 0)
+		slot_merge(d, rd, g, &s);
+	else
 		free(s.parts);
-	}
 }
 
 static bool is_pattern(const char *g)
@@ -206,7 +346,7 @@ static bool is_pattern(const char *g)
 
 /* Groups on the source matching the patterns, from ListGroups of every
  * bootstrap address; calls sync_group once per distinct id. */
-static void sync_patterns(struct km_daemon *d)
+static void sync_patterns(struct km_daemon *d, struct round *rd)
 {
 	static struct km_listgroups_group gs[LIST_MAX];
 	struct km_listgroups_req q = { .n_states = 0 };
@@ -215,7 +355,7 @@ static void sync_patterns(struct km_daemon *d)
 		struct km_listgroups_resp m = { .groups = gs, .groups_max = LIST_MAX };
 		struct km_kclient c;
 		struct km_wire_rd r;
-		int rc = km_kclient_open(&c, &d->cfg->bootstrap[b], SYNC_TIMEOUT_MS);
+		int rc = open_conn(rd, &c, &d->cfg->bootstrap[b]);
 
 		if (rc < 0)
 			continue;
@@ -227,10 +367,25 @@ static void sync_patterns(struct km_daemon *d)
 			for (uint32_t k = 0; k < d->cfg->groups_count; k++)
 				if (is_pattern(d->cfg->groups[k]) &&
 				    fnmatch(d->cfg->groups[k], gs[i].group_id.s, 0) == 0) {
-					sync_group(d, gs[i].group_id.s);
+					sync_group(d, rd, gs[i].group_id.s);
 					break;
 				}
 	}
+}
+
+/* Every group `groups` names or matches, once. */
+static void run_round(struct km_daemon *d, struct round *rd)
+{
+	bool patterns = false;
+
+	for (uint32_t k = 0; k < d->cfg->groups_count; k++) {
+		if (is_pattern(d->cfg->groups[k]))
+			patterns = true;
+		else
+			sync_group(d, rd, d->cfg->groups[k]);
+	}
+	if (patterns)
+		sync_patterns(d, rd);
 }
 
 static bool any_follows(const struct km_daemon *d)
@@ -247,7 +402,7 @@ static bool any_follows(const struct km_daemon *d)
 void km_daemon_sync_groups(struct km_daemon *d)
 {
 	uint64_t now = km_clock_ms();
-	bool patterns = false;
+	struct round rd = { .only = NULL };
 
 	if (d->cfg->groups_count == 0 || now < d->gsync_next_ms)
 		return;
@@ -255,14 +410,56 @@ void km_daemon_sync_groups(struct km_daemon *d)
 	d->gsync_ended = !any_follows(d);
 	if (d->gsync_ended)
 		return;
-	for (uint32_t k = 0; k < d->cfg->groups_count; k++) {
-		if (is_pattern(d->cfg->groups[k]))
-			patterns = true;
-		else
-			sync_group(d, d->cfg->groups[k]);
+	run_round(d, &rd);
+}
+
+/* The stop's reply: "group_sync" says what the round did in a line, the
+ * "groups" rows per group and partition. */
+static void stop_summary(const struct round *rd, json_t *resp)
+{
+	char line[400];
+
+	if (rd->failed > 0)
+		snprintf(line, sizeof(line), "failed for %u of %u group%s: %s "
+			 "(their offsets here stay as last synced)", rd->failed,
+			 rd->groups, rd->groups == 1 ? "" : "s",
+			 km_strerror(rd->first_rc));
+	else if (rd->groups == 0)
+		snprintf(line, sizeof(line), "no group of `groups` on the source");
+	else
+		snprintf(line, sizeof(line), "%u partition%s of %u group%s synced",
+			 rd->parts, rd->parts == 1 ? "" : "s", rd->groups,
+			 rd->groups == 1 ? "" : "s");
+	json_object_set_new(resp, "group_sync", json_string(line));
+	if (json_array_size(rd->rows) > 0)
+		json_object_set(resp, "groups", rd->rows);
+}
+
+void km_daemon_sync_groups_at_stop(struct km_daemon *d, const bool *stopped,
+				   const int64_t *cut, json_t *resp)
+{
+	bool *only = calloc(d->table.n ? d->table.n : 1, sizeof(*only));
+	struct round rd = { .only = only, .cut = cut, .rows = json_array() };
+	bool any = false;
+
+	/* A partition failed back from another host follows that host, not
+	 * the source whose groups these are. */
+	for (uint32_t i = 0; only != NULL && i < d->table.n; i++) {
+		only[i] = stopped[i] && d->mstates[i].source[0] == '\0';
+		any |= only[i];
 	}
-	if (patterns)
-		sync_patterns(d);
+	if (d->cfg->groups_count > 0 && any && rd.rows != NULL &&
+	    d->cfg->group_sync_stop_timeout_ms > 0) {
+		rd.deadline_ms = km_clock_ms() + d->cfg->group_sync_stop_timeout_ms;
+		run_round(d, &rd);
+		stop_summary(&rd, resp);
+	} else if (d->cfg->groups_count > 0 && any) {
+		json_object_set_new(resp, "group_sync", json_string(
+			only == NULL || rd.rows == NULL ? "not done: out of memory"
+			: "not done (group.sync.stop.timeout.ms=0)"));
+	}
+	json_decref(rd.rows);
+	free(only);
 }
 
 void km_daemon_groups_free(struct km_daemon *d)

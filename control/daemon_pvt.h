@@ -166,6 +166,11 @@ static inline bool km_daemon_disk_held(const struct km_daemon *d, uint32_t i)
 
 /* daemon_groups.c: committed offsets synced from the source */
 void km_daemon_sync_groups(struct km_daemon *d);
+/* A stop's last sync, for the partitions stopped[i] (per table entry),
+ * capped at cut[i], within group.sync.stop.timeout.ms: progress lines
+ * while it runs, then "group_sync" (a line) and "groups" (rows) in resp. */
+void km_daemon_sync_groups_at_stop(struct km_daemon *d, const bool *stopped,
+				   const int64_t *cut, json_t *resp);
 void km_daemon_groups_free(struct km_daemon *d);
 
 /* daemon_net.c: the fetch network in status and metrics */

@@ -1,8 +1,11 @@
 /* R4 on the control thread: the stop verb and its resumption on restart.
  * Per partition: persist STOPPING, let the owner run steps 1-4
- * (km_worker_stop), persist STOPPED with the barrier's offset, then open
- * the partition for writes. A crash anywhere resumes from the persisted
- * state; the owner finds its own barrier and does not write a second. */
+ * (km_worker_stop), persist STOPPED with the barrier's offset. Then one
+ * last offset sync of the groups for the partitions stopped, capped at
+ * their cuts (daemon_groups.c), and only then are they opened for writes,
+ * so no group is sent past the cut into what is written here next. A crash
+ * anywhere resumes from the persisted state; the owner finds its own
+ * barrier and does not write a second. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -52,7 +55,8 @@ static int open_writes(struct km_daemon *d, uint32_t i)
 	return rc < 0 ? rc : km_worker_wait(d->ctl_efd, &r, REPLY_TIMEOUT_MS);
 }
 
-/* Steps 1-6 for partition i, from STOPPING on. */
+/* Steps 1-5 for partition i, from STOPPING on: STOPPED on 0, for the
+ * caller to open for writes. */
 static int finish_stop(struct km_daemon *d, uint32_t i,
 		       struct km_stop_result *res, char *err, size_t err_len)
 {
@@ -79,7 +83,7 @@ static int finish_stop(struct km_daemon *d, uint32_t i,
 	ms->last_mirrored_offset = r.stop.barrier_offset;
 	if ((rc = km_mstate_save(dir, ms)) == 0)
 		km_worker_crash_point("stop-after-stopped");
-	if (rc < 0 || (rc = open_writes(d, i)) < 0)
+	else
 		snprintf(err, err_len, "%s-%d: after the barrier: %s", p->topic,
 			 p->partition, km_strerror(rc));
 	return rc;
@@ -143,9 +147,9 @@ int km_daemon_resume_stops(struct km_daemon *d)
 				p->topic, p->partition);
 			if ((rc = finish_stop(d, i, &res, err, sizeof(err))) < 0)
 				KM_ERROR("daemon", "%s", err);
-		} else if (d->mstates[i].state == KM_MSTATE_STOPPED) {
-			rc = open_writes(d, i);
 		}
+		if (rc == 0 && d->mstates[i].state == KM_MSTATE_STOPPED)
+			rc = open_writes(d, i);
 	}
 	return rc;
 }
@@ -242,14 +246,14 @@ static int check_selection(struct km_daemon *d, const json_t *req,
 	return 0;
 }
 
-int km_daemon_on_stop(void *ctx, const json_t *req, json_t *resp)
+/* Steps 1-5 for every partition the request selects, in table order,
+ * until one fails; stopped[i] and cut[i] say which reached STOPPED. */
+static int stop_selected(struct km_daemon *d, const json_t *req, json_t *rows,
+			 bool *stopped, int64_t *cut, json_t *resp)
 {
-	struct km_daemon *d = ctx;
-	json_t *rows = json_array();
 	struct km_stop_result res;
-	char err[512];
-	uint32_t count;
-	int rc = check_selection(d, req, resp, &count);
+	char err[512], msg[400];
+	int rc = 0;
 
 	for (uint32_t i = 0; rc == 0 && i < d->table.n; i++) {
 		if (!km_daemon_selected(d, i, req) || !stoppable(d, i))
@@ -262,16 +266,57 @@ int km_daemon_on_stop(void *ctx, const json_t *req, json_t *resp)
 			json_object_set_new(resp, "message", json_string(err));
 			break;
 		}
-		json_t *row = stop_row(&d->table.parts[i], &res);
-		char msg[400];
+		stopped[i] = true;
+		cut[i] = res.cut_offset;
+		json_array_append_new(rows, stop_row(&d->table.parts[i], &res));
 		snprintf(msg, sizeof(msg), "%s-%d stopped: barrier at %lld",
 			 d->table.parts[i].topic, d->table.parts[i].partition,
 			 (long long)res.barrier_offset);
 		json_t *prog = json_pack("{s:s}", "message", msg);
 		km_ctlsock_progress(d->ctl, 0, prog);
 		json_decref(prog);
-		json_array_append_new(rows, row);
 	}
-	json_object_set_new(resp, "partitions", rows);
+	return rc;
+}
+
+/* Step 6 for what stop_selected stopped, even if a later one failed. */
+static int open_stopped(struct km_daemon *d, const bool *stopped, int rc,
+			json_t *resp)
+{
+	char err[512];
+
+	for (uint32_t i = 0; i < d->table.n; i++) {
+		const struct km_part *p = &d->table.parts[i];
+		int wrc = stopped[i] ? open_writes(d, i) : 0;
+
+		if (wrc < 0 && rc == 0) {
+			snprintf(err, sizeof(err), "%.200s-%d: after the barrier: "
+				 "%s", p->topic, p->partition, km_strerror(wrc));
+			json_object_set_new(resp, "message", json_string(err));
+			rc = wrc;
+		}
+	}
+	return rc;
+}
+
+int km_daemon_on_stop(void *ctx, const json_t *req, json_t *resp)
+{
+	struct km_daemon *d = ctx;
+	uint32_t n = d->table.n ? d->table.n : 1, count;
+	bool *stopped = calloc(n, sizeof(*stopped));
+	int64_t *cut = calloc(n, sizeof(*cut));
+	json_t *rows = json_array();
+	int rc = stopped && cut && rows ? check_selection(d, req, resp, &count)
+					: -ENOMEM;
+
+	if (rc == 0)
+		rc = stop_selected(d, req, rows, stopped, cut, resp);
+	if (stopped != NULL && cut != NULL) {
+		km_daemon_sync_groups_at_stop(d, stopped, cut, resp);
+		rc = open_stopped(d, stopped, rc, resp);
+	}
+	json_object_set_new(resp, "partitions", rows ? rows : json_array());
+	free(stopped);
+	free(cut);
 	return rc;
 }

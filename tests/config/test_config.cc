@@ -749,7 +749,7 @@ TEST(Config, FormatText)
 			      "batch.max.bytes=67108864\n"
 			      "retention.ms=-1\n"
 			      "retention.bytes=-1\n"
-			      "disk.free.min.bytes=268435456\n" "group.sync.interval.ms=5000\n" "group.initial.rebalance.delay.ms=3000\n" "group.min.session.timeout.ms=6000\n" "group.max.session.timeout.ms=1800000\n" "socket.request.max.bytes=104857600\n" "listener.request.timeout.ms=30000\n"
+			      "disk.free.min.bytes=268435456\n" "group.sync.interval.ms=5000\n" "group.sync.stop.timeout.ms=2000\n" "group.initial.rebalance.delay.ms=3000\n" "group.min.session.timeout.ms=6000\n" "group.max.session.timeout.ms=1800000\n" "socket.request.max.bytes=104857600\n" "listener.request.timeout.ms=30000\n"
 			      "log.level=info\n"),
 		  text);
 }

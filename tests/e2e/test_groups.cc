@@ -3,9 +3,12 @@
  * killed member's session timeout, nothing lost, committed offsets across
  * kill -9), and offsets synced from the source so that an application that
  * fails over keeps its group.id and resumes exactly at its next uncommitted
- * offset; after a stop the group's offsets belong to kmirrord. */
+ * offset; after a stop the group's offsets belong to kmirrord. A stop
+ * syncs once more, so that a commit made just before it is not lost, and
+ * gives a source that does not answer a bounded time. */
 #include <dirent.h>
 #include <jansson.h>
+#include <string.h>
 #include <librdkafka/rdkafka.h>
 
 #include <algorithm>
@@ -428,6 +431,221 @@ TEST_F(Groups, OffsetsSyncedFromTheSourceThenOwnedAfterStop)
 	}, 20000)) << "sync \"" << sync << "\", last " << ago << " ms ago";
 	EXPECT_EQ(50, committed(d.bootstrap(), "app", "s", kParts)[0])
 		<< "the sync overwrote a commit made after the stop";
+}
+
+/* A member of group on the source: joins, takes its assignment of every
+ * partition, commits offs as the offsets it has processed (a member's
+ * commit, with its generation), and leaves. @return "" or what failed. */
+std::string commit_as_member(const std::string &bootstrap, const std::string &group,
+			     const std::string &topic,
+			     const std::map<int32_t, int64_t> &offs)
+{
+	std::string err;
+	rd_kafka_t *rk = client_new(RD_KAFKA_CONSUMER,
+				    { { "bootstrap.servers", bootstrap },
+				      { "group.id", group },
+				      { "enable.auto.commit", "false" },
+				      { "auto.offset.reset", "earliest" },
+				      { "session.timeout.ms", "6000" } },
+				    &err);
+	if (rk == nullptr)
+		return err;
+	rd_kafka_poll_set_consumer(rk);
+	rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(1);
+	rd_kafka_topic_partition_list_add(l, topic.c_str(), RD_KAFKA_PARTITION_UA);
+	rd_kafka_subscribe(rk, l);
+	rd_kafka_topic_partition_list_destroy(l);
+	int64_t end = now_ms() + 30000;
+	size_t assigned = 0;
+	while (assigned < offs.size() && now_ms() < end) {
+		rd_kafka_message_t *m = rd_kafka_consumer_poll(rk, 50);
+		if (m != nullptr)
+			rd_kafka_message_destroy(m);
+		rd_kafka_topic_partition_list_t *a = nullptr;
+		if (rd_kafka_assignment(rk, &a) == 0 && a != nullptr) {
+			assigned = (size_t)a->cnt;
+			rd_kafka_topic_partition_list_destroy(a);
+		}
+	}
+	rd_kafka_resp_err_t e = RD_KAFKA_RESP_ERR__TIMED_OUT;
+	if (assigned == offs.size()) {
+		l = rd_kafka_topic_partition_list_new((int)offs.size());
+		for (auto &[p, o] : offs)
+			rd_kafka_topic_partition_list_add(l, topic.c_str(), p)->offset = o;
+		e = rd_kafka_commit(rk, l, 0);
+		rd_kafka_topic_partition_list_destroy(l);
+	}
+	rd_kafka_consumer_close(rk);
+	rd_kafka_destroy(rk);
+	return e ? std::string("member commit: ") + rd_kafka_err2str(e) : "";
+}
+
+/* `kmirrorctl stop ARGS --json`: the reply (its last line), or NULL; the
+ * time it took in *ms. */
+json_t *stop_json(const Daemon &d, const std::vector<std::string> &args,
+		  int64_t *ms, std::string *err)
+{
+	std::vector<std::string> argv = { "stop", "--json" };
+	argv.insert(argv.end(), args.begin(), args.end());
+	ChildResult r;
+	int64_t t0 = now_ms();
+	*err = ctl(d, argv, &r);
+	*ms = now_ms() - t0;
+	size_t end = r.out.find_last_not_of('\n');
+	size_t at = end == std::string::npos ? 0 : r.out.rfind('\n', end);
+	std::string last = r.out.substr(at == std::string::npos ? 0 : at + 1);
+	if (!err->empty())
+		*err += r.out;
+	return json_loads(last.c_str(), 0, nullptr);
+}
+
+/* The stop's "groups" rows of group: partition number -> (field, value). */
+std::map<int32_t, std::map<std::string, int64_t>> stop_rows(json_t *reply,
+							    const std::string &group)
+{
+	std::map<int32_t, std::map<std::string, int64_t>> out;
+	size_t i;
+	json_t *row;
+	json_array_foreach(json_object_get(reply, "groups"), i, row) {
+		const char *g = json_string_value(json_object_get(row, "group"));
+		const char *p = json_string_value(json_object_get(row, "partition"));
+		const char *colon = p ? strchr(p, ':') : nullptr;
+		if (g == nullptr || group != g || colon == nullptr)
+			continue;
+		for (const char *k : { "source_offset", "offset", "previous" })
+			out[atoi(colon + 1)][k] =
+				json_integer_value(json_object_get(row, k));
+	}
+	return out;
+}
+
+/* A group commits on the source right before the stop, long before the
+ * next periodic sync (group.sync.interval.ms is 10 minutes: only the
+ * round at start-up, when nothing was committed yet, ran). The stop's
+ * last sync carries the commits: its reply shows each partition stored
+ * from nothing, and a consumer of the same group on kmirrord starts every
+ * partition at exactly the offset the source's group committed. */
+TEST_F(Groups, StopSyncsOffsetsCommittedJustBefore)
+{
+	MockCluster mock{ 1 };
+	ASSERT_EQ("", mock.error());
+	ASSERT_EQ("", mock.create_topic("s", kParts));
+	produce_all(mock.bootstrap(), "s");
+
+	Daemon d(dir_.path(), { "source.bootstrap.servers=" + mock.bootstrap(),
+				"topics=s", "groups=app",
+				"group.sync.interval.ms=600000",
+				"group.initial.rebalance.delay.ms=0" });
+	ASSERT_EQ("", d.start());
+	ASSERT_EQ("", d.wait_status([](const std::map<std::string, PartStatus> &st) {
+		for (int p = 0; p < kParts; p++) {
+			auto it = st.find("s:" + std::to_string(p));
+			if (it == st.end() || it->second.hw != kPerPart)
+				return false;
+		}
+		return true;
+	}, 30000));
+	/* The start-up round has run (a row for the group) and found nothing. */
+	ChildResult st;
+	ASSERT_EQ("", ctl(d, { "status", "--json" }, &st));
+	ASSERT_NE(std::string::npos, st.out.find("\"app\"")) << st.out;
+	ASSERT_TRUE(committed(d.bootstrap(), "app", "s", kParts).count(0) == 0 ||
+		    committed(d.bootstrap(), "app", "s", kParts)[0] < 0);
+
+	std::map<int32_t, int64_t> src = { { 0, 7 }, { 1, 19 }, { 2, 33 }, { 3, 41 } };
+	ASSERT_EQ("", commit_as_member(mock.bootstrap(), "app", "s", src));
+	int64_t committed_at = now_ms();
+	ASSERT_EQ(src, committed(mock.bootstrap(), "app", "s", kParts));
+
+	int64_t ms, began = now_ms() - committed_at;
+	std::string err;
+	json_t *reply = stop_json(d, { "s" }, &ms, &err);
+	ASSERT_EQ("", err);
+	ASSERT_NE(nullptr, reply);
+	printf("stop began %lld ms after the commit, took %lld ms: %s\n",
+	       (long long)began, (long long)ms,
+	       json_string_value(json_object_get(reply, "group_sync")));
+	auto rows = stop_rows(reply, "app");
+	EXPECT_EQ(src.size(), rows.size())
+		<< "the stop's reply must have a row per partition of the group: "
+		<< json_string_value(json_object_get(reply, "group_sync"));
+	for (auto &[p, o] : src) {
+		EXPECT_EQ(o, rows[p]["source_offset"]) << "partition " << p;
+		EXPECT_EQ(o, rows[p]["offset"]) << "partition " << p;
+		EXPECT_EQ(-1, rows[p]["previous"])
+			<< "partition " << p << ": a periodic sync carried it";
+	}
+	json_decref(reply);
+
+	Member m(d.bootstrap(), "app", "s");
+	ASSERT_EQ("", m.error());
+	std::map<int32_t, int64_t> first;
+	ASSERT_TRUE(poll_members({ &m }, [&] {
+		for (auto &x : m.got)
+			first.emplace(x.first, x.second);
+		return first.size() == (size_t)kParts;
+	}, 30000)) << first.size() << " partitions started";
+	EXPECT_EQ(src, first) << "the first offset of each partition on kmirrord "
+				 "must be the one the source's group committed";
+}
+
+/* The source takes 30 s to answer anything when the stop comes: the last
+ * sync of three groups gives up at group.sync.stop.timeout.ms (1 s) in
+ * all, the stop completes, its reply says the sync failed and why, and
+ * the partitions take writes. */
+TEST_F(Groups, StopBoundsTheLastSyncWhenTheSourceDoesNotAnswer)
+{
+	MockCluster mock{ 1 };
+	ASSERT_EQ("", mock.error());
+	ASSERT_EQ("", mock.create_topic("s", kParts));
+	produce_all(mock.bootstrap(), "s");
+	Daemon d(dir_.path(), { "source.bootstrap.servers=" + mock.bootstrap(),
+				"topics=s", "groups=app,app2,app3",
+				"group.sync.interval.ms=600000",
+				"group.sync.stop.timeout.ms=1000" });
+	ASSERT_EQ("", d.start());
+	ASSERT_EQ("", d.wait_status([](const std::map<std::string, PartStatus> &st) {
+		for (int p = 0; p < kParts; p++) {
+			auto it = st.find("s:" + std::to_string(p));
+			if (it == st.end() || it->second.hw != kPerPart)
+				return false;
+		}
+		return true;
+	}, 30000));
+	ASSERT_EQ(RD_KAFKA_RESP_ERR_NO_ERROR,
+		  rd_kafka_mock_broker_set_rtt(mock.handle(), 1, 30000));
+
+	int64_t ms;
+	std::string err;
+	json_t *reply = stop_json(d, { "s" }, &ms, &err);
+	ASSERT_EQ("", err);
+	ASSERT_NE(nullptr, reply);
+	const char *line = json_string_value(json_object_get(reply, "group_sync"));
+	ASSERT_NE(nullptr, line);
+	printf("stop took %lld ms: %s\n", (long long)ms, line);
+	EXPECT_LT(ms, 2500) << "the stop waited for the source: " << line;
+	EXPECT_NE(std::string::npos, std::string(line).find("failed for 3 of 3 groups"))
+		<< line;
+	EXPECT_NE(std::string::npos, std::string(line).find("timed out")) << line;
+	size_t i;
+	json_t *row;
+	int failed_rows = 0;
+	json_array_foreach(json_object_get(reply, "groups"), i, row)
+		failed_rows += strstr(json_string_value(json_object_get(row, "sync")) ?: "",
+				      "timed out") != nullptr;
+	EXPECT_EQ(3, failed_rows);
+	json_decref(reply);
+
+	std::map<std::string, PartStatus> ps;
+	ASSERT_EQ("", d.status(&ps));
+	EXPECT_EQ("STOPPED", ps["s:0"].state);
+	ProduceSpec w;
+	w.topic = "s";
+	w.partition = 0;
+	w.count = 5;
+	ProduceResult pr;
+	ASSERT_EQ("", produce(d.bootstrap(), w, &pr));
+	EXPECT_EQ(5, pr.delivered) << "the stopped partition takes writes";
 }
 
 /* Base offsets of the .log segments in a partition directory. */
