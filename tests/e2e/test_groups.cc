@@ -648,6 +648,70 @@ TEST_F(Groups, StopBoundsTheLastSyncWhenTheSourceDoesNotAnswer)
 	EXPECT_EQ(5, pr.delivered) << "the stopped partition takes writes";
 }
 
+/* The truncate cut removes an open transaction (the mock writes no
+ * markers: 30 transactional records after 50 plain ones stay open on the
+ * mirror), after a periodic sync took the group to 70, past the cut. The
+ * stop brings it down to the cut (50, the barrier), so that a consumer of
+ * the group on kmirrord reads the first record written here after the
+ * stop (51) rather than skipping to 70. */
+TEST_F(Groups, StopBringsAnOffsetPastTheCutDownToIt)
+{
+	MockCluster mock{ 1 };
+	ASSERT_EQ("", mock.error());
+	ASSERT_EQ("", mock.create_topic("x", 1));
+	ProduceSpec plain;
+	plain.topic = "x";
+	plain.partition = 0;
+	plain.count = 50;
+	ASSERT_EQ("", produce(mock.bootstrap(), plain));
+	ProduceSpec txn = plain;
+	txn.count = 30;
+	txn.first_seq = 50;
+	txn.mode = ProducerMode::kTransactional;
+	txn.txn_size = 10;
+	txn.transactional_id = "groups-txn";
+	ASSERT_EQ("", produce(mock.bootstrap(), txn));
+	ASSERT_EQ("", commit_offsets(mock.bootstrap(), "app", "x", { { 0, 70 } }));
+
+	Daemon d(dir_.path(), { "source.bootstrap.servers=" + mock.bootstrap(),
+				"topics=x", "groups=app",
+				"group.sync.interval.ms=200",
+				"group.initial.rebalance.delay.ms=0" });
+	ASSERT_EQ("", d.start());
+	ASSERT_TRUE(poll_until([&] {
+		return committed(d.bootstrap(), "app", "x", 1)[0] == 70;
+	}, 30000)) << "the periodic sync did not store 70";
+
+	int64_t ms;
+	std::string err;
+	json_t *reply = stop_json(d, { "x" }, &ms, &err);
+	ASSERT_EQ("", err);
+	ASSERT_NE(nullptr, reply);
+	char *dumped = json_dumps(reply, 0);
+	std::string text = dumped ? dumped : "";
+	free(dumped);
+	EXPECT_NE(std::string::npos, text.find("\"barrier_offset\": 50")) << text;
+	auto rows = stop_rows(reply, "app");
+	EXPECT_EQ(70, rows[0]["source_offset"]) << text;
+	EXPECT_EQ(70, rows[0]["previous"]) << text;
+	EXPECT_EQ(50, rows[0]["offset"]) << text;
+	json_decref(reply);
+	EXPECT_EQ(50, committed(d.bootstrap(), "app", "x", 1)[0]);
+
+	ProduceSpec local;
+	local.topic = "x";
+	local.partition = 0;
+	local.count = 25;
+	ProduceResult pr;
+	ASSERT_EQ("", produce(d.bootstrap(), local, &pr));
+	ASSERT_EQ(25, pr.delivered);
+	Member m(d.bootstrap(), "app", "x");
+	ASSERT_EQ("", m.error());
+	ASSERT_TRUE(poll_members({ &m }, [&] { return !m.got.empty(); }, 30000));
+	EXPECT_EQ(51, m.got[0].second)
+		<< "the group must start at the first record written after the stop";
+}
+
 /* Base offsets of the .log segments in a partition directory. */
 std::vector<int64_t> segments(const std::string &dir)
 {
