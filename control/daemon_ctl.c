@@ -145,7 +145,10 @@ static json_t *group_row(struct km_daemon *d, const struct km_daemon_gsync *g,
 					     ? leo - sp->stored : 0),
 			"sync", d->gsync_ended ? "ended: stopped, the offsets are ours"
 				: g->rc < 0 ? km_strerror(g->rc)
-				: g->s.active ? "held: members here" : "synced",
+				: g->s.active ? "held: members here"
+				/* Not "synced": -1 equal to -1 reads as a group
+				 * in step with the source. */
+				: sp == NULL ? "no offsets on the source" : "synced",
 			"synced_ms_ago", (json_int_t)(now - g->at_ms));
 	return row;
 }
