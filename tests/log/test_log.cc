@@ -96,7 +96,8 @@ TEST(Log, CleanReopenAndRoll)
 }
 
 // A child appends, syncs, adds half a batch and exits without closing: the
-// crash leaves no clean-shutdown marker and a torn tail.
+// crash leaves no clean-shutdown marker and a torn tail, which recovery cuts
+// from the file so that the next append follows the last whole batch.
 TEST(Log, TornTailRecovered)
 {
 	TempDir td;
@@ -129,6 +130,26 @@ TEST(Log, TornTailRecovered)
 	km_producer_info pi;
 	ASSERT_EQ(0, km_pstate_get(km_log_pstate(l.log), 9, &pi));
 	EXPECT_EQ(9, pi.last_seq);
+
+	// The tail is gone from the file, not only from the offsets: the next
+	// batch follows the tenth directly, and a reopen (which trusts the
+	// files after a clean close) finds it there.
+	Batch one(Data(0, 9, 0, 0, 1));
+	std::string path = l.dir + "/00000000000000000000.log";
+	struct stat st;
+	ASSERT_EQ(0, stat(path.c_str(), &st));
+	EXPECT_EQ(10 * one.bytes.size(), (size_t)st.st_size);
+	Batch next(Data(10, 9, 0, 10, 1));
+	ASSERT_EQ(1, l.Append(next));
+	ASSERT_EQ(0, l.Close());
+	l.Open();
+	EXPECT_TRUE(l.rec.clean);
+	ASSERT_EQ(11, km_log_end_offset(l.log));
+	std::vector<uint8_t> buf(1 << 16);
+	km_log_read_result rd;
+	ASSERT_EQ(0, km_log_read(l.log, 10, 11, 1 << 16, buf.data(), buf.size(), &rd));
+	ASSERT_EQ(next.bytes.size(), rd.bytes);
+	EXPECT_EQ(0, memcmp(buf.data(), next.bytes.data(), rd.bytes));
 }
 
 TEST(Log, TruncateTo)
