@@ -8,8 +8,8 @@ killed by the tests its entry names.
 Method: the work tree (tracked and untracked, not ignored, files: HEAD
 plus uncommitted changes; --tree names another checkout) is copied into a
 scratch directory (default build-mutate/, reused by the next run, so only
-what changed is rebuilt) and
-configured once like build/ (gcc, debugoptimized, -Dtest_hooks=true). The
+what changed is rebuilt) and configured once like build/ (gcc,
+debugoptimized, -Dtest_hooks=true). The
 tests the list names are built and run once unmutated (the baseline: each
 must pass and run at least one case, or its mutants could not be judged).
 Then, one mutant at a time: its snippet (which must occur exactly once in
