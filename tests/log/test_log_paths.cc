@@ -6,7 +6,9 @@
 // marker sits in a later segment; appends of batches held in chains of many
 // iovecs write the right bytes; a burst larger than the write queue returns
 // a short count and the rest goes in after km_uring_poll; a burst that rolls
-// many segments does not fail the log.
+// many segments does not fail the log; a segment's sync is submitted only
+// after the writes it covers completed (never the durable offset past the
+// appended one).
 // Method: real files and a real io_uring; small segments; every answer is
 // compared with one computed here from the list of appended batches.
 #include <poll.h>
@@ -456,6 +458,81 @@ TEST(Append, SyncWaitsOnlyForTheLogsOwnRequests)
 		<< (WIFSIGNALED(status) ? strsignal(WTERMSIG(status))
 					: std::to_string(WEXITSTATUS(status)))
 		<< ": km_log_sync waited for a socket request on the shared ring";
+}
+
+// The requests the log prepared on ring since sqe_tail was `from` (liburing
+// leaves prepared SQEs in place after submitting them).
+std::vector<io_uring_sqe> PreparedSince(km_uring *ring, unsigned from)
+{
+	const io_uring_sq *sq = &ring->ring.sq;
+	std::vector<io_uring_sqe> out;
+	EXPECT_LE(sq->sqe_tail - from, sq->ring_entries) << "SQEs overwritten";
+	for (unsigned i = from; i != sq->sqe_tail; i++)
+		out.push_back(sq->sqes[i & sq->ring_mask]);
+	return out;
+}
+
+std::string FdPath(int fd)
+{
+	char buf[4096];
+	ssize_t n = readlink(("/proc/self/fd/" + std::to_string(fd)).c_str(), buf,
+			    sizeof(buf) - 1);
+	return n > 0 ? std::string(buf, (size_t)n) : "";
+}
+
+// R6: the durable offset (the HW clients are served up to) never passes the
+// appended one. io_uring orders nothing between requests that are neither
+// linked (IOSQE_IO_LINK) nor drained (IOSQE_IO_DRAIN): an fdatasync
+// submitted with the writes it must cover may complete before them and
+// publish bytes that are not written yet. So the log submits a segment's
+// sync only once those writes have completed, and then submits it. The
+// requests the log prepares are read back from the test's ring after the
+// appends and the flush, before any completion is reaped (so none of those
+// writes can have completed), and again once the sync has completed.
+TEST(Append, ASyncIsSubmittedOnlyAfterTheWritesItCovers)
+{
+	FastTempDir td;
+	Log l(td.path, [](km_log_config &c) { c.flush_always = false; });
+	std::vector<std::unique_ptr<Batch>> keep;
+	int64_t off = 0;
+	for (int round = 0; round < 5; round++) {
+		SCOPED_TRACE("round " + std::to_string(round));
+		unsigned from = l.ring.ring.sq.sqe_tail;
+		for (int i = 0; i < 3; i++, off += 2) {
+			keep.emplace_back(new Batch(Data(off, 3, 0, (int32_t)off, 2)));
+			km_log_append_result res;
+			ASSERT_EQ(1, km_log_append_burst(l.log, &keep.back()->view, 1,
+							 KM_ORIGIN_MIRROR, &res));
+		}
+		ASSERT_EQ(0, km_log_flush(l.log));
+		std::vector<io_uring_sqe> sub = PreparedSince(&l.ring, from);
+		int writes = 0, unordered_syncs = 0;
+		for (size_t k = 0; k < sub.size(); k++) {
+			writes += sub[k].opcode == IORING_OP_WRITEV ||
+				  sub[k].opcode == IORING_OP_WRITE;
+			bool ordered = (sub[k].flags & IOSQE_IO_DRAIN) ||
+				       (k > 0 && (sub[k - 1].flags & IOSQE_IO_LINK));
+			unordered_syncs += sub[k].opcode == IORING_OP_FSYNC && !ordered;
+		}
+		ASSERT_GT(writes, 0) << "the appends' writes were submitted";
+		EXPECT_EQ(0, unordered_syncs)
+			<< "a sync submitted with the writes it must cover";
+		EXPECT_EQ(off - 6, km_log_durable_offset(l.log));
+
+		from = l.ring.ring.sq.sqe_tail;
+		for (int n = 0; n < 1000 && km_log_durable_offset(l.log) < off; n++) {
+			ASSERT_LE(0, km_uring_poll(&l.ring, true));
+			ASSERT_LE(km_log_durable_offset(l.log),
+				  km_log_appended_offset(l.log));
+		}
+		ASSERT_EQ(off, km_log_durable_offset(l.log));
+		int syncs = 0;
+		for (const io_uring_sqe &e : PreparedSince(&l.ring, from))
+			syncs += e.opcode == IORING_OP_FSYNC &&
+				 EndsWith(FdPath(e.fd), ".log");
+		EXPECT_EQ(1, syncs) << "one fdatasync of the segment, after its writes";
+		keep.clear();
+	}
 }
 
 // A mirrored batch that producer state refuses (here a transactional
