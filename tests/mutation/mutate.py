@@ -44,6 +44,12 @@ class ListError(Exception):
     pass
 
 
+def die(msg):
+    """The tree or the build cannot be used: exit 2, as for a broken list."""
+    print(msg, file=sys.stderr)
+    sys.exit(2)
+
+
 class Mutant:
     def __init__(self, mid, lineno):
         self.id = mid
@@ -193,21 +199,21 @@ def configure(src, build):
         r = run(["ninja", "-C", build, "build.ninja"])
         if r.returncode != 0:
             sys.stderr.write(r.stdout)
-            raise SystemExit("mutate: regenerating %s failed" % build)
+            die("mutate: regenerating %s failed" % build)
         return
     env = dict(os.environ, CC="gcc", CXX="g++")
     r = run(["meson", "setup", build, src, "-Dtest_hooks=true",
              "--buildtype=debugoptimized"], env=env)
     if r.returncode != 0:
         sys.stderr.write(r.stdout)
-        raise SystemExit("mutate: meson setup %s failed" % build)
+        die("mutate: meson setup %s failed" % build)
 
 
 def introspect(build):
     def load(what):
         r = run(["meson", "introspect", "--" + what, build])
         if r.returncode != 0:
-            raise SystemExit("mutate: meson introspect --%s: %s" % (what, r.stdout))
+            die("mutate: meson introspect --%s: %s" % (what, r.stdout))
         return json.loads(r.stdout)
     outputs = {t["id"]: t["filename"] for t in load("targets")}
     tests = {}
@@ -330,7 +336,9 @@ def select(mutants, patterns):
     chosen = [m for m in mutants
               if any(fnmatch.fnmatchcase(m.id, p) for p in patterns)]
     if not chosen:
-        raise SystemExit("mutate: no mutant matches %s" % " ".join(patterns))
+        print("mutate: no mutant matches %s" % " ".join(patterns),
+              file=sys.stderr)
+        sys.exit(2)
     return chosen
 
 
@@ -374,7 +382,7 @@ def parse_args(argv):
                     "one holding this script)")
     ap.add_argument("--scratch", default=DEFAULT_SCRATCH,
                     help="copy and build dir, kept and reused (default: "
-                    "build-mutate/ in the tree)")
+                    "build-mutate/ in the tree holding this script)")
     ap.add_argument("--fresh", action="store_true",
                     help="remove the scratch dir first (full rebuild)")
     ap.add_argument("--timeout", type=float, default=240,
