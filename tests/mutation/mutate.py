@@ -259,6 +259,22 @@ def run_test(t, filt, build, timeout):
     return status, time.monotonic() - start, out.decode(errors="replace")
 
 
+def unmatched_patterns(t, filt, build):
+    """The positive patterns of filt that select no case on their own: a
+    filter whose other patterns run cases would hide them in the count."""
+    positive = filt.split("-", 1)[0]
+    out = []
+    for pat in [p for p in positive.split(":") if p]:
+        cmd = list(t["cmd"]) + ["--gtest_list_tests", "--gtest_filter=" + pat]
+        r = subprocess.run(cmd, cwd=t["workdir"] or build,
+                           env=dict(os.environ, **t["env"]),
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                           stdin=subprocess.DEVNULL)
+        if not re.search(r"^  \S", r.stdout.decode(errors="replace"), re.M):
+            out.append(pat)
+    return out
+
+
 def spec_name(name, filt):
     return name + ("=" + filt if filt else "")
 
@@ -280,6 +296,10 @@ def baseline(specs, tests, build, timeout, log_dir):
         elif t["protocol"] == "gtest" and skipped and ran and \
                 int(skipped.group(1)) >= int(ran.group(1)):
             why = "every case skipped (%s)" % skip_reason(out)
+        elif t["protocol"] == "gtest" and filt and \
+                unmatched_patterns(t, filt, build):
+            why = "pattern %s selects no case" % \
+                ", ".join(unmatched_patterns(t, filt, build))
         print("  baseline %-60s %6.1fs %s" % (label, secs, why or "ok"),
               flush=True)
         if why:
