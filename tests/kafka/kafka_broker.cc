@@ -189,6 +189,14 @@ KafkaBroker::KafkaBroker(std::vector<std::string> props)
 {
 }
 
+KafkaBroker::KafkaBroker(int node_id, uint16_t port, uint16_t cport,
+			 std::string voters, std::string cluster_id,
+			 std::vector<std::string> props)
+	: props_(std::move(props)), node_id_(node_id), voters_(std::move(voters)),
+	  cluster_id_(std::move(cluster_id)), port_(port), cport_(cport)
+{
+}
+
 KafkaBroker::~KafkaBroker()
 {
 	if (running())
@@ -211,15 +219,22 @@ std::string KafkaBroker::format()
 		return why;
 	if (!dir_.error().empty())
 		return dir_.error();
-	port_ = free_port();
-	cport_ = free_port();
+	if (port_ == 0) {
+		port_ = free_port();
+		cport_ = free_port();
+	}
 	if (port_ == 0 || cport_ == 0 || port_ == cport_)
 		return "no free loopback ports";
 	std::string lst = "127.0.0.1:" + std::to_string(port_);
 	std::string ctl = "127.0.0.1:" + std::to_string(cport_);
+	if (voters_.empty())
+		voters_ = "1@" + ctl;
+	if (cluster_id_.empty())
+		cluster_id_ = random_cluster_id();
 	std::string p =
-		"process.roles=broker,controller\nnode.id=1\n"
-		"controller.quorum.voters=1@" + ctl + "\n"
+		"process.roles=broker,controller\nnode.id=" +
+		std::to_string(node_id_) + "\n"
+		"controller.quorum.voters=" + voters_ + "\n"
 		"listeners=PLAINTEXT://" + lst + ",CONTROLLER://" + ctl + "\n"
 		"advertised.listeners=PLAINTEXT://" + lst + "\n"
 		"controller.listener.names=CONTROLLER\n"
@@ -242,7 +257,7 @@ std::string KafkaBroker::format()
 			log4j_config("info", dir_.file("server.log"))))
 		return "cannot write the broker's config in " + dir_.path();
 	ChildResult r = kafka_tool("kafka.tools.StorageTool",
-				   { "format", "-t", random_cluster_id(), "-c",
+				   { "format", "-t", cluster_id_, "-c",
 				     dir_.file("server.properties") },
 				   120000);
 	if (r.exit_code != 0)
@@ -251,9 +266,10 @@ std::string KafkaBroker::format()
 	return "";
 }
 
-/* Ready = a Metadata request answers with this broker in it. The client
- * retries its connection every 100-200 ms meanwhile. */
-std::string KafkaBroker::wait_ready(int timeout_ms)
+/* Ready = a Metadata request to this broker answers with `brokers`
+ * brokers in it. The client retries its connection every 100-200 ms
+ * meanwhile. */
+std::string KafkaBroker::wait_ready(int timeout_ms, int brokers)
 {
 	std::string err;
 	rd_kafka_t *rk = client_new(RD_KAFKA_PRODUCER,
@@ -273,7 +289,7 @@ std::string KafkaBroker::wait_ready(int timeout_ms)
 		const struct rd_kafka_metadata *md = nullptr;
 		rd_kafka_resp_err_t e = rd_kafka_metadata(rk, 1, nullptr, &md, 500);
 		if (e == RD_KAFKA_RESP_ERR_NO_ERROR) {
-			bool up = md->broker_cnt >= 1;
+			bool up = md->broker_cnt >= brokers;
 			rd_kafka_metadata_destroy(md);
 			if (up) {
 				rd_kafka_destroy(rk);
@@ -288,11 +304,11 @@ std::string KafkaBroker::wait_ready(int timeout_ms)
 	       std::to_string(timeout_ms) + " ms (" + last + "):\n" + log_tail();
 }
 
-std::string KafkaBroker::start(int timeout_ms)
+std::string KafkaBroker::spawn()
 {
-	int64_t t0 = mono_ms();
 	std::string libs, why;
 
+	spawned_ms_ = mono_ms();
 	if (running())
 		return "already running";
 	if (!formatted_ && !(why = format()).empty())
@@ -303,9 +319,16 @@ std::string KafkaBroker::start(int timeout_ms)
 	argv.push_back(dir_.file("server.properties"));
 	if (!(why = child_.spawn(argv)).empty())
 		return "start the broker: " + why;
-	if (!(why = wait_ready(timeout_ms)).empty())
+	return "";
+}
+
+std::string KafkaBroker::start(int timeout_ms)
+{
+	std::string why = spawn();
+
+	if (!why.empty() || !(why = wait_ready(timeout_ms)).empty())
 		return why;
-	start_ms_ = mono_ms() - t0;
+	start_ms_ = mono_ms() - spawned_ms_;
 	return "";
 }
 
@@ -329,12 +352,14 @@ std::string KafkaBroker::stop(int timeout_ms, ChildResult *res)
 }
 
 std::string KafkaBroker::create_topic(const std::string &name, int partitions,
-				      const std::vector<std::string> &configs)
+				      const std::vector<std::string> &configs,
+				      int replication)
 {
 	std::vector<std::string> a = { "--bootstrap-server", bootstrap(),
 				       "--create", "--topic", name,
 				       "--partitions", std::to_string(partitions),
-				       "--replication-factor", "1" };
+				       "--replication-factor",
+				       std::to_string(replication) };
 	for (auto &c : configs) {
 		a.push_back("--config");
 		a.push_back(c);
@@ -376,6 +401,54 @@ std::string KafkaBroker::get_offsets(const std::string &topic, int time,
 				   120000);
 	*out = r.out;
 	return r.exit_code == 0 ? "" : "kafka-get-offsets: " + r.describe();
+}
+
+KafkaCluster::KafkaCluster(int n, std::vector<std::string> props)
+{
+	std::vector<uint16_t> ports, cports;
+	std::string voters, id = random_cluster_id();
+
+	for (int i = 1; i <= n; i++) {
+		ports.push_back(free_port());
+		cports.push_back(free_port());
+		voters += (i > 1 ? "," : "") + std::to_string(i) + "@127.0.0.1:" +
+			  std::to_string(cports.back());
+	}
+	/* Replicated internal topics, so a node may stop. */
+	std::string rf = std::to_string(n < 3 ? n : 3);
+	props.insert(props.begin(),
+		     { "offsets.topic.replication.factor=" + rf,
+		       "transaction.state.log.replication.factor=" + rf,
+		       "default.replication.factor=" + rf });
+	for (int i = 1; i <= n; i++)
+		nodes_.push_back(std::make_unique<KafkaBroker>(
+			i, ports[(size_t)i - 1], cports[(size_t)i - 1], voters, id,
+			props));
+}
+
+std::string KafkaCluster::start(int timeout_ms)
+{
+	int64_t t0 = mono_ms();
+	std::string why;
+
+	/* Formatting is one JVM per node, in turn; then all run at once: a
+	 * quorum needs a majority before any node answers. */
+	for (auto &b : nodes_)
+		if (!(why = b->spawn()).empty())
+			return "node: " + why;
+	for (auto &b : nodes_)
+		if (!(why = b->wait_ready(timeout_ms, size())).empty())
+			return "node at " + b->bootstrap() + ": " + why;
+	start_ms_ = mono_ms() - t0;
+	return "";
+}
+
+std::string KafkaCluster::bootstrap() const
+{
+	std::string s;
+	for (auto &b : nodes_)
+		s += (s.empty() ? "" : ",") + b->bootstrap();
+	return s;
 }
 
 } // namespace kmtest

@@ -14,6 +14,7 @@
 #define KM_TESTS_KAFKA_KAFKA_BROKER_H
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -44,11 +45,20 @@ class KafkaBroker {
 public:
 	/* props: "key=value" lines added to (or overriding) the defaults. */
 	explicit KafkaBroker(std::vector<std::string> props = {});
+	/* One node of a KafkaCluster: its id, its ports, every controller
+	 * ("1@127.0.0.1:P,2@...") and the cluster id they share. */
+	KafkaBroker(int node_id, uint16_t port, uint16_t cport,
+		    std::string voters, std::string cluster_id,
+		    std::vector<std::string> props);
 	~KafkaBroker();
 	KafkaBroker(const KafkaBroker &) = delete;
 	KafkaBroker &operator=(const KafkaBroker &) = delete;
 
 	std::string start(int timeout_ms = 120000);
+	/* start() without waiting: a cluster's nodes wait for each other. */
+	std::string spawn();
+	/* Until Metadata lists `brokers` live brokers. */
+	std::string wait_ready(int timeout_ms, int brokers = 1);
 	/* SIGTERM (a controlled shutdown that closes every segment), then
 	 * SIGKILL at the deadline. *res, if given, gets the exit. */
 	std::string stop(int timeout_ms = 60000, ChildResult *res = nullptr);
@@ -71,7 +81,8 @@ public:
 
 	/* kafka-topics --create, with "key=value" topic configs. */
 	std::string create_topic(const std::string &name, int partitions,
-				 const std::vector<std::string> &configs = {});
+				 const std::vector<std::string> &configs = {},
+				 int replication = 1);
 	/* kafka-producer-perf-test: n records of `size` bytes to topic,
 	 * with "key=value" producer properties (bootstrap added). */
 	std::string producer_perf(const std::string &topic, int64_t n,
@@ -84,13 +95,35 @@ public:
 
 private:
 	std::string format();
-	std::string wait_ready(int timeout_ms);
 
 	TempDir dir_{ "km-kafka" };
 	std::vector<std::string> props_;
+	int node_id_ = 1;
+	std::string voters_, cluster_id_;
+	int64_t spawned_ms_ = -1;
 	Child child_;
 	uint16_t port_ = 0, cport_ = 0;
 	bool formatted_ = false;
+	int64_t start_ms_ = -1;
+};
+
+/* n KRaft nodes, each broker and controller (a quorum of n), on loopback:
+ * for leader moves. Each node is a KafkaBroker (node ids 1..n); stop and
+ * start them one by one. */
+class KafkaCluster {
+public:
+	explicit KafkaCluster(int n, std::vector<std::string> props = {});
+
+	/* Start every node and wait until each lists all n brokers. */
+	std::string start(int timeout_ms = 180000);
+	/* "127.0.0.1:P1,127.0.0.1:P2,..." */
+	std::string bootstrap() const;
+	KafkaBroker &node(int id) { return *nodes_.at((size_t)id - 1); }
+	int size() const { return (int)nodes_.size(); }
+	int64_t start_ms() const { return start_ms_; }
+
+private:
+	std::vector<std::unique_ptr<KafkaBroker>> nodes_;
 	int64_t start_ms_ = -1;
 };
 
