@@ -305,6 +305,29 @@ void expect_kafka_reads_alike(const std::vector<std::string> &ours,
 	}
 }
 
+/* Every record of topic-p equal on the source and on kmirrord. */
+void expect_same_content(const std::string &source, const std::string &mirror,
+			 const std::string &topic, int p, bool read_committed)
+{
+	std::vector<Message> a, b;
+	ConsumeSpec cs;
+	cs.topic = topic;
+	cs.partition = p;
+	cs.read_committed = read_committed;
+	ASSERT_EQ("", consume(source, cs, &a));
+	ASSERT_EQ("", consume(mirror, cs, &b));
+	ASSERT_FALSE(a.empty()) << topic << "-" << p;
+	ASSERT_EQ(a.size(), b.size()) << topic << "-" << p;
+	for (size_t i = 0; i < a.size(); i++) {
+		ASSERT_EQ(a[i].offset, b[i].offset);
+		ASSERT_EQ(a[i].key, b[i].key) << "offset " << a[i].offset;
+		ASSERT_EQ(a[i].value, b[i].value) << "offset " << a[i].offset;
+		ASSERT_EQ(a[i].headers, b[i].headers);
+		ASSERT_EQ(a[i].timestamp, b[i].timestamp);
+		ASSERT_EQ(a[i].timestamp_type, b[i].timestamp_type);
+	}
+}
+
 class KafkaSource : public ::testing::Test {
 protected:
 	static void SetUpTestSuite()
@@ -364,23 +387,8 @@ protected:
 	void expect_same_records(const Daemon &d, const std::string &topic,
 				 int p, bool read_committed = false)
 	{
-		std::vector<Message> a, b;
-		ConsumeSpec cs;
-		cs.topic = topic;
-		cs.partition = p;
-		cs.read_committed = read_committed;
-		ASSERT_EQ("", consume(broker_->bootstrap(), cs, &a));
-		ASSERT_EQ("", consume(d.bootstrap(), cs, &b));
-		ASSERT_FALSE(a.empty()) << topic << "-" << p;
-		ASSERT_EQ(a.size(), b.size()) << topic << "-" << p;
-		for (size_t i = 0; i < a.size(); i++) {
-			ASSERT_EQ(a[i].offset, b[i].offset);
-			ASSERT_EQ(a[i].key, b[i].key) << "offset " << a[i].offset;
-			ASSERT_EQ(a[i].value, b[i].value) << "offset " << a[i].offset;
-			ASSERT_EQ(a[i].headers, b[i].headers);
-			ASSERT_EQ(a[i].timestamp, b[i].timestamp);
-			ASSERT_EQ(a[i].timestamp_type, b[i].timestamp_type);
-		}
+		expect_same_content(broker_->bootstrap(), d.bootstrap(), topic, p,
+				    read_committed);
 	}
 
 	/* Content, then (both stopped) bytes and Kafka's own reading. */
@@ -503,6 +511,115 @@ TEST_F(KafkaSource, LibrdkafkaTopicMirrorsByteForByte)
 	ASSERT_NO_FATAL_FAILURE(expect_same_records(d, "rdk", 2, true));
 	/* data and markers of partitions 1 and 2 */
 	judge(d, topics, 2 * (int)(3000 / 100));
+}
+
+/* A 3-node source: the leader of a partition stops (a controlled
+ * shutdown moves the leadership: a new leader epoch), data arrives under
+ * the new leader, the old one comes back and a preferred election gives
+ * it the partition again (another epoch), more data. kmirrord follows
+ * every move: nothing lost or doubled, every batch byte-identical to the
+ * leader's log (partitionLeaderEpoch included), and the same
+ * leader-epoch-checkpoint as the leader's. */
+TEST(KafkaSourceCluster, LeaderMovesLoseAndDoubleNothing)
+{
+	KafkaCluster c(3);
+	ASSERT_EQ("", c.start());
+	fprintf(stderr, "kafka 3-node cluster up in %lld ms\n", (long long)c.start_ms());
+	ASSERT_EQ("", c.node(1).create_topic("lm", 2, {}, 3));
+	TempDir dir("km-kafka-lm");
+	auto produce_round = [&](uint64_t seed) {
+		for (int p = 0; p < 2; p++) {
+			ProduceSpec s;
+			s.topic = "lm";
+			s.partition = p;
+			s.count = 500;
+			s.mode = ProducerMode::kIdempotent;
+			s.compression = "lz4";
+			s.seed = seed;
+			s.first_seq = (int64_t)seed * 500;
+			s.flush_every = 50;
+			s.timeout_ms = 60000;
+			std::string e = produce(c.bootstrap(), s);
+			if (!e.empty())
+				return "partition " + std::to_string(p) + ": " + e;
+		}
+		return std::string();
+	};
+	auto caught_up = [&](Daemon &d) {
+		std::map<std::string, int64_t> ends;
+		for (int p = 0; p < 2; p++) {
+			int64_t lo = -1, hi = -1;
+			std::string e = watermarks(c.bootstrap(), "lm", p, &lo, &hi, 30000);
+			if (!e.empty())
+				return e;
+			ends["lm:" + std::to_string(p)] = hi;
+		}
+		return d.wait_status(
+			[&](const std::map<std::string, PartStatus> &st) {
+				for (auto &[k, end] : ends)
+					if (!st.count(k) || st.at(k).hw != end)
+						return false;
+				return true;
+			},
+			120000);
+	};
+	auto leader_of = [&](int p, int32_t *id) {
+		std::string host;
+		uint16_t port = 0;
+		return partition_leader(c.bootstrap(), "lm", p, id, &host, &port, 30000);
+	};
+
+	ASSERT_EQ("", produce_round(0));
+	Daemon d(dir.path(), { "source.bootstrap.servers=" + c.bootstrap(), "topics=lm" });
+	ASSERT_EQ("", d.start());
+	ASSERT_EQ("", caught_up(d));
+
+	int32_t first = -1, second = -1, third = -1;
+	ASSERT_EQ("", leader_of(0, &first));
+	ASSERT_EQ("", c.node(first).stop());
+	ASSERT_TRUE(poll_until([&] { return leader_of(0, &second).empty() &&
+					    second > 0 && second != first; },
+			       60000)) << "no new leader after node " << first << " stopped";
+	ASSERT_EQ("", produce_round(1));
+	ASSERT_EQ("", caught_up(d));
+
+	/* Back, and the preferred leader again once it is in sync. */
+	ASSERT_EQ("", c.node(first).start());
+	ASSERT_TRUE(poll_until(
+		[&] {
+			kafka_tool("org.apache.kafka.tools.LeaderElectionCommand",
+				   { "--bootstrap-server", c.bootstrap(), "--election-type",
+				     "PREFERRED", "--all-topic-partitions" },
+				   60000);
+			return leader_of(0, &third).empty() && third == first;
+		},
+		120000)) << "node " << first << " did not lead again";
+	ASSERT_EQ("", produce_round(2));
+	ASSERT_EQ("", caught_up(d));
+
+	for (int p = 0; p < 2; p++)
+		ASSERT_NO_FATAL_FAILURE(expect_same_content(c.bootstrap(), d.bootstrap(),
+							    "lm", p, false));
+	std::map<std::string, PartStatus> st;
+	ASSERT_EQ("", d.status(&st));
+	EXPECT_GT(st["lm:0"].reconnects, 0) << "the moves must have been seen";
+	ChildResult res;
+	ASSERT_EQ("", d.stop(30000, &res));
+	ASSERT_EQ(0, res.exit_code) << res.describe();
+	int mapped = 0;
+	for (int p = 0; p < 2; p++) {
+		int32_t l = -1;
+		ASSERT_EQ("", leader_of(p, &l));
+		std::string ours = dir.path() + "/lm-" + std::to_string(p);
+		std::string theirs = c.node(l).partition_dir("lm", p);
+		ASSERT_NO_FATAL_FAILURE(expect_identical(ours, theirs, &mapped));
+		std::string lec = read_file(theirs + "/leader-epoch-checkpoint");
+		EXPECT_EQ(lec, read_file(ours + "/leader-epoch-checkpoint")) << ours;
+		if (p == 0) { /* 3 entries: epochs 0, 1 (node `first` stopped), 2 (back) */
+			EXPECT_EQ(0u, lec.find("0\n3\n")) << lec;
+		}
+	}
+	EXPECT_GE(mapped, 2 * 30);
 }
 
 } // namespace
