@@ -41,6 +41,7 @@ constexpr size_t kLenAt = 8, kCrcAt = 17, kPidAt = 43, kHeaderBytes = 61;
 
 struct Batch {
 	int64_t base = 0, last = 0, pid = -1;
+	bool control = false;
 	size_t pos = 0, size = 0; /* in the file */
 };
 
@@ -77,6 +78,7 @@ std::string parse_batches(const std::string &bytes, std::vector<Batch> *out)
 		b.base = be64(bytes, pos);
 		b.last = b.base + be32(bytes, pos + 23);
 		b.pid = be64(bytes, pos + kPidAt);
+		b.control = (uint8_t)bytes[pos + 22] & 0x20; /* attributes bit 5 */
 		out->push_back(b);
 		pos += b.size;
 	}
@@ -124,6 +126,15 @@ std::string read_side(const std::string &dir, Side *s)
 		s->bytes += b;
 	}
 	return "";
+}
+
+/* How many control batches (transaction markers) a partition holds. */
+int control_batches(const std::string &dir)
+{
+	Side s;
+	EXPECT_EQ("", read_side(dir, &s));
+	return (int)std::count_if(s.batches.begin(), s.batches.end(),
+				  [](const Batch &b) { return b.control; });
 }
 
 /* The byte-identity rule: kmirror's batches for the same offsets equal
@@ -434,8 +445,8 @@ protected:
 KafkaBroker *KafkaSource::broker_ = nullptr;
 
 /* Kafka's own producer: without idempotence (producerId -1, nothing to
- * map), idempotent (one producer id per run, mapped), and idempotent with
- * zstd. Linger and batch size give each partition many batches; 1 MiB
+ * map), idempotent (one producer id per run, mapped), idempotent with
+ * zstd, and transactional. Linger and batch size give each partition many batches; 1 MiB
  * segments on both sides give several segments, which must roll at the
  * same offsets as Kafka's. */
 TEST_F(KafkaSource, JavaProducerTopicsMirrorByteForByte)
@@ -444,6 +455,7 @@ TEST_F(KafkaSource, JavaProducerTopicsMirrorByteForByte)
 	create("jplain", 2, { seg });
 	create("jidem", 2, { seg });
 	create("jzstd", 1, { seg });
+	create("jtxn", 1, { seg });
 	std::vector<std::string> common = { "linger.ms=5", "batch.size=16384" };
 	auto with = [&](std::vector<std::string> v) {
 		v.insert(v.end(), common.begin(), common.end());
@@ -456,13 +468,20 @@ TEST_F(KafkaSource, JavaProducerTopicsMirrorByteForByte)
 	ASSERT_EQ("", broker_->producer_perf("jzstd", 20000, 120,
 					      with({ "acks=all", "enable.idempotence=true",
 						     "compression.type=zstd" })));
-	std::vector<std::string> topics = { "jplain", "jidem", "jzstd" };
+	/* Transactions of 100 ms, each committed: COMMIT markers from the
+	 * Java producer's coordinator. */
+	ASSERT_EQ("", broker_->producer_perf("jtxn", 10000, 120, with({ "acks=all" }),
+					      { "--transactional-id", "km-perf-txn",
+						"--transaction-duration-ms", "100" }));
+	std::vector<std::string> topics = { "jplain", "jidem", "jzstd", "jtxn" };
 	Daemon d = daemon_for(topics, { seg });
 	std::map<std::string, int64_t> ends;
 	ASSERT_NO_FATAL_FAILURE(mirror(d, topics, &ends));
 	for (auto &[k, end] : ends)
 		EXPECT_GT(end, 0) << k;
-	judge(d, topics, 3);
+	ASSERT_NO_FATAL_FAILURE(expect_same_records(d, "jtxn", 0, true));
+	judge(d, topics, 4);
+	EXPECT_GT(control_batches(dir_.path() + "/jtxn-0"), 0) << "COMMIT markers";
 	for (int p = 0; p < 2; p++)
 		EXPECT_GE(files_of(dir_.path() + "/jplain-" + std::to_string(p), "log").size(),
 			  3u) << "the roll must be exercised";
