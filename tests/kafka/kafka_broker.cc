@@ -184,6 +184,29 @@ ChildResult kafka_dump_log_segments(const std::vector<std::string> &args,
 	return r;
 }
 
+std::string console_consume(const std::string &bootstrap,
+			    const std::string &topic, int partition,
+			    int64_t max, const std::string &isolation,
+			    std::string *out)
+{
+	ChildResult r = kafka_tool(
+		"org.apache.kafka.tools.consumer.ConsoleConsumer",
+		{ "--bootstrap-server", bootstrap, "--topic", topic, "--partition",
+		  std::to_string(partition), "--offset", "earliest",
+		  "--max-messages", std::to_string(max), "--timeout-ms", "30000",
+		  "--isolation-level", isolation, "--formatter-property",
+		  "print.offset=true", "--formatter-property", "print.key=true" },
+		120000);
+	*out = r.out;
+	if (r.exit_code != 0)
+		return "kafka-console-consumer: " + r.describe();
+	std::string done = "Processed a total of " + std::to_string(max) + " messages";
+	if (r.err.find(done) == std::string::npos)
+		return "kafka-console-consumer did not read " + std::to_string(max) +
+		       " records: " + r.err;
+	return "";
+}
+
 KafkaBroker::KafkaBroker(std::vector<std::string> props)
 	: props_(std::move(props))
 {

@@ -37,6 +37,15 @@ ChildResult kafka_tool(const std::string &cls,
 ChildResult kafka_dump_log_segments(const std::vector<std::string> &args,
 				    int timeout_ms = 120000);
 
+/* kafka-console-consumer on one partition from the earliest offset (no
+ * group): up to max records, printed one per line as
+ * "Offset:N<TAB>key<TAB>value", into *out. isolation: read_committed or
+ * read_uncommitted. Fails unless exactly max records came. */
+std::string console_consume(const std::string &bootstrap,
+			    const std::string &topic, int partition,
+			    int64_t max, const std::string &isolation,
+			    std::string *out);
+
 /* One KRaft node in combined mode (broker and controller) with its own
  * temporary log dir and free loopback ports. start() formats the storage
  * once; stop() and start() again restart the same broker (same ports,

@@ -402,6 +402,28 @@ protected:
 				    read_committed);
 	}
 
+	/* kafka-console-consumer with `isolation` reads the same lines on
+	 * kmirrord as on the broker (as many records as librdkafka finds on
+	 * the broker with that isolation). */
+	void expect_java_consumer_alike(const Daemon &d, const std::string &topic,
+					int p, const std::string &isolation)
+	{
+		std::vector<Message> want;
+		ConsumeSpec cs;
+		cs.topic = topic;
+		cs.partition = p;
+		cs.read_committed = isolation == "read_committed";
+		ASSERT_EQ("", consume(broker_->bootstrap(), cs, &want));
+		ASSERT_FALSE(want.empty());
+		std::string on_kafka, on_ours;
+		ASSERT_EQ("", console_consume(broker_->bootstrap(), topic, p,
+					      (int64_t)want.size(), isolation, &on_kafka));
+		ASSERT_EQ("", console_consume(d.bootstrap(), topic, p,
+					      (int64_t)want.size(), isolation, &on_ours));
+		EXPECT_TRUE(on_kafka == on_ours)
+			<< isolation << ": " << first_difference(on_ours, on_kafka);
+	}
+
 	/* Content, then (both stopped) bytes and Kafka's own reading. */
 	void judge(Daemon &d, const std::vector<std::string> &topics,
 		   int expect_mapped_min)
@@ -528,8 +550,38 @@ TEST_F(KafkaSource, LibrdkafkaTopicMirrorsByteForByte)
 	std::map<std::string, int64_t> ends;
 	ASSERT_NO_FATAL_FAILURE(mirror(d, topics, &ends));
 	ASSERT_NO_FATAL_FAILURE(expect_same_records(d, "rdk", 2, true));
+	/* Kafka's own Java consumer (read_uncommitted: every data record,
+	 * aborted ones included) sees on kmirrord what it sees on the broker. */
+	ASSERT_NO_FATAL_FAILURE(expect_java_consumer_alike(d, "rdk", 2, "read_uncommitted"));
 	/* data and markers of partitions 1 and 2 */
 	judge(d, topics, 2 * (int)(3000 / 100));
+}
+
+/* Known to fail (issue 14's list of differences): Kafka's Java consumer
+ * filters aborted transactions only for batches that "have a producer id",
+ * which Kafka defines as producerId > -1 (AbstractRecordBatch.
+ * hasProducerId). R1 maps every source id p >= 0 to -(p+2) < -1, so on
+ * kmirrord a read_committed Java consumer is handed the aborted records
+ * (librdkafka filters them). Disabled until R1 and Kafka's clients agree;
+ * run it with --gtest_also_run_disabled_tests. */
+TEST_F(KafkaSource, DISABLED_JavaReadCommittedConsumerSkipsAbortedOnMirror)
+{
+	create("jrc", 1);
+	ProduceSpec c;
+	c.topic = "jrc";
+	c.count = 1000;
+	c.mode = ProducerMode::kTransactional;
+	c.txn_size = 100;
+	c.abort_every = 3;
+	c.flush_every = 50;
+	ProduceResult cr;
+	ASSERT_EQ("", produce(broker_->bootstrap(), c, &cr));
+	ASSERT_GT(cr.aborted, 0);
+	Daemon d = daemon_for({ "jrc" });
+	std::map<std::string, int64_t> ends;
+	ASSERT_NO_FATAL_FAILURE(mirror(d, { "jrc" }, &ends));
+	ASSERT_NO_FATAL_FAILURE(expect_same_records(d, "jrc", 0, true));
+	expect_java_consumer_alike(d, "jrc", 0, "read_committed");
 }
 
 /* A 3-node source: the leader of a partition stops (a controlled
