@@ -325,10 +325,23 @@ static int trim_indexes(struct km_segment *s, bool retire)
 	return 0;
 }
 
+/* The blocks a seal reserved past the data and could not punch: ext4
+ * punches nothing past i_size, where KEEP_SIZE reservations lie once every
+ * write has landed. A truncate to the data's end frees them - only then,
+ * since under a write still in flight it would move i_size. */
+static void give_back_tail(struct km_segment *s)
+{
+	if (s->tail_reserved && s->log_fd >= 0 &&
+	    PUBLISHED(s->readable_bytes) == s->size_bytes &&
+	    ftruncate(s->log_fd, (off_t)s->size_bytes) == 0)
+		s->tail_reserved = false;
+}
+
 void km_segment_close(struct km_segment *s)
 {
 	if (s->active && s->index_fd >= 0)
 		(void)trim_indexes(s, false);
+	give_back_tail(s);
 	/* Give back fallocate'd blocks past the end of the data. */
 	if (s->log_fd >= 0 && s->reserved_bytes > s->size_bytes)
 		(void)ftruncate(s->log_fd, (off_t)s->size_bytes);
@@ -431,7 +444,10 @@ int km_segment_seal(struct km_segment *s)
 		      (off_t)(s->reserved_bytes - s->size_bytes)) < 0 &&
 	    errno != EOPNOTSUPP)
 		return -errno;
+	if (s->reserved_bytes > s->size_bytes)
+		s->tail_reserved = true;
 	s->reserved_bytes = s->size_bytes;
+	give_back_tail(s);
 	s->active = false;
 	if (fsync(s->index_fd) < 0 || fsync(s->time_fd) < 0 ||
 	    fsync(s->txn_fd) < 0)

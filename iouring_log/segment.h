@@ -72,6 +72,7 @@ struct km_segment {
 	uint8_t *retired_time_map;
 	uint32_t retired_bytes;
 	bool active;
+	bool tail_reserved;	  /* sealed with blocks reserved past the data */
 };
 
 /** Publish that the .log bytes below end are written (owner thread). */
