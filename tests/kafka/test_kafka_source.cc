@@ -613,14 +613,11 @@ TEST_F(KafkaSource, DISABLED_JavaReadCommittedConsumerSkipsAbortedOnMirror)
  * every move: nothing lost or doubled, every batch byte-identical to the
  * leader's log (partitionLeaderEpoch included), and the same
  * leader-epoch-checkpoint as the leader's. */
-TEST(KafkaSourceCluster, LeaderMovesLoseAndDoubleNothing)
-{
-	KafkaCluster c(3);
-	ASSERT_EQ("", c.start());
-	fprintf(stderr, "kafka 3-node cluster up in %lld ms\n", (long long)c.start_ms());
-	ASSERT_EQ("", c.node(1).create_topic("lm", 2, {}, 3));
-	TempDir dir("km-kafka-lm");
-	auto produce_round = [&](uint64_t seed) {
+class KafkaSourceCluster : public ::testing::Test {
+protected:
+	/* 500 idempotent records into each partition. */
+	std::string produce_round(uint64_t seed)
+	{
 		for (int p = 0; p < 2; p++) {
 			ProduceSpec s;
 			s.topic = "lm";
@@ -632,17 +629,18 @@ TEST(KafkaSourceCluster, LeaderMovesLoseAndDoubleNothing)
 			s.first_seq = (int64_t)seed * 500;
 			s.flush_every = 50;
 			s.timeout_ms = 60000;
-			std::string e = produce(c.bootstrap(), s);
-			if (!e.empty())
+			if (std::string e = produce(c_.bootstrap(), s); !e.empty())
 				return "partition " + std::to_string(p) + ": " + e;
 		}
-		return std::string();
-	};
-	auto caught_up = [&](Daemon &d) {
+		return "";
+	}
+
+	std::string caught_up(Daemon &d)
+	{
 		std::map<std::string, int64_t> ends;
 		for (int p = 0; p < 2; p++) {
 			int64_t lo = -1, hi = -1;
-			std::string e = watermarks(c.bootstrap(), "lm", p, &lo, &hi, 30000);
+			std::string e = watermarks(c_.bootstrap(), "lm", p, &lo, &hi, 30000);
 			if (!e.empty())
 				return e;
 			ends["lm:" + std::to_string(p)] = hi;
@@ -655,43 +653,60 @@ TEST(KafkaSourceCluster, LeaderMovesLoseAndDoubleNothing)
 				return true;
 			},
 			120000);
-	};
-	auto leader_of = [&](int p, int32_t *id) {
+	}
+
+	std::string leader_of(int p, int32_t *id)
+	{
 		std::string host;
 		uint16_t port = 0;
-		return partition_leader(c.bootstrap(), "lm", p, id, &host, &port, 30000);
-	};
+		return partition_leader(c_.bootstrap(), "lm", p, id, &host, &port, 30000);
+	}
 
+	/* Stop node `first`, wait for another leader of partition 0, produce;
+	 * bring it back and elect it again (once in sync), produce. */
+	void move_leader_and_back(Daemon &d, int32_t first)
+	{
+		int32_t now = -1;
+		ASSERT_EQ("", c_.node(first).stop());
+		ASSERT_TRUE(poll_until([&] { return leader_of(0, &now).empty() &&
+						    now > 0 && now != first; },
+				       60000)) << "no new leader after node " << first << " stopped";
+		ASSERT_EQ("", produce_round(1));
+		ASSERT_EQ("", caught_up(d));
+		ASSERT_EQ("", c_.node(first).start());
+		ASSERT_TRUE(poll_until(
+			[&] {
+				kafka_tool("org.apache.kafka.tools.LeaderElectionCommand",
+					   { "--bootstrap-server", c_.bootstrap(),
+					     "--election-type", "PREFERRED",
+					     "--all-topic-partitions" },
+					   60000);
+				return leader_of(0, &now).empty() && now == first;
+			},
+			120000)) << "node " << first << " did not lead again";
+		ASSERT_EQ("", produce_round(2));
+		ASSERT_EQ("", caught_up(d));
+	}
+
+	KafkaCluster c_{ 3 };
+	TempDir dir_{ "km-kafka-lm" };
+};
+
+TEST_F(KafkaSourceCluster, LeaderMovesLoseAndDoubleNothing)
+{
+	ASSERT_EQ("", c_.start());
+	fprintf(stderr, "kafka 3-node cluster up in %lld ms\n", (long long)c_.start_ms());
+	ASSERT_EQ("", c_.node(1).create_topic("lm", 2, {}, 3));
 	ASSERT_EQ("", produce_round(0));
-	Daemon d(dir.path(), { "source.bootstrap.servers=" + c.bootstrap(), "topics=lm" });
+	Daemon d(dir_.path(), { "source.bootstrap.servers=" + c_.bootstrap(), "topics=lm" });
 	ASSERT_EQ("", d.start());
 	ASSERT_EQ("", caught_up(d));
-
-	int32_t first = -1, second = -1, third = -1;
+	int32_t first = -1;
 	ASSERT_EQ("", leader_of(0, &first));
-	ASSERT_EQ("", c.node(first).stop());
-	ASSERT_TRUE(poll_until([&] { return leader_of(0, &second).empty() &&
-					    second > 0 && second != first; },
-			       60000)) << "no new leader after node " << first << " stopped";
-	ASSERT_EQ("", produce_round(1));
-	ASSERT_EQ("", caught_up(d));
-
-	/* Back, and the preferred leader again once it is in sync. */
-	ASSERT_EQ("", c.node(first).start());
-	ASSERT_TRUE(poll_until(
-		[&] {
-			kafka_tool("org.apache.kafka.tools.LeaderElectionCommand",
-				   { "--bootstrap-server", c.bootstrap(), "--election-type",
-				     "PREFERRED", "--all-topic-partitions" },
-				   60000);
-			return leader_of(0, &third).empty() && third == first;
-		},
-		120000)) << "node " << first << " did not lead again";
-	ASSERT_EQ("", produce_round(2));
-	ASSERT_EQ("", caught_up(d));
+	ASSERT_NO_FATAL_FAILURE(move_leader_and_back(d, first));
 
 	for (int p = 0; p < 2; p++)
-		ASSERT_NO_FATAL_FAILURE(expect_same_content(c.bootstrap(), d.bootstrap(),
+		ASSERT_NO_FATAL_FAILURE(expect_same_content(c_.bootstrap(), d.bootstrap(),
 							    "lm", p, false));
 	std::map<std::string, PartStatus> st;
 	ASSERT_EQ("", d.status(&st));
@@ -703,8 +718,8 @@ TEST(KafkaSourceCluster, LeaderMovesLoseAndDoubleNothing)
 	for (int p = 0; p < 2; p++) {
 		int32_t l = -1;
 		ASSERT_EQ("", leader_of(p, &l));
-		std::string ours = dir.path() + "/lm-" + std::to_string(p);
-		std::string theirs = c.node(l).partition_dir("lm", p);
+		std::string ours = dir_.path() + "/lm-" + std::to_string(p);
+		std::string theirs = c_.node(l).partition_dir("lm", p);
 		ASSERT_NO_FATAL_FAILURE(expect_identical(ours, theirs, &mapped));
 		std::string lec = read_file(theirs + "/leader-epoch-checkpoint");
 		EXPECT_EQ(lec, read_file(ours + "/leader-epoch-checkpoint")) << ours;
