@@ -596,6 +596,11 @@ TEST_F(KafkaSource, LibrdkafkaTopicMirrorsByteForByte)
 	Daemon d = daemon_for(topics);
 	std::map<std::string, int64_t> ends;
 	ASSERT_NO_FATAL_FAILURE(mirror(d, topics, &ends));
+	/* Every transaction ended (the last marker is the end of the log):
+	 * the LSO is the source's high watermark. */
+	std::map<std::string, PartStatus> st;
+	ASSERT_EQ("", d.status(&st));
+	EXPECT_EQ(ends["rdk:2"], st["rdk:2"].lso);
 	ASSERT_NO_FATAL_FAILURE(expect_same_records(d, "rdk", 2, true));
 	/* Kafka's own Java consumer (read_uncommitted: every data record,
 	 * aborted ones included) sees on kmirrord what it sees on the broker. */
