@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "common/endian.h"
 #include "common/errors.h"
 #include "common/km_assert.h"
 #include "common/log.h"
@@ -199,6 +200,92 @@ static int fetch_aborted(struct fe_conn *fc, struct fe_fpart *x, int64_t from,
 	return 0;
 }
 
+/* Is the batch whose header is at h data (not a marker) of a transaction
+ * in ab[0, n), all aborted ones? A producer has one transaction at a time,
+ * so its id and an offset between the first offset and the ABORT marker
+ * name it. */
+static bool batch_aborted(const uint8_t *h, const struct km_aborted_txn *ab,
+			  int n)
+{
+	uint16_t attr = km_load_be16(h + KM_BATCH_OFF_ATTRIBUTES);
+	int64_t base = (int64_t)km_load_be64(h + KM_BATCH_OFF_BASE_OFFSET);
+	int64_t pid = (int64_t)km_load_be64(h + KM_BATCH_OFF_PRODUCER_ID);
+
+	if ((attr & (KM_BATCH_ATTR_TRANSACTIONAL | KM_BATCH_ATTR_CONTROL)) !=
+	    KM_BATCH_ATTR_TRANSACTIONAL)
+		return false;
+	for (int k = 0; k < n; k++)
+		if (ab[k].producer_id == pid && ab[k].first_offset <= base &&
+		    base < ab[k].last_offset)
+			return true;
+	return false;
+}
+
+/* Leave the aborted transactions' data batches out of the whole batches in
+ * buf[0, len), in place; the bytes kept. */
+static uint32_t drop_aborted(uint8_t *buf, uint32_t len,
+			     const struct km_aborted_txn *ab, int n)
+{
+	uint32_t pos = 0, kept = 0;
+
+	while (n > 0 && pos < len) {
+		uint32_t size = km_load_be32(buf + pos + KM_BATCH_OFF_LENGTH) +
+				KM_BATCH_LOG_OVERHEAD;
+
+		if (!batch_aborted(buf + pos, ab, n)) {
+			if (kept != pos)
+				memmove(buf + kept, buf + pos, size);
+			kept += size;
+		}
+		pos += size;
+	}
+	return n > 0 ? kept : len;
+}
+
+/* read_committed: whole batches from off as km_log_read reads them, less
+ * the data batches of aborted transactions, with the aborted transactions
+ * of the range read. Kafka's Java consumer filters aborted batches only
+ * when their producer id is above -1 (CompletedFetch.nextFetchedRecord:
+ * `isolationLevel == READ_COMMITTED && currentBatch.hasProducerId()`;
+ * DefaultRecordBatch.hasProducerId: `RecordBatch.NO_PRODUCER_ID <
+ * producerId()`), and R1 maps every mirrored id to -(p+2) < -1, so those
+ * batches must not reach it. Clients take the gap as after compaction
+ * (their next offset follows the last batch served; markers are served).
+ * What is left out does not count against MaxBytes; a read whose every
+ * batch was aborted reads on, so that a response makes progress whenever
+ * a kept batch (the ABORT marker, at the latest) lies below the LSO. */
+static int read_committed(struct fe_conn *fc, struct fe_fpart *x, int64_t off,
+			  uint32_t limit, uint32_t cap,
+			  struct km_log_read_result *rr)
+{
+	struct fe_fetch *f = fc->fetch;
+	uint8_t *buf = f->buf + f->buf_used;
+	uint32_t n_aborted = f->n_aborted;
+	int rc;
+
+	for (;;) {
+		rc = km_log_read(x->p->log, off, x->bound, limit, buf, cap, rr);
+		if (rc < 0 || rr->bytes == 0)
+			break;
+		f->n_aborted = n_aborted;
+		if ((rc = fetch_aborted(fc, x, off, rr->next_offset)) < 0)
+			break;
+		rr->bytes = drop_aborted(buf, rr->bytes, fc->fe->ab_tmp,
+					 x->n_ab);
+		if (rr->bytes > 0)
+			return 0;
+		if (rr->next_offset >= x->bound)
+			break;
+		off = rr->next_offset;
+	}
+	/* Nothing served: no aborted transactions listed either; too many
+	 * of them (-ENOSPC, warned) leave the records for the next Fetch. */
+	f->n_aborted = n_aborted;
+	x->n_ab = 0;
+	rr->bytes = 0;
+	return rc == -ENOSPC ? 0 : rc;
+}
+
 /* A read failed: -ERANGE means the log moved under us (truncated). */
 static void read_failed(struct fe_fpart *x, int rc, struct fetch_pass *ps)
 {
@@ -238,8 +325,10 @@ static void fetch_read(struct fe_conn *fc, uint32_t i, struct fetch_pass *ps)
 	cap = ps->min_one ? left : (limit < left ? limit : left);
 	if (cap < KM_BATCH_HEADER_BYTES)
 		return;
-	rc = km_log_read(x->p->log, q->fetch_offset, x->bound, limit,
-			 f->buf + f->buf_used, cap, &rr);
+	rc = ps->committed ? read_committed(fc, x, q->fetch_offset, limit,
+					    cap, &rr)
+			   : km_log_read(x->p->log, q->fetch_offset, x->bound,
+					 limit, f->buf + f->buf_used, cap, &rr);
 	if (rc == KM_ENOSPACE && ps->min_one)
 		KM_WARN("frontend", "%s-%d: the batch at offset %lld is larger "
 			"than fetch_buf_bytes (%u): it cannot be served",
@@ -249,9 +338,7 @@ static void fetch_read(struct fe_conn *fc, uint32_t i, struct fetch_pass *ps)
 		read_failed(x, rc, ps);
 		return;
 	}
-	if (rr.bytes == 0 || (ps->committed &&
-			      fetch_aborted(fc, x, q->fetch_offset,
-					    rr.next_offset) < 0))
+	if (rr.bytes == 0)
 		return;
 	x->rec_off = f->buf_used;
 	x->rec_len = rr.bytes;

@@ -20,6 +20,7 @@
 #include <cstring>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/errors.h"
@@ -239,6 +240,8 @@ struct FetchOut {
 		std::vector<int64_t> batch_bases; /* of whole batches */
 		std::vector<int64_t> batch_lasts; /* their last offsets */
 		uint32_t bytes;
+		/* AbortedTransactions: {producer id, first offset} */
+		std::vector<std::pair<int64_t, int64_t>> aborted;
 	};
 	std::vector<Part> parts;
 };
@@ -254,7 +257,10 @@ inline void DecodeFetch(Resp *x, int16_t ver, FetchOut *out)
 	while ((rc = km_fetch_resp_next_partition(&it, &p)) == 1) {
 		FetchOut::Part o = {it.cur.topic.s, p.partition, p.error_code,
 				    p.high_watermark, p.last_stable_offset,
-				    p.log_start_offset, {}, {}, 0};
+				    p.log_start_offset, {}, {}, 0, {}};
+		for (int32_t k = 0; k < p.n_aborted; k++)
+			o.aborted.push_back({p.aborted[k].producer_id,
+					     p.aborted[k].first_offset});
 		o.bytes = p.records.len > 0 ? (uint32_t)p.records.len : 0;
 		km_chain_cur cur = p.records.cur;
 		uint32_t left = o.bytes;

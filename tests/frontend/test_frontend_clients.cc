@@ -24,6 +24,7 @@
 
 #include "common/errors.h"
 #include "fe_harness.h"
+#include "fe_raw.h"
 #include "iouring_log/log.h"
 #include "kafka/batch.h"
 #include "kafka/control.h"
@@ -390,6 +391,147 @@ TEST_F(Txn, ReadCommittedStopsAtLsoAndSkipsAborted)
 	EXPECT_EQ((std::vector<std::string>{"c1@0", "c2@1", "a1@3", "a2@4",
 					     "p1@6", "o1@7", "p2@8"}),
 		  all);
+}
+
+// Mirrored transactions (R1: ids below -1, appended as MIRROR with their
+// own offsets) and a local one (id 7000, as after a failover): commit data
+// C 0-1 (-5002), aborted data A 2-3 (-5003), plain 4, A 5, COMMIT(C) 6,
+// A 7-8, ABORT(A) 9, plain 10, local aborted data 11, ABORT(7000) 12,
+// plain 13: HW = LSO = 14.
+class TxnServe : public Txn {
+protected:
+	void Mirrored(const std::vector<std::string> &vals, int64_t pid,
+		      int64_t base)
+	{
+		std::vector<km_record_spec> recs(vals.size());
+		for (size_t i = 0; i < vals.size(); i++) {
+			recs[i] = {};
+			recs[i].key_len = -1;
+			recs[i].value = vals[i].data();
+			recs[i].value_len = (int32_t)vals[i].size();
+			recs[i].timestamp = 1700000000000LL;
+		}
+		bool txn = pid != -1;
+		km_batch_spec spec = {base, 0,
+				      (int16_t)(txn ? KM_BATCH_ATTR_TRANSACTIONAL
+						    : 0),
+				      pid, (int16_t)(txn ? 0 : -1),
+				      txn ? seq_[pid] : -1};
+		fetest::Bytes b(km_records_build_size(recs.data(),
+						       (int32_t)recs.size()));
+		ASSERT_EQ((int)b.size(), km_records_build(b.data(), b.size(),
+							   &spec, recs.data(),
+							   (int32_t)recs.size()));
+		size_[base] = (int32_t)b.size();
+		seq_[pid] += (int32_t)vals.size();
+		AppendBytes(std::move(b), KM_ORIGIN_MIRROR);
+	}
+	void MirroredMarker(int64_t pid, int64_t base, bool commit)
+	{
+		fetest::Bytes b(KM_CTRL_MARKER_BATCH_BYTES);
+		km_ctrl_spec cs = {base, 0, 1700000000000LL};
+		ASSERT_EQ((int)b.size(),
+			  km_ctrl_build_marker(b.data(), b.size(), &cs, pid, 0,
+					       commit, 0));
+		size_[base] = (int32_t)b.size();
+		AppendBytes(std::move(b), KM_ORIGIN_MIRROR);
+	}
+	void BuildServe()
+	{
+		Mirrored({"c1", "c2"}, -5002, 0);
+		Mirrored({"a1", "a2"}, -5003, 2);
+		Mirrored({"p1"}, -1, 4);
+		Mirrored({"a3"}, -5003, 5);
+		MirroredMarker(-5002, 6, true);
+		Mirrored({"a4", "a5"}, -5003, 7);
+		MirroredMarker(-5003, 9, false);
+		Mirrored({"p2"}, -1, 10);
+		Append({"l1"}, 7000, true, KM_ORIGIN_CLIENT);
+		Marker(7000, false);
+		Append({"p3"}, -1, false, KM_ORIGIN_CLIENT);
+		uint64_t end = MonoMs() + kTimeoutMs;
+		while (km_log_durable_offset(srv_.log(4)) < 14 && MonoMs() < end)
+			srv_.Run([] {}); // one loop turn
+		ASSERT_EQ(14, km_log_durable_offset(srv_.log(4)));
+		int64_t lso = -1;
+		srv_.Run([&] { lso = km_log_lso(srv_.log(4)); });
+		ASSERT_EQ(14, lso);
+		ASSERT_EQ("", c_.Connect(srv_.port()));
+	}
+	// One partition's answer to a Fetch v11 of txn-0 from off with a
+	// partition MaxBytes of max_bytes.
+	fetest::FetchOut::Part Get(int64_t off, int32_t max_bytes, bool committed)
+	{
+		fetest::Resp x;
+		fetest::FetchOut out;
+		EXPECT_TRUE(c_.Send(fetest::FetchReq(++corr_, 11, 0, 1 << 20,
+						     {{"txn", 0, off, max_bytes}},
+						     0, -1, committed ? 1 : 0)));
+		EXPECT_EQ("", c_.ReadFrame(&x.body));
+		fetest::Open(&x, KM_API_FETCH, 11);
+		fetest::DecodeFetch(&x, 11, &out);
+		EXPECT_EQ(1u, out.parts.size());
+		if (out.parts.size() != 1)
+			return {};
+		EXPECT_EQ(0, out.parts[0].error);
+		EXPECT_EQ(14, out.parts[0].hw);
+		EXPECT_EQ(14, out.parts[0].lso);
+		return out.parts[0];
+	}
+	std::map<int64_t, int32_t> size_; // batch bytes by base offset
+	std::map<int64_t, int32_t> seq_;  // next sequence by producer id
+	fetest::RawConn c_;
+	int32_t corr_ = 0;
+};
+
+using Bases = std::vector<int64_t>;
+using Aborted = std::vector<std::pair<int64_t, int64_t>>;
+
+// read_committed leaves the aborted transactions' data batches out (Kafka's
+// Java consumer cannot filter ids below -1) and keeps everything else at
+// its offsets, the markers and the AbortedTransactions list included;
+// read_uncommitted serves every batch. A fetch starting inside an aborted
+// range, or whose MaxBytes ends inside one, still makes progress.
+TEST_F(TxnServe, ReadCommittedLeavesAbortedBatchesOut)
+{
+	ASSERT_NO_FATAL_FAILURE(BuildServe());
+	const Aborted both = {{-5003, 2}, {7000, 11}};
+	struct Case {
+		int64_t off;
+		int32_t max_bytes;
+		Bases committed, uncommitted;
+		Aborted aborted;
+	} cases[] = {
+		{0, 1 << 20, {0, 4, 6, 9, 10, 12, 13},
+		 {0, 2, 4, 5, 6, 7, 9, 10, 11, 12, 13}, both},
+		// inside the aborted range: its rest is left out
+		{5, 1 << 20, {6, 9, 10, 12, 13}, {5, 6, 7, 9, 10, 11, 12, 13}, both},
+		// only aborted data before the marker
+		{7, 1 << 20, {9, 10, 12, 13}, {7, 9, 10, 11, 12, 13}, both},
+		// MaxBytes ends inside: the next kept batch comes after all
+		{2, 1, {4}, {2}, {{-5003, 2}}},
+		{7, 1, {9}, {7}, {{-5003, 2}}},
+		{11, 1, {12}, {11}, {{7000, 11}}},
+		// MaxBytes holds 2, 4 and 5: what is left out does not count
+		{2, size_[2] + size_[4] + size_[5], {4}, {2, 4, 5}, {{-5003, 2}}},
+	};
+	for (const Case &c : cases) {
+		fetest::FetchOut::Part rc = Get(c.off, c.max_bytes, true);
+		EXPECT_EQ(c.committed, rc.batch_bases)
+			<< "read_committed from " << c.off << " max " << c.max_bytes;
+		EXPECT_EQ(c.aborted, rc.aborted)
+			<< "read_committed from " << c.off << " max " << c.max_bytes;
+		fetest::FetchOut::Part ru = Get(c.off, c.max_bytes, false);
+		EXPECT_EQ(c.uncommitted, ru.batch_bases)
+			<< "read_uncommitted from " << c.off << " max " << c.max_bytes;
+		EXPECT_TRUE(ru.aborted.empty()) << "read_uncommitted";
+	}
+	// librdkafka read_committed over the served gaps: exactly the
+	// committed and plain records.
+	c_.Close();
+	EXPECT_EQ((std::vector<std::string>{"c1@0", "c2@1", "p1@4", "p2@10",
+					     "p3@13"}),
+		  Read("read_committed", 14));
 }
 
 // A consumer parked at the end (MaxWaitMs 10 s) gets a record produced
