@@ -221,25 +221,31 @@ static bool batch_aborted(const uint8_t *h, const struct km_aborted_txn *ab,
 	return false;
 }
 
-/* Leave the aborted transactions' data batches out of the whole batches in
- * buf[0, len), in place; the bytes kept. */
-static uint32_t drop_aborted(uint8_t *buf, uint32_t len,
-			     const struct km_aborted_txn *ab, int n)
+/* Keep, in place, the batches of buf[0, len) (whole ones) that are not
+ * aborted data, while they fit limit - the first whatever its size if
+ * first_free (KIP-74), as km_log_read does; *full: a batch to keep did not
+ * fit. The bytes kept. */
+static uint32_t keep_committed(uint8_t *buf, uint32_t len,
+			       const struct km_aborted_txn *ab, int n,
+			       uint32_t limit, bool first_free, bool *full)
 {
-	uint32_t pos = 0, kept = 0;
+	uint32_t kept = 0, size;
 
-	while (n > 0 && pos < len) {
-		uint32_t size = km_load_be32(buf + pos + KM_BATCH_OFF_LENGTH) +
-				KM_BATCH_LOG_OVERHEAD;
-
-		if (!batch_aborted(buf + pos, ab, n)) {
-			if (kept != pos)
-				memmove(buf + kept, buf + pos, size);
-			kept += size;
+	*full = false;
+	for (uint32_t pos = 0; pos < len; pos += size) {
+		size = km_load_be32(buf + pos + KM_BATCH_OFF_LENGTH) +
+		       KM_BATCH_LOG_OVERHEAD;
+		if (batch_aborted(buf + pos, ab, n))
+			continue;
+		if ((kept > 0 || !first_free) && kept + size > limit) {
+			*full = true;
+			break;
 		}
-		pos += size;
+		if (kept != pos)
+			memmove(buf + kept, buf + pos, size);
+		kept += size;
 	}
-	return n > 0 ? kept : len;
+	return kept;
 }
 
 /* read_committed: whole batches from off as km_log_read reads them, less
@@ -251,30 +257,36 @@ static uint32_t drop_aborted(uint8_t *buf, uint32_t len,
  * producerId()`), and R1 maps every mirrored id to -(p+2) < -1, so those
  * batches must not reach it. Clients take the gap as after compaction
  * (their next offset follows the last batch served; markers are served).
- * What is left out does not count against MaxBytes; a read whose every
- * batch was aborted reads on, so that a response makes progress whenever
- * a kept batch (the ABORT marker, at the latest) lies below the LSO. */
+ * What is left out does not count against limit. A read whose batches were
+ * all aborted reads on, the rest of the Fetch buffer at a time (then cut
+ * to limit), so that a response makes progress whenever a kept batch (the
+ * ABORT marker, at the latest) lies below the LSO. */
 static int read_committed(struct fe_conn *fc, struct fe_fpart *x, int64_t off,
-			  uint32_t limit, uint32_t cap,
+			  uint32_t limit, uint32_t cap, bool min_one,
 			  struct km_log_read_result *rr)
 {
 	struct fe_fetch *f = fc->fetch;
 	uint8_t *buf = f->buf + f->buf_used;
+	uint32_t room = fc->fe->fetch_buf_bytes - f->buf_used;
 	uint32_t n_aborted = f->n_aborted;
+	bool full = false;
 	int rc;
 
-	for (;;) {
-		rc = km_log_read(x->p->log, off, x->bound, limit, buf, cap, rr);
+	for (bool first = true;; first = false) {
+		rc = km_log_read(x->p->log, off, x->bound, first ? limit : room,
+				 buf, first ? cap : room, rr);
 		if (rc < 0 || rr->bytes == 0)
 			break;
 		f->n_aborted = n_aborted;
 		if ((rc = fetch_aborted(fc, x, off, rr->next_offset)) < 0)
 			break;
-		rr->bytes = drop_aborted(buf, rr->bytes, fc->fe->ab_tmp,
-					 x->n_ab);
+		if (first && x->n_ab == 0)
+			return 0; /* nothing aborted: the read as it is */
+		rr->bytes = keep_committed(buf, rr->bytes, fc->fe->ab_tmp,
+					   x->n_ab, limit, min_one, &full);
 		if (rr->bytes > 0)
 			return 0;
-		if (rr->next_offset >= x->bound)
+		if (full || rr->next_offset >= x->bound)
 			break;
 		off = rr->next_offset;
 	}
@@ -326,7 +338,7 @@ static void fetch_read(struct fe_conn *fc, uint32_t i, struct fetch_pass *ps)
 	if (cap < KM_BATCH_HEADER_BYTES)
 		return;
 	rc = ps->committed ? read_committed(fc, x, q->fetch_offset, limit,
-					    cap, &rr)
+					    cap, ps->min_one, &rr)
 			   : km_log_read(x->p->log, q->fetch_offset, x->bound,
 					 limit, f->buf + f->buf_used, cap, &rr);
 	if (rc == KM_ENOSPACE && ps->min_one)

@@ -508,9 +508,10 @@ TEST_F(TxnServe, ReadCommittedLeavesAbortedBatchesOut)
 		{5, 1 << 20, {6, 9, 10, 12, 13}, {5, 6, 7, 9, 10, 11, 12, 13}, both},
 		// only aborted data before the marker
 		{7, 1 << 20, {9, 10, 12, 13}, {7, 9, 10, 11, 12, 13}, both},
-		// MaxBytes ends inside: the next kept batch comes after all
-		{2, 1, {4}, {2}, {{-5003, 2}}},
-		{7, 1, {9}, {7}, {{-5003, 2}}},
+		// MaxBytes ends inside: the next kept batch comes after all,
+		// and alone (the rest, read on, is cut to MaxBytes)
+		{2, 1, {4}, {2}, both},
+		{7, 1, {9}, {7}, both},
 		{11, 1, {12}, {11}, {{7000, 11}}},
 		// MaxBytes holds 2, 4 and 5: what is left out does not count
 		{2, size_[2] + size_[4] + size_[5], {4}, {2, 4, 5}, {{-5003, 2}}},
