@@ -3,7 +3,8 @@
 // encoders, Produce requests over any records bytes (however wrong),
 // Fetch requests and their responses parsed batch by batch, and the gtest
 // fixture of a server plus one such connection. Shared by
-// test_frontend_raw.cc, test_produce_validate.cc and test_serving_rules.cc.
+// test_frontend_raw.cc, test_produce_validate.cc, test_serving_rules.cc and
+// test_frontend_clients.cc (TxnServe).
 #ifndef KM_TESTS_FRONTEND_FE_RAW_H
 #define KM_TESTS_FRONTEND_FE_RAW_H
 

@@ -6,7 +6,9 @@
 // lists the topics and reads them too; watermarks and offsets-for-times are
 // right (to the record inside a batch); read_committed sees only committed
 // data and stops at the LSO while read_uncommitted sees everything up to
-// the high watermark; a consumer waiting at the end gets a record produced
+// the high watermark, and a raw read_committed Fetch carries no aborted
+// data batch (mirrored ids < -1, which Kafka's Java consumer cannot
+// filter) yet keeps offsets, markers and the aborted list; a consumer waiting at the end gets a record produced
 // later without waiting out its MaxWaitMs; a producer to a MIRROR partition
 // fails at once with POLICY_VIOLATION and nothing is written.
 // Method: fe_harness.h's server (a worker loop on its own thread over real
