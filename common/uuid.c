@@ -1,6 +1,7 @@
 #include "common/uuid.h"
 
 #include <errno.h>
+#include <string.h>
 #include <sys/random.h>
 #include <sys/types.h>
 
@@ -52,4 +53,40 @@ int km_uuid_random(char out[KM_UUID_CHARS + 1])
 			return 0;
 	}
 	return -EAGAIN;
+}
+
+static int b64url_value(char c)
+{
+	if (c >= 'A' && c <= 'Z')
+		return c - 'A';
+	if (c >= 'a' && c <= 'z')
+		return c - 'a' + 26;
+	if (c >= '0' && c <= '9')
+		return c - '0' + 52;
+	return c == '-' ? 62 : c == '_' ? 63 : -1;
+}
+
+int km_uuid_decode(const char *text, uint8_t out[16])
+{
+	uint32_t acc = 0;
+	int bits = 0;
+	size_t o = 0;
+
+	if (strlen(text) != KM_UUID_CHARS)
+		return -EINVAL;
+	for (size_t i = 0; i < KM_UUID_CHARS; i++) {
+		int v = b64url_value(text[i]);
+
+		if (v < 0)
+			return -EINVAL;
+		acc = acc << 6 | (uint32_t)v;
+		bits += 6;
+		if (bits >= 8) {
+			bits -= 8;
+			out[o++] = (uint8_t)(acc >> bits);
+			acc &= (1u << bits) - 1;
+		}
+	}
+	/* 22 characters carry 132 bits: the last 4 must be zero. */
+	return o == 16 && acc == 0 ? 0 : -EINVAL;
 }

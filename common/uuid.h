@@ -14,6 +14,10 @@ extern "C" {
 /** Encode 16 bytes as 22 base64url characters plus a NUL. */
 void km_uuid_encode(const uint8_t uuid[16], char out[KM_UUID_CHARS + 1]);
 
+/** Decode 22 base64url characters (no padding) to 16 bytes.
+ *  @return 0, or -EINVAL for other text. */
+int km_uuid_decode(const char *text, uint8_t out[16]);
+
 /**
  * A random version-4 UUID as text, never starting with '-' (Kafka draws
  * again so ids can be passed as command-line arguments).

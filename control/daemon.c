@@ -172,20 +172,26 @@ static void log_recovery(const struct km_part *p,
 static int open_parts(struct km_daemon *d)
 {
 	struct km_worker_reply *r = calloc(d->table.n + 1, sizeof(*r));
+	uint8_t (*ids)[16] = calloc(d->table.n + 1, sizeof(*ids));
 	int64_t max_pid = -1;
 	uint32_t posted = 0;
 	bool lost = false;
 	int rc = 0, rc2;
 
-	if (r == NULL)
-		return -ENOMEM;
+	if (r == NULL || ids == NULL || (rc = km_daemon_topic_ids(d, ids)) < 0) {
+		free(r);
+		free(ids);
+		return rc < 0 ? rc : -ENOMEM;
+	}
 	for (; rc == 0 && posted < d->table.n; posted++) {
 		struct km_part *p = &d->table.parts[posted];
 		struct km_log_config lc;
 
 		km_config_log_config(d->cfg, p->topic, p->partition, &lc);
+		memcpy(lc.topic_id, ids[posted], sizeof(lc.topic_id));
 		rc = km_worker_open(d->workers[p->owner], p, &lc, &r[posted]);
 	}
+	free(ids);
 	/* Every posted reply is waited for, even after a failure: the
 	 * workers write into r. */
 	for (uint32_t i = 0; i < posted; i++) {

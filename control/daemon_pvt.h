@@ -122,6 +122,10 @@ int km_daemon_load_sources(struct km_daemon *d);
  *  discovery's cluster id first if the log has none yet). */
 void km_daemon_source_fill(const struct km_daemon *d, uint32_t i,
 			   struct km_fetcher_config *fc);
+/** The topic id each partition's partition.metadata is to name (ids[i]
+ *  for table.parts[i]): its source topic's if known, else one per topic.
+ *  @return 0 or -errno (no random bytes). */
+int km_daemon_topic_ids(const struct km_daemon *d, uint8_t (*ids)[16]);
 /** Record what the fetchers learned (the control loop, every WATCH_MS). */
 void km_daemon_watch_sources(struct km_daemon *d);
 /** A start that resumes partition i where its log ends: KM_ESOURCEID (err

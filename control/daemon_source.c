@@ -17,6 +17,7 @@
 #include "common/uuid.h"
 #include "control/cluster_id.h"
 #include "control/daemon_pvt.h"
+#include "iouring_log/log.h"
 
 static bool id_given(const uint8_t id[16])
 {
@@ -62,6 +63,61 @@ int km_daemon_load_sources(struct km_daemon *d)
 			"partitions' logs mirror another cluster: they will "
 			"not mirror from it (see their status reason)",
 			d->source_cluster_id, other);
+	return 0;
+}
+
+static bool same_topic(const struct km_daemon *d, uint32_t i, uint32_t j)
+{
+	return strcmp(d->table.parts[i].topic, d->table.parts[j].topic) == 0;
+}
+
+/* The id of topic table.parts[first].topic for its partitions with no
+ * source topic id (a local topic, a source below Metadata v10, or not
+ * learned yet): Kafka has one id per topic, so another partition's source
+ * id, else the id a partition.metadata of the topic already names, else a
+ * new one. */
+static int topic_id_of(const struct km_daemon *d, uint32_t first,
+		       uint8_t out[16])
+{
+	char dir[4096], text[KM_UUID_CHARS + 1];
+	int rc;
+
+	for (uint32_t j = first; j < d->table.n; j++)
+		if (same_topic(d, first, j) && id_given(d->sources[j].topic_id)) {
+			memcpy(out, d->sources[j].topic_id, 16);
+			return 0;
+		}
+	for (uint32_t j = first; j < d->table.n; j++) {
+		if (!same_topic(d, first, j))
+			continue;
+		km_daemon_part_dir(d, &d->table.parts[j], dir, sizeof(dir));
+		if (km_log_metadata_read(dir, out) == 1)
+			return 0;
+	}
+	if ((rc = km_uuid_random(text)) < 0)
+		return rc;
+	return km_uuid_decode(text, out);
+}
+
+int km_daemon_topic_ids(const struct km_daemon *d, uint8_t (*ids)[16])
+{
+	uint8_t topic[16];
+	uint32_t j;
+	int rc;
+
+	for (uint32_t i = 0; i < d->table.n; i++) {
+		for (j = 0; j < i && !same_topic(d, i, j); j++)
+			;
+		if (j < i) /* done with the topic's first partition */
+			continue;
+		if ((rc = topic_id_of(d, i, topic)) < 0)
+			return rc;
+		for (j = i; j < d->table.n; j++)
+			if (same_topic(d, i, j))
+				memcpy(ids[j], id_given(d->sources[j].topic_id)
+						       ? d->sources[j].topic_id
+						       : topic, 16);
+	}
 	return 0;
 }
 

@@ -58,6 +58,10 @@ struct km_log_config {
 	uint64_t keep_free_bytes;
 	uint32_t batch_bytes_max;  /* largest batch accepted */
 	uint32_t segments_max;	   /* segments the log can hold */
+	/* The topic id partition.metadata is to name (Kafka's Uuid): the
+	 * source topic's for a mirrored partition, one per topic otherwise.
+	 * All zero: keep the file's, or draw a random one if there is none. */
+	uint8_t topic_id[16];
 	/* Local caps for km_log_retain_policy (-1: none). */
 	int64_t retention_ms;
 	int64_t retention_bytes;
@@ -114,6 +118,25 @@ struct km_log; /* opaque */
  */
 int km_log_open(struct km_log **out, const struct km_log_config *cfg,
 		struct km_uring *ring, struct km_log_recovery *rec);
+
+/**
+ * Name id in partition.metadata (Kafka's format, replaced atomically and
+ * durably: tmp file, fsync, rename, directory fsync) unless it already
+ * does. Kafka moves a log whose id is not its topic's aside as "-stray".
+ * @return 1 if the file changed, 0 if it already named id, or -errno.
+ */
+int km_log_set_topic_id(struct km_log *log, const uint8_t id[16]);
+
+/** The topic id partition.metadata names. */
+void km_log_topic_id(const struct km_log *log, uint8_t out[16]);
+
+/**
+ * The topic id in <dir>/partition.metadata, for a caller that picks one id
+ * per topic before the logs are open.
+ * @return 1 and out; 0 if there is no file (or no dir); -EBADMSG if it is
+ *         not Kafka's format; or -errno.
+ */
+int km_log_metadata_read(const char *dir, uint8_t out[16]);
 
 /**
  * Close cleanly: wait for in-flight I/O, fdatasync, seal the active

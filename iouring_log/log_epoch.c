@@ -1,7 +1,8 @@
 /* Text checkpoint files of the partition directory, Kafka's formats (spec
  * §3): written to `<name>.tmp`, synced, renamed over `<name>`, directory
  * synced. leader-epoch-checkpoint: "0\n<count>\n<epoch> <startOffset>\n...";
- * partition.metadata: "version: 0\ntopic_id: <base64url uuid>\n". */
+ * partition.metadata: "version: 0\ntopic_id: <base64url uuid>", no newline
+ * after the id (PartitionMetadataFileFormatter.toFile). */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -13,6 +14,7 @@
 #include "common/file.h"
 #include "common/uuid.h"
 #include "common/km_assert.h"
+#include "common/log.h"
 #include "iouring_log/log_pvt.h"
 
 #define EPOCH_FILE "leader-epoch-checkpoint"
@@ -128,15 +130,113 @@ int km_log_epoch_load(struct km_log *log)
 	return 0;
 }
 
-int km_log_write_metadata(struct km_log *log)
+static bool id_given(const uint8_t id[16])
 {
-	char id[KM_UUID_CHARS + 1], text[64];
+	static const uint8_t zero[16];
+
+	return memcmp(id, zero, sizeof(zero)) != 0;
+}
+
+/* Kafka's reader splits each line at ": " and ignores a final newline,
+ * so an older kmirror's file (one after the id) reads the same. */
+static int parse_metadata(const char *text, uint8_t out[16])
+{
+	static const char head[] = "version: 0\ntopic_id: ";
+	char id[KM_UUID_CHARS + 1];
+	const char *rest;
+
+	if (strncmp(text, head, sizeof(head) - 1) != 0)
+		return -EBADMSG;
+	rest = text + sizeof(head) - 1;
+	if (strlen(rest) < KM_UUID_CHARS ||
+	    (rest[KM_UUID_CHARS] != '\0' && strcmp(rest + KM_UUID_CHARS, "\n")))
+		return -EBADMSG;
+	memcpy(id, rest, KM_UUID_CHARS);
+	id[KM_UUID_CHARS] = '\0';
+	return km_uuid_decode(id, out) < 0 ? -EBADMSG : 1;
+}
+
+static int read_metadata(int dir_fd, uint8_t out[16])
+{
+	char text[128];
+	int fd = openat(dir_fd, METADATA_FILE, O_RDONLY | O_CLOEXEC);
+	ssize_t n;
+
+	if (fd < 0)
+		return errno == ENOENT ? 0 : -errno;
+	n = read(fd, text, sizeof(text) - 1);
+	n = n < 0 ? -errno : n;
+	close(fd);
+	if (n < 0)
+		return (int)n;
+	text[n] = '\0';
+	return parse_metadata(text, out);
+}
+
+int km_log_metadata_read(const char *dir, uint8_t out[16])
+{
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	int rc;
+
+	if (fd < 0)
+		return errno == ENOENT ? 0 : -errno;
+	rc = read_metadata(fd, out);
+	close(fd);
+	return rc;
+}
+
+int km_log_set_topic_id(struct km_log *log, const uint8_t id[16])
+{
+	char text[64], tid[KM_UUID_CHARS + 1], had[KM_UUID_CHARS + 1];
 	int n, rc;
 
-	if (faccessat(log->dir_fd, METADATA_FILE, F_OK, 0) == 0)
+	KM_ASSERT(id_given(id));
+	if (log->metadata_read && memcmp(log->topic_id, id, 16) == 0)
 		return 0;
-	if ((rc = km_uuid_random(id)) < 0)
+	km_uuid_encode(id, tid);
+	/* The id a log's files carry is never changed unsaid: the caller
+	 * replaces it only for the source's (learned, or a new source). */
+	if (log->metadata_read) {
+		km_uuid_encode(log->topic_id, had);
+		KM_INFO("log", "%s/%s: topic id %s replaces %s", log->dir,
+			METADATA_FILE, tid, had);
+	}
+	n = snprintf(text, sizeof(text), "version: 0\ntopic_id: %s", tid);
+	if ((rc = km_log_write_text_atomic(log, METADATA_FILE, text,
+					   (size_t)n)) < 0)
 		return rc;
-	n = snprintf(text, sizeof(text), "version: 0\ntopic_id: %s\n", id);
-	return km_log_write_text_atomic(log, METADATA_FILE, text, (size_t)n);
+	memcpy(log->topic_id, id, 16);
+	log->metadata_read = true;
+	return 1;
+}
+
+void km_log_topic_id(const struct km_log *log, uint8_t out[16])
+{
+	memcpy(out, log->topic_id, 16);
+}
+
+/* At open: the configured id if given, else the file's, else a random
+ * one (a log opened on its own: tests, tools). A file that is not Kafka's
+ * format is replaced: Kafka could not read it either. */
+int km_log_write_metadata(struct km_log *log)
+{
+	char text[KM_UUID_CHARS + 1];
+	uint8_t id[16];
+	int rc = read_metadata(log->dir_fd, log->topic_id);
+
+	if (rc < 0 && rc != -EBADMSG)
+		return rc;
+	log->metadata_read = rc == 1;
+	if (id_given(log->cfg.topic_id)) {
+		rc = km_log_set_topic_id(log, log->cfg.topic_id);
+		return rc < 0 ? rc : 0;
+	}
+	if (rc == 1)
+		return 0;
+	if ((rc = km_uuid_random(text)) < 0)
+		return rc;
+	if ((rc = km_uuid_decode(text, id)) < 0)
+		return rc;
+	rc = km_log_set_topic_id(log, id);
+	return rc < 0 ? rc : 0;
 }

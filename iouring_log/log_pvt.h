@@ -92,6 +92,9 @@ struct km_log {
 	struct log_epoch file_epochs[KM_LOG_EPOCHS_MAX];
 	uint32_t n_file_epochs;
 	bool epochs_deferred;
+	/* What partition.metadata names (metadata_read: it names one). */
+	uint8_t topic_id[16];
+	bool metadata_read;
 	/* Epoch stamped on CLIENT/CONTROL batches: chosen above every epoch in
 	 * the log at the first local write after mirrored data (R6). */
 	int32_t local_epoch;

@@ -88,6 +88,23 @@ static bool same_cluster(struct km_fetcher *f, const struct km_metadata_resp *m)
 	return false;
 }
 
+/* partition.metadata names the source topic's id, as the source's own
+ * partition directory does, before anything is appended from it: Kafka
+ * sets a log whose id is not its topic's aside as "-stray". A no-op once
+ * written; a failed write fails the partition rather than append under
+ * another id. */
+static bool record_topic_id(struct km_fetcher *f, const char *id)
+{
+	int rc = km_log_set_topic_id(f->log, f->topic_id);
+
+	if (rc >= 0)
+		return true;
+	km_fetcher_fail(f, "%.80s-%d: cannot record source topic id %s in "
+			"partition.metadata: %s", f->cfg.topic,
+			(int)f->cfg.partition, id, km_strerror(rc));
+	return false;
+}
+
 /* The topic was deleted and made again (a new topic id, KIP-516): its
  * offsets start over and are not the ones the log holds. */
 static bool same_topic(struct km_fetcher *f, const struct km_metadata_topic *tp)
@@ -100,10 +117,10 @@ static bool same_topic(struct km_fetcher *f, const struct km_metadata_topic *tp)
 	if (!id_given(f->topic_id)) {
 		memcpy(f->topic_id, tp->topic_id, sizeof(f->topic_id));
 		learn(f, "topic id", now);
-		return true;
+		return record_topic_id(f, now);
 	}
 	if (memcmp(f->topic_id, tp->topic_id, sizeof(f->topic_id)) == 0)
-		return true;
+		return record_topic_id(f, now);
 	km_uuid_encode(f->topic_id, had);
 	km_fetcher_fail(f, "source topic id changed: log %.80s-%d mirrors "
 			"topic id %s, source at %.48s:%u now reports %s (the "

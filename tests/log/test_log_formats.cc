@@ -16,6 +16,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <fstream>
 #include <regex>
 
 #include "common/endian.h"
@@ -599,19 +600,62 @@ TEST(Formats, LeaderEpochCheckpoint)
 	EXPECT_EQ("0\n1\n0 0\n", ReadText(l.dir + "/leader-epoch-checkpoint"));
 }
 
-// partition.metadata: "version: 0\ntopic_id: <22 chars>\n" (Uuid.toString,
-// URL-safe base64 without padding), written once and kept.
+// partition.metadata: "version: 0\ntopic_id: <22 chars>" with no newline
+// after the id (Kafka's PartitionMetadataFileFormatter.toFile; the id is
+// Uuid.toString, URL-safe base64 without padding), written once and kept.
 TEST(Formats, PartitionMetadata)
 {
 	TempDir td;
 	Log l(td.path);
 	std::string text = ReadText(l.dir + "/partition.metadata");
 	EXPECT_TRUE(std::regex_match(
-		text, std::regex("version: 0\ntopic_id: [A-Za-z0-9_-]{22}\n")))
+		text, std::regex("version: 0\ntopic_id: [A-Za-z0-9_-]{22}")))
 		<< text;
 	ASSERT_EQ(0, l.Close());
 	l.Open();
 	EXPECT_EQ(text, ReadText(l.dir + "/partition.metadata"));
+}
+
+// The topic id the owner gives (the source topic's) is the one the file
+// names, byte for byte, at open and when it is learned later; it replaces
+// a random one, and an older kmirror's file (a newline after the id) is
+// read as Kafka reads it.
+TEST(Formats, PartitionMetadataNamesTheGivenTopicId)
+{
+	const uint8_t a[16] = { 0x6f, 0x1b, 0x3c, 0x9e, 0x00, 0x11, 0x42, 0x33,
+				0x84, 0x55, 0x66, 0x77, 0x88, 0x99, 0xaa, 0xbb };
+	const uint8_t b[16] = { 0xfe, 0xdc, 0xba, 0x98, 0x76, 0x54, 0x43, 0x21,
+				0x90, 0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07 };
+	/* Uuid.toString of a and b, worked out apart from kmirror (Python:
+	 * base64.urlsafe_b64encode, "=" padding dropped). */
+	const std::string ta = "bxs8ngARQjOEVWZ3iJmquw";
+	const std::string tb = "_ty6mHZUQyGQAQIDBAUGBw";
+	TempDir td;
+	Log l(td.path);
+	uint8_t got[16];
+	ASSERT_EQ(1, km_log_set_topic_id(l.log, a));
+	EXPECT_EQ("version: 0\ntopic_id: " + ta,
+		  ReadText(l.dir + "/partition.metadata"));
+	EXPECT_FALSE(Exists(l.dir + "/partition.metadata.tmp"));
+	EXPECT_EQ(0, km_log_set_topic_id(l.log, a)) << "rewritten unchanged";
+	km_log_topic_id(l.log, got);
+	EXPECT_EQ(0, memcmp(a, got, 16));
+	ASSERT_EQ(0, l.Close());
+	/* Reopened without an id: the file's is kept. */
+	l.Open();
+	EXPECT_EQ("version: 0\ntopic_id: " + ta,
+		  ReadText(l.dir + "/partition.metadata"));
+	ASSERT_EQ(0, l.Close());
+	/* Opened with another: it is the one named. */
+	memcpy(l.cfg.topic_id, b, 16);
+	l.Open();
+	EXPECT_EQ("version: 0\ntopic_id: " + tb,
+		  ReadText(l.dir + "/partition.metadata"));
+	ASSERT_EQ(0, l.Close());
+	std::ofstream(l.dir + "/partition.metadata")
+		<< "version: 0\ntopic_id: " << ta << "\n";
+	EXPECT_EQ(1, km_log_metadata_read(l.dir.c_str(), got));
+	EXPECT_EQ(0, memcmp(a, got, 16));
 }
 
 // kmirror-dump-log (kafka-dump-log.sh's format) reads every segment we
