@@ -173,26 +173,52 @@ static int map_indexes(struct km_segment *s, uint32_t len, uint32_t min,
 	return rc;
 }
 
+/* The .txnindex exists only once the segment holds an aborted
+ * transaction, as with Kafka's TransactionIndex: open it if it is there;
+ * a new segment removes one a crash left at its name (the O_TRUNC of the
+ * other files). */
+static int open_txn_file(struct km_segment *s, int flags)
+{
+	char name[64];
+
+	if (flags & O_TRUNC) {
+		snprintf(name, sizeof(name), "%020lld%s",
+			 (long long)s->base_offset, suffixes[3]);
+		return unlinkat(s->dir_fd, name, 0) < 0 && errno != ENOENT
+			       ? -errno : 0;
+	}
+	s->txn_fd = open_file(s->dir_fd, s->base_offset, suffixes[3], 0);
+	if (s->txn_fd == -ENOENT)
+		s->txn_fd = -1;
+	return s->txn_fd < -1 ? s->txn_fd : 0;
+}
+
 static int open_files(struct km_segment *s, int dir_fd, int64_t base, int flags)
 {
-	int *fds[4] = { &s->log_fd, &s->index_fd, &s->time_fd, &s->txn_fd };
+	int *fds[3] = { &s->log_fd, &s->index_fd, &s->time_fd };
+	int err;
 
 	memset(s, 0, sizeof(*s));
 	s->log_fd = s->index_fd = s->time_fd = s->txn_fd = -1;
+	s->dir_fd = dir_fd;
 	s->base_offset = base;
 	s->next_offset = base;
 	s->max_timestamp = -1;
 	s->max_timestamp_offset = base;
-	for (int i = 0; i < 4; i++) {
+	for (int i = 0; i < 3; i++) {
 		*fds[i] = open_file(dir_fd, base, suffixes[i], flags);
 		if (*fds[i] < 0) {
-			int err = *fds[i];
-
-			km_segment_close(s);
-			return err;
+			err = *fds[i];
+			goto fail;
 		}
 	}
-	return 0;
+	if ((err = open_txn_file(s, flags)) == 0)
+		return 0;
+fail:
+	if (s->txn_fd < 0)
+		s->txn_fd = -1;
+	km_segment_close(s);
+	return err;
 }
 
 int km_segment_create(struct km_segment *s, int dir_fd, int64_t base,
@@ -244,8 +270,9 @@ static int load_sizes(struct km_segment *s, uint32_t *map_len)
 	struct stat st[4];
 	int fds[4] = { s->log_fd, s->index_fd, s->time_fd, s->txn_fd };
 
+	memset(&st[3], 0, sizeof(st[3])); /* no .txnindex: no entries */
 	for (int i = 0; i < 4; i++)
-		if (fstat(fds[i], &st[i]) < 0)
+		if (fds[i] >= 0 && fstat(fds[i], &st[i]) < 0)
 			return -errno;
 	s->size_bytes = (uint64_t)st[0].st_size;
 	km_segment_set_readable(s, s->size_bytes);
@@ -450,7 +477,7 @@ int km_segment_seal(struct km_segment *s)
 	give_back_tail(s);
 	s->active = false;
 	if (fsync(s->index_fd) < 0 || fsync(s->time_fd) < 0 ||
-	    fsync(s->txn_fd) < 0)
+	    (s->txn_fd >= 0 && fsync(s->txn_fd) < 0))
 		return -errno;
 	return 0;
 }
@@ -551,16 +578,39 @@ int km_segment_reserve(struct km_segment *s, uint64_t end, uint64_t chunk_bytes,
 	return 0;
 }
 
+/* The first entry makes the file. Its name is made durable at once:
+ * recovery rebuilds entries only for the segments it rescans, so a sealed
+ * segment's must not lose its name in a crash. */
+static int create_txn_file(struct km_segment *s)
+{
+	int fd = open_file(s->dir_fd, s->base_offset, suffixes[3], O_CREAT);
+
+	if (fd < 0)
+		return fd;
+	if (fsync(s->dir_fd) < 0) {
+		int err = -errno;
+
+		close(fd);
+		return err;
+	}
+	/* Readers use it only after txn_bytes (published later) says so. */
+	s->txn_fd = fd;
+	return 0;
+}
+
 int km_segment_txn_append(struct km_segment *s, const struct km_aborted_txn *t)
 {
 	uint8_t e[KM_TXNINDEX_ENTRY_BYTES];
 	ssize_t n;
+	int rc;
 
 	km_store_be16(e, 0);
 	km_store_be64(e + 2, (uint64_t)t->producer_id);
 	km_store_be64(e + 10, (uint64_t)t->first_offset);
 	km_store_be64(e + 18, (uint64_t)t->last_offset);
 	km_store_be64(e + 26, (uint64_t)t->last_stable_offset);
+	if (s->txn_fd < 0 && (rc = create_txn_file(s)) < 0)
+		return rc;
 	n = pwrite(s->txn_fd, e, sizeof(e), (off_t)s->txn_bytes);
 	if (n < 0)
 		return -errno;
@@ -620,11 +670,30 @@ static uint32_t count_below(const struct km_segment *s, bool time,
 	return n;
 }
 
+/* No entry left: the file goes, so that the directory is the one of a
+ * segment that never held the abort (what recovery's "same as a log fed
+ * only what is kept" needs; Kafka's truncateTo keeps an empty file, which
+ * it reads the same). Under the write lock or before any reader. */
+static int drop_txn_file(struct km_segment *s)
+{
+	char name[64];
+
+	PUBLISH(s->txn_bytes, 0);
+	if (ftruncate(s->txn_fd, 0) < 0)
+		return -errno;
+	close_fd(&s->txn_fd);
+	snprintf(name, sizeof(name), "%020lld%s", (long long)s->base_offset,
+		 suffixes[3]);
+	return unlinkat(s->dir_fd, name, 0) < 0 && errno != ENOENT ? -errno : 0;
+}
+
 int km_segment_txn_truncate(struct km_segment *s, int64_t next_offset)
 {
 	uint8_t e[KM_TXNINDEX_ENTRY_BYTES];
 	uint64_t keep = 0;
 
+	if (s->txn_fd < 0) /* never held an entry */
+		return 0;
 	/* Entries are in marker order, so the kept ones are a prefix. */
 	while (keep < s->txn_bytes) {
 		struct km_aborted_txn t;
@@ -636,6 +705,8 @@ int km_segment_txn_truncate(struct km_segment *s, int64_t next_offset)
 			break;
 		keep += sizeof(e);
 	}
+	if (keep == 0)
+		return drop_txn_file(s);
 	if (ftruncate(s->txn_fd, (off_t)keep) < 0)
 		return -errno;
 	PUBLISH(s->txn_bytes, keep);

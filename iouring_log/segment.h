@@ -9,7 +9,9 @@
  * The .log is written by the owner's io_uring (log.c); this module keeps the
  * indexes and the files. The active segment's offset and time indexes are
  * preallocated to index_bytes_max and memory-mapped, as Kafka does, and
- * trimmed to their entries when the segment stops being active.
+ * trimmed to their entries when the segment stops being active. The
+ * .txnindex is made only when the segment's first aborted transaction is
+ * recorded (Kafka's TransactionIndex); a segment without one has none.
  */
 #ifndef KM_IOURING_LOG_SEGMENT_H
 #define KM_IOURING_LOG_SEGMENT_H
@@ -46,14 +48,17 @@ struct km_aborted_txn {
  * stores them with release after what they cover is in place (entry bytes,
  * file bytes, a new mapping), readers load them with acquire
  * (km_segment_published_*; GCC builtins, since this header is also C++).
- * base_offset and the fds change only under the log's write lock. */
+ * base_offset and the fds change only under the log's write lock, but
+ * txn_fd: the owner sets it once, before it first publishes txn_bytes,
+ * and readers use it only when txn_bytes is not 0. */
 struct km_segment {
 	int64_t base_offset;
 	int64_t next_offset;	  /* last offset in the segment + 1 */
 	int log_fd;
 	int index_fd;
 	int time_fd;
-	int txn_fd;
+	int txn_fd;		  /* -1 until the first aborted transaction */
+	int dir_fd;		  /* the log's (borrowed), to make the .txnindex */
 	uint64_t size_bytes;	  /* .log bytes appended (some maybe in flight) */
 	uint64_t readable_bytes;  /* [pub] .log bytes whose writes completed */
 	uint64_t reserved_bytes;  /* .log blocks reserved with fallocate */
@@ -173,7 +178,8 @@ int64_t km_segment_time_lookup(const struct km_segment *s, int64_t ts);
 int km_segment_reserve(struct km_segment *s, uint64_t end, uint64_t chunk_bytes,
 		       uint64_t keep_free);
 
-/** Append one .txnindex entry (synchronous pwrite: aborts are rare). */
+/** Append one .txnindex entry (synchronous pwrite: aborts are rare),
+ *  making the file (and syncing the directory) at the first one. */
 int km_segment_txn_append(struct km_segment *s, const struct km_aborted_txn *t);
 
 /**
@@ -191,7 +197,8 @@ int km_segment_txn_read(const struct km_segment *s, int64_t from, int64_t to,
  */
 int km_segment_truncate(struct km_segment *s, uint64_t pos, int64_t next_offset);
 
-/** Drop .txnindex entries with lastOffset >= next_offset. @return 0 or -errno. */
+/** Drop .txnindex entries with lastOffset >= next_offset (the file goes
+ *  with its last entry). @return 0 or -errno. */
 int km_segment_txn_truncate(struct km_segment *s, int64_t next_offset);
 
 /** Drop all index entries (before a rebuild by rescanning the .log). */

@@ -3,7 +3,8 @@
 // rule gives; .index / .timeindex hold exactly the entries Kafka's
 // LogSegment.append rule produces (preallocated while active, trimmed to the
 // entries after a roll and after close, with the final time entry);
-// .txnindex holds one 34-byte AbortedTxn per aborted transaction; every
+// .txnindex holds one 34-byte AbortedTxn per aborted transaction and
+// exists only once its segment holds one (Kafka's rule); every
 // <offset>.snapshot is ProducerSnapshot v1 with its CRC-32C; the text files
 // (leader-epoch-checkpoint, partition.metadata) have Kafka's layout; a clean
 // close + reopen gives back the same log; recovery after a crash rebuilds
@@ -357,7 +358,7 @@ TEST(Formats, SegmentFilesByteForByte)
 				  Slice(idx, m.index.size(), kIndexMax));
 			EXPECT_EQ(m.timeindex, Slice(tix, 0, m.timeindex.size()));
 		}
-		EXPECT_EQ(0u, ReadFile(p + "txnindex").size());
+		EXPECT_FALSE(Exists(p + "txnindex")) << "no abort, no .txnindex";
 	}
 	EXPECT_EQ("0\n1\n0 0\n", ReadText(l.dir + "/leader-epoch-checkpoint"));
 
@@ -573,6 +574,91 @@ TEST(Formats, TxnIndexAndSnapshotWithTransactions)
 	l.Open();
 	ExpectSameState(before, Capture(l.log, pids), "after clean reopen");
 	EXPECT_EQ(11, km_log_lso(l.log));
+}
+
+// Kafka makes a segment's .txnindex only for its first aborted
+// transaction (its TransactionIndex opens the file lazily), and DumpLog-
+// Segments / a broker given our files expect the same set of files: a
+// segment holding data and a COMMIT has none - appended, closed, reopened,
+// recovered after a crash - the first ABORT makes it, and a crash's
+// recovery that must rebuild it makes it again; truncating below the abort
+// removes it (the directory of a log that never held the abort).
+TEST(Formats, TxnIndexOnlyOnceTheSegmentHoldsAnAbort)
+{
+	TempDir td;
+	const std::string seg0 = td.path + "/t-0/" + SegName(0, ".txnindex");
+	std::vector<uint8_t> want;
+	Put16(want, 0), Put64(want, 3), Put64(want, 3), Put64(want, 5), Put64(want, 6);
+	std::vector<std::vector<uint8_t>> first = {
+		Data(0, 3, 1, 0, 2, true, 50, 100), MarkerCE(2, 3, 1, true, 5, 110) };
+	std::vector<std::vector<uint8_t>> second = {
+		Data(3, 3, 1, 2, 2, true, 50, 120), MarkerCE(5, 3, 1, false, 5, 130) };
+	// A crash after the COMMIT: the recovery's rescan makes no file.
+	pid_t pid = fork();
+	ASSERT_GE(pid, 0);
+	if (pid == 0) {
+		Log l(td.path);
+		for (auto &b : first) {
+			Batch v(b);
+			if (l.Append(v) != 1 || Exists(seg0))
+				_exit(1);
+		}
+		_exit(0); // no close: the files as a crash leaves them
+	}
+	int status;
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	ASSERT_TRUE(WIFEXITED(status));
+	ASSERT_EQ(0, WEXITSTATUS(status)) << "appended, or a .txnindex without an abort";
+	{
+		Log l(td.path);
+		ASSERT_FALSE(l.rec.clean);
+		EXPECT_EQ(3, km_log_end_offset(l.log));
+		EXPECT_FALSE(Exists(seg0)) << "after recovery";
+		ASSERT_EQ(0, l.Close());
+		l.Open();
+		EXPECT_FALSE(Exists(seg0)) << "after a clean reopen";
+		Batch d(second[0]);
+		ASSERT_EQ(1, l.Append(d));
+		EXPECT_FALSE(Exists(seg0)) << "an open transaction is no abort";
+		Batch x(second[1]);
+		ASSERT_EQ(1, l.Append(x));
+		EXPECT_EQ(want, ReadFile(seg0)) << "the ABORT makes it";
+		km_aborted_txn ab[2];
+		ASSERT_EQ(1, km_log_aborted_txns(l.log, 0, 6, ab, 2));
+		EXPECT_EQ(3, ab[0].first_offset);
+		ASSERT_GE(km_log_truncate_to(l.log, 5, nullptr, nullptr), 0);
+		EXPECT_FALSE(Exists(seg0)) << "gone with its only entry";
+		EXPECT_EQ(0, km_log_aborted_txns(l.log, 0, 6, ab, 2));
+	}
+	// A crash after the ABORT with the file and the snapshots gone: the
+	// rescan replays the abort and makes the file again.
+	TempDir td2;
+	const std::string seg0b = td2.path + "/t-0/" + SegName(0, ".txnindex");
+	pid = fork();
+	ASSERT_GE(pid, 0);
+	if (pid == 0) {
+		Log l(td2.path);
+		for (auto *v : { &first, &second })
+			for (auto &b : *v) {
+				Batch bb(b);
+				if (l.Append(bb) != 1)
+					_exit(1);
+			}
+		_exit(0);
+	}
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	ASSERT_TRUE(WIFEXITED(status));
+	ASSERT_EQ(0, WEXITSTATUS(status));
+	ASSERT_EQ(want, ReadFile(seg0b)) << "made at the abort, before any close";
+	ASSERT_EQ(0, unlink(seg0b.c_str()));
+	for (auto &n : ListDir(td2.path + "/t-0")) {
+		if (EndsWith(n, ".snapshot")) {
+			ASSERT_EQ(0, unlink((td2.path + "/t-0/" + n).c_str())) << n;
+		}
+	}
+	Log l(td2.path);
+	ASSERT_FALSE(l.rec.clean);
+	EXPECT_EQ(want, ReadFile(seg0b)) << "rebuilt by the recovery";
 }
 
 // leader-epoch-checkpoint: "0\n<count>\n<epoch> <start>\n"; a batch from an

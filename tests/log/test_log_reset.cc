@@ -101,7 +101,8 @@ int64_t FillOldLog(Log &l)
 std::vector<std::string> SegmentFiles(int64_t base)
 {
 	std::vector<std::string> v;
-	for (const char *s : {".index", ".log", ".timeindex", ".txnindex"})
+	/* no .txnindex: a new segment holds no aborted transaction */
+	for (const char *s : {".index", ".log", ".timeindex"})
 		v.push_back(SegName(base, s));
 	return v;
 }
