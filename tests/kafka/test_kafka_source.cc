@@ -13,6 +13,9 @@
  *   files for the same offsets: a batch whose source producerId p >= 0
  *   must carry -(p+2) (R1) and may differ only in those 8 bytes and its 4
  *   CRC bytes; every other byte, and every other batch, is identical;
+ * - compares leader-epoch-checkpoint and partition.metadata (the source
+ *   topic's id) byte for byte, and which files exist (a .txnindex only
+ *   for a segment holding an aborted transaction, as Kafka);
  * - stops both (clean shutdowns) and runs Kafka's DumpLogSegments on both
  *   sides' .log (--deep-iteration), .index and .timeindex (plain,
  *   --index-sanity-check, --verify-index-only): no errors on ours, and
@@ -254,22 +257,6 @@ std::vector<std::string> paths_of(const std::string &dir,
 	return v;
 }
 
-/* The one known difference in which files exist (issue 14's list):
- * kmirror creates every segment's .txnindex with the segment, Kafka only
- * once the segment holds an aborted transaction. Such a file of ours must
- * be empty; it is left out of the comparison. */
-void drop_empty_txnindex(const std::string &ours, const std::string &theirs,
-			 std::vector<std::string> *files)
-{
-	for (auto &n : files_of(ours, "txnindex")) {
-		if (access((theirs + "/" + n).c_str(), F_OK) == 0)
-			continue;
-		EXPECT_EQ("", read_file(ours + "/" + n)) << ours << "/" << n;
-		files->erase(std::remove(files->begin(), files->end(), ours + "/" + n),
-			     files->end());
-	}
-}
-
 /* One DumpLogSegments run over a list of files (one JVM, not one per
  * file: they cost a second each). */
 ChildResult dump_files(const std::vector<std::string> &files,
@@ -289,7 +276,8 @@ ChildResult dump_files(const std::vector<std::string> &files,
  * snapshot entries as it prints them, its index sanity check, and its
  * check of every index entry against the .log (--verify-index-only). The
  * same files must exist on both sides (segments roll at the same
- * offsets, snapshots are taken at the same offsets). */
+ * offsets, snapshots are taken at the same offsets, a .txnindex exists
+ * only for a segment holding an aborted transaction). */
 void expect_kafka_reads_alike(const std::vector<std::string> &ours,
 			      const std::vector<std::string> &theirs)
 {
@@ -308,7 +296,6 @@ void expect_kafka_reads_alike(const std::vector<std::string> &ours,
 		for (size_t i = 0; i < ours.size(); i++) {
 			std::vector<std::string> a = paths_of(ours[i], run.exts);
 			std::vector<std::string> b = paths_of(theirs[i], run.exts);
-			drop_empty_txnindex(ours[i], theirs[i], &a);
 			std::vector<std::string> na, nb;
 			for (auto &f : a)
 				na.push_back(f.substr(ours[i].size()));
@@ -338,10 +325,9 @@ void expect_kafka_reads_alike(const std::vector<std::string> &ours,
 }
 
 /* With the broker stopped, replace its partition's segment, index,
- * snapshot and epoch files by ours, so that it loads and serves them. Its
- * partition.metadata stays: ours names a topic id of its own, and Kafka 4
- * sets a log whose id differs from the topic's aside as "-stray" (issue
- * 14's list of differences). */
+ * snapshot, epoch and partition.metadata files by ours, so that it loads
+ * and serves them (Kafka 4 sets a log whose partition.metadata names
+ * another topic id aside as "-stray" and starts the partition empty). */
 void give_kafka_ours(const std::string &ours, const std::string &theirs)
 {
 	std::vector<std::string> old = paths_of(theirs, { "log", "index", "timeindex",
@@ -352,6 +338,7 @@ void give_kafka_ours(const std::string &ours, const std::string &theirs)
 	for (auto &f : paths_of(ours, { "log", "index", "timeindex", "txnindex", "snapshot" }))
 		names.push_back(f.substr(ours.size() + 1));
 	names.push_back("leader-epoch-checkpoint");
+	names.push_back("partition.metadata");
 	for (auto &n : names) {
 		std::string err, b = read_file(ours + "/" + n, &err);
 		ASSERT_EQ("", err);
@@ -493,6 +480,10 @@ protected:
 				/* Kafka's text: the source's epochs, as it wrote them */
 				EXPECT_EQ(read_file(theirs.back() + "/leader-epoch-checkpoint"),
 					  read_file(ours.back() + "/leader-epoch-checkpoint"))
+					<< ours.back();
+				/* the source topic's id, in Kafka's bytes */
+				EXPECT_EQ(read_file(theirs.back() + "/partition.metadata"),
+					  read_file(ours.back() + "/partition.metadata"))
 					<< ours.back();
 			}
 		EXPECT_GE(mapped, expect_mapped_min);
