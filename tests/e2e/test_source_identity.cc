@@ -9,6 +9,9 @@
  *    restart, and only `start --from-start` takes the new source;
  *  - the topic deleted and made again (same cluster, a new topic id,
  *    Metadata v10+) does the same;
+ *  - partition.metadata names the source topic's id once it is seen, keeps
+ *    it while the partition is FAILED for another, and takes the new one
+ *    only with `start --from-start`;
  *  - a batch whose baseOffset is damaged (outside the CRC) is refused with a
  *    WARN naming the partition and both offsets, the status reason says so
  *    while it is refetched, nothing of it is appended, and a damage that
@@ -115,18 +118,22 @@ protected:
 
 	std::string source_file(int p) const
 	{
-		return read_file(part_dir(p) + "/kmirror.source");
+		return read_file(part_dir(p) + "/kmirror.source") + "; " +
+		       read_file(part_dir(p) + "/partition.metadata");
 	}
 
-	/* kmirror.source of partition p names this cluster id and topic id. */
+	/* kmirror.source of partition p names this cluster id and topic id,
+	 * and its partition.metadata the topic id, in Kafka's bytes. */
 	bool holds(int p, const std::string &cluster, const TopicId &tid) const
 	{
-		std::string f = source_file(p);
+		std::string f = read_file(part_dir(p) + "/kmirror.source");
 
 		return f.find("source.cluster.id=" + cluster + "\n") !=
 			       std::string::npos &&
 		       f.find("source.topic.id=" + topic_id_text(tid) + "\n") !=
-			       std::string::npos;
+			       std::string::npos &&
+		       read_file(part_dir(p) + "/partition.metadata") ==
+			       "version: 0\ntopic_id: " + topic_id_text(tid);
 	}
 
 	static bool at(const StatusMap &st, int p, const char *state, int64_t leo)
