@@ -15,6 +15,9 @@
  *    kill -9 and a clean stop, the allocator's own file removed (R4 step
  *    6); a batch damaged mid-log while kmirrord was down is reported at
  *    ERROR as corruption with file and position, not as a torn tail (R7).
+ *  - Every partition of a topic the source names no id for (a local one,
+ *    a source without topic ids) has the same topic id in its
+ *    partition.metadata, and restarts keep it.
  * Method: kmirrord as a child process (daemon.h) against librdkafka's mock
  * cluster, real librdkafka producers and consumers, kmirrorctl for status
  * and verbs; every wait is a deadline on an observable condition. */
@@ -221,6 +224,51 @@ TEST_F(Restart, LockGoesWithTheProcessAfterAnExitAndAfterKill9)
 	ASSERT_EQ("", a.start());
 	ASSERT_EQ("", wait_hw(a, "loc:0", 100));
 	EXPECT_EQ(100u, read_all(a, kLoc).size());
+}
+
+/* ---- partition.metadata: one topic id per topic ---------------------- */
+
+/* Kafka has one topic id per topic, and moves a partition directory whose
+ * partition.metadata names another aside. With no source topic id to take
+ * (a local topic; librdkafka's mock sends none), every partition of a
+ * topic names the same one, in Kafka's bytes, each topic its own, and
+ * restarts (clean, and after kill -9) keep them. */
+TEST_F(Restart, EveryPartitionOfATopicNamesOneTopicIdAcrossRestarts)
+{
+	ASSERT_EQ("", mock_.create_topic("m3", 3));
+	auto sets = std::vector<std::string>{
+		"source.bootstrap.servers=" + mock_.bootstrap(), "topics=m3",
+		std::string("local.topics=") + kLoc + ":3" };
+	auto ids = [&](const std::string &t) {
+		std::vector<std::string> v;
+		for (int p = 0; p < 3; p++)
+			v.push_back(read_file(dir_.path() + "/" + t + "-" +
+					      std::to_string(p) + "/partition.metadata"));
+		return v;
+	};
+	const std::regex kafka("version: 0\ntopic_id: [A-Za-z0-9_-]{22}");
+	Daemon a(dir_.path(), sets);
+	ASSERT_EQ("", a.start());
+	ASSERT_EQ("", produce_to(mock_.bootstrap(), "m3", 20, 1));
+	ASSERT_EQ("", wait_hw(a, "m3:0", 20));
+	std::vector<std::string> m = ids("m3"), l = ids(kLoc);
+	for (auto *v : { &m, &l }) {
+		EXPECT_TRUE(std::regex_match((*v)[0], kafka)) << (*v)[0];
+		EXPECT_EQ((*v)[0], (*v)[1]);
+		EXPECT_EQ((*v)[0], (*v)[2]);
+	}
+	EXPECT_NE(m[0], l[0]) << "one id per topic, not per daemon";
+	clean_stop(a);
+	ASSERT_EQ("", a.start());
+	ASSERT_EQ("", wait_hw(a, "m3:0", 20));
+	EXPECT_EQ(m, ids("m3")) << "after a clean restart";
+	EXPECT_EQ(l, ids(kLoc));
+	ASSERT_EQ("", a.kill9());
+	ASSERT_EQ("", a.start());
+	ASSERT_EQ("", wait_hw(a, "m3:0", 20));
+	EXPECT_EQ(m, ids("m3")) << "after kill -9";
+	EXPECT_EQ(l, ids(kLoc));
+	clean_stop(a);
 }
 
 /* ---- item 5: roles across a restart --------------------------------- */
