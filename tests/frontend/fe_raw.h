@@ -279,13 +279,12 @@ inline void DecodeFetch(Resp *x, int16_t ver, FetchOut *out)
 	ASSERT_EQ(0, rc) << km_strerror(rc);
 }
 
-// A front-end serving parts, and one raw connection to it.
-template <const std::vector<PartSpec> *parts>
-class RawOn : public ::testing::Test {
+// A front-end and one raw connection to it, started by Start(parts).
+class RawFixture : public ::testing::Test {
 protected:
-	void SetUp() override
+	void Start(const std::vector<PartSpec> &parts)
 	{
-		ASSERT_EQ("", srv_.Start(*parts));
+		ASSERT_EQ("", srv_.Start(parts));
 		ASSERT_EQ("", c_.Connect(srv_.port()));
 	}
 	void TearDown() override
@@ -302,6 +301,13 @@ protected:
 	}
 	Server srv_;
 	RawConn c_;
+};
+
+// A front-end serving parts, and one raw connection to it.
+template <const std::vector<PartSpec> *parts>
+class RawOn : public RawFixture {
+protected:
+	void SetUp() override { Start(*parts); }
 };
 
 } // namespace fetest

@@ -44,7 +44,6 @@ using fetest::MonoMs;
 using fetest::Open;
 using fetest::PartSpec;
 using fetest::ProduceReq;
-using fetest::RawConn;
 using fetest::Req;
 using fetest::Resp;
 using fetest::Server;
@@ -69,25 +68,13 @@ Bytes Batch(int n)
 	return out;
 }
 
-class Rules : public ::testing::Test {
+class Rules : public fetest::RawFixture {
 protected:
+	// The logs never flush on their own: a test moves the durable offset.
 	void Start(const std::vector<PartSpec> &parts)
 	{
 		srv_.HoldDurability();
-		ASSERT_EQ("", srv_.Start(parts));
-		ASSERT_EQ("", c_.Connect(srv_.port()));
-	}
-	void TearDown() override
-	{
-		c_.Close();
-		srv_.Stop();
-		EXPECT_EQ("", srv_.LoopError());
-	}
-	void RoundTrip(const Bytes &req, int16_t key, int16_t ver, Resp *x)
-	{
-		ASSERT_TRUE(c_.Send(req));
-		ASSERT_EQ("", c_.ReadFrame(&x->body));
-		Open(x, key, ver);
+		RawFixture::Start(parts);
 	}
 	// One partition's Produce v7: its error code, and *base.
 	int16_t Produce(const std::string &topic, int32_t partition,
@@ -199,9 +186,6 @@ protected:
 			srv_.Run([] {});
 		ASSERT_EQ(end, km_log_durable_offset(log));
 	}
-
-	Server srv_;
-	RawConn c_;
 };
 
 // R6 at a moment the test holds: 7 offsets appended, 3 synced.
