@@ -181,15 +181,10 @@ static int fetch_aborted(struct fe_conn *fc, struct fe_fpart *x, int64_t from,
 
 	if (n < 0)
 		return n;
-	if ((uint32_t)n > room) {
-		/* Records served without all their aborted transactions would
-		 * hand aborted data to a read_committed consumer. */
-		KM_WARN("frontend", "%s-%d: more than %u aborted transactions "
-			"in one Fetch response; its records wait for the next",
-			x->p->topic, (int)x->p->partition,
-			KM_FRONTEND_ABORTED_MAX);
+	/* Records served without all their aborted transactions would hand
+	 * aborted data to a read_committed consumer. */
+	if ((uint32_t)n > room)
 		return -ENOSPC;
-	}
 	x->ab_first = f->n_aborted;
 	x->n_ab = n;
 	for (int k = 0; k < n; k++) {
@@ -248,6 +243,38 @@ static uint32_t keep_committed(uint8_t *buf, uint32_t len,
 	return kept;
 }
 
+/* km_log_read, then the aborted transactions of the range read. A range
+ * that overlaps more of them than the response has room for is read again
+ * at half its bytes, down to its first batch: a partition dense with small
+ * aborted transactions must still advance, not wait for a Fetch that can
+ * never hold them all. At most 32 passes (the bytes halve each time). */
+static int read_with_aborted(struct fe_conn *fc, struct fe_fpart *x,
+			     int64_t off, uint32_t max_bytes, uint8_t *buf,
+			     uint32_t cap, struct km_log_read_result *rr)
+{
+	uint32_t n_aborted = fc->fetch->n_aborted;
+	int rc = 0;
+
+	for (int pass = 0; pass < 32; pass++) {
+		rc = km_log_read(x->p->log, off, x->bound, max_bytes, buf, cap,
+				 rr);
+		if (rc < 0 || rr->bytes == 0)
+			return rc;
+		fc->fetch->n_aborted = n_aborted;
+		rc = fetch_aborted(fc, x, off, rr->next_offset);
+		if (rc != -ENOSPC || rr->batches <= 1)
+			break;
+		max_bytes = rr->bytes / 2;
+	}
+	if (rc == -ENOSPC)
+		KM_WARN("frontend", "%s-%d: the batch at offset %lld overlaps more "
+			"aborted transactions than this Fetch response has room "
+			"for (%u in all); it waits for the next", x->p->topic,
+			(int)x->p->partition, (long long)off,
+			KM_FRONTEND_ABORTED_MAX);
+	return rc;
+}
+
 /* read_committed: whole batches from off as km_log_read reads them, less
  * the data batches of aborted transactions, with the aborted transactions
  * of the range read. Kafka's Java consumer filters aborted batches only
@@ -273,12 +300,10 @@ static int read_committed(struct fe_conn *fc, struct fe_fpart *x, int64_t off,
 	int rc;
 
 	for (bool first = true;; first = false) {
-		rc = km_log_read(x->p->log, off, x->bound, first ? limit : room,
-				 buf, first ? cap : room, rr);
-		if (rc < 0 || rr->bytes == 0)
-			break;
 		f->n_aborted = n_aborted;
-		if ((rc = fetch_aborted(fc, x, off, rr->next_offset)) < 0)
+		rc = read_with_aborted(fc, x, off, first ? limit : room, buf,
+				       first ? cap : room, rr);
+		if (rc < 0 || rr->bytes == 0)
 			break;
 		if (first && x->n_ab == 0)
 			return 0; /* nothing aborted: the read as it is */

@@ -249,10 +249,12 @@ struct FetchOut {
 
 inline void DecodeFetch(Resp *x, int16_t ver, FetchOut *out)
 {
-	km_fetch_aborted ab[64];
+	// As many as a response of ours can list (KM_FRONTEND_ABORTED_MAX).
+	std::vector<km_fetch_aborted> ab(256);
 	km_fetch_resp_iter it;
 	km_fetch_part p;
-	ASSERT_EQ(0, km_fetch_resp_begin(&it, &x->r, ver, ab, 64));
+	ASSERT_EQ(0, km_fetch_resp_begin(&it, &x->r, ver, ab.data(),
+					 (uint32_t)ab.size()));
 	out->top_error = it.error_code;
 	int rc;
 	while ((rc = km_fetch_resp_next_partition(&it, &p)) == 1) {

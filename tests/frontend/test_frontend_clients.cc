@@ -476,10 +476,20 @@ protected:
 		if (out.parts.size() != 1)
 			return {};
 		EXPECT_EQ(0, out.parts[0].error);
-		EXPECT_EQ(14, out.parts[0].hw);
-		EXPECT_EQ(14, out.parts[0].lso);
+		EXPECT_EQ(end_, out.parts[0].hw);
+		EXPECT_EQ(end_, out.parts[0].lso);
 		return out.parts[0];
 	}
+	// Serve once the log is durable up to end_.
+	void ServeAtEnd()
+	{
+		uint64_t end = MonoMs() + kTimeoutMs;
+		while (km_log_durable_offset(srv_.log(4)) < end_ && MonoMs() < end)
+			srv_.Run([] {}); // one loop turn
+		ASSERT_EQ(end_, km_log_durable_offset(srv_.log(4)));
+		ASSERT_EQ("", c_.Connect(srv_.port()));
+	}
+	int64_t end_ = 14;
 	std::map<int64_t, int32_t> size_; // batch bytes by base offset
 	std::map<int64_t, int32_t> seq_;  // next sequence by producer id
 	fetest::RawConn c_;
@@ -535,6 +545,37 @@ TEST_F(TxnServe, ReadCommittedLeavesAbortedBatchesOut)
 	EXPECT_EQ((std::vector<std::string>{"c1@0", "c2@1", "p1@4", "p2@10",
 					     "p3@13"}),
 		  Read("read_committed", 14));
+}
+
+// 300 small aborted transactions, more than one Fetch response lists
+// (KM_FRONTEND_ABORTED_MAX, 256), then a plain record: read_committed reads
+// a range that holds fewer, so every Fetch advances, and librdkafka reaches
+// the plain record. Without the smaller read no Fetch serves anything.
+TEST_F(TxnServe, DenseAbortedTransactionsStillAdvance)
+{
+	const int n = 300;
+	for (int k = 0; k < n; k++) {
+		ASSERT_NO_FATAL_FAILURE(Mirrored({"a" + std::to_string(k)},
+						 -5003, 2 * k));
+		ASSERT_NO_FATAL_FAILURE(MirroredMarker(-5003, 2 * k + 1, false));
+	}
+	ASSERT_NO_FATAL_FAILURE(Mirrored({"p"}, -1, 2 * n));
+	end_ = 2 * n + 1;
+	ASSERT_NO_FATAL_FAILURE(ServeAtEnd());
+	int64_t off = 0;
+	for (int fetches = 0; off < end_ && fetches < 2 * n; fetches++) {
+		fetest::FetchOut::Part rc = Get(off, 1 << 20, true);
+		ASSERT_FALSE(rc.batch_bases.empty()) << "nothing served from " << off;
+		EXPECT_LE(rc.aborted.size(), 256u) << "from " << off;
+		for (int64_t b : rc.batch_bases)
+			EXPECT_TRUE(b % 2 == 1 || b == 2 * n)
+				<< "aborted data at " << b << " served";
+		off = rc.batch_bases.back() + 1;
+	}
+	EXPECT_EQ(end_, off);
+	c_.Close();
+	EXPECT_EQ((std::vector<std::string>{"p@600"}),
+		  Read("read_committed", end_));
 }
 
 // A consumer parked at the end (MaxWaitMs 10 s) gets a record produced
