@@ -28,6 +28,7 @@
 #include "fe_harness.h"
 #include "kafka/batch.h"
 #include "kafka/proto.h"
+#include "kafka/records.h"
 #include "kafka/wire.h"
 
 namespace fetest {
@@ -279,6 +280,26 @@ inline void DecodeFetch(Resp *x, int16_t ver, FetchOut *out)
 		out->parts.push_back(o);
 	}
 	ASSERT_EQ(0, rc) << km_strerror(rc);
+}
+
+// One uncompressed batch of vals (null keys, timestamps 1700000000000 + i),
+// without a producer id, at base offset 0.
+inline Bytes PlainBatch(const std::vector<std::string> &vals)
+{
+	int n = (int)vals.size();
+	std::vector<km_record_spec> recs(vals.size());
+	for (int i = 0; i < n; i++) {
+		recs[i] = {};
+		recs[i].key_len = -1;
+		recs[i].value = vals[i].data();
+		recs[i].value_len = (int32_t)vals[i].size();
+		recs[i].timestamp = 1700000000000LL + i;
+	}
+	km_batch_spec spec = {0, -1, 0, -1, -1, -1};
+	Bytes out(km_records_build_size(recs.data(), n));
+	EXPECT_EQ((int)out.size(), km_records_build(out.data(), out.size(),
+						     &spec, recs.data(), n));
+	return out;
 }
 
 // A front-end and one raw connection to it, started by Start(parts).

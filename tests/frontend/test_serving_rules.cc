@@ -52,20 +52,9 @@ using fetest::Server;
 Bytes Batch(int n)
 {
 	std::vector<std::string> vals(n);
-	std::vector<km_record_spec> recs(n);
-	for (int i = 0; i < n; i++) {
+	for (int i = 0; i < n; i++)
 		vals[i] = "value-" + std::to_string(i);
-		recs[i] = {};
-		recs[i].key_len = -1;
-		recs[i].value = vals[i].data();
-		recs[i].value_len = (int32_t)vals[i].size();
-		recs[i].timestamp = 1700000000000LL + i;
-	}
-	km_batch_spec spec = {0, -1, 0, -1, -1, -1};
-	Bytes out(km_records_build_size(recs.data(), n));
-	EXPECT_EQ((int)out.size(), km_records_build(out.data(), out.size(),
-						     &spec, recs.data(), n));
-	return out;
+	return fetest::PlainBatch(vals);
 }
 
 class Rules : public fetest::RawFixture {
