@@ -85,6 +85,9 @@ public:
 	}
 	/* Milliseconds the last start() took until Metadata answered. */
 	int64_t start_ms() const { return start_ms_; }
+	/* The broker's JVM (0 when not running): bench kafka reads its CPU
+	 * time in /proc. */
+	pid_t pid() const { return running() ? child_.pid() : 0; }
 	/* The last lines of the broker's own log (for failure messages). */
 	std::string log_tail(size_t bytes = 4000) const;
 
