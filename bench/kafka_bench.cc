@@ -143,14 +143,18 @@ struct Workload {
 
 /* The high watermark of partition 0 of topic through a client kept open
  * (a poll every 20 ms must not start a JVM or a connection); -1 until the
- * topic exists. */
+ * topic exists. A failed query asks for the topic's metadata: librdkafka
+ * may otherwise keep it as unknown for its metadata max age (5 min),
+ * long after MM2 has made it. */
 class Watermark {
 public:
 	explicit Watermark(const std::string &bootstrap)
 	{
 		std::string err;
 		rk_ = client_new(RD_KAFKA_PRODUCER,
-				 { { "bootstrap.servers", bootstrap } }, &err);
+				 { { "bootstrap.servers", bootstrap },
+				   { "allow.auto.create.topics", "false" } },
+				 &err);
 	}
 	~Watermark()
 	{
@@ -160,11 +164,18 @@ public:
 	int64_t high(const std::string &topic)
 	{
 		int64_t lo = -1, hi = -1;
-		if (rk_ == nullptr ||
-		    rd_kafka_query_watermark_offsets(rk_, topic.c_str(), 0, &lo,
-						     &hi, 2000) != 0)
+		const struct rd_kafka_metadata *md = nullptr;
+		if (rk_ == nullptr)
 			return -1;
-		return hi;
+		if (rd_kafka_query_watermark_offsets(rk_, topic.c_str(), 0, &lo,
+						     &hi, 2000) == 0)
+			return hi;
+		rd_kafka_topic_t *t = rd_kafka_topic_new(rk_, topic.c_str(), nullptr);
+		if (t && rd_kafka_metadata(rk_, 0, t, &md, 2000) == 0)
+			rd_kafka_metadata_destroy(md);
+		if (t)
+			rd_kafka_topic_destroy(t);
+		return -1;
 	}
 
 private:
