@@ -110,6 +110,9 @@ static void worker_config(const struct km_daemon *d, uint32_t id,
 	wc->group_initial_rebalance_delay_ms = d->cfg->group_initial_rebalance_delay_ms;
 	wc->group_min_session_timeout_ms = d->cfg->group_min_session_timeout_ms;
 	wc->group_max_session_timeout_ms = d->cfg->group_max_session_timeout_ms;
+	/* A topic no override names: the broker-level settings. */
+	km_config_log_config(d->cfg, "", 0, &wc->broker_log);
+	wc->broker_log.data_dir = wc->broker_log.topic = NULL;
 	if (d->cfg->net_mode == KM_CONFIG_NET_DPDK)
 		dpdk_net_config(d->cfg, wc->parts_max, id, d->n_workers,
 				&wc->fetch_net);

@@ -69,6 +69,7 @@ struct km_worker_config {
 	uint32_t group_initial_rebalance_delay_ms;
 	uint32_t group_min_session_timeout_ms;
 	uint32_t group_max_session_timeout_ms;
+	struct km_log_config broker_log; /* the front end's DescribeConfigs */
 };
 
 /* What a stop did (R4), per partition. */

@@ -130,6 +130,10 @@ int km_log_set_topic_id(struct km_log *log, const uint8_t id[16]);
 /** The topic id partition.metadata names. */
 void km_log_topic_id(const struct km_log *log, uint8_t out[16]);
 
+/** The settings the log was opened with (data_dir and topic NULL: they
+ *  were borrowed). Fixed while the log is open: any thread may read them. */
+const struct km_log_config *km_log_config_get(const struct km_log *log);
+
 /**
  * The topic id in <dir>/partition.metadata, for a caller that picks one id
  * per topic before the logs are open.

@@ -215,6 +215,11 @@ void km_log_topic_id(const struct km_log *log, uint8_t out[16])
 	memcpy(out, log->topic_id, 16);
 }
 
+const struct km_log_config *km_log_config_get(const struct km_log *log)
+{
+	return &log->cfg;
+}
+
 /* At open: the configured id if given, else the file's, else a random
  * one (a log opened on its own: tests, tools). A file that is not Kafka's
  * format is replaced: Kafka could not read it either. */

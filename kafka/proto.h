@@ -84,6 +84,8 @@ enum km_api_key {
 	KM_API_LIST_GROUPS = 16,
 	KM_API_API_VERSIONS = 18,
 	KM_API_INIT_PRODUCER_ID = 22,
+	KM_API_DESCRIBE_CONFIGS = 32,
+	KM_API_DESCRIBE_CLUSTER = 60,
 	/* kmirror's own API (docs/design.md, "KmirrorBarrier"): the latest MIRROR_PID_RESET
 	 * barrier a partition holds for a cluster id. Far above Kafka's keys. */
 	KM_API_KMIRROR_BARRIER = 10000,
@@ -152,6 +154,8 @@ enum km_kerr {
 	KM_KERR_UNSTABLE_OFFSET_COMMIT = 88,
 	KM_KERR_PRODUCER_FENCED = 90,
 	KM_KERR_UNKNOWN_TOPIC_ID = 100,
+	KM_KERR_MISMATCHED_ENDPOINT_TYPE = 114,
+	KM_KERR_UNSUPPORTED_ENDPOINT_TYPE = 115,
 };
 
 /** Errors.java name of a Kafka error code ("UNSUPPORTED_VERSION"), or
@@ -168,7 +172,7 @@ struct km_api_range {
 };
 
 enum {
-	KM_PROTO_APIS = 16,	  /* APIs this codec speaks, and kmirrord's
+	KM_PROTO_APIS = 18,	  /* APIs this codec speaks, and kmirrord's
 				   * front end serves (and advertises): the
 				   * spoken rows of kafka/proto_header.c's
 				   * table, checked at build time */
@@ -735,6 +739,187 @@ int km_barrier_resp_encode(struct km_wire_wr *w, int16_t version,
 			   const struct km_barrier_resp *m);
 int km_barrier_resp_decode(struct km_wire_rd *r, int16_t version,
 			   struct km_barrier_resp *m);
+
+/* ---- DescribeConfigs (32), v1-4, flexible from v4 ----
+ *
+ * Request: Resources [ResourceType int8, ResourceName STRING,
+ * ConfigurationKeys [STRING] (nullable: null = all)], IncludeSynonyms bool,
+ * IncludeDocumentation bool v3+.
+ * Response: ThrottleTimeMs int32, Results [ErrorCode int16, ErrorMessage
+ * NULLABLE_STRING, ResourceType int8, ResourceName STRING, Configs [Name
+ * STRING, Value NULLABLE_STRING, ReadOnly bool, ConfigSource int8,
+ * IsSensitive bool, Synonyms [Name STRING, Value NULLABLE_STRING, Source
+ * int8], ConfigType int8 v3+, Documentation NULLABLE_STRING v3+]].
+ * v0 (IsDefault instead of ConfigSource) left Kafka in 4.0 (KIP-896). */
+
+/* ConfigResource.Type ids. */
+enum km_config_resource {
+	KM_CONFIG_RESOURCE_TOPIC = 2,
+	KM_CONFIG_RESOURCE_BROKER = 4,
+};
+
+/* DescribeConfigsResponse.ConfigSource ids. */
+enum km_config_source {
+	KM_CONFIG_SOURCE_TOPIC = 1,
+	KM_CONFIG_SOURCE_STATIC_BROKER = 4,
+	KM_CONFIG_SOURCE_DEFAULT = 5,
+};
+
+/* ConfigDef.Type as ConfigType carries it (v3+). */
+enum km_config_type {
+	KM_CONFIG_TYPE_BOOLEAN = 1,
+	KM_CONFIG_TYPE_STRING = 2,
+	KM_CONFIG_TYPE_INT = 3,
+	KM_CONFIG_TYPE_LONG = 5,
+	KM_CONFIG_TYPE_LIST = 7,
+};
+
+struct km_dconfigs_resource {
+	int8_t type;
+	struct km_wire_name name;
+	int32_t keys_first;		/* keys[first, first + n_keys) */
+	int32_t n_keys;			/* -1 = null (all) */
+};
+
+struct km_dconfigs_req {
+	struct km_dconfigs_resource *resources;	/* caller's array */
+	uint32_t resources_max;
+	uint32_t n_resources;
+	struct km_wire_name *keys;		/* every resource's, in turn */
+	uint32_t keys_max;
+	uint32_t n_keys;
+	bool include_synonyms;
+	bool include_documentation;		/* v3+, else false */
+};
+
+struct km_dconfigs_synonym {
+	const char *name;
+	const char *value;		/* NULL = null */
+	int8_t source;
+};
+
+/* One config of a result; strings borrowed for the encode call. */
+struct km_dconfigs_entry {
+	const char *name;
+	const char *value;		/* NULL = null */
+	bool read_only;
+	int8_t source;
+	bool sensitive;
+	const struct km_dconfigs_synonym *synonyms;
+	uint32_t n_synonyms;
+	int8_t config_type;		/* v3+ */
+	const char *documentation;	/* v3+; NULL = null */
+};
+
+/* A result's fixed fields; its n_configs entries follow. */
+struct km_dconfigs_result {
+	int16_t error_code;
+	const char *error_message;	/* NULL = null */
+	int8_t type;
+	const char *name;
+	uint32_t n_configs;
+};
+
+int km_dconfigs_req_encode(struct km_wire_wr *w, int16_t version,
+			   const struct km_dconfigs_req *m);
+/** More resources or keys than the arrays hold: KM_EWIRECAPACITY. */
+int km_dconfigs_req_decode(struct km_wire_rd *r, int16_t version,
+			   struct km_dconfigs_req *m);
+
+/**
+ * Stream a response body, each count given before its elements: begin
+ * (n_results), then per result km_dconfigs_resp_enc_result, exactly its
+ * n_configs km_dconfigs_resp_enc_entry and km_dconfigs_resp_enc_result_end,
+ * then km_dconfigs_resp_enc_end.
+ * @return 0 or the writer's error (KM_ENOSPACE, KM_EWIREVERSION, ...).
+ */
+int km_dconfigs_resp_enc_begin(struct km_wire_wr *w, int16_t version,
+			       int32_t throttle_time_ms, uint32_t n_results);
+int km_dconfigs_resp_enc_result(struct km_wire_wr *w, int16_t version,
+				const struct km_dconfigs_result *res);
+int km_dconfigs_resp_enc_entry(struct km_wire_wr *w, int16_t version,
+			       const struct km_dconfigs_entry *e);
+int km_dconfigs_resp_enc_result_end(struct km_wire_wr *w, int16_t version);
+int km_dconfigs_resp_enc_end(struct km_wire_wr *w, int16_t version);
+
+/* A decoded response (clients, tests): names copied (a value or
+ * documentation longer than KM_WIRE_NAME_BYTES_MAX is cut), results,
+ * entries and synonyms in caller arrays. */
+struct km_dconfigs_dsyn {
+	struct km_wire_name name, value;
+	int8_t source;
+};
+
+struct km_dconfigs_dentry {
+	struct km_wire_name name, value, documentation;
+	bool read_only, sensitive;
+	int8_t source, config_type;	/* config_type: v3+, else 0 */
+	uint32_t syn_first, n_synonyms;
+};
+
+struct km_dconfigs_dresult {
+	int16_t error_code;
+	struct km_wire_name error_message, name;
+	int8_t type;
+	uint32_t first, n_configs;
+};
+
+struct km_dconfigs_resp {
+	int32_t throttle_time_ms;
+	struct km_dconfigs_dresult *results;
+	uint32_t results_max, n_results;
+	struct km_dconfigs_dentry *entries;
+	uint32_t entries_max, n_entries;
+	struct km_dconfigs_dsyn *synonyms;
+	uint32_t synonyms_max, n_synonyms;
+};
+
+int km_dconfigs_resp_decode(struct km_wire_rd *r, int16_t version,
+			    struct km_dconfigs_resp *m);
+
+/* ---- DescribeCluster (60), v0-2, flexible ----
+ *
+ * Request: IncludeClusterAuthorizedOperations bool, EndpointType int8 v1+
+ * (1 brokers, 2 controllers), IncludeFencedBrokers bool v2+.
+ * Response: ThrottleTimeMs int32, ErrorCode int16, ErrorMessage
+ * NULLABLE_STRING, EndpointType int8 v1+, ClusterId STRING, ControllerId
+ * int32, Brokers [BrokerId int32, Host STRING, Port int32, Rack
+ * NULLABLE_STRING, IsFenced bool v2+], ClusterAuthorizedOperations int32. */
+
+struct km_dcluster_req {
+	bool include_cluster_authorized_operations;
+	int8_t endpoint_type;		/* v1+, else 1 */
+	bool include_fenced_brokers;	/* v2+, else false */
+};
+
+struct km_dcluster_broker {
+	int32_t broker_id;
+	struct km_wire_name host;
+	int32_t port;
+	struct km_wire_name rack;	/* nullable */
+	bool is_fenced;			/* v2+ */
+};
+
+struct km_dcluster_resp {
+	int32_t throttle_time_ms;
+	int16_t error_code;
+	struct km_wire_name error_message;	/* nullable */
+	int8_t endpoint_type;		/* v1+ */
+	struct km_wire_name cluster_id;
+	int32_t controller_id;
+	struct km_dcluster_broker *brokers;
+	uint32_t brokers_max, n_brokers;
+	int32_t cluster_authorized_operations;
+};
+
+int km_dcluster_req_encode(struct km_wire_wr *w, int16_t version,
+			   const struct km_dcluster_req *m);
+int km_dcluster_req_decode(struct km_wire_rd *r, int16_t version,
+			   struct km_dcluster_req *m);
+int km_dcluster_resp_encode(struct km_wire_wr *w, int16_t version,
+			    const struct km_dcluster_resp *m);
+int km_dcluster_resp_decode(struct km_wire_rd *r, int16_t version,
+			    struct km_dcluster_resp *m);
 
 #ifdef __cplusplus
 }

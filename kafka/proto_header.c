@@ -40,6 +40,8 @@ static const struct api_info apis[] = {
 	{ KM_API_LIST_GROUPS, "ListGroups", 0, 4, 3, true },
 	{ KM_API_API_VERSIONS, "ApiVersions", 0, 3, 3, true },
 	{ KM_API_INIT_PRODUCER_ID, "InitProducerId", 0, 4, 2, true },
+	{ KM_API_DESCRIBE_CONFIGS, "DescribeConfigs", 1, 4, 4, true },
+	{ KM_API_DESCRIBE_CLUSTER, "DescribeCluster", 0, 2, 0, true },
 	{ KM_API_KMIRROR_BARRIER, "KmirrorBarrier", 0, 0, INT16_MAX, true },
 };
 

@@ -147,9 +147,10 @@ static int alloc_buffers(struct km_frontend *fe)
 	fe->lo_req = calloc(fe->parts_max, sizeof(*fe->lo_req));
 	fe->lo_resp = calloc(fe->parts_max, sizeof(*fe->lo_resp));
 	fe->ab_tmp = calloc(KM_FRONTEND_ABORTED_MAX, sizeof(*fe->ab_tmp));
+	fe->dc_res = calloc(fe->topics_max, sizeof(*fe->dc_res));
 	if (!fe->staging || !fe->names || !fe->md_topics || !fe->md_parts ||
 	    !fe->md_seen || !fe->lo_topics || !fe->lo_req || !fe->lo_resp ||
-	    !fe->ab_tmp)
+	    !fe->ab_tmp || !fe->dc_res)
 		return -ENOMEM;
 	return 0;
 }
@@ -180,6 +181,7 @@ static void free_all(struct km_frontend *fe)
 	free(fe->lo_req);
 	free(fe->lo_resp);
 	free(fe->ab_tmp);
+	free(fe->dc_res);
 	km_frontend_groups_free(fe);
 	free(fe);
 }
@@ -206,6 +208,10 @@ int km_frontend_create(const struct km_frontend_config *cfg,
 	fe->adv_port = cfg->advertised_port;
 	snprintf(fe->cluster_id, sizeof(fe->cluster_id), "%s", cfg->cluster_id);
 	snprintf(fe->host, sizeof(fe->host), "%s", cfg->advertised_host);
+	fe->broker_log = cfg->broker_log;
+	if (fe->broker_log.segment_bytes == 0)
+		km_log_config_defaults(&fe->broker_log, NULL, NULL, 0);
+	fe->broker_log.data_dir = fe->broker_log.topic = NULL;
 	set_limits(fe, cfg);
 	km_frontend_rx_init(fe, cfg);
 	fe->staging_bytes = fe->limits.frame_bytes_max;

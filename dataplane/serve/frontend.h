@@ -92,6 +92,7 @@
 #include <stdint.h>
 
 #include "dataplane/net/net.h"
+#include "iouring_log/log.h"
 #include "kafka/wire.h"
 
 #ifdef __cplusplus
@@ -115,8 +116,8 @@ enum {
 	/* A parked Fetch re-reads the offsets at least this often: data a
 	 * partition owned by another worker publishes does not wake us. */
 	KM_FRONTEND_RECHECK_MS = 10,
-	/* API keys counted one by one in the stats (0..22: ours are below). */
-	KM_FRONTEND_API_KEYS = 23,
+	/* API keys counted one by one in the stats (0..60: ours are below). */
+	KM_FRONTEND_API_KEYS = 61,
 };
 
 struct km_frontend_config {
@@ -161,6 +162,9 @@ struct km_frontend_config {
 	uint32_t group_initial_rebalance_delay_ms;
 	uint32_t group_min_session_timeout_ms;
 	uint32_t group_max_session_timeout_ms;
+	/* The logs' settings before any per-topic override (DescribeConfigs
+	 * names them as the broker's); segment_bytes 0: kmirror's defaults. */
+	struct km_log_config broker_log;
 };
 
 struct km_frontend_stats {

@@ -196,6 +196,8 @@ struct km_frontend {
 	struct km_listoffsets_req_part *lo_req; /* parts_max */
 	struct km_listoffsets_resp_part *lo_resp; /* parts_max */
 	struct km_aborted_txn *ab_tmp;		/* KM_FRONTEND_ABORTED_MAX */
+	struct km_dconfigs_resource *dc_res;	/* topics_max */
+	struct km_log_config broker_log;	/* DescribeConfigs */
 	struct km_frontend_stats st;
 	struct km_group *groups;	/* membership (frontend_group.c) */
 	struct fe_gmem *gmem;		/* its tables (frontend_group.c) */
@@ -262,6 +264,13 @@ int km_frontend_handle_listoffsets(struct fe_conn *fc, const struct km_reqhdr *h
 			  struct km_wire_rd *r);
 int km_frontend_handle_initpid(struct fe_conn *fc, const struct km_reqhdr *h,
 		      struct km_wire_rd *r);
+/* frontend_configs.c: the Admin client's describe calls. */
+int km_frontend_handle_describe_configs(struct fe_conn *fc,
+					const struct km_reqhdr *h,
+					struct km_wire_rd *r);
+int km_frontend_handle_describe_cluster(struct fe_conn *fc,
+					const struct km_reqhdr *h,
+					struct km_wire_rd *r);
 /* Kafka error code for a partition that is unknown, not open or failed. */
 int16_t km_frontend_part_state_err(const struct km_part *p);
 /* The partition's last stable offset, from this thread. */

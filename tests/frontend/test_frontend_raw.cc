@@ -8,7 +8,8 @@
 // an unknown version with UNSUPPORTED_VERSION in a v0 body; acks=0 gets no
 // response; every refused Produce, Fetch and InitProducerId gets its Kafka
 // error code; MaxBytes, partition max bytes and KIP-74; ListOffsets v0 and
-// v1; an offline partition.
+// v1; an offline partition; DescribeConfigs' and DescribeCluster's answers
+// and error codes.
 // Method: fe_harness.h's server; requests built with kafka/proto.h's
 // encoders (or by hand when they must be wrong) over a blocking socket,
 // responses decoded with kafka/proto.h's decoders; every read bounded by a
@@ -205,7 +206,8 @@ TEST_F(Raw, ApiVersionsUnknownVersionGetsV0Body)
 		{KM_API_HEARTBEAT, 0, 3},    {KM_API_LEAVE_GROUP, 0, 3},
 		{KM_API_SYNC_GROUP, 0, 3},   {KM_API_DESCRIBE_GROUPS, 0, 4},
 		{KM_API_LIST_GROUPS, 0, 4},  {KM_API_API_VERSIONS, 0, 3},
-		{KM_API_INIT_PRODUCER_ID, 0, 4}, {KM_API_KMIRROR_BARRIER, 0, 0},
+		{KM_API_INIT_PRODUCER_ID, 0, 4}, {KM_API_DESCRIBE_CONFIGS, 1, 4},
+		{KM_API_DESCRIBE_CLUSTER, 0, 2}, {KM_API_KMIRROR_BARRIER, 0, 0},
 	};
 	const uint32_t n = sizeof(want) / sizeof(want[0]);
 	// v4: a flexible request this broker does not know. The body is
@@ -247,6 +249,128 @@ TEST_F(Raw, ApiVersionsUnknownVersionGetsV0Body)
 // A Fetch parked on an empty partition holds back the answers of the
 // Metadata and ApiVersions requests sent after it; a Produce waiting for
 // its fsync holds back the Metadata after it.
+// DescribeConfigs as Kafka's ConfigHelper answers: a served topic's configs
+// (only the keys asked for; synonyms only when asked), the broker's own id
+// and "" (no dynamic defaults), UNKNOWN_TOPIC_OR_PARTITION for a topic not
+// served, INVALID_REQUEST for another broker id and a resource type with no
+// configs here; DescribeCluster names us, and refuses the controllers'
+// endpoint with MISMATCHED_ENDPOINT_TYPE.
+class RawAdmin : public Raw {
+protected:
+	// One DescribeConfigs round trip at ver; every array sized for six.
+	void Describe(int16_t ver, const km_dconfigs_req &q, km_dconfigs_resp *m)
+	{
+		Resp x;
+		ASSERT_NO_FATAL_FAILURE(RoundTrip(
+			Req(KM_API_DESCRIBE_CONFIGS, ver, 5,
+			    [&](km_wire_wr *w) { km_dconfigs_req_encode(w, ver, &q); }),
+			KM_API_DESCRIBE_CONFIGS, ver, &x));
+		m->results = rs_, m->results_max = 8;
+		m->entries = es_, m->entries_max = 64;
+		m->synonyms = ss_, m->synonyms_max = 64;
+		ASSERT_EQ(0, km_dconfigs_resp_decode(&x.r, ver, m)) << "v" << ver;
+	}
+	km_dconfigs_dresult rs_[8];
+	km_dconfigs_dentry es_[64];
+	km_dconfigs_dsyn ss_[64];
+};
+
+TEST_F(RawAdmin, DescribeConfigsAsKafka)
+{
+	const std::string me = "7"; // fe_harness.cc's node id
+	km_dconfigs_resource res[6] = {
+		{2, {}, 0, 2}, {2, {}, 0, -1}, {2, {}, 0, -1},
+		{4, {}, 0, -1}, {4, {}, 0, -1}, {4, {}, 0, -1},
+	};
+	km_wire_name_set(&res[0].name, "alpha");
+	km_wire_name_set(&res[1].name, "nosuch");
+	km_wire_name_set(&res[2].name, "mirror");
+	km_wire_name_set(&res[3].name, me.c_str());
+	km_wire_name_set(&res[4].name, "");
+	km_wire_name_set(&res[5].name, "77");
+	km_wire_name keys[2];
+	km_wire_name_set(&keys[0], "segment.bytes");
+	km_wire_name_set(&keys[1], "no.such.key");
+	for (int16_t ver : {1, 4}) {
+		km_dconfigs_req q = {res, 6, 6, keys, 2, 2, ver == 4, false};
+		km_dconfigs_resp m = {};
+		ASSERT_NO_FATAL_FAILURE(Describe(ver, q, &m));
+		const km_dconfigs_dresult *rs = rs_;
+		const km_dconfigs_dsyn *ss = ss_;
+		const km_dconfigs_dentry *es = es_;
+		ASSERT_EQ(6u, m.n_results);
+		// alpha: only segment.bytes; fe_harness.cc's logs roll at 2 MiB,
+		// the front end's broker level is kmirror's default (1 GiB): the
+		// topic's own value, and at v4 its synonyms, topic's first
+		EXPECT_EQ(0, rs[0].error_code);
+		EXPECT_STREQ("alpha", rs[0].name.s);
+		ASSERT_EQ(1u, rs[0].n_configs);
+		const km_dconfigs_dentry &e = es[rs[0].first];
+		EXPECT_STREQ("segment.bytes", e.name.s);
+		EXPECT_STREQ(std::to_string(2 << 20).c_str(), e.value.s);
+		EXPECT_EQ(KM_CONFIG_SOURCE_TOPIC, e.source);
+		EXPECT_TRUE(e.read_only);
+		ASSERT_EQ(ver == 4 ? 2u : 0u, e.n_synonyms);
+		if (ver == 4) {
+			EXPECT_STREQ("segment.bytes", ss[e.syn_first].name.s);
+			EXPECT_EQ(KM_CONFIG_SOURCE_TOPIC, ss[e.syn_first].source);
+			EXPECT_STREQ("log.segment.bytes", ss[e.syn_first + 1].name.s);
+			EXPECT_STREQ("1073741824", ss[e.syn_first + 1].value.s);
+			EXPECT_EQ(KM_CONFIG_SOURCE_DEFAULT, ss[e.syn_first + 1].source);
+			EXPECT_EQ(KM_CONFIG_TYPE_INT, e.config_type);
+		}
+		EXPECT_EQ(KM_KERR_UNKNOWN_TOPIC_OR_PARTITION, rs[1].error_code);
+		EXPECT_EQ(0u, rs[1].n_configs);
+		EXPECT_EQ(0, rs[2].error_code) << "a mirrored topic has configs too";
+		EXPECT_GE(rs[2].n_configs, 8u);
+		EXPECT_EQ(0, rs[3].error_code);
+		EXPECT_EQ(rs[2].n_configs, rs[3].n_configs) << "one broker name each";
+		EXPECT_EQ(0, rs[4].error_code);
+		EXPECT_EQ(0u, rs[4].n_configs);
+		EXPECT_EQ(KM_KERR_INVALID_REQUEST, rs[5].error_code);
+		EXPECT_NE(nullptr, strstr(rs[5].error_message.s, "Unexpected broker id"));
+	}
+	// a resource type kmirror has no configs of (GROUP = 32)
+	km_dconfigs_resource grp = {32, {}, 0, -1};
+	km_wire_name_set(&grp.name, "g");
+	km_dconfigs_req q = {&grp, 1, 1, keys, 0, 0, false, false};
+	km_dconfigs_resp m = {};
+	ASSERT_NO_FATAL_FAILURE(Describe(4, q, &m));
+	ASSERT_EQ(1u, m.n_results);
+	EXPECT_EQ(KM_KERR_INVALID_REQUEST, rs_[0].error_code);
+	EXPECT_STREQ("Unsupported resource type: GROUP", rs_[0].error_message.s);
+}
+
+TEST_F(Raw, DescribeClusterAsKafka)
+{
+	const int32_t node = 7; // fe_harness.cc's node id and cluster id
+	const char *cluster = "kmirror-frontend-test";
+	Resp x;
+	for (int8_t endpoint : {1, 2}) {
+		km_dcluster_req cq = {false, endpoint, false};
+		ASSERT_NO_FATAL_FAILURE(RoundTrip(
+			Req(KM_API_DESCRIBE_CLUSTER, 2, 7,
+			    [&](km_wire_wr *w) { km_dcluster_req_encode(w, 2, &cq); }),
+			KM_API_DESCRIBE_CLUSTER, 2, &x));
+		km_dcluster_broker b[2];
+		km_dcluster_resp cm = {};
+		cm.brokers = b, cm.brokers_max = 2;
+		ASSERT_EQ(0, km_dcluster_resp_decode(&x.r, 2, &cm));
+		if (endpoint == 1) {
+			EXPECT_EQ(0, cm.error_code);
+			EXPECT_STREQ(cluster, cm.cluster_id.s);
+			ASSERT_EQ(1u, cm.n_brokers);
+			EXPECT_EQ(node, b[0].broker_id);
+			EXPECT_EQ(srv_.port(), b[0].port);
+			EXPECT_EQ(INT32_MIN, cm.cluster_authorized_operations);
+		} else {
+			EXPECT_EQ(KM_KERR_MISMATCHED_ENDPOINT_TYPE, cm.error_code);
+			EXPECT_EQ(0u, cm.n_brokers);
+			EXPECT_EQ(-1, cm.controller_id);
+		}
+	}
+}
+
 TEST_F(Raw, ResponsesLeaveInRequestOrder)
 {
 	Bytes all = FetchReq(1, 11, 400, 1 << 20, {{"alpha", 0, 0, 1 << 20}});

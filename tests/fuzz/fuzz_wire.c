@@ -63,6 +63,16 @@ static struct {
 	struct km_produce_resp prp;
 	struct km_initpid_req ipq;
 	struct km_initpid_resp ipp;
+	/* The Admin client's describe calls. */
+	struct km_dconfigs_resource dcres[CAP];
+	struct km_dconfigs_dresult dcresults[CAP];
+	struct km_dconfigs_dentry dcentries[CAP];
+	struct km_dconfigs_dsyn dcsyns[CAP];
+	struct km_dconfigs_req dcq;
+	struct km_dconfigs_resp dcp;
+	struct km_dcluster_broker dcbrokers[CAP];
+	struct km_dcluster_req dlq;
+	struct km_dcluster_resp dlp;
 	int32_t ft_throttle, ft_session;
 	int16_t ft_err, pr_acks;
 	int32_t pr_timeout;
@@ -145,6 +155,12 @@ static void reset_storage(void)
 	st.ftq.forgotten_parts = st.fparts, st.ftq.forgotten_parts_max = CAP;
 	st.prp.topics = st.topics, st.prp.topics_max = CAP;
 	st.prp.parts = st.presp, st.prp.parts_max = CAP;
+	st.dcq.resources = st.dcres, st.dcq.resources_max = CAP;
+	st.dcq.keys = st.names, st.dcq.keys_max = CAP;
+	st.dcp.results = st.dcresults, st.dcp.results_max = CAP;
+	st.dcp.entries = st.dcentries, st.dcp.entries_max = CAP;
+	st.dcp.synonyms = st.dcsyns, st.dcp.synonyms_max = CAP;
+	st.dlp.brokers = st.dcbrokers, st.dlp.brokers_max = CAP;
 	st.n_sparts = st.n_stopics = st.arena_used = 0;
 	st.last_topic_index = -1;
 	reset_group_storage();
@@ -370,6 +386,12 @@ static int decode(struct km_wire_rd *r, int req, int16_t key, int16_t v)
 	case KM_API_INIT_PRODUCER_ID:
 		return req ? km_initpid_req_decode(r, v, &st.ipq)
 			   : km_initpid_resp_decode(r, v, &st.ipp);
+	case KM_API_DESCRIBE_CONFIGS:
+		return req ? km_dconfigs_req_decode(r, v, &st.dcq)
+			   : km_dconfigs_resp_decode(r, v, &st.dcp);
+	case KM_API_DESCRIBE_CLUSTER:
+		return req ? km_dcluster_req_decode(r, v, &st.dlq)
+			   : km_dcluster_resp_decode(r, v, &st.dlp);
 	}
 	return KM_EWIREAPIKEY;
 }
@@ -406,6 +428,49 @@ static int encode_streamed(struct km_wire_wr *w, int req, int16_t v)
 	return km_proto_enc_end(&e);
 }
 
+static const char *cstr(const struct km_wire_name *n)
+{
+	return n->len < 0 ? NULL : n->s;
+}
+
+/* The decoded DescribeConfigs response through the streaming encoder. */
+static int encode_dconfigs_resp(struct km_wire_wr *w, int16_t v)
+{
+	struct km_dconfigs_synonym syn[CAP];
+
+	km_dconfigs_resp_enc_begin(w, v, st.dcp.throttle_time_ms,
+				   st.dcp.n_results);
+	for (uint32_t i = 0; i < st.dcp.n_results; i++) {
+		const struct km_dconfigs_dresult *d = &st.dcp.results[i];
+		struct km_dconfigs_result res = {
+			d->error_code, cstr(&d->error_message), d->type,
+			d->name.s, d->n_configs,
+		};
+
+		km_dconfigs_resp_enc_result(w, v, &res);
+		for (uint32_t k = 0; k < d->n_configs; k++) {
+			const struct km_dconfigs_dentry *e =
+				&st.dcp.entries[d->first + k];
+			struct km_dconfigs_entry o = {
+				e->name.s, cstr(&e->value), e->read_only,
+				e->source, e->sensitive, syn, e->n_synonyms,
+				e->config_type, cstr(&e->documentation),
+			};
+
+			for (uint32_t s = 0; s < e->n_synonyms; s++) {
+				const struct km_dconfigs_dsyn *y =
+					&st.dcp.synonyms[e->syn_first + s];
+
+				syn[s] = (struct km_dconfigs_synonym){
+					y->name.s, cstr(&y->value), y->source };
+			}
+			km_dconfigs_resp_enc_entry(w, v, &o);
+		}
+		km_dconfigs_resp_enc_result_end(w, v);
+	}
+	return km_dconfigs_resp_enc_end(w, v);
+}
+
 static int encode(struct km_wire_wr *w, int req, int16_t key, int16_t v)
 {
 	int rc = encode_group(w, req, key, v);
@@ -431,6 +496,12 @@ static int encode(struct km_wire_wr *w, int req, int16_t key, int16_t v)
 	case KM_API_INIT_PRODUCER_ID:
 		return req ? km_initpid_req_encode(w, v, &st.ipq)
 			   : km_initpid_resp_encode(w, v, &st.ipp);
+	case KM_API_DESCRIBE_CONFIGS:
+		return req ? km_dconfigs_req_encode(w, v, &st.dcq)
+			   : encode_dconfigs_resp(w, v);
+	case KM_API_DESCRIBE_CLUSTER:
+		return req ? km_dcluster_req_encode(w, v, &st.dlq)
+			   : km_dcluster_resp_encode(w, v, &st.dlp);
 	}
 	return KM_EWIREAPIKEY;
 }
@@ -513,6 +584,8 @@ static const int16_t responses[][2] = {
 	{ 14, 0 }, { 14, 1 }, { 14, 3 },
 	{ 15, 0 }, { 15, 1 }, { 15, 3 }, { 15, 4 },
 	{ 16, 0 }, { 16, 1 }, { 16, 3 }, { 16, 4 },
+	/* DescribeConfigs, DescribeCluster */
+	{ 32, 1 }, { 32, 3 }, { 32, 4 }, { 60, 0 }, { 60, 1 }, { 60, 2 },
 };
 
 static void client(const struct km_chain *c, uint32_t size, uint8_t mode)

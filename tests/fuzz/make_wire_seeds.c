@@ -1,8 +1,9 @@
 /* Writes a seed corpus for fuzz_wire: the golden frames of tests/wire (each
  * request as a server frame, each response as a client body for its (API,
  * version)), a bare request header for every API and version the codec
- * speaks, and for the consumer-group APIs a minimal request frame and
- * response body per version, written by the encoders. File = split byte, mode byte, bytes (as fuzz_wire reads them). */
+ * speaks, and for the consumer-group APIs, DescribeConfigs and
+ * DescribeCluster a minimal request frame and response body per version,
+ * written by the encoders. File = split byte, mode byte, bytes (as fuzz_wire reads them). */
 #include <stdio.h>
 #include <string.h>
 
@@ -47,6 +48,7 @@ static const int16_t responses[][2] = {
 	{ 14, 0 }, { 14, 1 }, { 14, 3 },
 	{ 15, 0 }, { 15, 1 }, { 15, 3 }, { 15, 4 },
 	{ 16, 0 }, { 16, 1 }, { 16, 3 }, { 16, 4 },
+	{ 32, 1 }, { 32, 3 }, { 32, 4 }, { 60, 0 }, { 60, 1 }, { 60, 2 },
 };
 
 static int client_mode(int16_t key, int16_t version)
@@ -140,6 +142,58 @@ static int put_group(const char *dir, int *n, int16_t key, int16_t v)
 	return rc;
 }
 
+/* DescribeConfigs and DescribeCluster: one resource, one config with a
+ * synonym, one broker. */
+static int admin_body(struct km_wire_wr *w, int req, int16_t key, int16_t v)
+{
+	static const struct km_dconfigs_synonym syn = { "log.segment.bytes",
+							"1048576", 4 };
+	static const struct km_dconfigs_entry e = { "segment.bytes", "1048576",
+						    true, 4, false, &syn, 1, 3,
+						    NULL };
+	static const struct km_dconfigs_result res = { 0, "", 2, "events", 1 };
+	struct km_dconfigs_resource r = { 2, { 6, "events" }, 0, -1 };
+	struct km_dconfigs_req q = { &r, 1, 1, NULL, 0, 0, true, false };
+	struct km_dcluster_req cq = { false, 1, false };
+	struct km_dcluster_broker b = { 1, { 9, "127.0.0.1" }, 9092,
+					{ -1, "" }, false };
+	struct km_dcluster_resp cp = { 0, 0, { -1, "" }, 1, { 7, "kmirror" },
+				       1, &b, 1, 1, INT32_MIN };
+
+	if (key == KM_API_DESCRIBE_CLUSTER)
+		return req ? km_dcluster_req_encode(w, v, &cq)
+			   : km_dcluster_resp_encode(w, v, &cp);
+	if (req)
+		return km_dconfigs_req_encode(w, v, &q);
+	km_dconfigs_resp_enc_begin(w, v, 0, 1);
+	km_dconfigs_resp_enc_result(w, v, &res);
+	km_dconfigs_resp_enc_entry(w, v, &e);
+	km_dconfigs_resp_enc_result_end(w, v);
+	return km_dconfigs_resp_enc_end(w, v);
+}
+
+static int put_admin(const char *dir, int *n, int16_t key, int16_t v)
+{
+	uint8_t buf[512];
+	struct km_wire_wr w;
+	struct km_reqhdr h = { key, v, 1, { 0, "" }, 0 };
+	int mode = client_mode(key, v);
+	int rc = 0;
+
+	km_wire_wr_init(&w, buf, sizeof(buf));
+	km_proto_req_begin(&w, &h);
+	admin_body(&w, 1, key, v);
+	if (km_wire_wr_frame_end(&w) > 0)
+		rc |= put(dir, (*n)++, 0x00, buf, w.pos);
+	if (mode < 0)
+		return rc;
+	km_wire_wr_init(&w, buf, sizeof(buf));
+	km_resphdr_encode(&w, key, v, 1);
+	if (admin_body(&w, 0, key, v) == 0)
+		rc |= put(dir, (*n)++, (uint8_t)(0x80 | mode), buf, w.pos);
+	return rc;
+}
+
 static int put_headers(const char *dir, int *n)
 {
 	struct km_api_range apis[KM_PROTO_APIS];
@@ -160,6 +214,9 @@ static int put_headers(const char *dir, int *n)
 			if (apis[a].api_key >= KM_API_OFFSET_COMMIT &&
 			    apis[a].api_key <= KM_API_LIST_GROUPS)
 				rc |= put_group(dir, n, apis[a].api_key, v);
+			if (apis[a].api_key == KM_API_DESCRIBE_CONFIGS ||
+			    apis[a].api_key == KM_API_DESCRIBE_CLUSTER)
+				rc |= put_admin(dir, n, apis[a].api_key, v);
 		}
 	return rc;
 }

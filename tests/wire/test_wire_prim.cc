@@ -433,7 +433,8 @@ TEST(WireProto, VersionTable)
 			       {8, 0, 7}, {9, 0, 7}, {10, 0, 2}, {11, 0, 5},
 			       {12, 0, 3}, {13, 0, 3}, {14, 0, 3},
 			       {15, 0, 4}, {16, 0, 4}, {18, 0, 3},
-			       {22, 0, 4}, {KM_API_KMIRROR_BARRIER, 0, 0}};
+			       {22, 0, 4}, {32, 1, 4}, {60, 0, 2},
+			       {KM_API_KMIRROR_BARRIER, 0, 0}};
 	for (int i = 0; i < KM_PROTO_APIS; i++) {
 		EXPECT_EQ(want[i][0], all[i].api_key);
 		EXPECT_EQ(want[i][1], all[i].min_version);
@@ -461,6 +462,13 @@ TEST(WireProto, VersionTable)
 	EXPECT_EQ(1, km_proto_resp_header_version(KM_API_METADATA, 9));
 	EXPECT_EQ(0, km_proto_req_header_version(KM_API_CONTROLLED_SHUTDOWN, 0));
 	EXPECT_EQ(1, km_proto_req_header_version(42, 2)) << "unknown: v1";
+	EXPECT_EQ(1, km_proto_req_header_version(KM_API_DESCRIBE_CONFIGS, 3));
+	EXPECT_EQ(2, km_proto_req_header_version(KM_API_DESCRIBE_CONFIGS, 4));
+	EXPECT_EQ(1, km_proto_resp_header_version(KM_API_DESCRIBE_CONFIGS, 4));
+	EXPECT_EQ(2, km_proto_req_header_version(KM_API_DESCRIBE_CLUSTER, 0));
+	EXPECT_EQ(1, km_proto_resp_header_version(KM_API_DESCRIBE_CLUSTER, 0));
+	EXPECT_EQ(KM_EWIREVERSION, km_proto_check(KM_API_DESCRIBE_CONFIGS, 0))
+		<< "v0 left Kafka in 4.0";
 	EXPECT_EQ(2, km_proto_req_header_version(KM_API_OFFSET_FETCH, 6));
 	EXPECT_EQ(1, km_proto_resp_header_version(KM_API_OFFSET_FETCH, 6));
 	EXPECT_EQ(1, km_proto_req_header_version(KM_API_OFFSET_FETCH, 5));

@@ -2,6 +2,7 @@
 #include "wire_util.h"
 
 #include <cstdio>
+#include <vector>
 
 namespace wt {
 
@@ -227,6 +228,80 @@ std::string Dump(const km_initpid_resp &m)
 	return o.str();
 }
 
+std::string Dump(const km_dconfigs_req &m)
+{
+	std::ostringstream o;
+	o << "dconfigs_req{";
+	for (uint32_t i = 0; i < m.n_resources; i++) {
+		const km_dconfigs_resource &r = m.resources[i];
+		o << "(" << (int)r.type << " " << DumpName(r.name) << " keys=";
+		if (r.n_keys < 0)
+			o << "null";
+		for (int32_t k = 0; k < r.n_keys; k++)
+			o << (k ? "," : "[") << DumpName(m.keys[r.keys_first + k])
+			  << (k + 1 == r.n_keys ? "]" : "");
+		if (r.n_keys == 0)
+			o << "[]";
+		o << ")";
+	}
+	o << " syn=" << m.include_synonyms << " doc=" << m.include_documentation
+	  << "}";
+	return o.str();
+}
+
+std::string Dump(const km_dconfigs_resp &m)
+{
+	std::ostringstream o;
+	o << "dconfigs_resp{throttle=" << m.throttle_time_ms;
+	for (uint32_t i = 0; i < m.n_results; i++) {
+		const km_dconfigs_dresult &r = m.results[i];
+		o << " (err=" << r.error_code << " msg=" << DumpName(r.error_message)
+		  << " " << (int)r.type << " " << DumpName(r.name) << " [";
+		for (uint32_t k = 0; k < r.n_configs; k++) {
+			const km_dconfigs_dentry &e = m.entries[r.first + k];
+			o << "(" << DumpName(e.name) << "=" << DumpName(e.value)
+			  << " ro=" << e.read_only << " src=" << (int)e.source
+			  << " sens=" << e.sensitive << " type=" << (int)e.config_type
+			  << " doc=" << DumpName(e.documentation) << " syn=";
+			for (uint32_t s = 0; s < e.n_synonyms; s++) {
+				const km_dconfigs_dsyn &y = m.synonyms[e.syn_first + s];
+				o << DumpName(y.name) << "=" << DumpName(y.value) << "/"
+				  << (int)y.source << ";";
+			}
+			o << ")";
+		}
+		o << "])";
+	}
+	o << "}";
+	return o.str();
+}
+
+std::string Dump(const km_dcluster_req &m)
+{
+	std::ostringstream o;
+	o << "dcluster_req{ops=" << m.include_cluster_authorized_operations
+	  << " endpoint=" << (int)m.endpoint_type
+	  << " fenced=" << m.include_fenced_brokers << "}";
+	return o.str();
+}
+
+std::string Dump(const km_dcluster_resp &m)
+{
+	std::ostringstream o;
+	o << "dcluster_resp{throttle=" << m.throttle_time_ms
+	  << " err=" << m.error_code << " msg=" << DumpName(m.error_message)
+	  << " endpoint=" << (int)m.endpoint_type
+	  << " cluster=" << DumpName(m.cluster_id)
+	  << " controller=" << m.controller_id << " brokers=[";
+	for (uint32_t i = 0; i < m.n_brokers; i++) {
+		const km_dcluster_broker &b = m.brokers[i];
+		o << "(" << b.broker_id << " " << DumpName(b.host) << ":" << b.port
+		  << " rack=" << DumpName(b.rack) << " fenced=" << b.is_fenced << ")";
+	}
+	o << "] ops=" << m.cluster_authorized_operations << "}";
+	return o.str();
+}
+
 std::string Dump(const km_fetch_part &p, const km_chain *c)
 {
 	std::ostringstream o;
@@ -336,6 +411,16 @@ std::string DecodeRequestBody(km_wire_rd *r, int16_t key, int16_t version)
 		km_initpid_req m;
 		return Done(km_initpid_req_decode(r, version, &m), m);
 	}
+	case KM_API_DESCRIBE_CONFIGS: {
+		std::vector<km_dconfigs_resource> res(kCap);
+		km_dconfigs_req m = {res.data(), kCap, 0, s->names, kCap, 0,
+				     false, false};
+		return Done(km_dconfigs_req_decode(r, version, &m), m);
+	}
+	case KM_API_DESCRIBE_CLUSTER: {
+		km_dcluster_req m;
+		return Done(km_dcluster_req_decode(r, version, &m), m);
+	}
 	}
 	return Err(KM_EWIREAPIKEY);
 }
@@ -372,6 +457,21 @@ std::string DecodeResponseBody(km_wire_rd *r, int16_t key, int16_t version)
 	case KM_API_INIT_PRODUCER_ID: {
 		km_initpid_resp m;
 		return Done(km_initpid_resp_decode(r, version, &m), m);
+	}
+	case KM_API_DESCRIBE_CONFIGS: {
+		std::vector<km_dconfigs_dresult> res(kCap);
+		std::vector<km_dconfigs_dentry> ent(kCap);
+		std::vector<km_dconfigs_dsyn> syn(kCap);
+		km_dconfigs_resp m = {0, res.data(), kCap, 0, ent.data(), kCap, 0,
+				      syn.data(), kCap, 0};
+		return Done(km_dconfigs_resp_decode(r, version, &m), m);
+	}
+	case KM_API_DESCRIBE_CLUSTER: {
+		std::vector<km_dcluster_broker> b(kCap);
+		km_dcluster_resp m;
+		memset(&m, 0, sizeof(m));
+		m.brokers = b.data(), m.brokers_max = kCap;
+		return Done(km_dcluster_resp_decode(r, version, &m), m);
 	}
 	}
 	return Err(KM_EWIREAPIKEY);

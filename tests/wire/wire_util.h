@@ -135,6 +135,10 @@ std::string Dump(const km_fetch_req &m);
 std::string Dump(const km_produce_resp &m);
 std::string Dump(const km_initpid_req &m);
 std::string Dump(const km_initpid_resp &m);
+std::string Dump(const km_dconfigs_req &m);
+std::string Dump(const km_dconfigs_resp &m);
+std::string Dump(const km_dcluster_req &m);
+std::string Dump(const km_dcluster_resp &m);
 std::string Dump(const km_fetch_part &p, const km_chain *c);
 
 // Streaming decodes, dumped as they go.

@@ -1,0 +1,389 @@
+/* The Admin client's describe calls kmirrord answers at once:
+ * DescribeConfigs and DescribeCluster.
+ *
+ * DescribeConfigs names, for a topic, the settings kmirror's behaviour
+ * follows, under Kafka's topic config names (cleanup.policy ... segment.bytes)
+ * with their broker synonyms (log.segment.bytes ...). Where a value comes
+ * from follows Kafka's ConfigSource: a topic's own value (a kmirrord
+ * per-topic override, or the offsets topic's compaction and segment cap) is
+ * TOPIC_CONFIG, a value kmirrord's config file set is STATIC_BROKER_CONFIG,
+ * and kmirror's default is DEFAULT_CONFIG. kmirror changes no config at run
+ * time, so every entry is read-only. Errors are Kafka's
+ * (ConfigHelper.describeConfigs): UNKNOWN_TOPIC_OR_PARTITION for a topic
+ * not served, INVALID_REQUEST for another broker id or a resource type
+ * kmirror has no configs of; ErrorMessage is "" where Kafka sets none (its
+ * generated default), which its client then words itself.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/errors.h"
+#include "dataplane/serve/frontend_pvt.h"
+
+/* Bytes of a formatted value (an int64 in decimal, or a word). */
+#define VALUE_BYTES 24u
+/* Bytes of an error message kmirrord writes (it may quote a name). */
+#define MESSAGE_BYTES (128u + KM_WIRE_NAME_BYTES_MAX)
+
+enum cfg_which {
+	CFG_CLEANUP_POLICY,
+	CFG_COMPRESSION_TYPE,
+	CFG_FLUSH_MS,
+	CFG_INDEX_INTERVAL_BYTES,
+	CFG_MAX_MESSAGE_BYTES,
+	CFG_TIMESTAMP_TYPE,
+	CFG_RETENTION_BYTES,
+	CFG_RETENTION_MS,
+	CFG_SEGMENT_BYTES,
+};
+
+struct cfg_def {
+	const char *topic_name;
+	const char *broker_name;
+	int8_t type;
+	enum cfg_which which;
+};
+
+/* Sorted by topic name, as Kafka lists them. */
+static const struct cfg_def defs[] = {
+	{ "cleanup.policy", "log.cleanup.policy", KM_CONFIG_TYPE_LIST,
+	  CFG_CLEANUP_POLICY },
+	{ "compression.type", "compression.type", KM_CONFIG_TYPE_STRING,
+	  CFG_COMPRESSION_TYPE },
+	{ "flush.ms", "log.flush.interval.ms", KM_CONFIG_TYPE_LONG, CFG_FLUSH_MS },
+	{ "index.interval.bytes", "log.index.interval.bytes", KM_CONFIG_TYPE_INT,
+	  CFG_INDEX_INTERVAL_BYTES },
+	{ "max.message.bytes", "message.max.bytes", KM_CONFIG_TYPE_INT,
+	  CFG_MAX_MESSAGE_BYTES },
+	{ "message.timestamp.type", "log.message.timestamp.type",
+	  KM_CONFIG_TYPE_STRING, CFG_TIMESTAMP_TYPE },
+	{ "retention.bytes", "log.retention.bytes", KM_CONFIG_TYPE_LONG,
+	  CFG_RETENTION_BYTES },
+	{ "retention.ms", "log.retention.ms", KM_CONFIG_TYPE_LONG,
+	  CFG_RETENTION_MS },
+	{ "segment.bytes", "log.segment.bytes", KM_CONFIG_TYPE_INT,
+	  CFG_SEGMENT_BYTES },
+};
+
+#define N_DEFS (sizeof(defs) / sizeof(defs[0]))
+
+/* A setting's value as Kafka prints it. compact: the offsets topic, which
+ * the coordinator compacts (kmirror never deletes a mirrored topic's data
+ * but by retention). */
+static void cfg_value(enum cfg_which which, const struct km_log_config *c,
+		      bool compact, char out[VALUE_BYTES])
+{
+	int64_t v = 0;
+
+	switch (which) {
+	case CFG_CLEANUP_POLICY:
+		snprintf(out, VALUE_BYTES, "%s", compact ? "compact" : "delete");
+		return;
+	case CFG_COMPRESSION_TYPE: /* batches are kept as written */
+		snprintf(out, VALUE_BYTES, "producer");
+		return;
+	case CFG_TIMESTAMP_TYPE: /* no timestamp is rewritten */
+		snprintf(out, VALUE_BYTES, "CreateTime");
+		return;
+	case CFG_FLUSH_MS:
+		v = c->flush_always ? 0 : (int64_t)c->flush_interval_ms;
+		break;
+	case CFG_INDEX_INTERVAL_BYTES:
+		v = c->index_interval_bytes;
+		break;
+	case CFG_MAX_MESSAGE_BYTES:
+		v = c->batch_bytes_max;
+		break;
+	case CFG_RETENTION_BYTES:
+		v = c->retention_bytes;
+		break;
+	case CFG_RETENTION_MS:
+		v = c->retention_ms;
+		break;
+	case CFG_SEGMENT_BYTES:
+		v = (int64_t)c->segment_bytes;
+		break;
+	}
+	snprintf(out, VALUE_BYTES, "%" PRId64, v);
+}
+
+/* The keys asked for: null or empty is every one (Kafka's rule). */
+static bool wanted(const struct km_dconfigs_req *req,
+		   const struct km_dconfigs_resource *res, const char *name)
+{
+	if (res->n_keys <= 0)
+		return true;
+	for (int32_t k = 0; k < res->n_keys; k++)
+		if (strcmp(req->keys[res->keys_first + k].s, name) == 0)
+			return true;
+	return false;
+}
+
+/* One resource's view: the topic's settings (or none for the broker) and
+ * the broker-level ones they fall back on. */
+struct cfg_scope {
+	const struct km_frontend *fe;
+	const struct km_dconfigs_req *req;
+	const struct km_dconfigs_resource *res;
+	const struct km_log_config *topic;	/* NULL: the broker itself */
+	bool compact;
+	int16_t version;
+};
+
+static void broker_values(const struct km_frontend *fe,
+			  const struct cfg_def *d, char val[VALUE_BYTES],
+			  int8_t *source)
+{
+	struct km_log_config dflt;
+	char dv[VALUE_BYTES];
+
+	km_log_config_defaults(&dflt, NULL, NULL, 0);
+	cfg_value(d->which, &fe->broker_log, false, val);
+	cfg_value(d->which, &dflt, false, dv);
+	*source = strcmp(val, dv) == 0 ? KM_CONFIG_SOURCE_DEFAULT
+				       : KM_CONFIG_SOURCE_STATIC_BROKER;
+}
+
+static int put_entry(struct km_wire_wr *w, const struct cfg_scope *s,
+		     const struct cfg_def *d)
+{
+	char bval[VALUE_BYTES], tval[VALUE_BYTES];
+	struct km_dconfigs_synonym syn[2];
+	struct km_dconfigs_entry e = { 0 };
+	int8_t bsrc;
+
+	broker_values(s->fe, d, bval, &bsrc);
+	e.read_only = true; /* nothing changes at run time */
+	e.config_type = d->type;
+	e.name = s->topic ? d->topic_name : d->broker_name;
+	e.value = bval;
+	e.source = bsrc;
+	if (s->topic) {
+		cfg_value(d->which, s->topic, s->compact, tval);
+		if (strcmp(tval, bval) != 0) {
+			e.value = tval;
+			e.source = KM_CONFIG_SOURCE_TOPIC;
+		}
+	}
+	/* Kafka's synonyms: the topic's own value first, then the broker's. */
+	if (s->req->include_synonyms) {
+		if (e.source == KM_CONFIG_SOURCE_TOPIC)
+			syn[e.n_synonyms++] = (struct km_dconfigs_synonym){
+				d->topic_name, tval, KM_CONFIG_SOURCE_TOPIC };
+		syn[e.n_synonyms++] = (struct km_dconfigs_synonym){
+			d->broker_name, bval, bsrc };
+		e.synonyms = syn;
+	}
+	return km_dconfigs_resp_enc_entry(w, s->version, &e);
+}
+
+static const char *def_name(const struct cfg_scope *s, const struct cfg_def *d)
+{
+	return s->topic ? d->topic_name : d->broker_name;
+}
+
+static int put_configs(struct km_wire_wr *w, const struct cfg_scope *s)
+{
+	struct km_dconfigs_result res = {
+		.error_message = "", .type = s->res->type, .name = s->res->name.s,
+	};
+
+	for (size_t i = 0; i < N_DEFS; i++)
+		res.n_configs += wanted(s->req, s->res, def_name(s, &defs[i]));
+	km_dconfigs_resp_enc_result(w, s->version, &res);
+	for (size_t i = 0; i < N_DEFS && w->err == 0; i++)
+		if (wanted(s->req, s->res, def_name(s, &defs[i])))
+			put_entry(w, s, &defs[i]);
+	return km_dconfigs_resp_enc_result_end(w, s->version);
+}
+
+static int put_error(struct km_wire_wr *w, int16_t version,
+		     const struct km_dconfigs_resource *r, int16_t code,
+		     const char *message)
+{
+	struct km_dconfigs_result res = {
+		.error_code = code, .error_message = message ? message : "",
+		.type = r->type, .name = r->name.s,
+	};
+
+	km_dconfigs_resp_enc_result(w, version, &res);
+	return km_dconfigs_resp_enc_result_end(w, version);
+}
+
+static const char *resource_type_name(int8_t type)
+{
+	switch (type) { /* ConfigResource.Type */
+	case 8:
+		return "BROKER_LOGGER";
+	case 16:
+		return "CLIENT_METRICS";
+	case 32:
+		return "GROUP";
+	default:
+		return "UNKNOWN";
+	}
+}
+
+static int put_broker(struct km_wire_wr *w, struct cfg_scope *s)
+{
+	char msg[MESSAGE_BYTES], *end;
+	long id = strtol(s->res->name.s, &end, 10);
+
+	/* "" names the cluster-wide dynamic defaults: kmirror has none. */
+	if (s->res->name.len == 0) {
+		struct km_dconfigs_result res = { .error_message = "",
+						  .type = s->res->type, .name = "" };
+
+		km_dconfigs_resp_enc_result(w, s->version, &res);
+		return km_dconfigs_resp_enc_result_end(w, s->version);
+	}
+	if (*end != '\0' || end == s->res->name.s || id != s->fe->node_id) {
+		snprintf(msg, sizeof(msg), "Unexpected broker id, expected %d or "
+			 "empty string, but received %s", s->fe->node_id,
+			 s->res->name.s);
+		return put_error(w, s->version, s->res, KM_KERR_INVALID_REQUEST, msg);
+	}
+	return put_configs(w, s);
+}
+
+static int put_resource(struct km_wire_wr *w, struct cfg_scope *s)
+{
+	char msg[MESSAGE_BYTES];
+	struct km_part *first;
+	uint32_t n;
+
+	switch (s->res->type) {
+	case KM_CONFIG_RESOURCE_TOPIC:
+		n = km_part_topic(s->fe->table, s->res->name.s, &first);
+		if (n == 0)
+			return put_error(w, s->version, s->res,
+					 KM_KERR_UNKNOWN_TOPIC_OR_PARTITION, NULL);
+		if (first->log == NULL)
+			return put_error(w, s->version, s->res,
+					 KM_KERR_LEADER_NOT_AVAILABLE, NULL);
+		s->topic = km_log_config_get(first->log);
+		s->compact = first->internal;
+		return put_configs(w, s);
+	case KM_CONFIG_RESOURCE_BROKER:
+		return put_broker(w, s);
+	default:
+		snprintf(msg, sizeof(msg), "Unsupported resource type: %s",
+			 resource_type_name(s->res->type));
+		return put_error(w, s->version, s->res, KM_KERR_INVALID_REQUEST, msg);
+	}
+}
+
+/* Most bytes one resource's result takes: every entry with two synonyms. */
+static uint32_t resource_bound(const struct km_dconfigs_resource *r)
+{
+	uint32_t b = 16 + MESSAGE_BYTES + (uint32_t)(r->name.len > 0 ? r->name.len : 0);
+
+	for (size_t i = 0; i < N_DEFS; i++)
+		b += 24 + (uint32_t)strlen(defs[i].broker_name) +
+		     (uint32_t)strlen(defs[i].topic_name) +
+		     2 * (8 + (uint32_t)strlen(defs[i].topic_name) +
+			  (uint32_t)strlen(defs[i].broker_name)) + 3 * VALUE_BYTES;
+	return b;
+}
+
+int km_frontend_handle_describe_configs(struct fe_conn *fc,
+					const struct km_reqhdr *h,
+					struct km_wire_rd *r)
+{
+	struct km_frontend *fe = fc->fe;
+	struct km_dconfigs_req req = {
+		.resources = fe->dc_res, .resources_max = fe->topics_max,
+		.keys = fe->names, .keys_max = fe->parts_max,
+	};
+	struct cfg_scope s = { .fe = fe, .req = &req, .version = h->api_version };
+	uint32_t bound = 64, slot;
+	struct km_wire_wr w;
+	int rc = km_dconfigs_req_decode(r, h->api_version, &req);
+
+	if (rc < 0)
+		return km_frontend_conn_fail(fc, "malformed DescribeConfigs v%d "
+					     "request: %s", h->api_version,
+					     km_strerror(rc));
+	for (uint32_t i = 0; i < req.n_resources; i++)
+		bound += resource_bound(&req.resources[i]);
+	if ((rc = km_frontend_slot_open(fc, h, bound, &slot)) != 0)
+		return rc;
+	km_frontend_slot_begin(fc, slot, &w);
+	km_dconfigs_resp_enc_begin(&w, h->api_version, 0, req.n_resources);
+	for (uint32_t i = 0; i < req.n_resources && w.err == 0; i++) {
+		s.res = &req.resources[i];
+		s.topic = NULL;
+		s.compact = false;
+		put_resource(&w, &s);
+	}
+	km_dconfigs_resp_enc_end(&w, h->api_version);
+	return km_frontend_slot_finish(fc, slot, &w, true);
+}
+
+/* ---- DescribeCluster ---- */
+
+/* AclOperation codes kmirrord allows every client on the cluster:
+ * DESCRIBE (8), DESCRIBE_CONFIGS (10), IDEMPOTENT_WRITE (12). */
+#define CLUSTER_OPS ((1 << 8) | (1 << 10) | (1 << 12))
+
+/* Asked for another endpoint type: Kafka's answer
+ * (AuthHelper.computeDescribeClusterResponse), no cluster id, no brokers.
+ * Only v1+ can ask (v0 has no EndpointType). */
+static void dcluster_refuse(struct km_dcluster_resp *m, int8_t type)
+{
+	char msg[MESSAGE_BYTES];
+
+	if (type == 2) {
+		m->error_code = KM_KERR_MISMATCHED_ENDPOINT_TYPE;
+		snprintf(msg, sizeof(msg), "The request was sent to an endpoint "
+			 "of type BROKER, but we wanted an endpoint of type "
+			 "CONTROLLER");
+	} else {
+		m->error_code = KM_KERR_UNSUPPORTED_ENDPOINT_TYPE;
+		snprintf(msg, sizeof(msg), "Unsupported endpoint type %d", type);
+	}
+	km_wire_name_set(&m->error_message, msg);
+	km_wire_name_set(&m->cluster_id, "");
+	m->controller_id = -1;
+	m->n_brokers = 0;
+	m->cluster_authorized_operations = INT32_MIN;
+}
+
+int km_frontend_handle_describe_cluster(struct fe_conn *fc,
+					const struct km_reqhdr *h,
+					struct km_wire_rd *r)
+{
+	struct km_frontend *fe = fc->fe;
+	struct km_dcluster_broker b = { .broker_id = fe->node_id,
+					.port = fe->adv_port };
+	struct km_dcluster_resp m = {
+		.controller_id = fe->node_id, .brokers = &b, .brokers_max = 1,
+		.n_brokers = 1, .cluster_authorized_operations = INT32_MIN,
+	};
+	struct km_dcluster_req req;
+	struct km_wire_wr w;
+	uint32_t slot;
+	int rc = km_dcluster_req_decode(r, h->api_version, &req);
+
+	if (rc < 0)
+		return km_frontend_conn_fail(fc, "malformed DescribeCluster v%d "
+					     "request: %s", h->api_version,
+					     km_strerror(rc));
+	km_wire_name_set(&b.host, fe->host);
+	km_wire_name_set_null(&b.rack);
+	km_wire_name_set_null(&m.error_message);
+	km_wire_name_set(&m.cluster_id, fe->cluster_id);
+	m.endpoint_type = 1; /* brokers: what this endpoint is */
+	if (req.include_cluster_authorized_operations)
+		m.cluster_authorized_operations = CLUSTER_OPS;
+	if (req.endpoint_type != 1)
+		dcluster_refuse(&m, req.endpoint_type);
+	rc = km_frontend_slot_open(fc, h, 128 + 3 * KM_WIRE_NAME_BYTES_MAX, &slot);
+	if (rc != 0)
+		return rc;
+	km_frontend_slot_begin(fc, slot, &w);
+	km_dcluster_resp_encode(&w, h->api_version, &m);
+	return km_frontend_slot_finish(fc, slot, &w, true);
+}
