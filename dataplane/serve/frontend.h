@@ -69,6 +69,10 @@
  *    transactional id gets TRANSACTIONAL_ID_AUTHORIZATION_FAILED (53),
  *    which librdkafka 2.0.2 treats as fatal (rd_kafka_idemp_check_error):
  *    transactions through the front-end are not supported yet.
+ *  - DescribeConfigs, DescribeCluster (frontend_configs.c): the settings
+ *    kmirror follows, under Kafka's topic and broker config names, all
+ *    read-only; this node and cluster id. What kafka-topics --describe,
+ *    kafka-configs --describe and kafka-cluster need.
  *
  * Threading: everything runs on the worker thread that owns the km_net;
  * callbacks come from its poll loop. The partition table is read-only here.

@@ -275,16 +275,27 @@ static int put_resource(struct km_wire_wr *w, struct cfg_scope *s)
 	}
 }
 
-/* Most bytes one resource's result takes: every entry with two synonyms. */
-static uint32_t resource_bound(const struct km_dconfigs_resource *r)
+/* Most bytes one resource's result takes, with the non-flexible (longer)
+ * forms: its fields and error message, each entry asked for with a value,
+ * and its two synonyms when asked for. A connection's response space
+ * bounds how many topics one request may describe. */
+static uint32_t resource_bound(const struct km_dconfigs_req *req,
+			       const struct km_dconfigs_resource *r)
 {
 	uint32_t b = 16 + MESSAGE_BYTES + (uint32_t)(r->name.len > 0 ? r->name.len : 0);
 
-	for (size_t i = 0; i < N_DEFS; i++)
-		b += 24 + (uint32_t)strlen(defs[i].broker_name) +
-		     (uint32_t)strlen(defs[i].topic_name) +
-		     2 * (8 + (uint32_t)strlen(defs[i].topic_name) +
-			  (uint32_t)strlen(defs[i].broker_name)) + 3 * VALUE_BYTES;
+	for (size_t i = 0; i < N_DEFS; i++) {
+		uint32_t tn = (uint32_t)strlen(defs[i].topic_name);
+		uint32_t bn = (uint32_t)strlen(defs[i].broker_name);
+		uint32_t n = tn > bn ? tn : bn;
+
+		if (!wanted(req, r, defs[i].topic_name) &&
+		    !wanted(req, r, defs[i].broker_name))
+			continue;
+		b += 16 + n + VALUE_BYTES;
+		if (req->include_synonyms)
+			b += 2 * (8 + n + VALUE_BYTES);
+	}
 	return b;
 }
 
@@ -307,7 +318,7 @@ int km_frontend_handle_describe_configs(struct fe_conn *fc,
 					     "request: %s", h->api_version,
 					     km_strerror(rc));
 	for (uint32_t i = 0; i < req.n_resources; i++)
-		bound += resource_bound(&req.resources[i]);
+		bound += resource_bound(&req, &req.resources[i]);
 	if ((rc = km_frontend_slot_open(fc, h, bound, &slot)) != 0)
 		return rc;
 	km_frontend_slot_begin(fc, slot, &w);
