@@ -487,4 +487,38 @@ std::string KafkaCluster::bootstrap() const
 	return s;
 }
 
+/* VerifiableProducer sets retries=0, which idempotence refuses: the
+ * config file gives it retries back. It prints one JSON line per
+ * acknowledged send. */
+std::string verifiable_produce(const std::string &bootstrap, const std::string &topic,
+			       int n, int keys, int prefix)
+{
+	TempDir tmp("km-verif");
+	std::string cfg = tmp.file("producer.properties");
+	std::vector<std::string> a = { "--bootstrap-server", bootstrap, "--topic", topic,
+				       "--max-messages", std::to_string(n), "--acks", "-1",
+				       "--value-prefix", std::to_string(prefix),
+				       "--command-config", cfg };
+	if (keys > 0) {
+		a.push_back("--repeating-keys");
+		a.push_back(std::to_string(keys));
+	}
+	if (!write_text(cfg, "enable.idempotence=true\nretries=2147483647\n"
+			     "linger.ms=5\nbatch.size=4096\n"))
+		return "cannot write " + cfg;
+	ChildResult r = kafka_tool("org.apache.kafka.tools.VerifiableProducer", a, 120000);
+	if (r.exit_code != 0)
+		return "VerifiableProducer: " + r.describe();
+	size_t acked = 0, at = 0;
+	while ((at = r.out.find("\"name\":\"producer_send_success\"", at)) !=
+	       std::string::npos) {
+		acked++;
+		at++;
+	}
+	if (acked != (size_t)n)
+		return "VerifiableProducer acknowledged " + std::to_string(acked) +
+		       " of " + std::to_string(n) + ":\n" + r.out.substr(0, 2000);
+	return "";
+}
+
 } // namespace kmtest

@@ -139,6 +139,13 @@ private:
 	int64_t start_ms_ = -1;
 };
 
+/* Kafka's VerifiableProducer: n records to topic with acks=all and
+ * idempotence, values "prefix.N"; keys "0".."keys-1" repeating if
+ * keys > 0, else none. "" once every send was acknowledged. */
+std::string verifiable_produce(const std::string &bootstrap,
+			       const std::string &topic, int n, int keys,
+			       int prefix);
+
 } // namespace kmtest
 
 #endif

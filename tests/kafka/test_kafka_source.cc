@@ -227,9 +227,13 @@ KafkaBroker *KafkaSource::broker_ = nullptr;
 
 /* Kafka's own producer: without idempotence (producerId -1, nothing to
  * map), idempotent (one producer id per run, mapped), idempotent with
- * zstd, and transactional. Linger and batch size give each partition many batches; 1 MiB
- * segments on both sides give several segments, which must roll at the
- * same offsets as Kafka's. */
+ * zstd, transactional (kafka-producer-perf-test --transactional-id: real
+ * COMMIT markers), and the VerifiableProducer (acks=all, idempotence).
+ * Linger and batch size give each partition many batches; 1 MiB segments
+ * on both sides give several segments, which must roll at the same
+ * offsets as Kafka's. The transactional topic reads alike with Kafka's
+ * read_committed console consumer, and its LSO is the source's once every
+ * transaction has ended. */
 TEST_F(KafkaSource, JavaProducerTopicsMirrorByteForByte)
 {
 	const std::string seg = "segment.bytes=1048576";
@@ -237,6 +241,7 @@ TEST_F(KafkaSource, JavaProducerTopicsMirrorByteForByte)
 	create("jidem", 2, { seg });
 	create("jzstd", 1, { seg });
 	create("jtxn", 1, { seg });
+	create("jverif", 1, { seg });
 	std::vector<std::string> common = { "linger.ms=5", "batch.size=16384" };
 	auto with = [&](std::vector<std::string> v) {
 		v.insert(v.end(), common.begin(), common.end());
@@ -254,14 +259,19 @@ TEST_F(KafkaSource, JavaProducerTopicsMirrorByteForByte)
 	ASSERT_EQ("", broker_->producer_perf("jtxn", 10000, 120, with({ "acks=all" }),
 					      { "--transactional-id", "km-perf-txn",
 						"--transaction-duration-ms", "100" }));
-	std::vector<std::string> topics = { "jplain", "jidem", "jzstd", "jtxn" };
+	ASSERT_EQ("", verifiable_produce(broker_->bootstrap(), "jverif", 10000, 0, 1));
+	std::vector<std::string> topics = { "jplain", "jidem", "jzstd", "jtxn", "jverif" };
 	Daemon d = daemon_for(topics, { seg });
 	std::map<std::string, int64_t> ends;
 	ASSERT_NO_FATAL_FAILURE(mirror(d, topics, &ends));
 	for (auto &[k, end] : ends)
 		EXPECT_GT(end, 0) << k;
 	ASSERT_NO_FATAL_FAILURE(expect_same_records(d, "jtxn", 0, true));
-	judge(d, topics, 4);
+	ASSERT_NO_FATAL_FAILURE(expect_java_consumer_alike(d, "jtxn", 0, "read_committed"));
+	std::map<std::string, PartStatus> st;
+	ASSERT_EQ("", d.status(&st));
+	EXPECT_EQ(ends["jtxn:0"], st["jtxn:0"].lso) << "the perf test commits its last transaction";
+	judge(d, topics, 5);
 	EXPECT_GT(control_batches(dir_.path() + "/jtxn-0"), 0) << "COMMIT markers";
 	for (int p = 0; p < 2; p++)
 		EXPECT_GE(files_of(dir_.path() + "/jplain-" + std::to_string(p), "log").size(),
