@@ -1,0 +1,523 @@
+/* kmirrord mirroring a compacted topic of a real Apache Kafka 4.x broker
+ * (issue 14, suite kafka-compact): after Kafka's log cleaner has run, the
+ * source's log has offset gaps (between batches and inside them), batches
+ * the cleaner rewrote, tombstones and transaction markers carrying a delete
+ * horizon (attributes bit 6, base timestamp = the horizon), empty batches
+ * kept for a producer's last sequence. Does kmirror copy that log as Kafka
+ * wrote it, and serve it as Kafka serves it?
+ *
+ * Method: one KRaft broker for the suite, its cleaner woken every 100 ms.
+ * Writers are Kafka's own Java VerifiableProducer (acks=all, idempotent,
+ * keys repeating over a small set, so every key is overwritten many times),
+ * librdkafka's transactional producer (committed and aborted transactions:
+ * real markers, aborted data the cleaner drops) and librdkafka tombstones
+ * (null values). Each wait polls an observable condition: the broker's
+ * cleaner-offset-checkpoint reaching the active segment, the clock passing
+ * the delete horizons read from the broker's files, kmirrord's status
+ * reaching the source's high watermark (or FAILED).
+ * - Cleaned first, then mirrored: two rounds of writes and cleaning, the
+ *   first with a 1 s delete retention, so that the second removes the
+ *   first round's tombstones and markers and gives its own long horizons.
+ *   kmirrord then fetches the log, is killed (-9) and recovers it. Every
+ *   batch is byte-identical to the broker's for the same offsets
+ *   (producerId -> -(p+2) and crc masked), so the gaps are the source's
+ *   exactly; Kafka's DumpLogSegments --deep-iteration prints the same
+ *   batches and records on both sides (producerId, crc and file positions
+ *   masked: our segments roll by size, the cleaner groups Kafka's), passes
+ *   our indexes' sanity check, finds no index entry mismatching our .log,
+ *   and prints the same producers in both sides' last snapshot; Kafka's
+ *   console consumer reads the same offsets, keys and values (tombstones
+ *   included) from both, in both isolation levels, as librdkafka does;
+ *   high watermark and LSO equal the source's.
+ * - Mirrored before the cleaner ran and on after it: kmirror keeps what it
+ *   fetched (it has no cleaner; docs/design.md says why) and serves every
+ *   record the source still serves at the same offset plus the ones the
+ *   cleaner dropped; stopped, and restarted after the source cleaned past
+ *   its log end, its fetch offset lands in a gap and what it fetches from
+ *   there on is byte-identical to the broker's.
+ */
+#include <sys/stat.h>
+#include <time.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <fstream>
+#include <regex>
+#include <sstream>
+
+#include <gtest/gtest.h>
+
+#include "tests/e2e/daemon.h"
+#include "tests/kafka/kafka_broker.h"
+#include "tests/kafka/kafka_files.h"
+#include "tests/support/kafka_peers.h"
+
+using namespace kmtest;
+
+namespace {
+
+constexpr int16_t kDeleteHorizon = 0x40; /* attributes bit 6 */
+
+/* The compacted topic's configs: small segments (the cleaner never
+ * touches the active one), everything cleanable at once. The delete
+ * retention is long enough that no tombstone's horizon passes while a
+ * case runs: once set, the cleaned log stays as it is, so that kmirrord
+ * and the comparison see the same files (a case that wants tombstones
+ * gone sets it short, lets one cleaning set their horizons, and sets it
+ * long again). */
+const std::vector<std::string> kCompacted = {
+	"cleanup.policy=compact", "internal.segment.bytes=16384",
+	"min.cleanable.dirty.ratio=0.01", "min.compaction.lag.ms=0",
+	"delete.retention.ms=600000", "segment.ms=600000",
+};
+
+/* The highest offset a .log file name holds in dir: the active segment's
+ * base offset. */
+int64_t active_base(const std::string &dir)
+{
+	std::vector<std::string> logs = files_of(dir, "log");
+	return logs.empty() ? -1 : std::stoll(logs.back().substr(0, 20));
+}
+
+/* The cleaner's checkpoint for topic-p ("topic p offset" lines after a
+ * version and a count), or -1 before the first cleaning. */
+int64_t cleaned_to(const std::string &data_dir, const std::string &topic, int p)
+{
+	std::istringstream in(read_file(data_dir + "/cleaner-offset-checkpoint"));
+	std::string t;
+	int part = -1;
+	int64_t off = -1, found = -1;
+	in >> t >> t; /* version, count */
+	while (in >> t >> part >> off)
+		if (t == topic && part == p)
+			found = off;
+	return found;
+}
+
+/* One tombstone (null value) per key, with librdkafka, every delivery
+ * reported without error. */
+std::string tombstones(const std::string &bootstrap, const std::string &topic,
+		       const std::vector<std::string> &keys)
+{
+	static std::atomic<int> failed;
+	std::string err;
+	failed = 0;
+	rd_kafka_t *rk = client_new(
+		RD_KAFKA_PRODUCER, { { "bootstrap.servers", bootstrap }, { "linger.ms", "5" } },
+		&err, [](rd_kafka_conf_t *c) {
+			rd_kafka_conf_set_dr_msg_cb(
+				c, [](rd_kafka_t *, const rd_kafka_message_t *m, void *) {
+					if (m->err)
+						failed++;
+				});
+		});
+	if (rk == nullptr)
+		return err;
+	for (auto &k : keys) {
+		rd_kafka_resp_err_t e = rd_kafka_producev(
+			rk, RD_KAFKA_V_TOPIC(topic.c_str()), RD_KAFKA_V_PARTITION(0),
+			RD_KAFKA_V_KEY(k.data(), k.size()), RD_KAFKA_V_VALUE(nullptr, 0),
+			RD_KAFKA_V_END);
+		if (e != RD_KAFKA_RESP_ERR_NO_ERROR)
+			err = rd_kafka_err2str(e);
+	}
+	rd_kafka_resp_err_t fe = rd_kafka_flush(rk, 30000);
+	rd_kafka_destroy(rk);
+	if (err.empty() && fe != RD_KAFKA_RESP_ERR_NO_ERROR)
+		err = rd_kafka_err2str(fe);
+	if (err.empty() && failed > 0)
+		err = std::to_string(failed.load()) + " tombstones not delivered";
+	return err;
+}
+
+/* What the cleaner left, counted from a partition's .log files. */
+struct Cleaned {
+	int gaps = 0;	   /* offsets missing between or inside batches */
+	int horizons = 0;  /* batches carrying a delete horizon */
+	int empty = 0;	   /* batches with no record left */
+	int control = 0;   /* transaction markers */
+	int64_t records = 0;
+};
+
+Cleaned cleaned_shape(const std::string &dir)
+{
+	Side s;
+	Cleaned c;
+	EXPECT_EQ("", read_side(dir, &s));
+	int64_t next = 0;
+	for (auto &b : s.batches) {
+		c.gaps += b.base > next;
+		c.gaps += b.count < b.last - b.base + 1;
+		c.horizons += (b.attrs & kDeleteHorizon) != 0;
+		c.empty += b.count == 0;
+		c.control += b.control;
+		c.records += b.count;
+		next = b.last + 1;
+	}
+	return c;
+}
+
+/* DumpLogSegments --deep-iteration over a partition's .log files, as the
+ * batch and record lines alone, with producerId, crc and the position in
+ * the file masked: the batches and records Kafka reads, whichever
+ * segments hold them. */
+std::string deep_records(const std::string &dir, std::string *err)
+{
+	ChildResult r = dump_files(paths_of(dir, { "log" }), { "--deep-iteration" });
+	if (r.exit_code != 0 || r.err.find("Exception") != std::string::npos)
+		*err += dir + ": " + r.describe() + "\n";
+	std::istringstream in(normalised(r.out, { dir }));
+	std::string line, out;
+	while (std::getline(in, line))
+		if (line.rfind("baseOffset:", 0) == 0 || line.rfind("| offset:", 0) == 0)
+			out += std::regex_replace(line, std::regex("position: [0-9]+"),
+						  "position: N") + "\n";
+	return out;
+}
+
+/* Kafka's checks of our indexes: the sanity check passes for every
+ * .index and .timeindex, and no entry mismatches the .log. */
+void expect_indexes_sane(const std::string &dir)
+{
+	std::vector<std::string> idx = paths_of(dir, { "index", "timeindex" });
+	ASSERT_FALSE(idx.empty()) << dir;
+	ChildResult a = dump_files(idx, { "--index-sanity-check" });
+	EXPECT_EQ(0, a.exit_code) << a.describe();
+	/* an index with no entry yet (a segment under 4 KiB) "is empty." */
+	size_t passed = 0;
+	for (const char *ok : { "passed sanity check", "is empty." })
+		for (size_t at = 0; (at = a.out.find(ok, at)) != std::string::npos; at++)
+			passed++;
+	EXPECT_EQ(idx.size(), passed) << a.out << a.err;
+	ChildResult v = dump_files(idx, { "--verify-index-only" });
+	EXPECT_EQ(0, v.exit_code) << v.describe();
+	EXPECT_EQ(std::string::npos, v.out.find("Mismatches")) << v.out;
+	EXPECT_EQ(std::string::npos, v.err.find("Exception")) << v.err;
+}
+
+/* Both sides' newest producer snapshot (each written at the log end by
+ * the clean shutdown) holds the same producers, as Kafka prints them
+ * (producer ids masked; entries sorted, the order is a hash map's). */
+void expect_same_last_snapshot(const std::string &ours, const std::string &theirs)
+{
+	std::vector<std::string> a = files_of(ours, "snapshot"), b = files_of(theirs, "snapshot");
+	ASSERT_FALSE(a.empty()) << ours;
+	ASSERT_FALSE(b.empty()) << theirs;
+	ASSERT_EQ(b.back(), a.back()) << "snapshots at other offsets";
+	ChildResult x = dump_files({ ours + "/" + a.back() }, { "--deep-iteration" });
+	ChildResult y = dump_files({ theirs + "/" + b.back() }, { "--deep-iteration" });
+	ASSERT_EQ(0, x.exit_code) << x.describe();
+	ASSERT_EQ(0, y.exit_code) << y.describe();
+	std::string u = sorted_blocks(normalised(x.out, { ours }));
+	std::string v = sorted_blocks(normalised(y.out, { theirs }));
+	EXPECT_NE(std::string::npos, v.find("producerId: P")) << v;
+	EXPECT_TRUE(u == v) << "producer state differs " << first_difference(u, v);
+}
+
+/* Milliseconds since the epoch: the clock delete horizons are on. */
+int64_t now_wall_ms()
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* The console consumer's lines as "Offset:N<TAB>key<TAB>value" each. */
+std::vector<std::string> lines_of(const std::string &text)
+{
+	std::vector<std::string> v;
+	std::istringstream in(text);
+	std::string line;
+	while (std::getline(in, line))
+		if (line.rfind("Offset:", 0) == 0)
+			v.push_back(line);
+	return v;
+}
+
+class KafkaCompact : public ::testing::Test {
+protected:
+	static void SetUpTestSuite()
+	{
+		broker_ = new KafkaBroker({ "log.cleaner.backoff.ms=100" });
+	}
+	static void TearDownTestSuite()
+	{
+		delete broker_;
+		broker_ = nullptr;
+	}
+
+	void SetUp() override
+	{
+		ASSERT_EQ("", dir_.error());
+		if (!broker_->running()) {
+			ASSERT_EQ("", broker_->start());
+			fprintf(stderr, "kafka broker up in %lld ms\n",
+				(long long)broker_->start_ms());
+		}
+	}
+
+	std::string data_dir() const
+	{
+		std::string d = broker_->partition_dir("x", 0);
+		return d.substr(0, d.rfind('/'));
+	}
+
+	/* Until the cleaner has cleaned topic-0 up to its active segment
+	 * (which it never cleans): nothing else is left for it to change. */
+	void wait_cleaned(const std::string &topic)
+	{
+		std::string dir = broker_->partition_dir(topic, 0);
+		int64_t active = -1, done = -1;
+		ASSERT_TRUE(poll_until(
+			[&] {
+				active = active_base(dir);
+				done = cleaned_to(data_dir(), topic, 0);
+				return active > 0 && done >= active;
+			},
+			90000)) << topic << ": cleaned to " << done << ", active segment at "
+				<< active << "\n" << broker_->log_tail();
+	}
+
+	/* The first writers: idempotent Java records over `keys` keys,
+	 * librdkafka transactions (every third aborted), tombstones for the
+	 * keys "keys".."keys+9", which no later record overwrites. */
+	void write_round(const std::string &topic, int n, int keys, uint64_t seed)
+	{
+		ASSERT_EQ("", verifiable_produce(broker_->bootstrap(), topic, n, keys,
+						 (int)seed * 10 + 1));
+		ProduceSpec t;
+		t.topic = topic;
+		t.count = 300;
+		t.mode = ProducerMode::kTransactional;
+		t.transactional_id = "km-compact-" + topic;
+		t.seed = seed;
+		t.txn_size = 50;
+		t.abort_every = 3;
+		t.flush_every = 25;
+		ProduceResult tr;
+		ASSERT_EQ("", produce(broker_->bootstrap(), t, &tr));
+		ASSERT_GT(tr.aborted, 0);
+		std::vector<std::string> gone;
+		for (int k = keys; k < keys + 10; k++)
+			gone.push_back(std::to_string(k));
+		ASSERT_EQ("", verifiable_produce(broker_->bootstrap(), topic, keys + 10,
+						 keys + 10, (int)seed * 10 + 2));
+		ASSERT_EQ("", tombstones(broker_->bootstrap(), topic, gone));
+		/* overwrites after the tombstones push them out of the
+		 * active segment, into what the cleaner cleans */
+		ASSERT_EQ("", verifiable_produce(broker_->bootstrap(), topic, n, keys,
+						 (int)seed * 10 + 3));
+	}
+
+	Daemon daemon_for(const std::string &topic)
+	{
+		return Daemon(dir_.path(), { "source.bootstrap.servers=" + broker_->bootstrap(),
+					     "topics=" + topic, "segment.bytes=16384" });
+	}
+
+	/* Until kmirrord's high watermark of topic-0 is the source's. */
+	void caught_up(Daemon &d, const std::string &topic, int64_t *end)
+	{
+		int64_t lo = -1;
+		ASSERT_EQ("", watermarks(broker_->bootstrap(), topic, 0, &lo, end));
+		std::string k = topic + ":0";
+		PartStatus now;
+		ASSERT_EQ("", d.wait_status(
+				      [&](const std::map<std::string, PartStatus> &st) {
+					      if (st.count(k))
+						      now = st.at(k);
+					      return now.hw == *end || now.state == "FAILED";
+				      },
+				      90000));
+		ASSERT_NE("FAILED", now.state) << now.reason;
+	}
+
+	/* Kafka's console consumer reads the same lines from both. */
+	void expect_console_alike(const Daemon &d, const std::string &topic,
+				  const std::string &isolation)
+	{
+		std::vector<Message> want;
+		ConsumeSpec cs;
+		cs.topic = topic;
+		cs.read_committed = isolation == "read_committed";
+		ASSERT_EQ("", consume(broker_->bootstrap(), cs, &want));
+		ASSERT_FALSE(want.empty());
+		std::string on_kafka, on_ours;
+		ASSERT_EQ("", console_consume(broker_->bootstrap(), topic, 0,
+					      (int64_t)want.size(), isolation, &on_kafka));
+		ASSERT_EQ("", console_consume(d.bootstrap(), topic, 0, (int64_t)want.size(),
+					      isolation, &on_ours));
+		EXPECT_NE(std::string::npos, on_kafka.find("\tnull\n")) << "no tombstone read";
+		EXPECT_TRUE(on_kafka == on_ours)
+			<< isolation << ": " << first_difference(on_ours, on_kafka);
+	}
+
+	/* kafka-configs --alter of one topic config. */
+	std::string alter(const std::string &topic, const std::string &kv)
+	{
+		ChildResult r = kafka_tool("kafka.admin.ConfigCommand",
+					   { "--bootstrap-server", broker_->bootstrap(),
+					     "--entity-type", "topics", "--entity-name", topic,
+					     "--alter", "--add-config", kv },
+					   120000);
+		return r.exit_code == 0 ? "" : "kafka-configs: " + r.describe();
+	}
+
+	/* The cleaner sets short delete horizons on the first round's
+	 * tombstones and markers; once the clock has passed every one of them
+	 * (read from the broker's files), the second round's cleaning removes
+	 * them and gives the second round's tombstones long horizons. */
+	void write_and_clean_twice(const std::string &topic)
+	{
+		ASSERT_EQ("", alter(topic, "delete.retention.ms=1000"));
+		ASSERT_NO_FATAL_FAILURE(write_round(topic, 3000, 40, 1));
+		ASSERT_NO_FATAL_FAILURE(wait_cleaned(topic));
+		ASSERT_EQ("", alter(topic, "delete.retention.ms=600000"));
+		Side first;
+		ASSERT_EQ("", read_side(broker_->partition_dir(topic, 0), &first));
+		int64_t horizon = -1;
+		for (auto &b : first.batches)
+			if (b.attrs & kDeleteHorizon)
+				horizon = std::max(horizon, b.base_ts);
+		ASSERT_GT(horizon, 0) << "the first cleaning set no delete horizon";
+		ASSERT_TRUE(poll_until([&] { return now_wall_ms() > horizon; }, 30000));
+		ASSERT_NO_FATAL_FAILURE(write_round(topic, 1000, 40, 2));
+		ASSERT_NO_FATAL_FAILURE(wait_cleaned(topic));
+		Side second;
+		ASSERT_EQ("", read_side(broker_->partition_dir(topic, 0), &second));
+		for (auto &b : second.batches)
+			ASSERT_FALSE((b.attrs & kDeleteHorizon) && b.base_ts <= horizon)
+				<< "a batch the first cleaning gave a horizon is still there";
+	}
+
+	static KafkaBroker *broker_;
+	TempDir dir_{ "km-kafka-cmp" };
+};
+
+KafkaBroker *KafkaCompact::broker_ = nullptr;
+
+/* The cleaner runs first; kmirrord then fetches the cleaned log. */
+TEST_F(KafkaCompact, CleanedLogMirrorsByteForByte)
+{
+	ASSERT_EQ("", broker_->create_topic("cmp", 1, kCompacted));
+	ASSERT_NO_FATAL_FAILURE(write_and_clean_twice("cmp"));
+	std::string theirs = broker_->partition_dir("cmp", 0);
+	Cleaned src = cleaned_shape(theirs);
+	/* what the cleaner must have made, or this case tests nothing */
+	ASSERT_GT(src.gaps, 0);
+	ASSERT_GT(src.horizons, 0) << "no batch with a delete horizon";
+	fprintf(stderr, "source: %d gaps, %d horizons, %d empty, %d markers, %lld records\n",
+		src.gaps, src.horizons, src.empty, src.control, (long long)src.records);
+
+	Daemon d = daemon_for("cmp");
+	ASSERT_EQ("", d.start());
+	int64_t end = -1;
+	ASSERT_NO_FATAL_FAILURE(caught_up(d, "cmp", &end));
+	/* recovery (R7) scans the gaps, horizons and empty batches again */
+	ASSERT_EQ("", d.kill9());
+	ASSERT_EQ("", d.start());
+	ASSERT_NO_FATAL_FAILURE(caught_up(d, "cmp", &end));
+	std::map<std::string, PartStatus> st;
+	ASSERT_EQ("", d.status(&st));
+	EXPECT_EQ(end, st["cmp:0"].lso) << "every transaction ended: LSO = HW";
+	ASSERT_NO_FATAL_FAILURE(expect_same_content(broker_->bootstrap(), d.bootstrap(),
+						    "cmp", 0, false));
+	ASSERT_NO_FATAL_FAILURE(expect_same_content(broker_->bootstrap(), d.bootstrap(),
+						    "cmp", 0, true));
+	ASSERT_NO_FATAL_FAILURE(expect_console_alike(d, "cmp", "read_uncommitted"));
+	ASSERT_NO_FATAL_FAILURE(expect_console_alike(d, "cmp", "read_committed"));
+
+	ChildResult res;
+	ASSERT_EQ("", d.stop(30000, &res));
+	ASSERT_EQ(0, res.exit_code) << res.describe();
+	ASSERT_EQ("", broker_->stop());
+	std::string ours = dir_.path() + "/cmp-0";
+	int mapped = 0;
+	ASSERT_NO_FATAL_FAILURE(expect_identical(ours, theirs, &mapped));
+	EXPECT_GT(mapped, 0);
+	std::string err;
+	std::string a = deep_records(ours, &err), b = deep_records(theirs, &err);
+	EXPECT_EQ("", err);
+	EXPECT_NE(std::string::npos, b.find("deleteHorizonMs: OptionalLong[")) << b.substr(0, 2000);
+	EXPECT_TRUE(a == b) << "Kafka reads our files differently " << first_difference(a, b);
+	expect_indexes_sane(ours);
+	expect_same_last_snapshot(ours, theirs);
+}
+
+/* Every line of `part` is in `whole` (both in offset order). */
+void expect_subset(const std::vector<std::string> &part,
+		   const std::vector<std::string> &whole)
+{
+	size_t j = 0;
+	for (auto &l : part) {
+		while (j < whole.size() && whole[j] != l)
+			j++;
+		ASSERT_LT(j, whole.size()) << "kmirrord does not serve: " << l;
+	}
+}
+
+/* kmirrord mirrors the topic as it is written, keeps going while the
+ * cleaner compacts the source (its copy keeps every record it fetched),
+ * is stopped, and restarts after the source cleaned past its log end:
+ * the fetch offset it resumes at is gone from the source. */
+TEST_F(KafkaCompact, MirrorKeepsWhatItFetchedBeforeCompaction)
+{
+	ASSERT_EQ("", broker_->create_topic("cmq", 1, kCompacted));
+	Daemon d = daemon_for("cmq");
+	ASSERT_EQ("", d.start());
+	ASSERT_NO_FATAL_FAILURE(write_round("cmq", 1500, 30, 2));
+	int64_t e1 = -1, e2 = -1, e3 = -1;
+	ASSERT_NO_FATAL_FAILURE(caught_up(d, "cmq", &e1));
+	ASSERT_NO_FATAL_FAILURE(wait_cleaned("cmq"));
+	ASSERT_EQ("", verifiable_produce(broker_->bootstrap(), "cmq", 600, 30, 24));
+	ASSERT_NO_FATAL_FAILURE(caught_up(d, "cmq", &e2));
+	ChildResult res;
+	ASSERT_EQ("", d.stop(30000, &res));
+	ASSERT_EQ(0, res.exit_code) << res.describe();
+	std::string ours = dir_.path() + "/cmq-0", theirs = broker_->partition_dir("cmq", 0);
+	Cleaned kept = cleaned_shape(ours);
+	EXPECT_EQ(0, kept.gaps) << "kmirror compacted its copy";
+	EXPECT_EQ(0, kept.horizons);
+
+	/* every key overwritten again, so the cleaner drops e2 itself */
+	ASSERT_EQ("", verifiable_produce(broker_->bootstrap(), "cmq", 1500, 30, 25));
+	ASSERT_NO_FATAL_FAILURE(wait_cleaned("cmq"));
+	Side src;
+	ASSERT_EQ("", read_side(theirs, &src));
+	for (auto &b : src.batches)
+		ASSERT_FALSE(b.base <= e2 && e2 <= b.last && b.count == b.last - b.base + 1)
+			<< "offset " << e2 << " is still a record on the source";
+	ASSERT_EQ("", d.start());
+	ASSERT_NO_FATAL_FAILURE(caught_up(d, "cmq", &e3));
+	ASSERT_GT(e3, e2);
+
+	/* what the source still serves, kmirrord serves at the same offsets;
+	 * before e2 it serves more: what the cleaner has dropped since */
+	std::vector<Message> want;
+	ConsumeSpec cs;
+	cs.topic = "cmq";
+	ASSERT_EQ("", consume(broker_->bootstrap(), cs, &want));
+	std::string on_kafka, on_ours;
+	ASSERT_EQ("", console_consume(broker_->bootstrap(), "cmq", 0, (int64_t)want.size(),
+				      "read_uncommitted", &on_kafka));
+	int64_t all_ours = kept.records - kept.control +
+			   (int64_t)std::count_if(want.begin(), want.end(),
+						  [&](const Message &m) { return m.offset >= e2; });
+	ASSERT_EQ("", console_consume(d.bootstrap(), "cmq", 0, all_ours, "read_uncommitted",
+				      &on_ours));
+	std::vector<std::string> a = lines_of(on_ours), b = lines_of(on_kafka);
+	ASSERT_GT(a.size(), b.size());
+	ASSERT_NO_FATAL_FAILURE(expect_subset(b, a));
+	ASSERT_EQ("", d.stop(30000, &res));
+	ASSERT_EQ(0, res.exit_code) << res.describe();
+	ASSERT_EQ("", broker_->stop());
+	int mapped = 0;
+	ASSERT_NO_FATAL_FAILURE(expect_identical_from(ours, theirs, e2, &mapped));
+	std::string err;
+	deep_records(ours, &err);
+	EXPECT_EQ("", err);
+	expect_indexes_sane(ours);
+}
+
+} // namespace
