@@ -51,6 +51,7 @@ std::string parse_batches(const std::string &bytes, std::vector<Batch> *out)
 		b.attrs = (int16_t)((uint8_t)bytes[pos + kAttrAt] << 8 |
 				    (uint8_t)bytes[pos + kAttrAt + 1]);
 		b.base_ts = be64(bytes, pos + kBaseTsAt);
+		b.max_ts = be64(bytes, pos + kMaxTsAt);
 		b.count = be32(bytes, pos + kCountAt);
 		out->push_back(b);
 		pos += b.size;

@@ -18,7 +18,7 @@ namespace kmtest {
 
 /* Offsets in a v2 batch header (Kafka's DefaultRecordBatch). */
 constexpr size_t kLenAt = 8, kCrcAt = 17, kAttrAt = 21, kBaseTsAt = 27,
-		 kPidAt = 43, kCountAt = 57, kHeaderBytes = 61;
+		 kMaxTsAt = 35, kPidAt = 43, kCountAt = 57, kHeaderBytes = 61;
 
 struct Batch {
 	int64_t base = 0, last = 0, pid = -1;
@@ -26,6 +26,7 @@ struct Batch {
 	size_t pos = 0, size = 0; /* in the file */
 	int16_t attrs = 0;
 	int64_t base_ts = -1; /* the delete horizon when attrs bit 6 is set */
+	int64_t max_ts = -1;
 	int32_t count = 0;
 };
 
