@@ -76,6 +76,11 @@ void expect_kafka_reads_alike(const std::vector<std::string> &ours,
 void expect_same_content(const std::string &source, const std::string &mirror,
 			 const std::string &topic, int p, bool read_committed);
 
+/* With the broker stopped, its partition directory `theirs` gets our
+ * segment, index, snapshot, epoch and partition.metadata files in place
+ * of its own, so that it loads and serves them when started. */
+void give_kafka_ours(const std::string &ours, const std::string &theirs);
+
 } // namespace kmtest
 
 #endif

@@ -68,31 +68,6 @@ int control_batches(const std::string &dir)
 				  [](const Batch &b) { return b.control; });
 }
 
-/* With the broker stopped, replace its partition's segment, index,
- * snapshot, epoch and partition.metadata files by ours, so that it loads
- * and serves them (Kafka 4 sets a log whose partition.metadata names
- * another topic id aside as "-stray" and starts the partition empty). */
-void give_kafka_ours(const std::string &ours, const std::string &theirs)
-{
-	std::vector<std::string> old = paths_of(theirs, { "log", "index", "timeindex",
-							  "txnindex", "snapshot" });
-	for (auto &f : old)
-		ASSERT_EQ(0, unlink(f.c_str())) << f;
-	std::vector<std::string> names;
-	for (auto &f : paths_of(ours, { "log", "index", "timeindex", "txnindex", "snapshot" }))
-		names.push_back(f.substr(ours.size() + 1));
-	names.push_back("leader-epoch-checkpoint");
-	names.push_back("partition.metadata");
-	for (auto &n : names) {
-		std::string err, b = read_file(ours + "/" + n, &err);
-		ASSERT_EQ("", err);
-		FILE *f = fopen((theirs + "/" + n).c_str(), "wb");
-		ASSERT_NE(nullptr, f) << theirs << "/" << n;
-		EXPECT_EQ(b.size(), fwrite(b.data(), 1, b.size(), f));
-		EXPECT_EQ(0, fclose(f));
-	}
-}
-
 class KafkaSource : public ::testing::Test {
 protected:
 	static void SetUpTestSuite()
