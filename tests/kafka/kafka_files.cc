@@ -17,7 +17,7 @@
 namespace kmtest {
 
 
-static int64_t be64(const std::string &b, size_t at)
+int64_t be64(const std::string &b, size_t at)
 {
 	uint64_t v = 0;
 	for (int i = 0; i < 8; i++)
@@ -25,7 +25,7 @@ static int64_t be64(const std::string &b, size_t at)
 	return (int64_t)v;
 }
 
-static int32_t be32(const std::string &b, size_t at)
+int32_t be32(const std::string &b, size_t at)
 {
 	uint32_t v = 0;
 	for (int i = 0; i < 4; i++)

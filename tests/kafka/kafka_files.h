@@ -36,6 +36,9 @@ struct Side {
 	std::vector<Batch> batches;
 };
 
+/* Big-endian integers of Kafka's formats at `at` in b. */
+int64_t be64(const std::string &b, size_t at);
+int32_t be32(const std::string &b, size_t at);
 /* Every batch of a .log file; "" or where the bytes stop being batches. */
 std::string parse_batches(const std::string &bytes, std::vector<Batch> *out);
 /* The segment files of kind ext ("log", "index", ...) in dir, sorted. */
