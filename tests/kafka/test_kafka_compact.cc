@@ -36,13 +36,11 @@
  *   its log end, its fetch offset lands in a gap and what it fetches from
  *   there on is byte-identical to the broker's.
  */
-#include <sys/stat.h>
 #include <time.h>
 
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
-#include <fstream>
 #include <regex>
 #include <set>
 #include <sstream>
@@ -586,6 +584,8 @@ TEST_F(KafkaCompact, CleanedLogMirrorsByteForByte)
 	/* what the cleaner must have made, or this case tests nothing */
 	ASSERT_GT(src.gaps, 0);
 	ASSERT_GT(src.horizons, 0) << "no batch with a delete horizon";
+	ASSERT_GT(src.empty, 0) << "no batch kept empty for a producer's last sequence";
+	ASSERT_GT(src.control, 0) << "no transaction marker left";
 	fprintf(stderr, "source: %d gaps, %d horizons, %d empty, %d markers, %lld records\n",
 		src.gaps, src.horizons, src.empty, src.control, (long long)src.records);
 
