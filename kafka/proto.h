@@ -154,6 +154,7 @@ enum km_kerr {
 	KM_KERR_UNSTABLE_OFFSET_COMMIT = 88,
 	KM_KERR_PRODUCER_FENCED = 90,
 	KM_KERR_UNKNOWN_TOPIC_ID = 100,
+	KM_KERR_INCONSISTENT_TOPIC_ID = 103,
 	KM_KERR_MISMATCHED_ENDPOINT_TYPE = 114,
 	KM_KERR_UNSUPPORTED_ENDPOINT_TYPE = 115,
 };
@@ -341,19 +342,27 @@ void km_proto_enc_part(struct km_proto_enc *e);
 /** Patch the counts. @return 0 or the writer's error. */
 int km_proto_enc_end(struct km_proto_enc *e);
 
-/* Decode cursor over `[Name STRING, [partition]]` (non-flexible). Public
- * fields: topic (of the partition last returned) and its index. */
+/* Decode cursor over `[Name STRING, [partition]]` (non-flexible), or, with
+ * km_proto_cursor_begin_flex, the flexible form (compact arrays, each
+ * topic's tagged fields read for the caller) keyed by Name or by TopicId.
+ * Public fields: topic (of the partition last returned; null when keyed by
+ * id), topic_id (keyed by id) and its index. */
 struct km_proto_cursor {
 	struct km_wire_name topic;
+	uint8_t topic_id[KM_WIRE_UUID_BYTES];
 	int32_t topic_index;		/* from 0; -1 before the first */
 	/* private */
 	struct km_wire_rd *rd;
 	int32_t topics_left;
 	int32_t parts_left;
+	bool flex, by_id, in_topic;
 };
 
 /** Read the topics count at the reader's position. */
 int km_proto_cursor_begin(struct km_proto_cursor *c, struct km_wire_rd *r);
+/** The same for a flexible array, topics keyed by id if by_id. */
+int km_proto_cursor_begin_flex(struct km_proto_cursor *c, struct km_wire_rd *r,
+			       bool by_id);
 
 /**
  * Position the reader at the next partition, reading topic headers on the
@@ -513,7 +522,7 @@ int km_listoffsets_resp_encode(struct km_wire_wr *w, int16_t version,
 int km_listoffsets_resp_decode(struct km_wire_rd *r, int16_t version,
 			       struct km_listoffsets_resp *m);
 
-/* ---- Fetch (1), v4-11 ---- */
+/* ---- Fetch (1), v4-11; v12-13 as a client (topic ids: v13) ---- */
 
 struct km_fetch_req_part {
 	int32_t partition;
@@ -521,6 +530,8 @@ struct km_fetch_req_part {
 	int64_t fetch_offset;
 	int64_t log_start_offset;	/* v5+, else -1 */
 	int32_t partition_max_bytes;
+	int32_t last_fetched_epoch;	/* v12+, else -1 (on the wire after
+					   fetch_offset) */
 };
 
 struct km_fetch_req {
@@ -546,6 +557,11 @@ struct km_fetch_req {
 	uint32_t forgotten_parts_max;
 	uint32_t n_forgotten_parts;
 	struct km_wire_name rack_id;	/* v11+, else "" */
+	/* v13+: each topic (and forgotten topic) named by its id, in the
+	 * order of topics[] (forgotten[]); names are not sent. Decoding
+	 * fills them if given (else KM_EWIRECAPACITY for a v13 request). */
+	uint8_t (*topic_ids)[KM_WIRE_UUID_BYTES];
+	uint8_t (*forgotten_ids)[KM_WIRE_UUID_BYTES];
 };
 
 int km_fetch_req_encode(struct km_wire_wr *w, int16_t version,
@@ -573,7 +589,7 @@ struct km_fetch_part {
 
 /* Cursor over a Fetch response body. Top-level fields are valid after
  * km_fetch_resp_begin; cur.topic / cur.topic_index name the topic of the
- * partition last returned. */
+ * partition last returned (v13+: cur.topic_id, and cur.topic is null). */
 struct km_fetch_resp_iter {
 	int32_t throttle_time_ms;
 	int16_t error_code;		/* v7+, else 0 */

@@ -1,4 +1,8 @@
-/* Fetch response (key 1), v4-11 (FetchResponse.json); non-flexible.
+/* Fetch response (key 1), v4-11 (FetchResponse.json); v12-13 decoded for
+ * a client of a source (flexible from v12: compact arrays, strings and
+ * records, tagged fields ending each struct, which hold DivergingEpoch,
+ * CurrentLeader and SnapshotId, skipped; TopicId uuid instead of Topic
+ * from v13). The encoder, for the front end, stays at v4-11.
  *
  * ThrottleTimeMs int32, ErrorCode int16 v7+, SessionId int32 v7+,
  * Responses [Topic STRING, Partitions [PartitionIndex int32, ErrorCode
@@ -19,7 +23,7 @@ int km_fetch_resp_begin(struct km_fetch_resp_iter *it, struct km_wire_rd *r,
 			int16_t version, struct km_fetch_aborted *aborted,
 			uint32_t aborted_max)
 {
-	int rc = km_proto_check(KM_API_FETCH, version);
+	int rc = km_proto_client_check(KM_API_FETCH, version);
 
 	it->throttle_time_ms = 0;
 	it->error_code = 0;
@@ -36,21 +40,26 @@ int km_fetch_resp_begin(struct km_fetch_resp_iter *it, struct km_wire_rd *r,
 		km_wire_rd_i16(r, &it->error_code);
 		km_wire_rd_i32(r, &it->session_id);
 	}
+	if (version >= 12)
+		return km_proto_cursor_begin_flex(&it->cur, r, version >= 13);
 	return km_proto_cursor_begin(&it->cur, r);
 }
 
 static int rd_aborted(struct km_fetch_resp_iter *it, struct km_fetch_part *p)
 {
 	struct km_wire_rd *r = it->cur.rd;
+	bool flex = it->version >= 12;
 
 	/* "AbortedTransactions ... nullableVersions 4+". */
-	if (km_wire_rd_array(r, false, true, &p->n_aborted) < 0)
+	if (km_wire_rd_array(r, flex, true, &p->n_aborted) < 0)
 		return r->err;
 	if (p->n_aborted > 0 && (uint32_t)p->n_aborted > it->aborted_max)
 		return km_wire_rd_fail(r, KM_EWIRECAPACITY);
 	for (int32_t i = 0; i < p->n_aborted; i++) {
 		km_wire_rd_i64(r, &it->aborted[i].producer_id);
 		km_wire_rd_i64(r, &it->aborted[i].first_offset);
+		if (flex)
+			km_wire_rd_tags(r);
 	}
 	p->aborted = p->n_aborted > 0 ? it->aborted : NULL;
 	return r->err;
@@ -61,9 +70,14 @@ int km_fetch_resp_next_partition(struct km_fetch_resp_iter *it,
 {
 	struct km_wire_rd *r = it->cur.rd;
 	int rc = km_proto_cursor_next(&it->cur);
+	bool flex = it->version >= 12;
 
-	if (rc <= 0)
-		return rc < 0 ? rc : km_wire_rd_end(r);
+	if (rc < 0)
+		return rc;
+	if (rc == 0 && flex && km_wire_rd_tags(r) < 0)
+		return r->err;
+	if (rc == 0)
+		return km_wire_rd_end(r);
 	out->log_start_offset = -1;
 	out->preferred_read_replica = -1;
 	out->aborted = NULL;
@@ -78,7 +92,9 @@ int km_fetch_resp_next_partition(struct km_fetch_resp_iter *it,
 	if (it->version >= 11)
 		km_wire_rd_i32(r, &out->preferred_read_replica);
 	/* "RecordSet ... records, nullableVersions 0+". */
-	if (km_wire_rd_bytes(r, false, true, &out->records) < 0)
+	if (km_wire_rd_bytes(r, flex, true, &out->records) < 0)
+		return r->err;
+	if (flex && km_wire_rd_tags(r) < 0)
 		return r->err;
 	return 1;
 }

@@ -48,12 +48,15 @@ static const struct api_info apis[] = {
 /* APIs the codec speaks further as a client than the front end serves:
  * Metadata v10+ names each topic's id, which the fetch sessions check
  * against the one the log mirrors (issue 21); serving it would need topic
- * ids of our own in every answer. */
+ * ids of our own in every answer. Fetch v13 names the topic by that id, so
+ * a source whose topic was made again answers UNKNOWN_TOPIC_ID instead of
+ * serving the new topic's offsets (issue 14). */
 static const struct {
 	int16_t key;
 	int16_t max_version;
 } client_max[] = {
 	{ KM_API_METADATA, 12 },
+	{ KM_API_FETCH, 13 },
 };
 
 /* Rows kept only for their header version (ControlledShutdown): a new row
@@ -270,6 +273,7 @@ const char *km_kerr_name(int code)
 	KERR(MEMBER_ID_REQUIRED); KERR(GROUP_MAX_SIZE_REACHED);
 	KERR(FENCED_INSTANCE_ID); KERR(UNSTABLE_OFFSET_COMMIT);
 	KERR(INVALID_RECORD); KERR(PRODUCER_FENCED); KERR(UNKNOWN_TOPIC_ID);
+	KERR(INCONSISTENT_TOPIC_ID);
 	default:
 		return "UNKNOWN_ERROR_CODE";
 	}

@@ -3,6 +3,7 @@
 #include "kafka/proto.h"
 
 #include <stdint.h>
+#include <string.h>
 
 #include "common/errors.h"
 #include "common/km_assert.h"
@@ -128,13 +129,45 @@ int km_proto_enc_end(struct km_proto_enc *e)
 
 /* ---- decode cursor ---- */
 
-int km_proto_cursor_begin(struct km_proto_cursor *c, struct km_wire_rd *r)
+static void cursor_init(struct km_proto_cursor *c, struct km_wire_rd *r,
+			bool flex, bool by_id)
 {
 	km_wire_name_set_null(&c->topic);
+	memset(c->topic_id, 0, sizeof(c->topic_id));
 	c->topic_index = -1;
 	c->rd = r;
 	c->parts_left = 0;
+	c->flex = flex;
+	c->by_id = by_id;
+	c->in_topic = false;
+}
+
+int km_proto_cursor_begin(struct km_proto_cursor *c, struct km_wire_rd *r)
+{
+	cursor_init(c, r, false, false);
 	return km_wire_rd_array(r, false, false, &c->topics_left);
+}
+
+int km_proto_cursor_begin_flex(struct km_proto_cursor *c, struct km_wire_rd *r,
+			       bool by_id)
+{
+	cursor_init(c, r, true, by_id);
+	return km_wire_rd_array(r, true, false, &c->topics_left);
+}
+
+/* The next topic's header: its Name or TopicId, its partitions count. */
+static int cursor_topic(struct km_proto_cursor *c)
+{
+	struct km_wire_rd *r = c->rd;
+
+	c->topics_left--;
+	c->topic_index++;
+	if (c->by_id)
+		km_wire_rd_uuid(r, c->topic_id);
+	else
+		km_wire_rd_name(r, c->flex, false, &c->topic);
+	c->in_topic = true;
+	return km_wire_rd_array(r, c->flex, false, &c->parts_left);
 }
 
 int km_proto_cursor_next(struct km_proto_cursor *c)
@@ -143,14 +176,15 @@ int km_proto_cursor_next(struct km_proto_cursor *c)
 
 	if (r->err != 0)
 		return r->err;
-	/* Bounded by topics_left; each pass consumes a topic header. */
+	/* Bounded by topics_left; each pass consumes a topic header (and,
+	 * flexible, the tagged fields that end the topic before). */
 	while (c->parts_left == 0) {
+		if (c->in_topic && c->flex && km_wire_rd_tags(r) < 0)
+			return r->err;
+		c->in_topic = false;
 		if (c->topics_left == 0)
 			return 0;
-		c->topics_left--;
-		c->topic_index++;
-		km_wire_rd_name(r, false, false, &c->topic);
-		if (km_wire_rd_array(r, false, false, &c->parts_left) < 0)
+		if (cursor_topic(c) < 0)
 			return r->err;
 	}
 	c->parts_left--;

@@ -208,6 +208,9 @@ static enum km_fetcher_action classify(int16_t err, enum km_fetcher_err *kind)
 		return KM_FACT_REFRESH;
 	case KM_KERR_UNKNOWN_TOPIC_OR_PARTITION:
 	case KM_KERR_UNKNOWN_TOPIC_ID:
+	/* Fetch v13: the broker's log of the partition has another id than
+	 * the one asked; Metadata says which (fetcher_meta.c decides). */
+	case KM_KERR_INCONSISTENT_TOPIC_ID:
 		*kind = KM_FETCHER_ERR_UNKNOWN_TOPIC;
 		return KM_FACT_REFRESH;
 	case KM_KERR_FENCED_LEADER_EPOCH:

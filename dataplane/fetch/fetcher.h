@@ -20,7 +20,9 @@
  * broker's advertised maximum, or v0, as Kafka clients do; Fetch, Metadata
  * and ListOffsets then use the highest version both sides and kafka/proto.h
  * speak: Fetch v4 at least, and v5+ when offered, so each response carries
- * the source's log start; ListOffsets v1-v3, as v4+ adds only leader
+ * the source's log start, up to v13, which names each topic by the id its
+ * partitions hold (below; v12, by name, for a request naming a partition
+ * that holds no id); ListOffsets v1-v3, as v4+ adds only leader
  * epochs). A partition then asks ListOffsets (earliest) if its log is
  * empty, else resumes at the log end (R6), and is fetched (read_uncommitted).
  *
@@ -84,7 +86,12 @@
  * so the owner can persist it). Every new connection of a session asks
  * Metadata before its partitions fetch, and every answer is compared: a
  * different id FAILS the partition with both ids in the reason, before
- * anything more is appended. The held ids are never replaced.
+ * anything more is appended. The held ids are never replaced. Between two
+ * Metadata answers the Fetch itself checks the topic id (v13+): a broker
+ * whose topic of that name is now another one answers UNKNOWN_TOPIC_ID
+ * (Metadata again, which fails the partition) instead of serving the new
+ * topic's offsets, which a fetch by name would splice onto the log (seen
+ * with Kafka 4.3: a mirror frozen while the topic was made again).
  * Errors of the connection touch every partition on it: a lost connection,
  * a failed connect, no answer within request_timeout_ms: reconnect with
  * backoff (doubling up to backoff_max_ms, reset by a good Fetch), Metadata
@@ -141,6 +148,7 @@ struct km_fetcher_scratch {
 	/* A request being built, a ListOffsets answer being read. */
 	struct km_wire_name names[KM_FETCHER_META_TOPICS_MAX];
 	struct km_proto_topic req_topics[KM_FETCHER_ASK_MAX];
+	uint8_t req_topic_ids[KM_FETCHER_ASK_MAX][KM_WIRE_UUID_BYTES];
 	struct km_fetch_req_part fetch_parts[KM_FETCHER_ASK_MAX];
 	struct km_listoffsets_req_part lo_parts[KM_FETCHER_ASK_MAX];
 	struct km_listoffsets_resp_part lo_resp[KM_FETCHER_ASK_MAX];

@@ -344,7 +344,8 @@ static void fetch_part(struct km_fetcher *f, struct km_fetch_req_part *p,
 	p->partition = f->cfg.partition;
 	p->current_leader_epoch = -1; /* no epoch fencing: any leader serves */
 	p->fetch_offset = f->next_offset;
-	p->log_start_offset = -1;     /* a consumer, not a follower */
+	p->last_fetched_epoch = -1;   /* a consumer, not a follower */
+	p->log_start_offset = -1;
 	p->partition_max_bytes = f->cfg.max_bytes < max_bytes
 					 ? f->cfg.max_bytes : max_bytes;
 	f->stats.max_bytes = p->partition_max_bytes;
@@ -367,6 +368,39 @@ static void rotate_members(struct km_fsess *s)
 	*pp = head;
 }
 
+static bool id_given(const uint8_t id[KM_WIRE_UUID_BYTES])
+{
+	static const uint8_t zero[KM_WIRE_UUID_BYTES];
+
+	return memcmp(id, zero, KM_WIRE_UUID_BYTES) != 0;
+}
+
+/* Fetch v13 names each topic by the id its partitions hold (learned from
+ * Metadata before any fetch): a source whose topic of that name was made
+ * again answers UNKNOWN_TOPIC_ID, where a fetch by name would be served
+ * the new topic's offsets and splice them onto the log. Below v13, or if
+ * a partition holds no id (a source below Metadata v10) or another one
+ * than its topic's first, by name. */
+static int16_t fetch_version(struct km_fsess *s, uint32_t nt)
+{
+	struct km_fetcher_scratch *sc = s->pool->cfg.scratch;
+
+	if (s->v_fetch < 13)
+		return s->v_fetch;
+	for (uint32_t t = 0; t < nt; t++) {
+		const struct km_proto_topic *tp = &sc->req_topics[t];
+		const uint8_t *id = s->asked[tp->first]->topic_id;
+
+		for (uint32_t i = tp->first; i < tp->first + tp->count; i++)
+			if (!id_given(s->asked[i]->topic_id) ||
+			    memcmp(s->asked[i]->topic_id, id,
+				   KM_WIRE_UUID_BYTES) != 0)
+				return 12;
+		memcpy(sc->req_topic_ids[t], id, KM_WIRE_UUID_BYTES);
+	}
+	return s->v_fetch;
+}
+
 static int enc_fetch(struct km_fsess *s, struct km_wire_wr *w, uint64_t now)
 {
 	struct km_fetcher_scratch *sc = s->pool->cfg.scratch;
@@ -374,6 +408,7 @@ static int enc_fetch(struct km_fsess *s, struct km_wire_wr *w, uint64_t now)
 	uint32_t nt, n = select_parts(s, km_fetcher_fetchable, now,
 				      FETCH_PART_BYTES, &nt);
 	int32_t max_bytes = resp_max_bytes(s, n);
+	int16_t version;
 
 	KM_ASSERT(n > 0);
 	group_parts(s, n, nt);
@@ -392,9 +427,11 @@ static int enc_fetch(struct km_fsess *s, struct km_wire_wr *w, uint64_t now)
 	m.parts = sc->fetch_parts;
 	m.parts_max = m.n_parts = n;
 	km_wire_name_set(&m.rack_id, "");
+	m.topic_ids = sc->req_topic_ids;
+	version = fetch_version(s, nt);
 	rotate_members(s);
-	km_fsess_req_begin(s, w, KM_API_FETCH, s->v_fetch);
-	return km_fetch_req_encode(w, s->v_fetch, &m);
+	km_fsess_req_begin(s, w, KM_API_FETCH, version);
+	return km_fetch_req_encode(w, version, &m);
 }
 
 int km_fsess_encode(struct km_fsess *s, struct km_wire_wr *w, enum km_freq r)

@@ -204,6 +204,20 @@ static void fetch_malformed(struct km_fsess *s, int rc)
 				km_strerror(rc));
 }
 
+/* The topic of the partitions asked that hold this id (Fetch v13+), or
+ * NULL if none does any more. */
+static const char *topic_with_id(const struct km_fsess *s,
+				 const uint8_t id[KM_WIRE_UUID_BYTES])
+{
+	for (uint32_t i = 0; i < s->n_asked; i++) {
+		const struct km_fetcher *f = s->asked[i];
+
+		if (f != NULL && memcmp(f->topic_id, id, KM_WIRE_UUID_BYTES) == 0)
+			return f->cfg.topic;
+	}
+	return NULL;
+}
+
 /* Hand each partition its part. @return partitions now appending, or a
  * wire error. */
 static int fetch_parts(struct km_fsess *s, struct km_fetch_resp_iter *it,
@@ -215,11 +229,14 @@ static int fetch_parts(struct km_fsess *s, struct km_fetch_resp_iter *it,
 	for (uint32_t i = 0; i <= KM_FETCHER_ASK_MAX * 4u; i++) {
 		struct km_fetch_part p;
 		struct km_fetcher *f;
+		const char *name;
 		int rc = km_fetch_resp_next_partition(it, &p);
 
 		if (rc != 1)
 			return rc < 0 ? rc : users;
-		f = match(s, &k, it->cur.topic.s, p.partition);
+		name = s->inflight_ver >= 13 ? topic_with_id(s, it->cur.topic_id)
+					     : it->cur.topic.s;
+		f = name != NULL ? match(s, &k, name, p.partition) : NULL;
 		if (f == NULL)
 			continue; /* it left the session meanwhile */
 		km_fsess_unask(f);

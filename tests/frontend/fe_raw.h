@@ -210,7 +210,7 @@ inline Bytes FetchReq(int32_t corr, int16_t ver, int32_t max_wait,
 			topics.push_back(t);
 		}
 		topics.back().count++;
-		ps.push_back({p.partition, -1, p.offset, -1, p.max_bytes});
+		ps.push_back({p.partition, -1, p.offset, -1, p.max_bytes, -1});
 	}
 	km_fetch_req m = {};
 	m.replica_id = -1;

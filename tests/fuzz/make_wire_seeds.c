@@ -49,6 +49,7 @@ static const int16_t responses[][2] = {
 	{ 15, 0 }, { 15, 1 }, { 15, 3 }, { 15, 4 },
 	{ 16, 0 }, { 16, 1 }, { 16, 3 }, { 16, 4 },
 	{ 32, 1 }, { 32, 3 }, { 32, 4 }, { 60, 0 }, { 60, 1 }, { 60, 2 },
+	{ 1, 12 }, { 1, 13 },
 };
 
 static int client_mode(int16_t key, int16_t version)
@@ -191,6 +192,26 @@ static int put_admin(const char *dir, int *n, int16_t key, int16_t v)
 	km_resphdr_encode(&w, key, v, 1);
 	if (admin_body(&w, 0, key, v) == 0)
 		rc |= put(dir, (*n)++, (uint8_t)(0x80 | mode), buf, w.pos);
+/* Fetch v12 and v13 answers with no topics (flexible: the header's and
+ * the body's tagged fields), for the client-only versions. */
+static int put_fetch_flex(const char *dir, int *n)
+{
+	int rc = 0;
+
+	for (int16_t v = 12; v <= 13; v++) {
+		uint8_t buf[64];
+		struct km_wire_wr w;
+
+		km_wire_wr_init(&w, buf, sizeof(buf));
+		km_resphdr_encode(&w, KM_API_FETCH, v, 1);
+		km_wire_wr_i32(&w, 0);
+		km_wire_wr_i16(&w, 0);
+		km_wire_wr_i32(&w, 0);
+		km_wire_wr_array(&w, true, false, 0);
+		km_wire_wr_tags(&w);
+		rc |= put(dir, (*n)++, (uint8_t)(0x80 | client_mode(KM_API_FETCH, v)),
+			  buf, w.pos);
+	}
 	return rc;
 }
 
@@ -240,5 +261,6 @@ int main(int argc, char **argv)
 				  g->bytes + 4, g->size - 4);
 	}
 	rc |= put_headers(argv[1], &n);
+	rc |= put_fetch_flex(argv[1], &n);
 	return rc;
 }

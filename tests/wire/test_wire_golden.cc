@@ -209,8 +209,8 @@ TEST(WireGoldenEncode, FetchV4Request)
 	Out o;
 	km_reqhdr h = Hdr(KM_API_FETCH, 4, 42);
 	km_proto_topic topic = {wt::Name("events"), 0, 2};
-	km_fetch_req_part parts[2] = {{0, -1, 0, -1, 1 << 20},
-				      {1, -1, 42, -1, 1 << 20}};
+	km_fetch_req_part parts[2] = {{0, -1, 0, -1, 1 << 20, -1},
+				      {1, -1, 42, -1, 1 << 20, -1}};
 	km_fetch_req m;
 	memset(&m, 0, sizeof(m));
 	m.replica_id = -1, m.max_wait_ms = 500, m.min_bytes = 1;

@@ -333,7 +333,7 @@ TEST_F(WireMock, ProduceFetchListOffsets)
 			Request q(KM_API_FETCH, v, corr_++);
 			km_proto_topic topic = {Name(kTopic), 0, 1};
 			km_fetch_req_part part = {1, -1, (int64_t)i * 3, -1,
-						  1 << 20};
+						  1 << 20, -1};
 			km_fetch_req m;
 			memset(&m, 0, sizeof(m));
 			m.replica_id = -1, m.max_wait_ms = 100, m.min_bytes = 1;

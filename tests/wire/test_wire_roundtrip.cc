@@ -248,9 +248,9 @@ TEST(WireRoundTrip, FetchRequest)
 	Versions(KM_API_FETCH, [](int16_t v) {
 		km_proto_topic topics[2] = {{Name("t1"), 0, 2},
 					    {Name("t2"), 2, 1}};
-		km_fetch_req_part parts[3] = {{0, 3, 100, 7, 1 << 20},
-					      {1, 3, 200, 8, 1 << 19},
-					      {9, 4, 0, 0, 1 << 18}};
+		km_fetch_req_part parts[3] = {{0, 3, 100, 7, 1 << 20, -1},
+					      {1, 3, 200, 8, 1 << 19, -1},
+					      {9, 4, 0, 0, 1 << 18, -1}};
 		km_proto_topic forgotten[1] = {{Name("old"), 0, 2}};
 		int32_t fparts[2] = {5, 6};
 		km_fetch_req m;
