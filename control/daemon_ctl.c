@@ -108,6 +108,8 @@ static json_t *part_row(struct km_daemon *d, uint32_t i, uint64_t now)
 				    json_integer((json_int_t)LOAD(p, corrupt)));
 		json_object_set_new(row, "reconnects",
 				    json_integer((json_int_t)LOAD(p, reconnects)));
+		json_object_set_new(row, "offsets_skipped",
+				    json_integer((json_int_t)LOAD(p, offsets_skipped)));
 	}
 	if (km_daemon_disk_held(d, i)) {
 		char why[512];
@@ -268,6 +270,8 @@ static const struct metric metrics[] = {
 	M("kmirror_partition_produced_bytes_total", "counter", "Bytes written by local producers.", produced_bytes, false),
 	M("kmirror_partition_producer_sequence_gaps_total", "counter", "Mirrored batches whose sequence does not follow their producer's (reported, appended), since the log was opened.", sequence_gaps, false),
 	M("kmirror_partition_producer_epoch_regressions_total", "counter", "Mirrored batches with an older producer epoch (reported, appended), since the log was opened.", epoch_regressions, false),
+	M("kmirror_partition_offset_resets_total", "counter", "Log restarts at the source's log start (mirror.offset.reset=earliest).", offset_resets, false),
+	M("kmirror_partition_offsets_skipped_total", "counter", "Offsets the source deleted before they were mirrored: the gaps those restarts left.", offsets_skipped, false),
 	M("kmirror_partition_barriers_applied_total", "counter", "MIRROR_PID_RESET barriers applied to the producer state, since the log was opened.", barriers_applied, false),
 };
 
@@ -295,6 +299,22 @@ static void emit_metric(struct text *t, const struct km_daemon *d,
 	}
 }
 
+/* FAILED as a gauge: an alert on it needs no parsing of status reasons
+ * (a topic made again at the source, a gap it cannot serve, ...). */
+static void emit_failed(struct text *t, const struct km_daemon *d)
+{
+	emit(t, "# HELP kmirror_partition_failed 1 while the partition is "
+		"FAILED (kmirrorctl status gives the reason).\n"
+		"# TYPE kmirror_partition_failed gauge\n");
+	for (uint32_t i = 0; i < d->table.n; i++) {
+		const struct km_part *p = &d->table.parts[i];
+
+		emit(t, "kmirror_partition_failed{topic=\"%s\",partition=\"%d\"} "
+		     "%d\n", p->topic, p->partition,
+		     strcmp(state_name(d, i), "FAILED") == 0);
+	}
+}
+
 static int on_metrics(void *ctx, const json_t *req, json_t *resp)
 {
 	struct km_daemon *d = ctx;
@@ -314,6 +334,7 @@ static int on_metrics(void *ctx, const json_t *req, json_t *resp)
 	     d->disk_free, km_daemon_disk_pausing(d) ? 1 : 0);
 	for (size_t i = 0; i < sizeof(metrics) / sizeof(metrics[0]); i++)
 		emit_metric(&t, d, &metrics[i]);
+	emit_failed(&t, d);
 	if ((net = km_daemon_net_metrics(d)) != NULL)
 		emit(&t, "%s", net);
 	free(net);

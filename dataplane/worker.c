@@ -461,6 +461,10 @@ static void publish_fetch(struct km_part *p, const struct km_fetcher *f)
 	atomic_store_explicit(&s->corrupt, fs->corrupt, memory_order_relaxed);
 	atomic_store_explicit(&s->reconnects, fs->reconnects,
 			      memory_order_relaxed);
+	atomic_store_explicit(&s->offset_resets, fs->log_resets,
+			      memory_order_relaxed);
+	atomic_store_explicit(&s->offsets_skipped, fs->offsets_skipped,
+			      memory_order_relaxed);
 	if (km_fetcher_get_state(f) == KM_FETCHER_MIRRORING)
 		st = KM_PART_FETCH_MIRRORING;
 	else if (km_fetcher_no_space(f))

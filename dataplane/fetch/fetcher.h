@@ -56,7 +56,11 @@
  *    FAILED, never a silent truncation; if below the source's log start:
  *    FAILED naming both offsets, or, with offset_reset_earliest,
  *    km_log_reset_to(source start) and continue (the one wait: it finishes
- *    the log's I/O and syncs the files it changes);
+ *    the log's I/O and syncs the files it changes), with an ERROR line
+ *    naming the offsets lost and stats.offsets_skipped counting them; if
+ *    the source's start is inside a batch (DeleteRecords), the empty log
+ *    restarts again at that batch's base to take it whole, as Kafka's
+ *    followers do;
  *  - a batch whose baseOffset is not the next offset expected (issue 21:
  *    baseOffset is outside the CRC, so a damaged one passes
  *    km_batch_parse): below it or overlapping what the log holds, or
@@ -258,6 +262,8 @@ struct km_fetcher_stats {
 	uint64_t leader_changes;   /* leader id or address changed */
 	uint64_t session_moves;	   /* moved to another session */
 	uint64_t log_resets;	   /* km_log_reset_to by offset_reset_earliest */
+	uint64_t offsets_skipped;  /* ... offsets the source deleted before
+				      we had them (the gaps they left) */
 	uint64_t errors[KM_FETCHER_ERR_KINDS];
 	int64_t high_watermark;	   /* source HW, last Fetch/ListOffsets; -1 */
 	int64_t log_start_offset;  /* source log start (Fetch v5+,

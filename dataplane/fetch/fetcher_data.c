@@ -116,13 +116,44 @@ static const char *misplaced(const struct km_fetcher *f, int64_t base,
 			       ? "past the source's high watermark" : NULL;
 	if (last < f->next_offset)
 		return "wholly below it";
-	/* The first batch may hold offsets below the fetch offset when the
-	 * log starts inside it (mirror.offset.reset=earliest after the
-	 * source's DeleteRecords): none of them is in the log yet. */
-	if (f->resp_batches == 1 && base >= km_log_end_offset(f->log))
-		return NULL;
 	return f->resp_batches == 1 ? "overlapping the log end"
 				    : "going backwards in the response";
+}
+
+/* The first batch holds offsets below the fetch offset while the log is
+ * empty: the source's log start is inside that batch (DeleteRecords), and
+ * mirror.offset.reset=earliest restarted the log there. As Kafka's
+ * followers do (Partition.appendRecordsToFollowerOrFutureReplica on
+ * UnexpectedAppendOffsetException), the empty log restarts at the batch's
+ * base offset and takes it whole. @return 1 if it did, 0 if this is not
+ * that case, -1 if the restart failed (FAILED). */
+static int restart_inside(struct km_fetcher *f, int64_t base, int64_t last)
+{
+	int64_t end = km_log_end_offset(f->log);
+	int rc;
+
+	if (f->resp_batches != 1 || base >= f->next_offset ||
+	    last < f->next_offset || f->next_offset != end ||
+	    end != km_log_start_offset(f->log))
+		return 0;
+	rc = km_log_reset_to(f->log, base);
+	if (rc < 0) {
+		km_fetcher_fail(f, "%s-%d: restarting the empty log at %lld, "
+				"the base of the batch holding the source's log "
+				"start %lld: %s", f->cfg.topic,
+				(int)f->cfg.partition, (long long)base,
+				(long long)end, km_strerror(rc));
+		return -1;
+	}
+	/* Those offsets were not lost after all. */
+	if (f->stats.offsets_skipped >= (uint64_t)(end - base))
+		f->stats.offsets_skipped -= (uint64_t)(end - base);
+	KM_INFO("fetcher", "%s-%d: the source's log start %lld is inside the "
+		"batch %lld..%lld: the empty log restarts at %lld", f->cfg.topic,
+		(int)f->cfg.partition, (long long)end, (long long)base,
+		(long long)last, (long long)base);
+	f->next_offset = base;
+	return 1;
 }
 
 /* R6 within the span, then R1. @return true to append the batch. */
@@ -135,9 +166,14 @@ static bool accept_batch(struct km_fetcher *f, struct km_batch *b)
 
 	f->resp_batches++;
 	/* The one compare the hot path pays: the batch is where expected. */
-	if (base != f->next_offset && (why = misplaced(f, base, last)) != NULL) {
-		bad_offset(f, base, last, why);
-		return false;
+	if (base != f->next_offset) {
+		rc = restart_inside(f, base, last);
+		if (rc < 0)
+			return false;
+		if (rc == 0 && (why = misplaced(f, base, last)) != NULL) {
+			bad_offset(f, base, last, why);
+			return false;
+		}
 	}
 	f->resp_last = last;
 	rc = km_batch_map_pid(b);

@@ -269,7 +269,15 @@ static void behind_source(struct km_fetcher *f, int64_t start, int64_t hw)
 				km_strerror(rc));
 		return;
 	}
+	/* A gap in the mirror is data loss to its readers: never silent. */
+	KM_ERROR("fetcher", "%s-%d: mirror.offset.reset=earliest: offsets "
+		 "%lld to %lld were deleted at the source before they were "
+		 "mirrored (%lld offsets lost); the log restarts empty at %lld",
+		 f->cfg.topic, (int)f->cfg.partition, (long long)end,
+		 (long long)start - 1, (long long)(start - end),
+		 (long long)start);
 	f->stats.log_resets++;
+	f->stats.offsets_skipped += (uint64_t)(start - end);
 	f->next_offset = start;
 	f->phase = KM_FP_FETCH;
 }

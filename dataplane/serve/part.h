@@ -125,6 +125,10 @@ struct km_part_stats {
 	_Atomic uint64_t sequence_gaps;
 	_Atomic uint64_t epoch_regressions;
 	_Atomic uint64_t barriers_applied;
+	/* mirror.offset.reset=earliest restarts of the log, and the offsets
+	 * the source deleted before they were mirrored (the gaps). */
+	_Atomic uint64_t offset_resets;
+	_Atomic uint64_t offsets_skipped;
 	_Atomic int fetch_state;	/* enum km_part_fetch */
 	char reason[320];	/* KM_FETCHER_REASON_BYTES */
 	struct km_part_source source;

@@ -309,6 +309,7 @@ TEST_F(FetchCluster, OffsetOutOfRangeBehindSourceStart)
 	ASSERT_NO_FATAL_FAILURE(Start(o));
 	ASSERT_NO_FATAL_FAILURE(RunTo(high));
 	EXPECT_EQ(1u, Stats().log_resets);
+	EXPECT_EQ((uint64_t)(low - 20), Stats().offsets_skipped) << "the gap";
 	EXPECT_EQ(1u, Err(KM_FETCHER_ERR_OUT_OF_RANGE));
 	EXPECT_EQ(low, km_log_start_offset(log_));
 	ASSERT_NO_FATAL_FAILURE(Stop());
