@@ -387,6 +387,17 @@ std::string KafkaBroker::stop(int timeout_ms, ChildResult *res)
 	return "";
 }
 
+std::string KafkaBroker::kill9(int timeout_ms)
+{
+	ChildResult r;
+
+	if (!child_.running())
+		return "not running";
+	if (std::string why = child_.kill(SIGKILL); !why.empty())
+		return why;
+	return child_.wait(timeout_ms, &r);
+}
+
 std::string KafkaBroker::create_topic(const std::string &name, int partitions,
 				      const std::vector<std::string> &configs,
 				      int replication)

@@ -71,6 +71,9 @@ public:
 	/* SIGTERM (a controlled shutdown that closes every segment), then
 	 * SIGKILL at the deadline. *res, if given, gets the exit. */
 	std::string stop(int timeout_ms = 60000, ChildResult *res = nullptr);
+	/* SIGKILL and reap: an unclean shutdown (start() again runs the
+	 * broker's own log recovery). */
+	std::string kill9(int timeout_ms = 30000);
 	bool running() const { return child_.running() && !child_.exited(); }
 
 	std::string bootstrap() const
