@@ -9,11 +9,11 @@
  * decoded reads as the schema's default, which the comment names.
  *
  * Versions (km_proto_versions):
- *   Produce 3-7, Fetch 4-11, ListOffsets 0-5, Metadata 0-4, ApiVersions 0-3,
- *   InitProducerId 0-4. Of these only ApiVersions v3 and InitProducerId v2+
- *   are flexible (compact types and tag sections).
- *   As a client only (km_proto_client_versions), Metadata goes up to v12
- *   (flexible from v9): v10+ is where a source names its topic ids.
+ *   Produce 3-7, Fetch 4-11, ListOffsets 0-9, Metadata 0-12, ApiVersions
+ *   0-3, InitProducerId 0-4. Of these ApiVersions v3, InitProducerId v2+,
+ *   ListOffsets v6+ and Metadata v9+ are flexible (compact types and tag
+ *   sections). Metadata v10+ names topic ids.
+ *   As a client (km_proto_client_versions), ListOffsets stops at v5.
  *   The consumer-group APIs (keys 8-16) are in kafka/proto_group.h, with the
  *   versions librdkafka 2.0.2 uses.
  *
@@ -197,9 +197,9 @@ int km_proto_check(int16_t api_key, int16_t api_version);
 
 /**
  * The versions kmirror may use as a client of a source (the fetch
- * sessions): km_proto_versions, except where the codec speaks more than the
- * front end serves (Metadata up to v12, for topic ids: issue 21). The
- * codecs of such an API accept this wider range in both directions.
+ * sessions): km_proto_versions, except where a client row says otherwise
+ * (ListOffsets up to v5 only). The codecs accept both ranges in both
+ * directions.
  * @return 0, or KM_EWIREAPIKEY for a key it does not speak.
  */
 int km_proto_client_versions(int16_t api_key, struct km_api_range *out);
@@ -402,13 +402,19 @@ int km_apiversions_resp_encode(struct km_wire_wr *w, int16_t version,
 int km_apiversions_resp_decode(struct km_wire_rd *r, int16_t version,
 			       struct km_apiversions_resp *m);
 
-/* ---- Metadata (3), v0-4 served, v0-12 as a client ---- */
+/* ---- Metadata (3), v0-12 ---- */
 
 struct km_metadata_req {
 	struct km_wire_name *topics;	/* caller's array */
 	uint32_t topics_max;
 	int32_t n_topics;		/* -1 = all (v1+ null, v0 empty) */
 	bool allow_auto_topic_creation; /* v4+, else true */
+	/* Each topic's TopicId (v10+; all zero = by name, Kafka's default
+	 * and all a version below 10 can say), parallel to topics and as
+	 * long; NULL: not kept (decode), all zero (encode). A topic asked
+	 * by id only has a null name (v10+ nullable; Kafka takes ids from
+	 * v12 on). */
+	uint8_t (*topic_ids)[KM_WIRE_UUID_BYTES];
 };
 
 struct km_metadata_broker {
@@ -472,12 +478,14 @@ int km_metadata_resp_encode(struct km_wire_wr *w, int16_t version,
 int km_metadata_resp_decode(struct km_wire_rd *r, int16_t version,
 			    struct km_metadata_resp *m);
 
-/* ---- ListOffsets (2), v0-5 ---- */
+/* ---- ListOffsets (2), v0-9 ---- */
 
 struct km_listoffsets_req_part {
 	int32_t partition;
 	int32_t current_leader_epoch;	/* v4+, else -1 */
-	int64_t timestamp;		/* -1 latest, -2 earliest */
+	int64_t timestamp;		/* -1 latest, -2 earliest, -3 max
+					   timestamp (v7+), -4 earliest local
+					   (v8+), -5 latest tiered (v9+) */
 	int32_t max_num_offsets;	/* v0 only, else 1 */
 };
 

@@ -1,5 +1,8 @@
-/* ListOffsets (key 2), v0-5 (ListOffsets{Request,Response}.json); none of
- * these versions is flexible.
+/* ListOffsets (key 2), v0-9 (ListOffsets{Request,Response}.json), flexible
+ * from v6 (compact strings and arrays, a tag section after every struct).
+ * v7-9 add no field: they only allow the Timestamp sentinels -3 (max
+ * timestamp, KIP-734), -4 (earliest local, KIP-405) and -5 (latest tiered,
+ * KIP-1005), which a client may send only at those versions.
  *
  * Request: ReplicaId int32, IsolationLevel int8 v2+, Topics [Name STRING,
  * Partitions [PartitionIndex int32, CurrentLeaderEpoch int32 v4+, Timestamp
@@ -11,6 +14,11 @@
 #include "kafka/proto.h"
 
 #include "common/errors.h"
+
+static bool flexible(int16_t version)
+{
+	return km_proto_is_flexible(KM_API_LIST_OFFSETS, version);
+}
 
 static int rd_req_part(struct km_wire_rd *r, int16_t version, void *parts,
 		       uint32_t i)
@@ -26,6 +34,8 @@ static int rd_req_part(struct km_wire_rd *r, int16_t version, void *parts,
 	km_wire_rd_i64(r, &p->timestamp);
 	if (version == 0)
 		km_wire_rd_i32(r, &p->max_num_offsets);
+	if (flexible(version))
+		km_wire_rd_tags(r);
 	return r->err;
 }
 
@@ -41,6 +51,8 @@ static int wr_req_part(struct km_wire_wr *w, int16_t version,
 	km_wire_wr_i64(w, p->timestamp);
 	if (version == 0)
 		km_wire_wr_i32(w, p->max_num_offsets);
+	if (flexible(version))
+		km_wire_wr_tags(w);
 	return w->err;
 }
 
@@ -54,8 +66,13 @@ int km_listoffsets_req_encode(struct km_wire_wr *w, int16_t version,
 	km_wire_wr_i32(w, m->replica_id);
 	if (version >= 2)
 		km_wire_wr_i8(w, m->isolation_level);
-	return km_proto_wr_topics(w, version, false, m->topics, m->n_topics,
-				  m->parts, m->n_parts, wr_req_part);
+	if (km_proto_wr_topics(w, version, flexible(version), m->topics,
+			       m->n_topics, m->parts, m->n_parts,
+			       wr_req_part) < 0)
+		return w->err;
+	if (flexible(version))
+		km_wire_wr_tags(w);
+	return w->err;
 }
 
 int km_listoffsets_req_decode(struct km_wire_rd *r, int16_t version,
@@ -74,8 +91,11 @@ int km_listoffsets_req_decode(struct km_wire_rd *r, int16_t version,
 	km_wire_rd_i32(r, &m->replica_id);
 	if (version >= 2)
 		km_wire_rd_i8(r, &m->isolation_level);
-	if (km_proto_rd_topics(r, version, false, &out, rd_req_part) < 0)
+	if (km_proto_rd_topics(r, version, flexible(version), &out,
+			       rd_req_part) < 0)
 		return r->err;
+	if (flexible(version))
+		km_wire_rd_tags(r);
 	return km_wire_rd_end(r);
 }
 
@@ -116,6 +136,8 @@ static int rd_resp_part(struct km_wire_rd *r, int16_t version, void *parts,
 	km_wire_rd_i64(r, &p->offset);
 	if (version >= 4)
 		km_wire_rd_i32(r, &p->leader_epoch);
+	if (flexible(version))
+		km_wire_rd_tags(r);
 	return r->err;
 }
 
@@ -139,6 +161,8 @@ static int wr_resp_part(struct km_wire_wr *w, int16_t version,
 	km_wire_wr_i64(w, p->offset);
 	if (version >= 4)
 		km_wire_wr_i32(w, p->leader_epoch);
+	if (flexible(version))
+		km_wire_wr_tags(w);
 	return w->err;
 }
 
@@ -151,8 +175,13 @@ int km_listoffsets_resp_encode(struct km_wire_wr *w, int16_t version,
 		return km_wire_wr_fail(w, rc);
 	if (version >= 2)
 		km_wire_wr_i32(w, m->throttle_time_ms);
-	return km_proto_wr_topics(w, version, false, m->topics, m->n_topics,
-				  m->parts, m->n_parts, wr_resp_part);
+	if (km_proto_wr_topics(w, version, flexible(version), m->topics,
+			       m->n_topics, m->parts, m->n_parts,
+			       wr_resp_part) < 0)
+		return w->err;
+	if (flexible(version))
+		km_wire_wr_tags(w);
+	return w->err;
 }
 
 int km_listoffsets_resp_decode(struct km_wire_rd *r, int16_t version,
@@ -170,7 +199,10 @@ int km_listoffsets_resp_decode(struct km_wire_rd *r, int16_t version,
 		return km_wire_rd_fail(r, rc);
 	if (version >= 2)
 		km_wire_rd_i32(r, &m->throttle_time_ms);
-	if (km_proto_rd_topics(r, version, false, &out, rd_resp_part) < 0)
+	if (km_proto_rd_topics(r, version, flexible(version), &out,
+			       rd_resp_part) < 0)
 		return r->err;
+	if (flexible(version))
+		km_wire_rd_tags(r);
 	return km_wire_rd_end(r);
 }

@@ -1,7 +1,7 @@
 /* Metadata (key 3), v0-12 (Metadata{Request,Response}.json): the front end
- * serves v0-4 (km_proto_versions), the fetch sessions may ask up to v12
- * (km_proto_client_versions), where the source names its topic ids. Flexible
- * from v9: compact strings and arrays, a tag section after every struct.
+ * serves them all and the fetch sessions may ask any; v10+ names topic ids.
+ * Flexible from v9: compact strings and arrays, a tag section after every
+ * struct.
  *
  * Request: Topics [TopicId uuid v10+, Name STRING (nullable v10+)] (v0:
  * empty = all topics; v1+: null = all, empty = none),
@@ -64,8 +64,9 @@ int km_metadata_req_encode(struct km_wire_wr *w, int16_t version,
 		/* By name: "If using the topic name, this should just be the
 		 * default empty value" for TopicId. */
 		if (version >= 10)
-			km_wire_wr_uuid(w, no_id);
-		km_wire_wr_name(w, flex, false, &m->topics[i]);
+			km_wire_wr_uuid(w, m->topic_ids != NULL ? m->topic_ids[i]
+							       : no_id);
+		km_wire_wr_name(w, flex, version >= 10, &m->topics[i]);
 		wr_tags(w, flex);
 	}
 	if (version >= 4)
@@ -96,8 +97,11 @@ int km_metadata_req_decode(struct km_wire_rd *r, int16_t version,
 	if (n > 0 && (uint32_t)n > m->topics_max)
 		return km_wire_rd_fail(r, KM_EWIRECAPACITY);
 	for (int32_t i = 0; i < n; i++) {
+		memset(id, 0, sizeof(id));
 		if (version >= 10)
 			km_wire_rd_uuid(r, id);
+		if (m->topic_ids != NULL)
+			memcpy(m->topic_ids[i], id, sizeof(id));
 		km_wire_rd_name(r, flex, version >= 10, &m->topics[i]);
 		rd_tags(r, flex);
 		if (r->err != 0)

@@ -264,7 +264,7 @@ static int enc_metadata(struct km_fsess *s, struct km_wire_wr *w,
 {
 	struct km_fetcher_scratch *sc = s->pool->cfg.scratch;
 	struct km_metadata_req m = {sc->names, KM_FETCHER_META_TOPICS_MAX, 0,
-				    false};
+				    false, NULL};
 	uint64_t bytes = REQ_FIXED_BYTES;
 
 	for (struct km_fetcher *f = s->members; f != NULL; f = f->next) {

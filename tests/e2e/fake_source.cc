@@ -634,7 +634,7 @@ bool ans_metadata(const FakeSourceConfig &cfg, uint16_t port,
 		  std::string *out)
 {
 	std::vector<km_wire_name> asked(kMaxTopics);
-	struct km_metadata_req q = { asked.data(), kMaxTopics, 0, true };
+	struct km_metadata_req q = { asked.data(), kMaxTopics, 0, true, nullptr };
 	std::vector<km_metadata_topic> topics;
 	std::vector<km_metadata_part> parts;
 	std::vector<int32_t> nodes;

@@ -31,6 +31,7 @@ enum { CAP = 64, ARENA = 1 << 20, OUT = 2 << 20 };
 /* Decoded messages, kept for re-encoding. Single-threaded, so static. */
 static struct {
 	struct km_wire_name names[CAP];
+	uint8_t ids[CAP][KM_WIRE_UUID_BYTES];
 	struct km_proto_topic topics[CAP], forgotten[CAP];
 	struct km_api_range keys[CAP];
 	struct km_metadata_broker brokers[CAP];
@@ -141,6 +142,7 @@ static void reset_storage(void)
 
 	st.avp.keys = st.keys, st.avp.keys_max = CAP;
 	st.mdq.topics = st.names, st.mdq.topics_max = CAP;
+	st.mdq.topic_ids = st.ids;
 	m->brokers = st.brokers, m->brokers_max = CAP;
 	m->topics = st.mtopics, m->topics_max = CAP;
 	m->parts = st.mparts, m->parts_max = CAP;
@@ -566,10 +568,12 @@ static void server(const struct km_chain *c, uint32_t size, int skip_prefix)
 
 static const int16_t responses[][2] = {
 	{ 18, 0 }, { 18, 1 }, { 18, 2 }, { 18, 3 },
-	{ 3, 0 }, { 3, 1 }, { 3, 2 }, { 3, 3 }, { 3, 4 },
+	{ 3, 0 }, { 3, 1 }, { 3, 2 }, { 3, 3 }, { 3, 4 }, { 3, 5 }, { 3, 7 },
+	{ 3, 8 }, { 3, 9 }, { 3, 10 }, { 3, 11 }, { 3, 12 },
 	{ 1, 4 }, { 1, 5 }, { 1, 6 }, { 1, 7 }, { 1, 8 }, { 1, 9 }, { 1, 10 },
 	{ 1, 11 },
-	{ 2, 0 }, { 2, 1 }, { 2, 2 }, { 2, 3 }, { 2, 4 }, { 2, 5 },
+	{ 2, 0 }, { 2, 1 }, { 2, 2 }, { 2, 3 }, { 2, 4 }, { 2, 5 }, { 2, 6 },
+	{ 2, 9 },
 	{ 0, 3 }, { 0, 5 }, { 0, 7 },
 	{ 22, 0 }, { 22, 2 }, { 22, 4 },
 	/* consumer groups: FindCoordinator, OffsetCommit, OffsetFetch,

@@ -201,7 +201,7 @@ std::string WireMock::Leader(int32_t p, std::string *host, uint16_t *port)
 {
 	Request q(KM_API_METADATA, 1, corr_++);
 	km_wire_name topics[1] = {Name(kTopic)};
-	km_metadata_req m = {topics, 1, 1, true};
+	km_metadata_req m = {topics, 1, 1, true, nullptr};
 	km_metadata_req_encode(&q.w, 1, &m);
 	Bytes f;
 	std::string err = q.Send(&boot_, &f);
@@ -238,7 +238,7 @@ TEST_F(WireMock, MetadataV0ToV2)
 				continue; // v0 "all" is the same request
 			Request q(KM_API_METADATA, v, corr_);
 			km_wire_name topics[1] = {Name(kTopic)};
-			km_metadata_req m = {topics, 1, all ? -1 : 1, true};
+			km_metadata_req m = {topics, 1, all ? -1 : 1, true, nullptr};
 			ASSERT_EQ(0, km_metadata_req_encode(&q.w, v, &m));
 			Bytes f;
 			ASSERT_EQ("", q.Send(&boot_, &f));

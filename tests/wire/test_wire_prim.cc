@@ -341,7 +341,7 @@ TEST(WireWriter, NeverWritesPastItsBuffer)
 	// Encode a message into every capacity below what it needs: each
 	// fails with KM_ENOSPACE and the guard bytes after it stay intact.
 	km_wire_name topics[2] = {wt::Name("alpha"), wt::Name("beta")};
-	km_metadata_req m = {topics, 2, 2, true};
+	km_metadata_req m = {topics, 2, 2, true, nullptr};
 	uint8_t full[256];
 	km_wire_wr w;
 	km_wire_wr_init(&w, full, sizeof(full));
@@ -429,7 +429,7 @@ TEST(WireProto, VersionTable)
 	ASSERT_EQ(KM_PROTO_APIS, km_proto_supported(all, KM_PROTO_APIS));
 	EXPECT_EQ(KM_ENOSPACE, km_proto_supported(all, KM_PROTO_APIS - 1));
 	/* Everything spoken is served, the group coordinator's APIs too. */
-	const int want[][3] = {{0, 3, 7}, {1, 4, 11}, {2, 0, 5}, {3, 0, 4},
+	const int want[][3] = {{0, 3, 7}, {1, 4, 11}, {2, 0, 9}, {3, 0, 12},
 			       {8, 0, 7}, {9, 0, 7}, {10, 0, 2}, {11, 0, 5},
 			       {12, 0, 3}, {13, 0, 3}, {14, 0, 3},
 			       {15, 0, 4}, {16, 0, 4}, {18, 0, 3},
@@ -562,7 +562,7 @@ TEST(WireProto, ErrorCodesAreNamedAndDistinct)
 TEST(WireHostile, CapacitiesAreEnforced)
 {
 	km_wire_name names[2];
-	km_metadata_req m = {names, 2, 0, true};
+	km_metadata_req m = {names, 2, 0, true, nullptr};
 	Rd t(B().i32(3).str("a").str("b").str("c").u8(1).b);
 	EXPECT_EQ(KM_EWIRECAPACITY, km_metadata_req_decode(&t.r, 4, &m));
 
@@ -637,7 +637,7 @@ TEST(WireHostile, UnsupportedVersionsInBodies)
 	km_wire_wr_init(&w, buf, sizeof(buf));
 	km_initpid_req m = {wt::Name(nullptr), 1, -1, -1};
 	EXPECT_EQ(KM_EWIREVERSION, km_initpid_req_encode(&w, 5, &m));
-	km_metadata_req none = {nullptr, 0, 0, true};
+	km_metadata_req none = {nullptr, 0, 0, true, nullptr};
 	km_wire_wr_init(&w, buf, sizeof(buf));
 	EXPECT_EQ(KM_EWIREVALUE, km_metadata_req_encode(&w, 0, &none))
 		<< "v0 cannot ask for no topics";

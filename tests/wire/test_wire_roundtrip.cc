@@ -134,7 +134,7 @@ TEST(WireRoundTrip, MetadataRequest)
 		for (int32_t n : {2, -1, 0}) {
 			if (n == 0 && v == 0)
 				continue; // v0 cannot say "no topics"
-			km_metadata_req m = {topics, 2, n, false};
+			km_metadata_req m = {topics, 2, n, false, nullptr};
 			Encoded e = Frame(true, KM_API_METADATA, v,
 					  [&](km_wire_wr *w) {
 				return km_metadata_req_encode(w, v, &m);

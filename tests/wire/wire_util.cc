@@ -388,7 +388,7 @@ std::string DecodeRequestBody(km_wire_rd *r, int16_t key, int16_t version)
 		return Done(km_apiversions_req_decode(r, version, &m), m);
 	}
 	case KM_API_METADATA: {
-		km_metadata_req m = {s->names, kCap, 0, false};
+		km_metadata_req m = {s->names, kCap, 0, false, nullptr};
 		return Done(km_metadata_req_decode(r, version, &m), m);
 	}
 	case KM_API_LIST_OFFSETS: {
