@@ -228,8 +228,10 @@ static void on_open(struct km_worker *w, struct wmsg *m)
 	w->n_wparts++;
 	if (r != NULL)
 		r->max_pid = km_pstate_max_positive_pid(km_log_pstate(wp->log));
+	/* Fresh figures (the topic id too) before the reply and before a
+	 * front end may see the log. */
+	km_worker_publish(wp);
 	m->part->log = wp->log;
-	km_worker_publish(wp); /* fresh figures before the reply */
 	km_worker_reply_done(w, r, 0, "opened");
 }
 
@@ -484,6 +486,7 @@ void km_worker_publish(struct wpart *wp)
 {
 	struct km_part_stats *s = &wp->part->stats;
 	struct km_pstate_stats ps;
+	uint8_t id[KM_WIRE_UUID_BYTES];
 
 	atomic_store_explicit(&s->log_start, km_log_start_offset(wp->log),
 			      memory_order_relaxed);
@@ -502,6 +505,8 @@ void km_worker_publish(struct wpart *wp)
 			      ps.mirror_epoch_regressions, memory_order_relaxed);
 	atomic_store_explicit(&s->barriers_applied, ps.barriers_applied,
 			      memory_order_relaxed);
+	km_log_topic_id(wp->log, id);
+	km_part_topic_id_publish(&s->topic_id, id);
 	if (wp->fetcher != NULL)
 		publish_fetch(wp->part, wp->fetcher);
 }

@@ -254,6 +254,15 @@ int km_log_read(struct km_log *log, int64_t offset, int64_t upto,
 int km_log_offset_for_time(struct km_log *log, int64_t ts, int64_t *offset);
 
 /**
+ * The batch holding the log's largest maxTimestamp (ListOffsets' max
+ * timestamp, -3), among the batches below the appended offset: the first
+ * such batch, as Kafka takes the first segment with the largest
+ * maxTimestampSoFar and its first batch of that maxTimestamp. *ts and
+ * *base_offset are -1 if there is none. Any thread. @return 0 or -errno.
+ */
+int km_log_max_timestamp(struct km_log *log, int64_t *ts, int64_t *base_offset);
+
+/**
  * Aborted transactions overlapping [from, upto), from the .txnindex files,
  * for read_committed Fetch. Any thread; an entry is listed from the moment
  * the owner appends its marker (before the marker's bytes are written).

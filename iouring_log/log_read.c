@@ -261,6 +261,52 @@ int km_log_offset_for_time(struct km_log *log, int64_t ts, int64_t *offset)
 	return rc;
 }
 
+/* In s, from the time index's last entry (the largest timestamp indexed:
+ * no batch before it has a larger one) to the readable end, the first
+ * appended batch whose maxTimestamp is above *ts. */
+static int max_in_segment(const struct km_segment *s, int64_t appended,
+			  int64_t *ts, int64_t *base)
+{
+	uint64_t end = km_segment_readable(s), pos;
+	struct walk_hdr w;
+	int rc;
+
+	pos = km_segment_lookup(s, km_segment_time_lookup(s, INT64_MAX));
+	for (; pos + WALK_HDR_BYTES <= end; pos += w.size) {
+		if ((rc = read_hdr(s, pos, &w)) < 0)
+			return rc;
+		if (w.base >= appended)
+			break;
+		if (w.max_ts > *ts) {
+			*ts = w.max_ts;
+			*base = w.base;
+		}
+	}
+	return 0;
+}
+
+int km_log_max_timestamp(struct km_log *log, int64_t *ts, int64_t *base_offset)
+{
+	int64_t appended;
+	int rc = 0;
+
+	*ts = -1;
+	*base_offset = -1;
+	read_lock(log);
+	appended = km_log_appended_offset(log);
+	for (uint32_t i = 0; rc == 0 && i < log->n_segs; i++) {
+		const struct km_segment *s = &log->segs[i];
+
+		/* A sealed segment's maximum is fixed: skip one that
+		 * cannot hold a larger timestamp than found. */
+		if (i + 1 < log->n_segs && s->max_timestamp <= *ts)
+			continue;
+		rc = max_in_segment(s, appended, ts, base_offset);
+	}
+	read_unlock(log);
+	return rc;
+}
+
 static int txns_locked(struct km_log *log, int64_t from, int64_t upto,
 		       struct km_aborted_txn *out, uint32_t max)
 {

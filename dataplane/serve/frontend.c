@@ -143,13 +143,14 @@ static int alloc_buffers(struct km_frontend *fe)
 	fe->md_topics = calloc(fe->md_topics_max, sizeof(*fe->md_topics));
 	fe->md_parts = calloc(n, sizeof(*fe->md_parts));
 	fe->md_seen = calloc(n, sizeof(*fe->md_seen));
+	fe->md_ids = calloc(fe->parts_max, sizeof(*fe->md_ids));
 	fe->lo_topics = calloc(fe->topics_max, sizeof(*fe->lo_topics));
 	fe->lo_req = calloc(fe->parts_max, sizeof(*fe->lo_req));
 	fe->lo_resp = calloc(fe->parts_max, sizeof(*fe->lo_resp));
 	fe->ab_tmp = calloc(KM_FRONTEND_ABORTED_MAX, sizeof(*fe->ab_tmp));
 	fe->dc_res = calloc(fe->topics_max, sizeof(*fe->dc_res));
 	if (!fe->staging || !fe->names || !fe->md_topics || !fe->md_parts ||
-	    !fe->md_seen || !fe->lo_topics || !fe->lo_req || !fe->lo_resp ||
+	    !fe->md_seen || !fe->md_ids || !fe->lo_topics || !fe->lo_req || !fe->lo_resp ||
 	    !fe->ab_tmp || !fe->dc_res)
 		return -ENOMEM;
 	return 0;
@@ -174,6 +175,7 @@ static void free_all(struct km_frontend *fe)
 	free(fe->fbufs);
 	free(fe->staging);
 	free(fe->names);
+	free(fe->md_ids);
 	free(fe->md_topics);
 	free(fe->md_parts);
 	free(fe->md_seen);

@@ -90,6 +90,10 @@ static void md_add_topic(struct km_frontend *fe, struct km_metadata_resp *m,
 	if (km_wire_name_set(&t->name, name) < 0)
 		km_wire_name_set(&t->name, "");
 	t->is_internal = n > 0 && first[0].internal;
+	/* One id per topic: every partition's log holds the topic's. */
+	memset(t->topic_id, 0, sizeof(t->topic_id));
+	if (n > 0)
+		km_part_topic_id_read(&first[0].stats.topic_id, t->topic_id);
 	t->first = m->n_parts;
 	t->count = n;
 	if (n == 0)
@@ -120,7 +124,76 @@ static void md_all_topics(struct km_frontend *fe, struct km_metadata_resp *m)
 	}
 }
 
-/* The topics asked for, each once (a stamp per table topic). */
+/* Whether the topic at table index idx is in the answer already (a stamp
+ * per table topic), marking it if not. */
+static bool md_seen_before(struct km_frontend *fe, uint32_t idx)
+{
+	if (fe->md_seen[idx] == fe->md_stamp)
+		return true;
+	fe->md_seen[idx] = fe->md_stamp;
+	return false;
+}
+
+/* The table topic whose id is id: n partitions at *first, or 0. */
+static uint32_t md_topic_by_id(const struct km_part_table *t,
+			       const uint8_t id[KM_WIRE_UUID_BYTES],
+			       struct km_part **first)
+{
+	uint8_t have[KM_WIRE_UUID_BYTES];
+
+	for (uint32_t i = 0; i < t->n;) {
+		uint32_t n = km_part_topic(t, t->parts[i].topic, first);
+
+		km_part_topic_id_read(&t->parts[i].stats.topic_id, have);
+		if (memcmp(have, id, sizeof(have)) == 0)
+			return n;
+		i += n;
+	}
+	return 0;
+}
+
+/* Metadata v12 by topic id (KafkaApis: any non-zero id makes the request
+ * one by ids, names aside): known ids as their topics, an unknown one as
+ * UNKNOWN_TOPIC_ID with a null name and the id asked. */
+static void md_topics_by_id(struct km_frontend *fe, struct km_metadata_resp *m,
+			    const struct km_metadata_req *req)
+{
+	static const uint8_t zero[KM_WIRE_UUID_BYTES];
+
+	for (int32_t i = 0; i < req->n_topics; i++) {
+		struct km_part *first = NULL;
+		struct km_metadata_topic *t;
+		uint32_t n;
+
+		if (memcmp(req->topic_ids[i], zero, sizeof(zero)) == 0)
+			continue;
+		n = md_topic_by_id(fe->table, req->topic_ids[i], &first);
+		if (n > 0) {
+			if (!md_seen_before(fe, (uint32_t)(first - fe->table->parts)))
+				md_add_topic(fe, m, first->topic, first, n);
+			continue;
+		}
+		fe->st.partition_errors++;
+		t = &m->topics[m->n_topics++];
+		memset(t, 0, sizeof(*t));
+		t->error_code = KM_KERR_UNKNOWN_TOPIC_ID;
+		km_wire_name_set_null(&t->name);
+		memcpy(t->topic_id, req->topic_ids[i], sizeof(t->topic_id));
+		t->first = m->n_parts;
+	}
+}
+
+static bool md_by_id(const struct km_metadata_req *req)
+{
+	static const uint8_t zero[KM_WIRE_UUID_BYTES];
+
+	for (int32_t i = 0; req->topic_ids != NULL && i < req->n_topics; i++)
+		if (memcmp(req->topic_ids[i], zero, sizeof(zero)) != 0)
+			return true;
+	return false;
+}
+
+/* The topics asked for, each once. */
 static void md_named_topics(struct km_frontend *fe, struct km_metadata_resp *m,
 			    const struct km_metadata_req *req)
 {
@@ -128,15 +201,16 @@ static void md_named_topics(struct km_frontend *fe, struct km_metadata_resp *m,
 		memset(fe->md_seen, 0, fe->table->n * sizeof(*fe->md_seen));
 		fe->md_stamp = 1;
 	}
+	if (md_by_id(req)) {
+		md_topics_by_id(fe, m, req);
+		return;
+	}
 	for (int32_t i = 0; i < req->n_topics; i++) {
 		struct km_part *first;
 		uint32_t n = km_part_topic(fe->table, req->topics[i].s, &first);
-		uint32_t idx = n > 0 ? (uint32_t)(first - fe->table->parts) : 0;
 
-		if (n > 0 && fe->md_seen[idx] == fe->md_stamp)
+		if (n > 0 && md_seen_before(fe, (uint32_t)(first - fe->table->parts)))
 			continue;
-		if (n > 0)
-			fe->md_seen[idx] = fe->md_stamp;
 		md_add_topic(fe, m, req->topics[i].s, first, n);
 	}
 }
@@ -145,17 +219,24 @@ static uint32_t md_bound(const struct km_metadata_resp *m)
 {
 	uint32_t b = RESP_FIXED_BYTES + 32 + 2 * KM_WIRE_NAME_BYTES_MAX;
 
+	/* A topic: error, name, id, internal, count, ops, tags (35 + name);
+	 * a partition: at most 34 (v7-8: epoch and the offline array). */
 	for (uint32_t i = 0; i < m->n_topics; i++)
-		b += 16 + (uint32_t)(m->topics[i].name.len > 0
+		b += 40 + (uint32_t)(m->topics[i].name.len > 0
 					     ? m->topics[i].name.len : 0);
-	return b + 32 * m->n_parts;
+	return b + 40 * m->n_parts;
 }
 
 int km_frontend_handle_metadata(struct fe_conn *fc, const struct km_reqhdr *h,
 		       struct km_wire_rd *r)
 {
 	struct km_frontend *fe = fc->fe;
-	struct km_metadata_req req = { fe->names, fe->parts_max, 0, true };
+	/* Ids name topics from v12 (v10-11 carry them zero: Kafka refuses
+	 * others there). */
+	struct km_metadata_req req = {
+		fe->names, fe->parts_max, 0, true,
+		h->api_version >= 12 ? fe->md_ids : NULL,
+	};
 	struct km_metadata_broker broker;
 	int32_t node = fe->node_id;
 	struct km_metadata_resp m = {
@@ -241,6 +322,46 @@ static void lo_by_time(struct km_frontend *fe, struct km_log *log, int64_t ts,
 	km_frontend_fbuf_put(fe, buf);
 }
 
+/* Max timestamp (-3): the first record of the largest timestamp, in the
+ * first batch that has it (Kafka's offsetOfMaxTimestamp), answered only
+ * below bound as Kafka's allowed(). A compressed or LogAppendTime batch is
+ * answered with its base offset, as lo_in_batch does. */
+static void lo_max_time(struct km_frontend *fe, struct km_log *log,
+			int64_t bound, struct km_listoffsets_resp_part *a)
+{
+	int64_t ts, base;
+	uint8_t *buf;
+
+	if (km_log_max_timestamp(log, &ts, &base) < 0 || base < 0)
+		return;
+	a->offset = base;
+	a->timestamp = ts;
+	if ((buf = km_frontend_fbuf_get(fe)) != NULL) {
+		struct km_log_read_result rr;
+
+		if (km_log_read(log, base, base + 1, 0, buf,
+				fe->fetch_buf_bytes, &rr) == 0 && rr.batches > 0)
+			lo_in_batch(buf, rr.bytes, ts, a);
+		km_frontend_fbuf_put(fe, buf);
+	}
+	if (a->offset >= bound) {
+		a->offset = -1;
+		a->timestamp = -1;
+	}
+}
+
+/* Earliest local (-4): the log start, every segment being local; through
+ * Kafka's allowed() like every lookup but -1 and -2, so none below an
+ * empty log's bound. */
+static void lo_earliest_local(struct km_log *log, int64_t bound,
+			      struct km_listoffsets_resp_part *a)
+{
+	int64_t start = km_log_start_offset(log);
+
+	if (start < bound)
+		a->offset = start;
+}
+
 static void lo_answer(struct km_frontend *fe, const char *topic,
 		      const struct km_listoffsets_req_part *q, bool committed,
 		      struct km_listoffsets_resp_part *a)
@@ -263,6 +384,12 @@ static void lo_answer(struct km_frontend *fe, const char *topic,
 		a->offset = bound; /* LATEST: the HW, or the LSO */
 	else if (q->timestamp == -2)
 		a->offset = km_log_start_offset(p->log); /* EARLIEST */
+	else if (q->timestamp == -3)
+		lo_max_time(fe, p->log, bound, a);
+	else if (q->timestamp == -4)
+		lo_earliest_local(p->log, bound, a);
+	else if (q->timestamp == -5)
+		; /* LATEST_TIERED: -1, Kafka's answer without tiered storage */
 	else
 		lo_by_time(fe, p->log, q->timestamp, bound, a);
 	a->old_offsets_count = a->offset >= 0 ? 1 : 0;

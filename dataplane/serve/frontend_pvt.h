@@ -192,6 +192,7 @@ struct km_frontend {
 	struct km_metadata_part *md_parts;	/* table size */
 	uint32_t *md_seen;			/* table size: request stamp */
 	uint32_t md_stamp;
+	uint8_t (*md_ids)[KM_WIRE_UUID_BYTES];	/* parts_max: asked ids */
 	struct km_proto_topic *lo_topics;	/* topics_max */
 	struct km_listoffsets_req_part *lo_req; /* parts_max */
 	struct km_listoffsets_resp_part *lo_resp; /* parts_max */

@@ -102,6 +102,47 @@ static inline bool km_part_source_read(const struct km_part_source *s,
 	return false;
 }
 
+/* The topic id the partition's log holds (partition.metadata), for the
+ * front end's Metadata v10+: the owner may replace it (the source's, once
+ * learned) while another worker's front end reads it, so it is published
+ * as the source block is, a sequence count around the copy. All zero
+ * until the log is open. */
+struct km_part_topic_id {
+	_Atomic uint32_t seq;
+	uint8_t id[KM_WIRE_UUID_BYTES];
+};
+
+/** Owner: publish id if it is not what is published. */
+static inline void km_part_topic_id_publish(struct km_part_topic_id *t,
+					    const uint8_t id[KM_WIRE_UUID_BYTES])
+{
+	uint32_t seq = atomic_load_explicit(&t->seq, memory_order_relaxed);
+
+	if (memcmp(t->id, id, sizeof(t->id)) == 0)
+		return;
+	atomic_store_explicit(&t->seq, seq + 1, memory_order_relaxed);
+	atomic_thread_fence(memory_order_release);
+	memcpy(t->id, id, sizeof(t->id));
+	atomic_store_explicit(&t->seq, seq + 2, memory_order_release);
+}
+
+/** Any thread: copy it out (all zero if the owner kept rewriting it). */
+static inline void km_part_topic_id_read(const struct km_part_topic_id *t,
+					 uint8_t out[KM_WIRE_UUID_BYTES])
+{
+	for (int i = 0; i < 64; i++) {
+		uint32_t a = atomic_load_explicit(&t->seq, memory_order_acquire);
+
+		if (a & 1u)
+			continue;
+		memcpy(out, t->id, KM_WIRE_UUID_BYTES);
+		atomic_thread_fence(memory_order_acquire);
+		if (atomic_load_explicit(&t->seq, memory_order_relaxed) == a)
+			return;
+	}
+	memset(out, 0, KM_WIRE_UUID_BYTES);
+}
+
 /* Figures the owner publishes for the control thread (status, metrics),
  * refreshed every worker tick with relaxed stores: a snapshot, not a
  * transaction. `reason` is written before fetch_state turns FAILED or
@@ -132,6 +173,7 @@ struct km_part_stats {
 	_Atomic int fetch_state;	/* enum km_part_fetch */
 	char reason[320];	/* KM_FETCHER_REASON_BYTES */
 	struct km_part_source source;
+	struct km_part_topic_id topic_id;
 };
 
 struct km_part {
