@@ -329,6 +329,18 @@ TEST_F(KafkaClients, GetOffsetsAsOnKafkaWhileMirroring)
 			EXPECT_EQ(theirs, ours) << t << " --time " << time;
 		}
 	}
+	/* Max timestamp (ListOffsets v7), earliest local (v8), latest tiered
+	 * (v9), both topics in one run each (--topic is a pattern). The tool
+	 * prints no line for an offset of -1, all latest tiered gives without
+	 * tiered storage: there it must only succeed (the client refuses the
+	 * call below v9). */
+	for (const std::string time : { "-3", "-4", "-5" }) {
+		std::string theirs, ours;
+		ASSERT_EQ("", get_offsets(broker_->bootstrap(), "ctx|cplain", time, &theirs));
+		ASSERT_EQ("", get_offsets(d.bootstrap(), "ctx|cplain", time, &ours));
+		EXPECT_EQ(time == "-5" ? 0u : 3u, lines_of(theirs).size()) << theirs;
+		EXPECT_EQ(theirs, ours) << "--time " << time;
+	}
 }
 
 /* The partition lines of kafka-topics --describe, without the fields of
@@ -347,10 +359,29 @@ std::vector<std::string> partition_lines(const std::string &out)
 	return v;
 }
 
-/* kafka-topics --describe: as on the broker (one node there too), and
- * --list. */
+/* The "TopicId: X" of kafka-topics --describe ("" if none). */
+std::string topic_id_of(const std::string &out)
+{
+	std::smatch m;
+	std::regex re("TopicId: (\\S+)");
+	return std::regex_search(out, m, re) ? m[1].str() : "";
+}
+
+/* The id a partition directory's partition.metadata names. */
+std::string metadata_topic_id(const std::string &dir)
+{
+	std::smatch m;
+	std::string text = read_file(dir + "/partition.metadata");
+	std::regex re("topic_id: (\\S+)");
+	return std::regex_search(text, m, re) ? m[1].str() : "";
+}
+
+/* kafka-topics --describe: as on the broker (one node there too), with its
+ * TopicId (Metadata v10+), the one partition.metadata holds in every
+ * partition directory under data_dir (if given); and --list. */
 void expect_topics_alike(const std::string &theirs_b, const std::string &ours_b,
-			 const std::map<std::string, int> &parts)
+			 const std::map<std::string, int> &parts,
+			 const std::string &data_dir = "")
 {
 	for (auto &[t, n] : parts) {
 		ChildResult theirs = tool(kTopics, { "--bootstrap-server", theirs_b,
@@ -363,6 +394,12 @@ void expect_topics_alike(const std::string &theirs_b, const std::string &ours_b,
 		EXPECT_EQ(partition_lines(theirs.out), partition_lines(ours.out)) << ours.out;
 		std::string count = "PartitionCount: " + std::to_string(n);
 		EXPECT_NE(std::string::npos, ours.out.find(count)) << ours.out;
+		std::string id = topic_id_of(theirs.out);
+		EXPECT_EQ(22u, id.size()) << theirs.out;
+		EXPECT_EQ(id, topic_id_of(ours.out)) << ours.out;
+		for (int p = 0; !data_dir.empty() && p < n; p++)
+			EXPECT_EQ(id, metadata_topic_id(data_dir + "/" + t + "-" +
+							std::to_string(p)));
 	}
 	ChildResult lt = tool(kTopics, { "--bootstrap-server", theirs_b, "--list",
 					 "--exclude-internal" });
@@ -439,7 +476,8 @@ TEST_F(KafkaClients, DescribeToolsAnswerWhileMirroring)
 {
 	Daemon d = daemon();
 	ASSERT_NO_FATAL_FAILURE(mirror(d));
-	ASSERT_NO_FATAL_FAILURE(expect_topics_alike(broker_->bootstrap(), d.bootstrap(), parts_));
+	ASSERT_NO_FATAL_FAILURE(expect_topics_alike(broker_->bootstrap(), d.bootstrap(), parts_,
+						    d.data_dir()));
 	ASSERT_NO_FATAL_FAILURE(expect_configs(broker_->bootstrap(), d.bootstrap()));
 	ASSERT_NO_FATAL_FAILURE(expect_cluster_tools(d));
 }
