@@ -91,6 +91,11 @@ std::string Server::Open(const std::vector<PartSpec> &parts)
 			lc.flush_interval_ms = 3600 * 1000;
 			lc.flush_bytes = 1ull << 40;
 		}
+		// One topic id per topic, as the daemon gives (its first
+		// partition's, drawn at open).
+		for (size_t j = 0; j < i; j++)
+			if (parts[j].topic == parts[i].topic)
+				km_log_topic_id(logs_[j], lc.topic_id);
 		if ((rc = km_log_open(&log, &lc, &ring_, nullptr)) < 0)
 			return Why("km_log_open", rc);
 		logs_.push_back(log);

@@ -76,6 +76,12 @@ void fe_parts_set(struct fe_parts *t, uint32_t i, const char *topic,
 	atomic_store(&p->mode, writable ? KM_PART_WRITABLE : KM_PART_MIRROR);
 	atomic_store(&p->error, 0);
 	t->lws[i] = lw;
+	if (log != NULL) { /* as the owner publishes it (worker.c) */
+		uint8_t id[KM_WIRE_UUID_BYTES];
+
+		km_log_topic_id(log, id);
+		km_part_topic_id_publish(&p->stats.topic_id, id);
+	}
 }
 
 const struct km_part_table *fe_parts_table(struct fe_parts *t)

@@ -200,7 +200,7 @@ TEST_F(Raw, ApiVersionsUnknownVersionGetsV0Body)
 {
 	const km_api_range want[] = {
 		{KM_API_PRODUCE, 3, 7},	     {KM_API_FETCH, 4, 11},
-		{KM_API_LIST_OFFSETS, 0, 5}, {KM_API_METADATA, 0, 4},
+		{KM_API_LIST_OFFSETS, 0, 9}, {KM_API_METADATA, 0, 12},
 		{KM_API_OFFSET_COMMIT, 0, 7}, {KM_API_OFFSET_FETCH, 0, 7},
 		{KM_API_FIND_COORDINATOR, 0, 2}, {KM_API_JOIN_GROUP, 0, 5},
 		{KM_API_HEARTBEAT, 0, 3},    {KM_API_LEAVE_GROUP, 0, 3},
@@ -568,6 +568,85 @@ TEST_F(Raw, InitProducerIdAndFetchErrors)
 	EXPECT_EQ(KM_KERR_LEADER_NOT_AVAILABLE, mp[1].error_code);
 	EXPECT_EQ(-1, mp[1].leader_id);
 	EXPECT_EQ(KM_KERR_UNKNOWN_TOPIC_OR_PARTITION, mt[1].error_code);
+}
+
+// Metadata v10+: each topic with the id its logs' partition.metadata hold
+// (v9: none); v12 by id: the topic of a known id, named, and for an id no
+// topic has UNKNOWN_TOPIC_ID with a null name and that id (KafkaApis).
+struct MdOut {
+	km_metadata_broker br[2];
+	km_metadata_topic mt[8];
+	km_metadata_part mp[16];
+	int32_t nodes[64];
+	km_metadata_resp m = {};
+	MdOut()
+	{
+		m.brokers = br, m.brokers_max = 2;
+		m.topics = mt, m.topics_max = 8;
+		m.parts = mp, m.parts_max = 16;
+		m.nodes = nodes, m.nodes_max = 64;
+	}
+};
+
+TEST_F(Raw, MetadataNamesTopicIdsAndFindsTopicsById)
+{
+	uint8_t alpha[KM_WIRE_UUID_BYTES], mirror[KM_WIRE_UUID_BYTES];
+	const uint8_t zero[KM_WIRE_UUID_BYTES] = {};
+	km_log_topic_id(srv_.log(0), alpha);
+	km_log_topic_id(srv_.log(3), mirror);
+	ASSERT_NE(0, memcmp(alpha, zero, sizeof(zero)));
+	ASSERT_NE(0, memcmp(alpha, mirror, sizeof(alpha)));
+	for (int16_t v : {9, 10, 12}) {
+		SCOPED_TRACE("version " + std::to_string(v));
+		Resp x;
+		MdOut o;
+		km_metadata_req all = {nullptr, 0, -1, false, nullptr};
+		ASSERT_NO_FATAL_FAILURE(RoundTrip(
+			Req(KM_API_METADATA, v, 9, [&](km_wire_wr *w) {
+				km_metadata_req_encode(w, v, &all);
+			}),
+			KM_API_METADATA, v, &x));
+		ASSERT_EQ(0, km_metadata_resp_decode(&x.r, v, &o.m));
+		ASSERT_EQ(3u, o.m.n_topics);
+		for (uint32_t i = 0; i < o.m.n_topics; i++) {
+			std::string name = o.mt[i].name.s;
+			const uint8_t *want = v < 10 ? zero
+					      : name == "alpha" ? alpha
+					      : name == "mirror" ? mirror
+								 : nullptr;
+			if (want == nullptr) { // txn: its own, non-zero
+				EXPECT_NE(0, memcmp(o.mt[i].topic_id, zero, 16));
+				continue;
+			}
+			EXPECT_EQ(0, memcmp(want, o.mt[i].topic_id, 16)) << name;
+		}
+	}
+	const uint8_t unknown[KM_WIRE_UUID_BYTES] = {9, 9, 9};
+	km_wire_name names[3];
+	uint8_t ids[3][KM_WIRE_UUID_BYTES];
+	for (auto &n : names)
+		km_wire_name_set_null(&n);
+	memcpy(ids[0], unknown, 16);
+	memcpy(ids[1], mirror, 16);
+	memcpy(ids[2], mirror, 16); // asked twice, answered once
+	km_metadata_req by_id = {names, 3, 3, false, ids};
+	Resp x;
+	MdOut o;
+	ASSERT_NO_FATAL_FAILURE(RoundTrip(
+		Req(KM_API_METADATA, 12, 10, [&](km_wire_wr *w) {
+			km_metadata_req_encode(w, 12, &by_id);
+		}),
+		KM_API_METADATA, 12, &x));
+	ASSERT_EQ(0, km_metadata_resp_decode(&x.r, 12, &o.m));
+	ASSERT_EQ(2u, o.m.n_topics);
+	EXPECT_EQ(KM_KERR_UNKNOWN_TOPIC_ID, o.mt[0].error_code);
+	EXPECT_EQ(-1, o.mt[0].name.len) << "null name";
+	EXPECT_EQ(0, memcmp(unknown, o.mt[0].topic_id, 16));
+	EXPECT_EQ(0u, o.mt[0].count);
+	EXPECT_EQ(0, o.mt[1].error_code);
+	EXPECT_STREQ("mirror", o.mt[1].name.s);
+	EXPECT_EQ(0, memcmp(mirror, o.mt[1].topic_id, 16));
+	EXPECT_EQ(1u, o.mt[1].count);
 }
 
 // KIP-74: the first batch of the first partition with data is served even

@@ -401,6 +401,26 @@ void expect_topics_alike(const std::string &theirs_b, const std::string &ours_b,
 			EXPECT_EQ(id, metadata_topic_id(data_dir + "/" + t + "-" +
 							std::to_string(p)));
 	}
+	/* By topic id (Metadata v12's lookup by id, null name): the topic, as
+	 * on the broker; an id no topic has fails with UnknownTopicIdException
+	 * on both. */
+	ChildResult named = tool(kTopics, { "--bootstrap-server", theirs_b, "--describe",
+					    "--topic", "ctx" });
+	std::string id = topic_id_of(named.out);
+	ASSERT_FALSE(id.empty()) << named.describe();
+	for (const std::string &b : { theirs_b, ours_b }) {
+		ChildResult by_id = tool(kTopics, { "--bootstrap-server", b, "--describe",
+						    "--topic-id", id });
+		ASSERT_EQ(0, by_id.exit_code) << b << ": " << by_id.describe();
+		EXPECT_EQ(partition_lines(named.out), partition_lines(by_id.out)) << by_id.out;
+		EXPECT_EQ(id, topic_id_of(by_id.out)) << by_id.out;
+		ChildResult unknown = tool(kTopics, { "--bootstrap-server", b, "--describe",
+						      "--topic-id", "AAAAAAAAAAAAAAAAAAAAAQ" });
+		EXPECT_NE(0, unknown.exit_code) << b << ": " << unknown.out;
+		EXPECT_NE(std::string::npos,
+			  (unknown.out + unknown.err).find("UnknownTopicIdException"))
+			<< b << ": " << unknown.describe();
+	}
 	ChildResult lt = tool(kTopics, { "--bootstrap-server", theirs_b, "--list",
 					 "--exclude-internal" });
 	ChildResult lo = tool(kTopics, { "--bootstrap-server", ours_b, "--list",
