@@ -80,6 +80,24 @@ int km_frontend_handle_apiversions(struct fe_conn *fc, const struct km_reqhdr *h
 
 /* ---- Metadata ---- */
 
+/* The id Metadata names for p's topic: the log's (partition.metadata),
+ * but for a mirrored partition only once its fetcher holds the source's.
+ * Until then the log may hold an id drawn at open, which a kmirrord
+ * mirroring this one would take for the topic's and then, when ours turns
+ * into the source's, take for the topic made again (KM_ESOURCEID): Kafka's
+ * "no id" (all zero) says nothing instead. */
+static void md_topic_id(const struct km_part *p, uint8_t out[KM_WIRE_UUID_BYTES])
+{
+	struct km_part_source_view v;
+
+	if (km_part_get_mode(p) != KM_PART_MIRROR) {
+		km_part_topic_id_read(&p->stats.topic_id, out);
+		return;
+	}
+	km_part_source_read(&p->stats.source, &v);
+	memcpy(out, v.topic_id, KM_WIRE_UUID_BYTES);
+}
+
 static void md_add_topic(struct km_frontend *fe, struct km_metadata_resp *m,
 			 const char *name, struct km_part *first, uint32_t n)
 {
@@ -93,7 +111,7 @@ static void md_add_topic(struct km_frontend *fe, struct km_metadata_resp *m,
 	/* One id per topic: every partition's log holds the topic's. */
 	memset(t->topic_id, 0, sizeof(t->topic_id));
 	if (n > 0)
-		km_part_topic_id_read(&first[0].stats.topic_id, t->topic_id);
+		md_topic_id(&first[0], t->topic_id);
 	t->first = m->n_parts;
 	t->count = n;
 	if (n == 0)
@@ -144,7 +162,7 @@ static uint32_t md_topic_by_id(const struct km_part_table *t,
 	for (uint32_t i = 0; i < t->n;) {
 		uint32_t n = km_part_topic(t, t->parts[i].topic, first);
 
-		km_part_topic_id_read(&t->parts[i].stats.topic_id, have);
+		md_topic_id(&t->parts[i], have);
 		if (memcmp(have, id, sizeof(have)) == 0)
 			return n;
 		i += n;
