@@ -22,13 +22,19 @@
  *    and the controller; every topic of the partition table (or those asked
  *    for; an unknown one is UNKNOWN_TOPIC_OR_PARTITION, never created);
  *    leader = us, replicas = isr = [us]; a partition whose log is not open
- *    or whose error is set is LEADER_NOT_AVAILABLE with leader -1.
+ *    or whose error is set is LEADER_NOT_AVAILABLE with leader -1. v10+
+ *    names each topic's id (its logs' partition.metadata; a mirrored
+ *    topic's only once its fetcher holds the source's, else all zero);
+ *    v12 finds topics by id (an unknown one: UNKNOWN_TOPIC_ID).
  *  - ListOffsets: -2 = the log start; -1 = the high watermark (the durable
  *    offset, R6), or the LSO for read_committed (v2+); a timestamp = the
  *    first record at or after it among the batches km_log_offset_for_time()
  *    finds, below the high watermark (LSO for read_committed), else -1/-1.
  *    Inside a compressed batch the answer is the batch's base offset and
- *    maxTimestamp (records are not decompressed here).
+ *    maxTimestamp (records are not decompressed here). -3 (v7+) = the
+ *    first record of the largest timestamp (km_log_max_timestamp), -4
+ *    (v8+) = the log start, both below the same bound, else -1; -5 (v9+)
+ *    = -1, Kafka's answer without tiered storage.
  *  - Fetch: read_uncommitted up to the high watermark (the durable offset:
  *    nothing not on disk is served, R6), read_committed up to the LSO with
  *    the aborted transactions of the range (km_log_aborted_txns). MaxBytes
