@@ -13,8 +13,11 @@
  * broker: the same tool run against it, or librdkafka's reading of it.
  * - kafka-console-consumer, read_uncommitted and read_committed, prints on
  *   kmirrord exactly what it prints on the broker;
- * - kafka-get-offsets (latest, earliest, a record's timestamp) prints the
- *   same lines;
+ * - kafka-get-offsets (latest, earliest, a record's timestamp, and the
+ *   max timestamp, earliest local and latest tiered of ListOffsets v7-9)
+ *   prints the same lines;
+ * - kafka-topics --describe prints the broker's TopicId (Metadata v10+),
+ *   the one kmirrord's partition.metadata holds, and --topic-id finds it;
  * - kafka-topics --describe / --list, kafka-configs --describe (topic,
  *   broker, unknown topic), kafka-cluster cluster-id and
  *   kafka-broker-api-versions answer (DescribeConfigs, DescribeCluster);
