@@ -323,6 +323,34 @@ static int read_committed(struct fe_conn *fc, struct fe_fpart *x, int64_t off,
 	return rc == -ENOSPC ? 0 : rc;
 }
 
+/* The bytes of buf[0, len) (whole batches) before the first barrier that
+ * is not its first batch: a barrier is served only at the head of a
+ * partition's records. librdkafka (2.0.2, still so in 2.x) hides a control
+ * record from the application but stores its offset + 1 once it handles
+ * it, and a consumer that closes handles every op it fetched, delivered or
+ * not: a barrier that came behind records the application never saw would
+ * have its group commit past them (docs/design.md, "The barrier comes
+ * alone"). Kafka's own transaction markers follow data as Kafka serves
+ * them; the barrier (control, producerId -1, no other control batch has
+ * it) is kmirror's, once per failover, in topics whose consumers never
+ * met a control batch. */
+static uint32_t cut_before_barrier(const uint8_t *buf, uint32_t len)
+{
+	uint32_t size;
+
+	for (uint32_t pos = 0; pos < len; pos += size) {
+		const uint8_t *h = buf + pos;
+		uint16_t attr = km_load_be16(h + KM_BATCH_OFF_ATTRIBUTES);
+
+		if (pos > 0 && (attr & KM_BATCH_ATTR_CONTROL) != 0 &&
+		    (int64_t)km_load_be64(h + KM_BATCH_OFF_PRODUCER_ID) == -1)
+			return pos;
+		size = km_load_be32(h + KM_BATCH_OFF_LENGTH) +
+		       KM_BATCH_LOG_OVERHEAD;
+	}
+	return len;
+}
+
 /* A read failed: -ERANGE means the log moved under us (truncated). */
 static void read_failed(struct fe_fpart *x, int rc, struct fetch_pass *ps)
 {
@@ -375,6 +403,7 @@ static void fetch_read(struct fe_conn *fc, uint32_t i, struct fetch_pass *ps)
 		read_failed(x, rc, ps);
 		return;
 	}
+	rr.bytes = cut_before_barrier(f->buf + f->buf_used, rr.bytes);
 	if (rr.bytes == 0)
 		return;
 	x->rec_off = f->buf_used;
