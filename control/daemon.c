@@ -407,6 +407,7 @@ static int serve(struct km_daemon *d)
 		km_daemon_watch_sources(d);
 		km_daemon_watch_disk(d);
 		km_daemon_sync_groups(d);
+		km_daemon_watch_paused_hw(d);
 		if (pfd[0].revents & POLLIN) {
 			if (read(d->sig_fd, &si, sizeof(si)) == sizeof(si))
 				KM_INFO("daemon", "%s: shutting down",

@@ -63,7 +63,7 @@ static int apply(struct km_daemon *d, const json_t *req, json_t *resp,
 	bool all = json_is_true(json_object_get(req, "all"));
 	json_t *done = json_array();
 	char msg[512];
-	int rc = 0;
+	int rc = km_daemon_unmatched(d, req, resp);
 
 	for (uint32_t i = 0; rc == 0 && i < d->table.n; i++) {
 		const struct km_part *p = &d->table.parts[i];

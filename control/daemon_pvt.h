@@ -74,6 +74,7 @@ struct km_daemon {
 	} *gsync;
 	uint32_t n_gsync;
 	uint64_t gsync_next_ms;
+	uint64_t paused_hw_next_ms; /* daemon_pausehw.c */
 	bool gsync_ended;	/* no partition follows the source any more */
 };
 
@@ -98,12 +99,17 @@ int km_daemon_pid_alloc_next(void *ctx, int64_t *pid, int16_t *epoch);
 /* daemon.c */
 int km_daemon_start_fetch(struct km_daemon *d, uint32_t i);
 
+/* daemon_pausehw.c: the source's HW of paused partitions */
+void km_daemon_watch_paused_hw(struct km_daemon *d);
+
 /* daemon_stop.c: R4 (stop) on the control thread */
 int km_daemon_load_states(struct km_daemon *d);
 int km_daemon_resume_stops(struct km_daemon *d);
 int km_daemon_on_stop(void *ctx, const json_t *req, json_t *resp);
 bool km_daemon_selected(const struct km_daemon *d, uint32_t i,
 			const json_t *req);
+int km_daemon_unmatched(const struct km_daemon *d, const json_t *req,
+			json_t *resp);
 void km_daemon_part_dir(const struct km_daemon *d, const struct km_part *p,
 			char *out, size_t cap);
 

@@ -192,6 +192,39 @@ bool km_daemon_selected(const struct km_daemon *d, uint32_t i,
 	return false;
 }
 
+/* A request item that names no partition here ("nosuch", "orders:7"):
+ * KM_EUNKNOWNPART with "no such partition here: <item>" in resp, so that
+ * a typo is refused by name rather than doing nothing (or less than
+ * asked) and exiting 0; else 0. */
+int km_daemon_unmatched(const struct km_daemon *d, const json_t *req,
+			json_t *resp)
+{
+	const json_t *list = json_object_get(req, "partitions"), *v;
+	char topic[KM_CTLPROTO_TOPIC_BYTES_MAX], msg[512];
+	int32_t part;
+	size_t k;
+
+	if (json_is_true(json_object_get(req, "all")))
+		return 0;
+	json_array_foreach(list, k, v) {
+		const char *item = json_string_value(v);
+		bool found = false;
+
+		if (item == NULL || km_ctlproto_partition_parse(item, topic, &part,
+							       NULL, 0) != 0)
+			continue; /* kmirrorctl checked the form */
+		for (uint32_t i = 0; !found && i < d->table.n; i++)
+			found = strcmp(topic, d->table.parts[i].topic) == 0 &&
+				(part < 0 || part == d->table.parts[i].partition);
+		if (found)
+			continue;
+		snprintf(msg, sizeof(msg), "no such partition here: %.300s", item);
+		json_object_set_new(resp, "message", json_string(msg));
+		return KM_EUNKNOWNPART;
+	}
+	return 0;
+}
+
 static int stop_mode_of(const struct km_daemon *d, const json_t *req)
 {
 	const char *m = json_string_value(json_object_get(req, "mode"));
@@ -222,7 +255,11 @@ static int check_selection(struct km_daemon *d, const json_t *req,
 {
 	char msg[512];
 
+	int rc = km_daemon_unmatched(d, req, resp);
+
 	*count = 0;
+	if (rc < 0)
+		return rc;
 	for (uint32_t i = 0; i < d->table.n; i++) {
 		if (!km_daemon_selected(d, i, req))
 			continue;

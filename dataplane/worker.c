@@ -446,7 +446,26 @@ static void publish_source(struct km_part_source *src,
 	src->pub_gen = km_fetcher_pub_gen(f);
 }
 
-static void publish_fetch(struct km_part *p, const struct km_fetcher *f)
+void km_worker_fetcher_free(struct wpart *wp)
+{
+	const struct km_fetcher_stats *fs;
+
+	if (wp->fetcher == NULL)
+		return;
+	fs = km_fetcher_get_stats(wp->fetcher);
+	wp->gone.bytes += fs->bytes;
+	wp->gone.batches += fs->batches;
+	wp->gone.duplicates += fs->duplicates;
+	wp->gone.corrupt += fs->corrupt;
+	wp->gone.reconnects += fs->reconnects;
+	free(wp->fetcher);
+	wp->fetcher = NULL;
+}
+
+/* The counters are the partition's since its log was opened (earlier
+ * fetchers' in gone): Prometheus counters never go down. */
+static void publish_fetch(struct km_part *p, const struct km_fetcher *f,
+			  const struct km_fetcher_stats *gone)
 {
 	struct km_part_stats *s = &p->stats;
 	const struct km_fetcher_stats *fs = km_fetcher_get_stats(f);
@@ -454,14 +473,16 @@ static void publish_fetch(struct km_part *p, const struct km_fetcher *f)
 
 	atomic_store_explicit(&s->source_hw, km_fetcher_high_watermark(f),
 			      memory_order_relaxed);
-	atomic_store_explicit(&s->mirrored_bytes, fs->bytes,
+	atomic_store_explicit(&s->mirrored_bytes, gone->bytes + fs->bytes,
 			      memory_order_relaxed);
-	atomic_store_explicit(&s->mirrored_batches, fs->batches,
+	atomic_store_explicit(&s->mirrored_batches,
+			      gone->batches + fs->batches, memory_order_relaxed);
+	atomic_store_explicit(&s->duplicates, gone->duplicates + fs->duplicates,
 			      memory_order_relaxed);
-	atomic_store_explicit(&s->duplicates, fs->duplicates,
+	atomic_store_explicit(&s->corrupt, gone->corrupt + fs->corrupt,
 			      memory_order_relaxed);
-	atomic_store_explicit(&s->corrupt, fs->corrupt, memory_order_relaxed);
-	atomic_store_explicit(&s->reconnects, fs->reconnects,
+	atomic_store_explicit(&s->reconnects,
+			      gone->reconnects + fs->reconnects,
 			      memory_order_relaxed);
 	atomic_store_explicit(&s->offset_resets, fs->log_resets,
 			      memory_order_relaxed);
@@ -508,7 +529,7 @@ void km_worker_publish(struct wpart *wp)
 	km_log_topic_id(wp->log, id);
 	km_part_topic_id_publish(&s->topic_id, id);
 	if (wp->fetcher != NULL)
-		publish_fetch(wp->part, wp->fetcher);
+		publish_fetch(wp->part, wp->fetcher, &wp->gone);
 }
 
 static void fetch_failed(struct km_worker *w, struct wpart *wp)
@@ -635,8 +656,7 @@ static int close_logs(struct km_worker *w)
 		int rc;
 
 		km_worker_publish(wp);
-		free(wp->fetcher);
-		wp->fetcher = NULL;
+		km_worker_fetcher_free(wp);
 		wp->part->log = NULL;
 		rc = km_log_close(wp->log);
 		wp->log = NULL;

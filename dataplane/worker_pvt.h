@@ -65,6 +65,9 @@ struct wpart {
 	struct km_part *part;
 	struct km_log *log;
 	struct km_fetcher *fetcher;	/* NULL unless mirroring */
+	/* Counters of the partition's earlier fetchers (a pause, a resume, a
+	 * retry each end one): the published counters never go down. */
+	struct km_fetcher_stats gone;
 	struct km_local_write *lw;	/* local Produce */
 	bool fetch_failed_logged;
 	struct wmsg *stopping;	/* a STOP waiting for the fetcher to end */
@@ -127,6 +130,9 @@ int km_worker_fe_produce(void *ctx, struct km_part *p, const struct km_chain *c,
 /* worker_stop.c: R4 on the owner */
 void km_worker_stop_on_stop(struct km_worker *w, struct wmsg *m);
 void km_worker_stop_on_writable(struct km_worker *w, struct wmsg *m);
+/* Free wp's fetcher, its counters kept in wp->gone. */
+void km_worker_fetcher_free(struct wpart *wp);
+
 /* Finish stops whose fetcher has ended. @return stops finished. */
 int km_worker_stop_step(struct km_worker *w, struct wpart *wp);
 

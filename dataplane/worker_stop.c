@@ -263,8 +263,7 @@ int km_worker_stop_step(struct km_worker *w, struct wpart *wp)
 	 * before the cut, never after it. */
 	if (wp->lw != NULL && km_local_write_pending(wp->lw) > 0)
 		return 0;
-	free(wp->fetcher);
-	wp->fetcher = NULL;
+	km_worker_fetcher_free(wp);
 	finish(w, wp);
 	return 1;
 }
