@@ -8,7 +8,9 @@
 // data and stops at the LSO while read_uncommitted sees everything up to
 // the high watermark, and a raw read_committed Fetch carries no aborted
 // data batch (mirrored ids < -1, which Kafka's Java consumer cannot
-// filter) yet keeps offsets, markers and the aborted list; a consumer waiting at the end gets a record produced
+// filter) yet keeps offsets, markers and the aborted list, and serves the
+// failover's barrier only at the head of its records (transaction markers
+// behind their data, as Kafka); a consumer waiting at the end gets a record produced
 // later without waiting out its MaxWaitMs; a producer to a MIRROR partition
 // fails at once with POLICY_VIOLATION and nothing is written.
 // Method: fe_harness.h's server (a worker loop on its own thread over real
@@ -576,6 +578,42 @@ TEST_F(TxnServe, DenseAbortedTransactionsStillAdvance)
 	c_.Close();
 	EXPECT_EQ((std::vector<std::string>{"p@600"}),
 		  Read("read_committed", end_));
+}
+
+// The failover's barrier is served only at the head of a partition's
+// records (docs/design.md, "The barrier comes alone"): a Fetch from below
+// it ends just before it, the next one starts with it and goes on past it;
+// a COMMIT marker still comes right behind its data, as Kafka serves it.
+// Offsets: commit data 0-1 (-5002), COMMIT 2, plain 3, the barrier 4
+// (mirrored, as down a chain), plain 5-6: HW = LSO = 7. Without the cut a
+// Fetch from 0 serves the barrier with the data (librdkafka consumers that
+// close then commit 5).
+TEST_F(TxnServe, TheBarrierComesAlone)
+{
+	Mirrored({"c1", "c2"}, -5002, 0);
+	MirroredMarker(-5002, 2, true);
+	Mirrored({"p1"}, -1, 3);
+	fetest::Bytes b(256);
+	km_ctrl_spec cs = {4, 0, 1700000000000LL};
+	int n = km_ctrl_build_pid_reset(b.data(), b.size(), &cs, "src-cluster");
+	ASSERT_GT(n, 0) << km_strerror(n);
+	b.resize((size_t)n);
+	AppendBytes(std::move(b), KM_ORIGIN_MIRROR);
+	Mirrored({"p2"}, -1, 5);
+	Mirrored({"p3"}, -1, 6);
+	end_ = 7;
+	ASSERT_NO_FATAL_FAILURE(ServeAtEnd());
+	for (bool committed : {false, true}) {
+		SCOPED_TRACE(committed ? "read_committed" : "read_uncommitted");
+		EXPECT_EQ((Bases{0, 2, 3}), Get(0, 1 << 20, committed).batch_bases);
+		EXPECT_EQ((Bases{3}), Get(3, 1 << 20, committed).batch_bases);
+		EXPECT_EQ((Bases{4, 5, 6}), Get(4, 1 << 20, committed).batch_bases);
+		EXPECT_EQ((Bases{5, 6}), Get(5, 1 << 20, committed).batch_bases);
+	}
+	c_.Close();
+	EXPECT_EQ((std::vector<std::string>{"c1@0", "c2@1", "p1@3", "p2@5",
+					     "p3@6"}),
+		  Read("read_committed", 7));
 }
 
 // A consumer parked at the end (MaxWaitMs 10 s) gets a record produced
