@@ -458,21 +458,19 @@ void km_worker_fetcher_free(struct wpart *wp)
 	wp->gone.duplicates += fs->duplicates;
 	wp->gone.corrupt += fs->corrupt;
 	wp->gone.reconnects += fs->reconnects;
+	wp->gone.log_resets += fs->log_resets;
+	wp->gone.offsets_skipped += fs->offsets_skipped;
 	free(wp->fetcher);
 	wp->fetcher = NULL;
 }
 
 /* The counters are the partition's since its log was opened (earlier
- * fetchers' in gone): Prometheus counters never go down. */
-static void publish_fetch(struct km_part *p, const struct km_fetcher *f,
-			  const struct km_fetcher_stats *gone)
+ * fetchers' in gone, fs the current one's or zeros): Prometheus counters
+ * never go down. */
+static void publish_counts(struct km_part_stats *s,
+			   const struct km_fetcher_stats *gone,
+			   const struct km_fetcher_stats *fs)
 {
-	struct km_part_stats *s = &p->stats;
-	const struct km_fetcher_stats *fs = km_fetcher_get_stats(f);
-	int st = KM_PART_FETCH_CONNECTING;
-
-	atomic_store_explicit(&s->source_hw, km_fetcher_high_watermark(f),
-			      memory_order_relaxed);
 	atomic_store_explicit(&s->mirrored_bytes, gone->bytes + fs->bytes,
 			      memory_order_relaxed);
 	atomic_store_explicit(&s->mirrored_batches,
@@ -484,10 +482,22 @@ static void publish_fetch(struct km_part *p, const struct km_fetcher *f,
 	atomic_store_explicit(&s->reconnects,
 			      gone->reconnects + fs->reconnects,
 			      memory_order_relaxed);
-	atomic_store_explicit(&s->offset_resets, fs->log_resets,
+	atomic_store_explicit(&s->offset_resets, gone->log_resets + fs->log_resets,
 			      memory_order_relaxed);
-	atomic_store_explicit(&s->offsets_skipped, fs->offsets_skipped,
+	atomic_store_explicit(&s->offsets_skipped,
+			      gone->offsets_skipped + fs->offsets_skipped,
 			      memory_order_relaxed);
+}
+
+static void publish_fetch(struct km_part *p, const struct km_fetcher *f,
+			  const struct km_fetcher_stats *gone)
+{
+	struct km_part_stats *s = &p->stats;
+	int st = KM_PART_FETCH_CONNECTING;
+
+	atomic_store_explicit(&s->source_hw, km_fetcher_high_watermark(f),
+			      memory_order_relaxed);
+	publish_counts(s, gone, km_fetcher_get_stats(f));
 	if (km_fetcher_get_state(f) == KM_FETCHER_MIRRORING)
 		st = KM_PART_FETCH_MIRRORING;
 	else if (km_fetcher_no_space(f))
@@ -530,6 +540,9 @@ void km_worker_publish(struct wpart *wp)
 	km_part_topic_id_publish(&s->topic_id, id);
 	if (wp->fetcher != NULL)
 		publish_fetch(wp->part, wp->fetcher, &wp->gone);
+	else
+		publish_counts(&wp->part->stats, &wp->gone,
+			       &(const struct km_fetcher_stats){ 0 });
 }
 
 static void fetch_failed(struct km_worker *w, struct wpart *wp)
