@@ -83,6 +83,7 @@ int km_group_describe(const struct km_group *g, const char *group_id,
 	out->state_name = km_group_state_name(out->state);
 	out->protocol_type = gr == NULL ? "" : gr->protocol_type;
 	out->leader_id = "";
+	out->protocol = "";
 	out->generation = gr == NULL ? -1 : gr->generation;
 	if (gr == NULL)
 		return 0;

@@ -967,3 +967,37 @@ TEST_F(RawGroups, OffsetCommitsOverTheBoundAndPastTheRing)
 }
 
 } // namespace
+
+// DescribeGroups of a group kmirrord has never seen (no members, no
+// committed offsets) is Kafka's v0-5 answer: state Dead, no protocol, no
+// members; the connection goes on (kafka-consumer-groups --describe of an
+// unknown group crashed kmirrord with a NULL protocol name).
+TEST_F(RawGroups, DescribeOfAnUnknownGroupIsDead)
+{
+	km_wire_name ids[1];
+	km_wire_name_set(&ids[0], "nosuch");
+	km_descgroups_req dq = {};
+	dq.groups = ids;
+	dq.groups_max = dq.n_groups = 1;
+	for (int16_t v : { 0, 4 }) {
+		Resp x;
+		RoundTrip(Req(KM_API_DESCRIBE_GROUPS, v, 6 + v, [&](km_wire_wr *w) {
+				  km_descgroups_req_encode(w, v, &dq);
+			  }), KM_API_DESCRIBE_GROUPS, v, &x);
+		km_descgroups_group g[2];
+		km_descgroups_member mem[2];
+		km_descgroups_resp m = {};
+		m.groups = g;
+		m.groups_max = 2;
+		m.members = mem;
+		m.members_max = 2;
+		ASSERT_EQ(0, km_descgroups_resp_decode(&x.r, v, &m)) << "v" << v;
+		ASSERT_EQ(1u, m.n_groups);
+		EXPECT_EQ(KM_KERR_NONE, g[0].error_code);
+		EXPECT_STREQ("nosuch", g[0].group_id.s);
+		EXPECT_STREQ("Dead", g[0].group_state.s);
+		EXPECT_STREQ("", g[0].protocol_type.s);
+		EXPECT_STREQ("", g[0].protocol_data.s);
+		EXPECT_EQ(0u, g[0].count);
+	}
+}

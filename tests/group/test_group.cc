@@ -1044,6 +1044,11 @@ TEST(Group, DescribeListDelete)
 	EXPECT_STREQ("", h.describe("g").protocol);    // not while preparing
 	EXPECT_EQ(KM_GROUP_DEAD, h.describe("nope").state);
 	EXPECT_STREQ("Dead", h.describe("nope").state_name);
+	// every string of a Dead group's description is set: the front-end
+	// encodes them as they are (NULL crashed kmirrord)
+	EXPECT_STREQ("", h.describe("nope").protocol);
+	EXPECT_STREQ("", h.describe("nope").protocol_type);
+	EXPECT_STREQ("", h.describe("nope").leader_id);
 	EXPECT_STREQ("Dead", km_group_state_name(KM_GROUP_DEAD));
 
 	EXPECT_EQ(KM_GROUP_ERR_NON_EMPTY_GROUP, km_group_delete(h.g, "g"));
