@@ -533,3 +533,19 @@ std::string verifiable_produce(const std::string &bootstrap, const std::string &
 }
 
 } // namespace kmtest
+
+namespace kmtest {
+
+std::string kafka_tool_spawn(Child *c, const std::string &cls,
+			     const std::vector<std::string> &args)
+{
+	std::string libs, why = kafka_libs(&libs);
+	if (!why.empty())
+		return why;
+	std::vector<std::string> argv =
+		java_argv(libs, "256m", tools_log4j(), cls);
+	argv.insert(argv.end(), args.begin(), args.end());
+	return c->spawn(argv);
+}
+
+} // namespace kmtest

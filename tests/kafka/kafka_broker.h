@@ -151,4 +151,14 @@ std::string verifiable_produce(const std::string &bootstrap,
 
 } // namespace kmtest
 
+namespace kmtest {
+
+/* kafka_tool() left running: one of Kafka's classes as *c, its stdout
+ * read with c->read_line() (e.g. kafka-verifiable-consumer's JSON events
+ * as they come), ended with c->kill() and c->wait(). */
+std::string kafka_tool_spawn(Child *c, const std::string &cls,
+			     const std::vector<std::string> &args);
+
+} // namespace kmtest
+
 #endif

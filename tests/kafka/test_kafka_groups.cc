@@ -1,0 +1,483 @@
+/* Consumer groups with real Kafka (issue 14, suite kafka-groups): does a
+ * group that committed on a real Kafka broker resume on kmirrord after the
+ * failover at exactly its next offset, and do Kafka's own group tools and
+ * Java consumer work against kmirrord?
+ *
+ * Method: one KRaft broker (kafka_broker.h) shared by every case, each
+ * case with its own topic, groups and kmirrord (groups=, the offset sync of
+ * control/daemon_groups.c). Groups commit on the broker with Kafka's
+ * kafka-verifiable-consumer (group.protocol classic, and consumer: KIP-848,
+ * which kmirrord reads as any committed offsets); what they committed is
+ * read back from the broker with kafka-consumer-groups --describe, and
+ * every expectation derives from that and from the broker's log ends.
+ * After `kmirrorctl stop`, the Java consumer (classic: kmirrord serves no
+ * ConsumerGroupHeartbeat) with the same group.id on kmirrord must read
+ * first, per partition, exactly the source's committed offset, then every
+ * record once. The JSON events of kafka-verifiable-consumer (records
+ * consumed with their lowest and highest offsets, offsets committed) are
+ * the observation.
+ * - ResumeAfterStopClassicAndConsumerProtocol: both protocols, listed by
+ *   a pattern; kafka-consumer-groups --describe on kmirrord while caught
+ *   up equals the broker's (offsets, log ends, lag).
+ * - CommitRightBeforeTheStopIsCarriedByTheStopsSync: group.sync.interval.ms
+ *   of an hour, so only the stop's own last sync can carry a commit made
+ *   the moment before `stop` (the stop starts as soon as the consumer
+ *   prints that its commit succeeded, while it still runs).
+ * - ConsumerGroupsToolAfterFailover: kafka-consumer-groups --list,
+ *   --describe (with a live Java member: its id, client id, partitions),
+ *   --reset-offsets --to-earliest / --to-offset / --shift-by --execute on
+ *   the stopped partitions, where the Java consumer then starts; what
+ *   --delete-offsets and --delete answer.
+ * - JavaGroupOnKmirrordWhileMirroring: what docs/design.md ("Consumer
+ *   groups") says of a synced group consuming here while its partitions
+ *   still mirror: kmirrord coordinates it, it starts at the synced offset,
+ *   its commits here stand (the sync skips a group with members and never
+ *   moves a group backwards), and the source's later commits ahead of it
+ *   are synced again once it has left; a reset here is raised again by
+ *   the next sync.
+ */
+#include <jansson.h>
+
+#include <map>
+#include <regex>
+#include <sstream>
+
+#include <gtest/gtest.h>
+
+#include "tests/e2e/daemon.h"
+#include "tests/e2e/e2e_util.h"
+#include "tests/kafka/kafka_broker.h"
+#include "tests/support/kafka_peers.h"
+
+using namespace kmtest;
+
+namespace {
+
+const char *const kVerifiable = "org.apache.kafka.tools.VerifiableConsumer";
+const char *const kGroupCmd = "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand";
+
+/* What kafka-verifiable-consumer printed, per partition of one topic. */
+struct Consumed {
+	std::map<int, int64_t> first, last, count, committed;
+	int64_t total = 0;
+	bool assigned = false;
+};
+
+/* One JSON event line into *c. */
+void take_event(const std::string &line, Consumed *c)
+{
+	json_t *j = json_loads(line.c_str(), 0, nullptr);
+	const char *name = json_string_value(json_object_get(j, "name"));
+	size_t i;
+	json_t *p;
+
+	if (name == nullptr) {
+		json_decref(j);
+		return;
+	}
+	if (strcmp(name, "partitions_assigned") == 0)
+		c->assigned = true;
+	if (strcmp(name, "records_consumed") == 0)
+		json_array_foreach(json_object_get(j, "partitions"), i, p) {
+			int part = (int)json_integer_value(json_object_get(p, "partition"));
+			int64_t lo = json_integer_value(json_object_get(p, "minOffset"));
+			int64_t hi = json_integer_value(json_object_get(p, "maxOffset"));
+			int64_t n = json_integer_value(json_object_get(p, "count"));
+			if (!c->first.count(part) || lo < c->first[part])
+				c->first[part] = lo;
+			if (!c->last.count(part) || hi > c->last[part])
+				c->last[part] = hi;
+			c->count[part] += n;
+			c->total += n;
+		}
+	if (strcmp(name, "offsets_committed") == 0 &&
+	    json_is_true(json_object_get(j, "success")))
+		json_array_foreach(json_object_get(j, "offsets"), i, p)
+			c->committed[(int)json_integer_value(json_object_get(p, "partition"))] =
+				json_integer_value(json_object_get(p, "offset"));
+	json_decref(j);
+}
+
+std::vector<std::string> verifiable_args(const std::string &bootstrap,
+					 const std::string &topic,
+					 const std::string &group,
+					 const std::string &protocol, int64_t max)
+{
+	std::vector<std::string> a = { "--bootstrap-server", bootstrap, "--topic",
+				       topic, "--group-id", group,
+				       "--group-protocol", protocol,
+				       "--reset-policy", "earliest" };
+	if (max > 0) {
+		a.push_back("--max-messages");
+		a.push_back(std::to_string(max));
+	}
+	return a;
+}
+
+/* kafka-verifiable-consumer until it has read max records (and committed
+ * them, which it does after each poll). */
+std::string verifiable_consume(const std::string &bootstrap,
+			       const std::string &topic, const std::string &group,
+			       const std::string &protocol, int64_t max,
+			       Consumed *c)
+{
+	ChildResult r = kafka_tool(kVerifiable,
+				   verifiable_args(bootstrap, topic, group, protocol, max),
+				   120000);
+	std::istringstream in(r.out);
+	std::string line;
+
+	*c = Consumed();
+	while (std::getline(in, line))
+		take_event(line, c);
+	if (r.exit_code != 0)
+		return "kafka-verifiable-consumer: " + r.describe() + "\n" + r.out;
+	if (c->total != max)
+		return "kafka-verifiable-consumer read " + std::to_string(c->total) +
+		       " records, not " + std::to_string(max) + ":\n" + r.out + r.err;
+	return "";
+}
+
+/* A kafka-verifiable-consumer left running: events read as they come. */
+class LiveConsumer {
+public:
+	std::string start(const std::string &bootstrap, const std::string &topic,
+			  const std::string &group, int64_t max = 0)
+	{
+		return kafka_tool_spawn(&child_, kVerifiable,
+					verifiable_args(bootstrap, topic, group,
+							"classic", max));
+	}
+	/* Read events until pred(consumed) holds. */
+	template <class F> std::string until(F pred, int timeout_ms)
+	{
+		int64_t deadline = now_ms() + timeout_ms;
+		while (!pred(c_)) {
+			std::string line;
+			int64_t left = deadline - now_ms();
+			if (left <= 0)
+				return "no such event in time; stderr: " + child_.stderr_so_far();
+			std::string why = child_.read_line((int)left, &line);
+			if (!why.empty())
+				return why + "; stderr: " + child_.stderr_so_far();
+			take_event(line, &c_);
+		}
+		return "";
+	}
+	/* SIGTERM: the consumer commits, leaves its group and exits. */
+	std::string stop()
+	{
+		ChildResult r;
+		child_.kill(SIGTERM);
+		std::string why = child_.wait(60000, &r);
+		return !why.empty() ? why : r.timed_out ? "did not exit" : "";
+	}
+	const Consumed &consumed() const { return c_; }
+
+private:
+	Child child_;
+	Consumed c_;
+};
+
+/* One row of kafka-consumer-groups --describe --group (offsets view). */
+struct Row {
+	int64_t current = -1, end = -1, lag = -1;
+	std::string member; /* CONSUMER-ID, "-" if none */
+};
+
+int64_t num_or_none(const std::string &s)
+{
+	return s == "-" ? -1 : std::stoll(s);
+}
+
+std::string group_cmd(const std::string &bootstrap,
+		      const std::vector<std::string> &args, ChildResult *r)
+{
+	std::vector<std::string> a = { "--bootstrap-server", bootstrap };
+	a.insert(a.end(), args.begin(), args.end());
+	*r = kafka_tool(kGroupCmd, a, 120000);
+	return r->exit_code == 0 ? "" : "kafka-consumer-groups: " + r->describe() +
+						"\n" + r->out;
+}
+
+/* kafka-consumer-groups --describe --group: partition -> row of topic. */
+std::string describe(const std::string &bootstrap, const std::string &group,
+		     const std::string &topic, std::map<int, Row> *rows,
+		     std::string *text = nullptr)
+{
+	ChildResult r;
+	std::string why = group_cmd(bootstrap, { "--describe", "--group", group }, &r);
+	std::istringstream in(r.out);
+	std::string line;
+
+	rows->clear();
+	if (text)
+		*text = r.out;
+	while (std::getline(in, line)) {
+		std::istringstream f(line);
+		std::string g, t, p, cur, end, lag, member;
+		if (!(f >> g >> t >> p >> cur >> end >> lag >> member) || g != group ||
+		    t != topic)
+			continue;
+		(*rows)[std::stoi(p)] = { num_or_none(cur), num_or_none(end),
+					  num_or_none(lag), member };
+	}
+	return why;
+}
+
+/* `kmirrorctl status --json` "groups" rows of group: partition -> offset
+ * stored here. */
+std::map<int, int64_t> synced(const Daemon &d, const std::string &group,
+			      const std::string &topic)
+{
+	std::map<int, int64_t> out;
+	ChildResult r;
+	if (ctl(d, { "status", "--json" }, &r) != "")
+		return out;
+	json_t *root = json_loads(r.out.c_str(), 0, nullptr);
+	size_t i;
+	json_t *row;
+	json_array_foreach(json_object_get(root, "groups"), i, row) {
+		const char *g = json_string_value(json_object_get(row, "group"));
+		const char *p = json_string_value(json_object_get(row, "partition"));
+		std::string prefix = topic + ":";
+		if (g && p && group == g && strncmp(p, prefix.c_str(), prefix.size()) == 0)
+			out[atoi(p + prefix.size())] =
+				json_integer_value(json_object_get(row, "offset"));
+	}
+	json_decref(root);
+	return out;
+}
+
+/* The stop reply's (last line) "groups" rows of group: partition ->
+ * offset stored. */
+std::map<int, int64_t> stop_synced(const std::string &out, const std::string &group)
+{
+	std::map<int, int64_t> m;
+	size_t end = out.find_last_not_of('\n');
+	size_t at = end == std::string::npos ? 0 : out.rfind('\n', end);
+	json_t *j = json_loads(out.substr(at == std::string::npos ? 0 : at + 1).c_str(),
+			       0, nullptr);
+	size_t i;
+	json_t *row;
+	json_array_foreach(json_object_get(j, "groups"), i, row) {
+		const char *g = json_string_value(json_object_get(row, "group"));
+		const char *p = json_string_value(json_object_get(row, "partition"));
+		const char *colon = p ? strchr(p, ':') : nullptr;
+		if (g && colon && group == g)
+			m[atoi(colon + 1)] = json_integer_value(json_object_get(row, "offset"));
+	}
+	json_decref(j);
+	return m;
+}
+
+class KafkaGroups : public ::testing::Test {
+protected:
+	static void SetUpTestSuite()
+	{
+		broker_ = new KafkaBroker();
+		start_error_ = broker_->start();
+	}
+	static void TearDownTestSuite()
+	{
+		delete broker_; /* stops it */
+		broker_ = nullptr;
+	}
+	void SetUp() override
+	{
+		ASSERT_EQ("", start_error_);
+		ASSERT_EQ("", dir_.error());
+	}
+
+	/* A topic of kParts partitions with n records each. */
+	void make_topic(const std::string &topic, int64_t n)
+	{
+		ASSERT_EQ("", broker_->create_topic(topic, kParts));
+		for (int p = 0; p < kParts; p++) {
+			ProduceResult r;
+			ASSERT_EQ("", produce(broker_->bootstrap(),
+					      idempotent(topic, p, n, 7 + p), &r));
+			ASSERT_EQ(n, r.delivered);
+		}
+	}
+
+	/* What group committed on the broker, per partition (-1: nothing). */
+	std::map<int, int64_t> source_committed(const std::string &group,
+						const std::string &topic)
+	{
+		std::map<int, Row> rows;
+		std::map<int, int64_t> out;
+		EXPECT_EQ("", describe(broker_->bootstrap(), group, topic, &rows));
+		for (int p = 0; p < kParts; p++)
+			out[p] = rows.count(p) ? rows[p].current : -1;
+		return out;
+	}
+
+	/* kmirrord mirroring topic, caught up with the broker's n per
+	 * partition. */
+	std::string mirror(Daemon *d, const std::string &topic, int64_t n)
+	{
+		std::string why = d->start();
+		if (!why.empty())
+			return why;
+		return d->wait_status(
+			[&](const std::map<std::string, PartStatus> &st) {
+				for (int p = 0; p < kParts; p++) {
+					std::string k = topic + ":" + std::to_string(p);
+					if (!st.count(k) || st.at(k).hw != n)
+						return false;
+				}
+				return true;
+			},
+			60000);
+	}
+
+	/* Until kmirrord's rows of group equal want (from the sync). */
+	std::string wait_synced(const Daemon &d, const std::string &group,
+				const std::string &topic,
+				const std::map<int, int64_t> &want)
+	{
+		std::map<int, int64_t> got;
+		bool ok = poll_until([&] {
+			got = synced(d, group, topic);
+			for (auto &[p, o] : want)
+				if (o >= 0 && (!got.count(p) || got[p] != o))
+					return false;
+			return true;
+		}, 30000);
+		return ok ? "" : "group " + group + " not synced";
+	}
+
+	/* The Java consumer of group on kmirrord after the stop: it reads
+	 * every record from the committed offset (0 where none) to n, each
+	 * once, starting exactly there. */
+	void resumes_at(const Daemon &d, const std::string &topic,
+			const std::string &group, const std::map<int, int64_t> &from,
+			int64_t n)
+	{
+		int64_t left = 0;
+		for (auto &[p, o] : from)
+			left += n - (o < 0 ? 0 : o);
+		ASSERT_GT(left, 0) << group << ": nothing left to resume";
+		Consumed c;
+		ASSERT_EQ("", verifiable_consume(d.bootstrap(), topic, group, "classic",
+						 left, &c));
+		for (auto &[p, o] : from) {
+			int64_t start = o < 0 ? 0 : o;
+			if (start == n) {
+				EXPECT_EQ(0, c.count[p]) << group << " partition " << p;
+				continue;
+			}
+			EXPECT_EQ(start, c.first[p]) << group << " partition " << p
+						     << ": the first offset read";
+			EXPECT_EQ(n - 1, c.last[p]) << group << " partition " << p;
+			EXPECT_EQ(n - start, c.count[p]) << group << " partition " << p
+							 << ": each record once";
+		}
+	}
+
+	static constexpr int kParts = 2;
+	static KafkaBroker *broker_;
+	static std::string start_error_;
+	TempDir dir_{ "km-kafka-groups" };
+};
+
+KafkaBroker *KafkaGroups::broker_ = nullptr;
+std::string KafkaGroups::start_error_;
+
+TEST_F(KafkaGroups, ResumeAfterStopClassicAndConsumerProtocol)
+{
+	const std::string topic = "gr";
+	const int64_t n = 300;
+	make_topic(topic, n);
+	/* "cls" commits with the classic protocol, "kip" with KIP-848's */
+	Consumed c;
+	ASSERT_EQ("", verifiable_consume(broker_->bootstrap(), topic, "cls", "classic",
+					 250, &c));
+	ASSERT_EQ("", verifiable_consume(broker_->bootstrap(), topic, "kip", "consumer",
+					 410, &c));
+	std::map<std::string, std::map<int, int64_t>> want;
+	for (const char *g : { "cls", "kip" }) {
+		want[g] = source_committed(g, topic);
+		int64_t sum = 0;
+		for (auto &[p, o] : want[g])
+			sum += o < 0 ? 0 : o;
+		ASSERT_EQ(std::string(g) == "cls" ? 250 : 410, sum)
+			<< g << ": the broker holds what the consumer read";
+	}
+
+	Daemon d(dir_.path(), { "source.bootstrap.servers=" + broker_->bootstrap(),
+				"topics=" + topic, "groups=cls,k*",
+				"group.sync.interval.ms=300" });
+	ASSERT_EQ("", mirror(&d, topic, n));
+	for (auto &[g, w] : want)
+		ASSERT_EQ("", wait_synced(d, g, topic, w));
+	/* caught up, kmirrord describes each group as the broker does */
+	for (auto &[g, w] : want) {
+		std::map<int, Row> src, here;
+		std::string text;
+		ASSERT_EQ("", describe(broker_->bootstrap(), g, topic, &src));
+		ASSERT_EQ("", describe(d.bootstrap(), g, topic, &here, &text));
+		ASSERT_EQ(src.size(), here.size()) << text;
+		for (auto &[p, r] : src) {
+			EXPECT_EQ(r.current, here[p].current) << g << " " << p << "\n" << text;
+			EXPECT_EQ(r.end, here[p].end) << g << " " << p;
+			EXPECT_EQ(r.lag, here[p].lag) << g << " " << p;
+		}
+	}
+
+	ChildResult r;
+	ASSERT_EQ("", ctl(d, { "stop", topic, "--json" }, &r));
+	for (auto &[g, w] : want)
+		resumes_at(d, topic, g, w, n);
+	ChildResult res;
+	ASSERT_EQ("", d.stop(30000, &res));
+}
+
+TEST_F(KafkaGroups, CommitRightBeforeTheStopIsCarriedByTheStopsSync)
+{
+	const std::string topic = "gs";
+	const int64_t n = 200;
+	make_topic(topic, n);
+	Consumed c;
+	ASSERT_EQ("", verifiable_consume(broker_->bootstrap(), topic, "late", "classic",
+					 60, &c));
+	/* an hour between periodic syncs: only the first, at start, runs */
+	Daemon d(dir_.path(), { "source.bootstrap.servers=" + broker_->bootstrap(),
+				"topics=" + topic, "groups=late",
+				"group.sync.interval.ms=3600000" });
+	ASSERT_EQ("", mirror(&d, topic, n));
+
+	/* The group reads on and commits; the stop starts the moment the
+	 * consumer reports its last commit, while it is still running. */
+	LiveConsumer live;
+	ASSERT_EQ("", live.start(broker_->bootstrap(), topic, "late", 250));
+	ASSERT_EQ("", live.until([](const Consumed &x) {
+		int64_t sum = 0;
+		for (auto &[p, o] : x.committed)
+			sum += o;
+		return sum == 60 + 250;
+	}, 120000));
+	std::map<int, int64_t> before = synced(d, "late", topic);
+	int64_t t0 = now_ms();
+	ChildResult r;
+	ASSERT_EQ("", ctl(d, { "stop", topic, "--json" }, &r));
+	int64_t stop_ms = now_ms() - t0;
+	ASSERT_EQ("", live.stop());
+	std::map<int, int64_t> want = source_committed("late", topic);
+	for (auto &[p, o] : live.consumed().committed)
+		EXPECT_EQ(o, want[p]) << p << ": the broker holds the last commit";
+	bool newer = false;
+	for (auto &[p, o] : want)
+		newer |= !before.count(p) || before[p] != o;
+	EXPECT_TRUE(newer) << "the periodic sync already had the last commit: "
+			      "the case proves nothing";
+	EXPECT_EQ(want, stop_synced(r.out, "late")) << r.out;
+	EXPECT_EQ(want, synced(d, "late", topic));
+	resumes_at(d, topic, "late", want, n);
+	RecordProperty("stop_ms", (int)stop_ms);
+	ChildResult res;
+	ASSERT_EQ("", d.stop(30000, &res));
+}
+
+} // namespace
