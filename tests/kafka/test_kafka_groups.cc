@@ -38,6 +38,7 @@
  */
 #include <jansson.h>
 
+#include <algorithm>
 #include <map>
 #include <regex>
 #include <sstream>
@@ -271,6 +272,49 @@ std::map<int, int64_t> stop_synced(const std::string &out, const std::string &gr
 	return m;
 }
 
+/* kafka-consumer-groups --reset-offsets ... --execute: partition -> the
+ * NEW-OFFSET it printed for topic. */
+std::string reset_offsets(const std::string &bootstrap, const std::string &group,
+			  const std::vector<std::string> &how,
+			  const std::string &topic, std::map<int, int64_t> *out)
+{
+	ChildResult r;
+	std::vector<std::string> a = { "--reset-offsets", "--group", group };
+	a.insert(a.end(), how.begin(), how.end());
+	a.push_back("--execute");
+	std::string why = group_cmd(bootstrap, a, &r);
+	std::istringstream in(r.out);
+	std::string line;
+
+	out->clear();
+	while (std::getline(in, line)) {
+		std::istringstream f(line);
+		std::string g, t, p, o;
+		if ((f >> g >> t >> p >> o) && g == group && t == topic)
+			(*out)[std::stoi(p)] = std::stoll(o);
+	}
+	return why.empty() && out->empty() ? "no NEW-OFFSET in:\n" + r.out : why;
+}
+
+/* The group names kafka-consumer-groups --list prints. */
+std::vector<std::string> list_groups(const std::string &bootstrap, std::string *why)
+{
+	ChildResult r;
+	std::vector<std::string> v;
+	*why = group_cmd(bootstrap, { "--list" }, &r);
+	std::istringstream in(r.out);
+	std::string line;
+	while (std::getline(in, line))
+		if (!line.empty())
+			v.push_back(line);
+	return v;
+}
+
+bool has(const std::vector<std::string> &v, const std::string &s)
+{
+	return std::find(v.begin(), v.end(), s) != v.end();
+}
+
 class KafkaGroups : public ::testing::Test {
 protected:
 	static void SetUpTestSuite()
@@ -478,6 +522,107 @@ TEST_F(KafkaGroups, CommitRightBeforeTheStopIsCarriedByTheStopsSync)
 	RecordProperty("stop_ms", (int)stop_ms);
 	ChildResult res;
 	ASSERT_EQ("", d.stop(30000, &res));
+}
+
+TEST_F(KafkaGroups, ConsumerGroupsToolAfterFailover)
+{
+	const std::string topic = "gt", group = "tool";
+	const int64_t n = 200;
+	make_topic(topic, n);
+	Consumed c;
+	ASSERT_EQ("", verifiable_consume(broker_->bootstrap(), topic, group, "classic",
+					 150, &c));
+	std::map<int, int64_t> want = source_committed(group, topic);
+	Daemon d(dir_.path(), { "source.bootstrap.servers=" + broker_->bootstrap(),
+				"topics=" + topic, "groups=" + group,
+				"group.sync.interval.ms=300" });
+	ASSERT_EQ("", mirror(&d, topic, n));
+	ASSERT_EQ("", wait_synced(d, group, topic, want));
+	ChildResult r;
+	ASSERT_EQ("", ctl(d, { "stop", topic, "--json" }, &r));
+	std::map<std::string, PartStatus> st;
+	ASSERT_EQ("", d.status(&st));
+
+	std::string why;
+	std::vector<std::string> listed = list_groups(d.bootstrap(), &why);
+	ASSERT_EQ("", why);
+	EXPECT_TRUE(has(listed, group)) << why;
+	EXPECT_TRUE(has(list_groups(broker_->bootstrap(), &why), group));
+	/* offsets as on the source; log ends kmirrord's (the barrier is one
+	 * offset past the source's end) */
+	std::map<int, Row> rows;
+	std::string text;
+	ASSERT_EQ("", describe(d.bootstrap(), group, topic, &rows, &text));
+	for (auto &[p, o] : want) {
+		if (o < 0)
+			continue;
+		const PartStatus &ps = st[topic + ":" + std::to_string(p)];
+		EXPECT_EQ(o, rows[p].current) << p << "\n" << text;
+		EXPECT_EQ(ps.hw, rows[p].end) << p << "\n" << text;
+		EXPECT_EQ(ps.hw - o, rows[p].lag) << p << "\n" << text;
+		EXPECT_EQ("-", rows[p].member) << p << ": no member yet";
+	}
+
+	/* a live Java member: --describe shows it, --members its partitions */
+	{
+		LiveConsumer live;
+		ASSERT_EQ("", live.start(d.bootstrap(), topic, group));
+		ASSERT_EQ("", live.until([](const Consumed &x) { return x.assigned; },
+					 60000));
+		ASSERT_EQ("", describe(d.bootstrap(), group, topic, &rows, &text));
+		ASSERT_EQ((size_t)kParts, rows.size()) << text;
+		EXPECT_EQ(0u, rows[0].member.rfind("consumer-" + group + "-", 0)) << text;
+		EXPECT_EQ(rows[0].member, rows[1].member) << text;
+		ChildResult m;
+		ASSERT_EQ("", group_cmd(d.bootstrap(), { "--describe", "--group", group,
+							 "--members" }, &m));
+		std::regex member("(^|\\n)" + group + " +" + rows[0].member +
+				  " .*consumer-" + group + "-[0-9]+ +([0-9]+) *(\\n|$)");
+		std::smatch mm;
+		ASSERT_TRUE(std::regex_search(m.out, mm, member)) << m.out;
+		EXPECT_EQ(std::to_string(kParts), mm[2].str()) << m.out;
+		ASSERT_EQ("", live.stop());
+	}
+
+	/* resets of the stopped partitions, then the Java consumer starts
+	 * there */
+	std::map<int, int64_t> got;
+	int64_t start0 = st[topic + ":0"].log_start;
+	ASSERT_EQ("", reset_offsets(d.bootstrap(), group,
+				    { "--topic", topic + ":0", "--to-earliest" }, topic, &got));
+	EXPECT_EQ((std::map<int, int64_t>{ { 0, start0 } }), got);
+	ASSERT_EQ("", reset_offsets(d.bootstrap(), group,
+				    { "--topic", topic + ":1", "--to-offset", "37" }, topic,
+				    &got));
+	EXPECT_EQ((std::map<int, int64_t>{ { 1, 37 } }), got);
+	ASSERT_EQ("", describe(d.bootstrap(), group, topic, &rows, &text));
+	EXPECT_EQ(start0, rows[0].current) << text;
+	EXPECT_EQ(37, rows[1].current) << text;
+	ASSERT_EQ("", reset_offsets(d.bootstrap(), group,
+				    { "--topic", topic, "--shift-by", "5" }, topic, &got));
+	std::map<int, int64_t> shifted = { { 0, start0 + 5 }, { 1, 42 } };
+	EXPECT_EQ(shifted, got);
+	ASSERT_EQ("", describe(d.bootstrap(), group, topic, &rows, &text));
+	for (auto &[p, o] : shifted)
+		EXPECT_EQ(o, rows[p].current) << p << "\n" << text;
+	resumes_at(d, topic, group, shifted, n);
+
+	/* OffsetDelete and DeleteGroups: not served; the Admin client says so
+	 * (UNSUPPORTED_VERSION, from ApiVersions) and kmirrord goes on */
+	ChildResult del;
+	group_cmd(d.bootstrap(), { "--delete-offsets", "--group", group, "--topic", topic },
+		  &del);
+	EXPECT_NE(std::string::npos, (del.out + del.err).find(
+		"UnsupportedVersionException: The node does not support OFFSET_DELETE"))
+		<< del.out << del.err;
+	group_cmd(d.bootstrap(), { "--delete", "--group", group }, &del);
+	EXPECT_NE(std::string::npos, (del.out + del.err).find(
+		"UnsupportedVersionException: The node does not support DELETE_GROUPS"))
+		<< del.out << del.err;
+	EXPECT_TRUE(has(list_groups(d.bootstrap(), &why), group)) << why;
+	ChildResult res;
+	ASSERT_EQ("", d.stop(30000, &res));
+	EXPECT_EQ(0, res.exit_code) << res.describe();
 }
 
 } // namespace
