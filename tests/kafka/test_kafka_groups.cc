@@ -315,6 +315,32 @@ bool has(const std::vector<std::string> &v, const std::string &s)
 	return std::find(v.begin(), v.end(), s) != v.end();
 }
 
+/* `kmirrorctl status --json` "groups" rows of group: partition -> its
+ * source_offset and how long ago it was synced. */
+std::map<int, std::pair<int64_t, int64_t>> sync_rows(const Daemon &d,
+						     const std::string &group)
+{
+	std::map<int, std::pair<int64_t, int64_t>> out;
+	ChildResult r;
+	if (ctl(d, { "status", "--json" }, &r) != "")
+		return out;
+	json_t *root = json_loads(r.out.c_str(), 0, nullptr);
+	size_t i;
+	json_t *row;
+	json_array_foreach(json_object_get(root, "groups"), i, row) {
+		const char *g = json_string_value(json_object_get(row, "group"));
+		const char *p = json_string_value(json_object_get(row, "partition"));
+		const char *colon = p ? strchr(p, ':') : nullptr;
+		if (g && colon && group == g)
+			out[atoi(colon + 1)] = {
+				json_integer_value(json_object_get(row, "source_offset")),
+				json_integer_value(json_object_get(row, "synced_ms_ago"))
+			};
+	}
+	json_decref(root);
+	return out;
+}
+
 class KafkaGroups : public ::testing::Test {
 protected:
 	static void SetUpTestSuite()
@@ -623,6 +649,103 @@ TEST_F(KafkaGroups, ConsumerGroupsToolAfterFailover)
 	ChildResult res;
 	ASSERT_EQ("", d.stop(30000, &res));
 	EXPECT_EQ(0, res.exit_code) << res.describe();
+}
+
+TEST_F(KafkaGroups, JavaGroupOnKmirrordWhileMirroring)
+{
+	const std::string topic = "gm", group = "mir";
+	const int64_t n = 150, more = 50;
+	make_topic(topic, n);
+	Consumed c;
+	ASSERT_EQ("", verifiable_consume(broker_->bootstrap(), topic, group, "classic",
+					 100, &c));
+	std::map<int, int64_t> want = source_committed(group, topic);
+	Daemon d(dir_.path(), { "source.bootstrap.servers=" + broker_->bootstrap(),
+				"topics=" + topic, "groups=" + group,
+				"group.sync.interval.ms=300" });
+	ASSERT_EQ("", mirror(&d, topic, n));
+	ASSERT_EQ("", wait_synced(d, group, topic, want));
+
+	/* The Java consumer in the synced group on kmirrord, partitions still
+	 * mirroring: it starts at the synced offsets, reads to the end and
+	 * commits here; the broker's group is left as it was. */
+	int64_t left = 0;
+	for (auto &[p, o] : want)
+		left += n - (o < 0 ? 0 : o);
+	int64_t left_ms;
+	{
+		LiveConsumer live;
+		ASSERT_EQ("", live.start(d.bootstrap(), topic, group));
+		ASSERT_EQ("", live.until([&](const Consumed &x) {
+			return x.total == left && x.committed.size() == (size_t)kParts &&
+			       x.committed.at(0) == n && x.committed.at(1) == n;
+		}, 120000));
+		for (auto &[p, o] : want) {
+			if (o == n)
+				continue;
+			EXPECT_EQ(o < 0 ? 0 : o, live.consumed().first.at(p)) << p;
+			EXPECT_EQ(n - 1, live.consumed().last.at(p)) << p;
+		}
+		std::map<int, Row> rows;
+		std::string text;
+		ASSERT_EQ("", describe(d.bootstrap(), group, topic, &rows, &text));
+		for (int p = 0; p < kParts; p++) {
+			EXPECT_EQ(n, rows[p].current) << text;
+			EXPECT_NE("-", rows[p].member) << text;
+		}
+		ASSERT_EQ("", live.stop());
+		left_ms = now_ms();
+	}
+	EXPECT_EQ(want, source_committed(group, topic));
+	/* A sync round after it left keeps its commits: never backwards. */
+	ASSERT_TRUE(poll_until([&] {
+		auto rows = sync_rows(d, group);
+		for (auto &[p, o] : want)
+			if (o >= 0 && (!rows.count(p) || rows[p].first != o ||
+				       rows[p].second >= now_ms() - left_ms))
+				return false;
+		return true;
+	}, 30000)) << "no sync round after the member left:\n" << [&] {
+		ChildResult st;
+		ctl(d, { "status" }, &st);
+		return st.out;
+	}();
+	/* (the source committed 100 in all, below n on each partition) */
+	{
+		std::map<int, Row> rows;
+		std::string text;
+		ASSERT_EQ("", describe(d.bootstrap(), group, topic, &rows, &text));
+		for (int p = 0; p < kParts; p++)
+			EXPECT_EQ(n, rows[p].current) << p << "\n" << text;
+	}
+
+	/* The source's group moves past it: synced again. */
+	for (int p = 0; p < kParts; p++) {
+		ProduceResult r;
+		ASSERT_EQ("", produce(broker_->bootstrap(),
+				      idempotent(topic, p, more, 30 + p), &r));
+	}
+	int64_t src_left = 0;
+	for (auto &[p, o] : want)
+		src_left += n + more - (o < 0 ? 0 : o);
+	ASSERT_EQ("", verifiable_consume(broker_->bootstrap(), topic, group, "classic",
+					 src_left, &c));
+	std::map<int, int64_t> ahead = source_committed(group, topic);
+	ASSERT_EQ((std::map<int, int64_t>{ { 0, n + more }, { 1, n + more } }), ahead);
+	ASSERT_EQ("", wait_synced(d, group, topic, ahead));
+
+	/* A reset here while mirroring stands only until the next round. */
+	std::map<int, int64_t> got;
+	ASSERT_EQ("", reset_offsets(d.bootstrap(), group,
+				    { "--topic", topic, "--to-earliest" }, topic, &got));
+	EXPECT_EQ((std::map<int, int64_t>{ { 0, 0 }, { 1, 0 } }), got);
+	ASSERT_EQ("", wait_synced(d, group, topic, ahead));
+	std::map<int, Row> rows;
+	ASSERT_EQ("", describe(d.bootstrap(), group, topic, &rows));
+	for (auto &[p, o] : ahead)
+		EXPECT_EQ(o, rows[p].current) << p;
+	ChildResult res;
+	ASSERT_EQ("", d.stop(30000, &res));
 }
 
 } // namespace
