@@ -12,8 +12,9 @@
  *   JoinGroup (11) 0-5            Heartbeat (12) 0-3
  *   LeaveGroup (13) 0-3 (librdkafka sends 0-1; v3 batches Members)
  *   SyncGroup (14) 0-3            DescribeGroups (15) 0-4
- *   ListGroups (16) 0-4, flexible 3+ (compact types, tag sections; header
- *   versions from km_proto_req_header_version / km_proto_resp_header_version)
+ *   ListGroups (16) 0-5, flexible 3+ (compact types, tag sections; header
+ *   versions from km_proto_req_header_version / km_proto_resp_header_version;
+ *   v5, GroupType and TypesFilter, is what Kafka 4.x's Admin client asks)
  *
  * Names: group ids, member ids, instance ids, topics, protocol names, group
  * states and DescribeGroups' ClientId/ClientHost are struct km_wire_name and
@@ -364,18 +365,22 @@ int km_descgroups_resp_encode(struct km_wire_wr *w, int16_t version,
 int km_descgroups_resp_decode(struct km_wire_rd *r, int16_t version,
 			      struct km_descgroups_resp *m);
 
-/* ---- ListGroups (16), v0-4; flexible from v3 ---- */
+/* ---- ListGroups (16), v0-5; flexible from v3 ---- */
 
 struct km_listgroups_req {
 	struct km_wire_name *states_filter; /* v4+, else none */
 	uint32_t states_max;
 	uint32_t n_states;
+	struct km_wire_name *types_filter; /* v5+, else none */
+	uint32_t types_max;
+	uint32_t n_types;
 };
 
 struct km_listgroups_group {
 	struct km_wire_name group_id;
 	struct km_wire_name protocol_type;
 	struct km_wire_name group_state; /* v4+, else "" */
+	struct km_wire_name group_type;	 /* v5+ ("classic"...), else "" */
 };
 
 struct km_listgroups_resp {
@@ -386,7 +391,8 @@ struct km_listgroups_resp {
 	uint32_t n_groups;
 };
 
-/** A states filter below v4 -> KM_EWIREVALUE (it would be dropped). */
+/** A states filter below v4 or a types filter below v5 ->
+ *  KM_EWIREVALUE (it would be dropped). */
 int km_listgroups_req_encode(struct km_wire_wr *w, int16_t version,
 			     const struct km_listgroups_req *m);
 int km_listgroups_req_decode(struct km_wire_rd *r, int16_t version,

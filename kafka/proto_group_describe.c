@@ -167,10 +167,12 @@ int km_listgroups_req_encode(struct km_wire_wr *w, int16_t version,
 	if (km_proto_group_wr_check(w, KM_API_LIST_GROUPS, version) < 0)
 		return w->err;
 	/* A filter the version cannot carry would widen the answer. */
-	if (version < 4 && m->n_states != 0)
+	if ((version < 4 && m->n_states != 0) || (version < 5 && m->n_types != 0))
 		return km_wire_wr_fail(w, KM_EWIREVALUE);
 	if (version >= 4)
 		km_proto_group_wr_names(w, flex, m->states_filter, m->n_states);
+	if (version >= 5)
+		km_proto_group_wr_names(w, flex, m->types_filter, m->n_types);
 	if (flex)
 		km_wire_wr_tags(w);
 	return w->err;
@@ -182,11 +184,15 @@ int km_listgroups_req_decode(struct km_wire_rd *r, int16_t version,
 	bool flex = list_flex(version);
 
 	m->n_states = 0;
+	m->n_types = 0;
 	if (km_proto_group_rd_check(r, KM_API_LIST_GROUPS, version) < 0)
 		return r->err;
 	if (version >= 4 && km_proto_group_rd_names(r, flex, m->states_filter,
 					      m->states_max,
 					      &m->n_states) < 0)
+		return r->err;
+	if (version >= 5 && km_proto_group_rd_names(r, flex, m->types_filter,
+						    m->types_max, &m->n_types) < 0)
 		return r->err;
 	if (flex)
 		km_wire_rd_tags(r);
@@ -211,6 +217,8 @@ int km_listgroups_resp_encode(struct km_wire_wr *w, int16_t version,
 		km_wire_wr_name(w, flex, false, &g->protocol_type);
 		if (version >= 4)
 			km_wire_wr_name(w, flex, false, &g->group_state);
+		if (version >= 5)
+			km_wire_wr_name(w, flex, false, &g->group_type);
 		if (flex)
 			km_wire_wr_tags(w);
 	}
@@ -225,10 +233,13 @@ static int rd_list_group(struct km_wire_rd *r, int16_t version,
 	bool flex = list_flex(version);
 
 	km_wire_name_set(&g->group_state, "");
+	km_wire_name_set(&g->group_type, "");
 	km_wire_rd_name(r, flex, false, &g->group_id);
 	km_wire_rd_name(r, flex, false, &g->protocol_type);
 	if (version >= 4)
 		km_wire_rd_name(r, flex, false, &g->group_state);
+	if (version >= 5)
+		km_wire_rd_name(r, flex, false, &g->group_type);
 	if (flex)
 		km_wire_rd_tags(r);
 	return r->err;

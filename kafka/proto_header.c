@@ -37,7 +37,7 @@ static const struct api_info apis[] = {
 	{ KM_API_LEAVE_GROUP, "LeaveGroup", 0, 3, 4, true },
 	{ KM_API_SYNC_GROUP, "SyncGroup", 0, 3, 4, true },
 	{ KM_API_DESCRIBE_GROUPS, "DescribeGroups", 0, 4, 5, true },
-	{ KM_API_LIST_GROUPS, "ListGroups", 0, 4, 3, true },
+	{ KM_API_LIST_GROUPS, "ListGroups", 0, 5, 3, true },
 	{ KM_API_API_VERSIONS, "ApiVersions", 0, 3, 3, true },
 	{ KM_API_INIT_PRODUCER_ID, "InitProducerId", 0, 4, 2, true },
 	{ KM_API_DESCRIBE_CONFIGS, "DescribeConfigs", 1, 4, 4, true },

@@ -23,6 +23,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "common/errors.h"
 #include "common/km_assert.h"
@@ -560,11 +561,24 @@ static bool has_offsets(struct km_frontend *fe, const char *group)
 	       km_goffsets_each(fe->go.table, group, count_only, NULL) > 0;
 }
 
+/* Every group here is a classic group (kmirrord serves no
+ * ConsumerGroupHeartbeat): Kafka's GroupType names are matched ignoring
+ * case, as its coordinator parses them. */
+static bool type_kept(const struct km_listgroups_req *q)
+{
+	bool keep = q->n_types == 0;
+
+	for (uint32_t k = 0; k < q->n_types; k++)
+		keep |= strcasecmp(q->types_filter[k].s, "classic") == 0;
+	return keep;
+}
+
 static int handle_list(struct fe_conn *fc, const struct km_reqhdr *h,
 		       struct km_wire_rd *r)
 {
-	struct km_wire_name states[8];
-	struct km_listgroups_req q = { .states_filter = states, .states_max = 8 };
+	struct km_wire_name states[8], types[8];
+	struct km_listgroups_req q = { .states_filter = states, .states_max = 8,
+				       .types_filter = types, .types_max = 8 };
 	struct km_group_overview *ov = fc->fe->gmem->list_ov;
 	struct km_listgroups_group *g = fc->fe->gmem->list_out;
 	struct km_listgroups_resp m = { .groups = g,
@@ -575,7 +589,7 @@ static int handle_list(struct fe_conn *fc, const struct km_reqhdr *h,
 
 	if (rc < 0)
 		return decode_failed(fc, h, rc);
-	n = list_all(fc->fe, ov);
+	n = type_kept(&q) ? list_all(fc->fe, ov) : 0;
 	for (uint32_t i = 0; i < n; i++) {
 		bool keep = q.n_states == 0;
 
@@ -585,9 +599,10 @@ static int handle_list(struct fe_conn *fc, const struct km_reqhdr *h,
 			continue;
 		km_wire_name_set(&g[m.n_groups].group_id, ov[i].group_id);
 		km_wire_name_set(&g[m.n_groups].protocol_type, ov[i].protocol_type);
+		km_wire_name_set(&g[m.n_groups].group_type, "classic");
 		km_wire_name_set(&g[m.n_groups++].group_state, ov[i].state);
 	}
-	rc = km_frontend_slot_open(fc, h, 32 + m.n_groups * 3 * (KM_WIRE_NAME_BYTES_MAX + 4),
+	rc = km_frontend_slot_open(fc, h, 32 + m.n_groups * 4 * (KM_WIRE_NAME_BYTES_MAX + 4),
 			  &slot);
 	if (rc == 0) {
 		km_frontend_slot_begin(fc, slot, &w);

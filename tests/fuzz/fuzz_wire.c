@@ -132,6 +132,7 @@ static void reset_group_storage(void)
 	st.dgp.groups = st.dgroups, st.dgp.groups_max = CAP;
 	st.dgp.members = st.dmembers, st.dgp.members_max = CAP;
 	st.lsq.states_filter = st.names, st.lsq.states_max = CAP;
+	st.lsq.types_filter = st.names, st.lsq.types_max = CAP;
 	st.lsp.groups = st.lgroups, st.lsp.groups_max = CAP;
 	st.garena_used = 0;
 }

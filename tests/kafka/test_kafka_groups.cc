@@ -496,6 +496,27 @@ TEST_F(KafkaGroups, ResumeAfterStopClassicAndConsumerProtocol)
 		}
 	}
 
+	/* Every group here is classic (ListGroups v5): kip too, which is a
+	 * consumer group on the broker. */
+	ChildResult t;
+	ASSERT_EQ("", group_cmd(d.bootstrap(), { "--list", "--type" }, &t));
+	for (const char *g : { "cls", "kip" })
+		EXPECT_TRUE(std::regex_search(t.out, std::regex(std::string("(^|\\n)") + g +
+								" +Classic *(\\n|$)")))
+			<< g << "\n" << t.out;
+	ASSERT_EQ("", group_cmd(d.bootstrap(), { "--list", "--type", "consumer" }, &t));
+	EXPECT_EQ(std::string::npos, t.out.find("kip")) << t.out;
+	ASSERT_EQ("", group_cmd(broker_->bootstrap(), { "--list", "--type" }, &t));
+	EXPECT_TRUE(std::regex_search(t.out, std::regex("(^|\\n)kip +Consumer"))) << t.out;
+	/* The Java consumer with group.protocol=consumer gets Kafka's own
+	 * answer: no ConsumerGroupHeartbeat here, use classic. */
+	ChildResult k = kafka_tool(kVerifiable,
+				   verifiable_args(d.bootstrap(), topic, "kip", "consumer", 10),
+				   120000);
+	EXPECT_NE(std::string::npos,
+		  k.err.find("The cluster does not support the new CONSUMER group protocol"))
+		<< k.describe();
+
 	ChildResult r;
 	ASSERT_EQ("", ctl(d, { "stop", topic, "--json" }, &r));
 	for (auto &[g, w] : want)

@@ -30,6 +30,7 @@ void Store::Wire(uint32_t cap)
 	dgp.groups = dgroups, dgp.groups_max = cap;
 	dgp.members = dmembers, dgp.members_max = cap;
 	lsq.states_filter = names, lsq.states_max = cap;
+	lsq.types_filter = types, lsq.types_max = cap;
 	lsp.groups = lgroups, lsp.groups_max = cap;
 }
 
@@ -154,9 +155,11 @@ void Sample(Store *s, int16_t key, bool req, int16_t v)
 			 Name("range"), 0, 1, 8};
 	s->dmembers[0] = {Name("m-1"), Name("inst"), Name("rdkafka"),
 			  Name("/127.0.0.1"), Bts(kMd), Bts(kAsgn)};
-	s->lsq = {s->names, kN, v >= 4 ? 1u : 0u};
+	s->lsq = {s->names, kN, v >= 4 ? 1u : 0u, s->types, kN, v >= 5 ? 1u : 0u};
+	s->types[0] = Name("classic");
 	s->lsp = {5, 0, s->lgroups, kN, 1};
-	s->lgroups[0] = {Name("grp"), Name("consumer"), Name("Stable")};
+	s->lgroups[0] = {Name("grp"), Name("consumer"), Name("Stable"),
+			 Name(v >= 5 ? "classic" : "")};
 }
 
 
@@ -396,6 +399,8 @@ static Bytes GoldenOther(int16_t key, bool req, int16_t v)
 	} else if (req) {
 		if (v >= 4)
 			f.arr(1).s("Stable");
+		if (v >= 5)
+			f.arr(1).s("classic");
 		f.tags();
 	} else {
 		if (v >= 1)
@@ -404,6 +409,8 @@ static Bytes GoldenOther(int16_t key, bool req, int16_t v)
 		f.arr(1).s("grp").s("consumer");
 		if (v >= 4)
 			f.s("Stable");
+		if (v >= 5)
+			f.s("classic");
 		f.tags().tags();
 	}
 	return f.b.b;

@@ -28,6 +28,7 @@ struct Store {
 	km_group_member members[kN];
 	km_leavegroup_member lmembers[kN];
 	km_wire_name names[kN];
+	km_wire_name types[kN];
 	km_descgroups_group dgroups[kN];
 	km_descgroups_member dmembers[kN];
 	km_listgroups_group lgroups[kN];
