@@ -654,6 +654,20 @@ TEST_F(KafkaGroups, ConsumerGroupsToolAfterFailover)
 		EXPECT_EQ(o, rows[p].current) << p << "\n" << text;
 	resumes_at(d, topic, group, shifted, n);
 
+	/* kafka-console-consumer --group, the client's own group.protocol
+	 * (4.x: classic), starts at a reset offset too. */
+	ASSERT_EQ("", reset_offsets(d.bootstrap(), group,
+				    { "--topic", topic, "--to-offset", "7" }, topic, &got));
+	ChildResult cc = kafka_tool("org.apache.kafka.tools.consumer.ConsoleConsumer",
+				    { "--bootstrap-server", d.bootstrap(), "--topic", topic,
+				      "--group", group, "--max-messages", "1",
+				      "--timeout-ms", "30000", "--formatter-property",
+				      "print.offset=true", "--formatter-property",
+				      "print.partition=true" },
+				    120000);
+	ASSERT_EQ(0, cc.exit_code) << cc.describe();
+	EXPECT_TRUE(std::regex_search(cc.out, std::regex("Offset:7\\b"))) << cc.out;
+
 	/* OffsetDelete and DeleteGroups: not served; the Admin client says so
 	 * (UNSUPPORTED_VERSION, from ApiVersions) and kmirrord goes on */
 	ChildResult del;
