@@ -115,6 +115,17 @@ static void knet_conn_stats(const struct km_net_conn *pc,
 	out->send_queued = c->sq_count;
 }
 
+static int knet_conn_peer(const struct km_net_conn *pc, struct sockaddr_in *out)
+{
+	const struct knet_conn *c =
+		km_container_of(pc, const struct knet_conn, pub);
+
+	if (c->peer.sin_family != AF_INET)
+		return -ENOTCONN;
+	*out = c->peer;
+	return 0;
+}
+
 /* ---- create, destroy ------------------------------------------------ */
 
 static int conns_init(struct knet *kn)
@@ -191,6 +202,7 @@ static const struct km_net_ops knet_ops = {
 	.recv_pause = km_knet_recv_pause,
 	.stats = knet_stats,
 	.conn_stats = knet_conn_stats,
+	.peer = knet_conn_peer,
 };
 
 static bool config_ok(const struct km_net_config *cfg)

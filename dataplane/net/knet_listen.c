@@ -97,6 +97,7 @@ static void accept_conn(struct knet_listener *l, int fd)
 {
 	struct knet *kn = l->kn;
 	struct knet_conn *c = km_knet_conn_alloc(kn);
+	socklen_t len = sizeof(c->peer);
 
 	if (c == NULL) {
 		kn->st.accepts_refused++;
@@ -107,6 +108,8 @@ static void accept_conn(struct knet_listener *l, int fd)
 	}
 	km_knet_set_nodelay(fd);
 	c->fd = fd;
+	if (getpeername(fd, (struct sockaddr *)&c->peer, &len) < 0)
+		memset(&c->peer, 0, sizeof(c->peer)); /* the peer is gone */
 	c->pub.h = l->h;
 	c->pub.ctx = l->pub.ctx;
 	c->state = CONN_OPEN;

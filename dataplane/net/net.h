@@ -49,6 +49,7 @@
 #define KM_DATAPLANE_NET_H
 
 #include <errno.h>
+#include <netinet/in.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/uio.h>
@@ -253,6 +254,8 @@ struct km_net_ops {
 	void (*stats)(const struct km_net *net, struct km_net_stats *out);
 	void (*conn_stats)(const struct km_net_conn *c,
 			   struct km_net_conn_stats *out);
+	int (*peer)(const struct km_net_conn *c,
+		    struct sockaddr_in *out); /* NULL: none */
 };
 
 /* The three handles are visible only so that the wrappers below inline the
@@ -485,6 +488,17 @@ static inline void km_net_conn_get_stats(const struct km_net_conn *c,
 					 struct km_net_conn_stats *out)
 {
 	c->net->ops->conn_stats(c, out);
+}
+
+/** The peer's address of a connection (an accepted one: the client's, for
+ *  Kafka's ClientHost). -EOPNOTSUPP if the backend keeps none,
+ *  -ENOTCONN if it has none for this connection. */
+static inline int km_net_conn_peer(const struct km_net_conn *c,
+				   struct sockaddr_in *out)
+{
+	if (c->net->ops->peer == NULL)
+		return -EOPNOTSUPP;
+	return c->net->ops->peer(c, out);
 }
 
 #ifdef __cplusplus

@@ -3,6 +3,7 @@
  * order. What a request means is frontend_dispatch.c's; a handler whose
  * response holds more than its encoded bytes, or waits on time, hooks its
  * slot (struct fe_slot_ops in frontend_pvt.h). */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -109,6 +110,18 @@ int km_frontend_conn_drop(struct fe_conn *fc, const char *fmt, ...)
 	return rc;
 }
 
+/* As Kafka's InetAddress.toString() of the client: "/127.0.0.1". */
+static void set_client_host(struct fe_conn *fc, const struct km_net_conn *c)
+{
+	struct sockaddr_in a;
+	char ip[INET_ADDRSTRLEN];
+
+	fc->client_host[0] = '\0';
+	if (km_net_conn_peer(c, &a) == 0 &&
+	    inet_ntop(AF_INET, &a.sin_addr, ip, sizeof(ip)) != NULL)
+		snprintf(fc->client_host, sizeof(fc->client_host), "/%s", ip);
+}
+
 static void on_accept(struct km_net_conn *c)
 {
 	struct km_frontend *fe = km_net_conn_ctx(c);
@@ -124,6 +137,7 @@ static void on_accept(struct km_net_conn *c)
 	}
 	fc->c = c;
 	km_net_conn_set_ctx(c, fc);
+	set_client_host(fc, c);
 	fe->st.accepts++;
 	fe->st.conns++;
 	KM_DEBUG("frontend", "connection %u accepted", fc->id);

@@ -458,7 +458,7 @@ static int handle_join(struct fe_conn *fc, const struct km_reqhdr *h,
 	jr = (struct km_group_join_req){
 		.group_id = q.group_id.s, .member_id = q.member_id.s,
 		.instance_id = name_or_null(&q.group_instance_id),
-		.client_id = fc->client_id, .client_host = "",
+		.client_id = fc->client_id, .client_host = fc->client_host,
 		.session_timeout_ms = q.session_timeout_ms,
 		.rebalance_timeout_ms = q.rebalance_timeout_ms,
 		.protocol_type = q.protocol_type.s, .protocols = gp,

@@ -118,6 +118,7 @@ struct fe_conn {
 	uint32_t id;		/* for log lines */
 	uint32_t pending_ops;	/* Produce outcomes not yet reported */
 	char client_id[64];
+	char client_host[24];	/* "/a.b.c.d", Kafka's ClientHost; "" unknown */
 	struct km_kframe kf;
 	const struct km_kframe_frame *held; /* a frame waiting for room */
 	uint8_t *buf;		/* response ring, conn_buf_bytes */

@@ -487,6 +487,24 @@ protected:
 
 // ---- tests ----------------------------------------------------------------
 
+// Each side knows its peer's address: the accepted connection the client's
+// (Kafka's ClientHost of a group member), the client the listener's.
+TEST_P(Net, ConnectionsNameTheirPeer)
+{
+	km_net *sn = Make(), *cn = Make();
+	Server *srv = Listen(sn);
+	auto pr = Pair(cn, srv);
+	ASSERT_NE(nullptr, pr.second);
+	sockaddr_in a{}, b{};
+	ASSERT_EQ(0, km_net_conn_peer(pr.second->c, &a));
+	EXPECT_EQ(AF_INET, a.sin_family);
+	EXPECT_EQ(htonl(INADDR_LOOPBACK), a.sin_addr.s_addr);
+	EXPECT_NE(0, a.sin_port);
+	ASSERT_EQ(0, km_net_conn_peer(pr.first->c, &b));
+	EXPECT_EQ(htonl(INADDR_LOOPBACK), b.sin_addr.s_addr);
+	EXPECT_EQ(km_net_listener_port(srv->l), ntohs(b.sin_port));
+}
+
 // Listener on port 0 (bound port read back), one client; messages both ways:
 // the server echoes each message by copy, in order.
 TEST_P(Net, ExchangeMessagesBothWays)
