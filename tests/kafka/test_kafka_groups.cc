@@ -342,16 +342,24 @@ std::map<int, std::pair<int64_t, int64_t>> sync_rows(const Daemon &d,
 }
 
 class KafkaGroups : public ::testing::Test {
-protected:
-	static void SetUpTestSuite()
-	{
-		broker_ = new KafkaBroker();
-		start_error_ = broker_->start();
-	}
-	static void TearDownTestSuite()
+public:
+	/* After the last case of every suite here (a test environment's
+	 * TearDown). */
+	static void StopBroker()
 	{
 		delete broker_; /* stops it */
 		broker_ = nullptr;
+	}
+
+protected:
+	/* One broker for every case of the three fixtures: started by the
+	 * first. */
+	static void SetUpTestSuite()
+	{
+		if (broker_ == nullptr) {
+			broker_ = new KafkaBroker();
+			start_error_ = broker_->start();
+		}
 	}
 	void SetUp() override
 	{
@@ -454,6 +462,12 @@ protected:
 
 KafkaBroker *KafkaGroups::broker_ = nullptr;
 std::string KafkaGroups::start_error_;
+
+class BrokerEnv : public ::testing::Environment {
+	void TearDown() override { KafkaGroups::StopBroker(); }
+};
+::testing::Environment *const broker_env =
+	::testing::AddGlobalTestEnvironment(new BrokerEnv);
 
 TEST_F(KafkaGroups, ResumeAfterStopClassicAndConsumerProtocol)
 {
@@ -571,61 +585,56 @@ TEST_F(KafkaGroups, CommitRightBeforeTheStopIsCarriedByTheStopsSync)
 	ASSERT_EQ("", d.stop(30000, &res));
 }
 
-TEST_F(KafkaGroups, ConsumerGroupsToolAfterFailover)
-{
-	const std::string topic = "gt", group = "tool";
-	const int64_t n = 200;
-	make_topic(topic, n);
-	Consumed c;
-	ASSERT_EQ("", verifiable_consume(broker_->bootstrap(), topic, group, "classic",
-					 150, &c));
-	std::map<int, int64_t> want = source_committed(group, topic);
-	Daemon d(dir_.path(), { "source.bootstrap.servers=" + broker_->bootstrap(),
-				"topics=" + topic, "groups=" + group,
-				"group.sync.interval.ms=300" });
-	ASSERT_EQ("", mirror(&d, topic, n));
-	ASSERT_EQ("", wait_synced(d, group, topic, want));
-	ChildResult r;
-	ASSERT_EQ("", ctl(d, { "stop", topic, "--json" }, &r));
-	std::map<std::string, PartStatus> st;
-	ASSERT_EQ("", d.status(&st));
+/* The case of kafka-consumer-groups after the failover, in steps. */
+class KafkaGroupsTool : public KafkaGroups {
+protected:
+	const std::string topic_ = "gt", group_ = "tool";
 
-	std::string why;
-	std::vector<std::string> listed = list_groups(d.bootstrap(), &why);
-	ASSERT_EQ("", why);
-	EXPECT_TRUE(has(listed, group)) << why;
-	EXPECT_TRUE(has(list_groups(broker_->bootstrap(), &why), group));
-	/* offsets as on the source; log ends kmirrord's (the barrier is one
-	 * offset past the source's end) */
-	std::map<int, Row> rows;
-	std::string text;
-	ASSERT_EQ("", describe(d.bootstrap(), group, topic, &rows, &text));
-	for (auto &[p, o] : want) {
-		if (o < 0)
-			continue;
-		const PartStatus &ps = st[topic + ":" + std::to_string(p)];
-		EXPECT_EQ(o, rows[p].current) << p << "\n" << text;
-		EXPECT_EQ(ps.hw, rows[p].end) << p << "\n" << text;
-		EXPECT_EQ(ps.hw - o, rows[p].lag) << p << "\n" << text;
-		EXPECT_EQ("-", rows[p].member) << p << ": no member yet";
+	/* --list names the group; --describe gives the broker's committed
+	 * offsets with kmirrord's log ends (one past the broker's: the
+	 * barrier) and lag, and no member yet. */
+	void listed_and_described(const Daemon &d, const std::map<int, int64_t> &want,
+				  std::map<std::string, PartStatus> &st)
+	{
+		std::string why;
+		std::vector<std::string> listed = list_groups(d.bootstrap(), &why);
+		ASSERT_EQ("", why);
+		EXPECT_TRUE(has(listed, group_));
+		EXPECT_TRUE(has(list_groups(broker_->bootstrap(), &why), group_));
+		std::map<int, Row> rows;
+		std::string text;
+		ASSERT_EQ("", describe(d.bootstrap(), group_, topic_, &rows, &text));
+		for (auto &[p, o] : want) {
+			if (o < 0)
+				continue;
+			const PartStatus &ps = st[topic_ + ":" + std::to_string(p)];
+			EXPECT_EQ(o, rows[p].current) << p << "\n" << text;
+			EXPECT_EQ(ps.hw, rows[p].end) << p << "\n" << text;
+			EXPECT_EQ(ps.hw - o, rows[p].lag) << p << "\n" << text;
+			EXPECT_EQ("-", rows[p].member) << p << ": no member yet";
+		}
 	}
 
-	/* a live Java member: --describe shows it, --members its partitions */
+	/* A live Java member: --describe shows it on every partition,
+	 * --members its host (as Kafka prints the client's address), client
+	 * id and partition count. */
+	void live_member_described(const Daemon &d)
 	{
 		LiveConsumer live;
-		ASSERT_EQ("", live.start(d.bootstrap(), topic, group));
+		std::map<int, Row> rows;
+		std::string text;
+		ASSERT_EQ("", live.start(d.bootstrap(), topic_, group_));
 		ASSERT_EQ("", live.until([](const Consumed &x) { return x.assigned; },
 					 60000));
-		ASSERT_EQ("", describe(d.bootstrap(), group, topic, &rows, &text));
+		ASSERT_EQ("", describe(d.bootstrap(), group_, topic_, &rows, &text));
 		ASSERT_EQ((size_t)kParts, rows.size()) << text;
-		EXPECT_EQ(0u, rows[0].member.rfind("consumer-" + group + "-", 0)) << text;
+		EXPECT_EQ(0u, rows[0].member.rfind("consumer-" + group_ + "-", 0)) << text;
 		EXPECT_EQ(rows[0].member, rows[1].member) << text;
 		ChildResult m;
-		ASSERT_EQ("", group_cmd(d.bootstrap(), { "--describe", "--group", group,
+		ASSERT_EQ("", group_cmd(d.bootstrap(), { "--describe", "--group", group_,
 							 "--members" }, &m));
-		/* HOST as Kafka prints the client's address */
-		std::regex member("(^|\\n)" + group + " +" + rows[0].member +
-				  " +/127\\.0\\.0\\.1 +consumer-" + group +
+		std::regex member("(^|\\n)" + group_ + " +" + rows[0].member +
+				  " +/127\\.0\\.0\\.1 +consumer-" + group_ +
 				  "-[0-9]+ +([0-9]+) *(\\n|$)");
 		std::smatch mm;
 		ASSERT_TRUE(std::regex_search(m.out, mm, member)) << m.out;
@@ -633,154 +642,217 @@ TEST_F(KafkaGroups, ConsumerGroupsToolAfterFailover)
 		ASSERT_EQ("", live.stop());
 	}
 
-	/* resets of the stopped partitions, then the Java consumer starts
-	 * there */
-	std::map<int, int64_t> got;
-	int64_t start0 = st[topic + ":0"].log_start;
-	ASSERT_EQ("", reset_offsets(d.bootstrap(), group,
-				    { "--topic", topic + ":0", "--to-earliest" }, topic, &got));
-	EXPECT_EQ((std::map<int, int64_t>{ { 0, start0 } }), got);
-	ASSERT_EQ("", reset_offsets(d.bootstrap(), group,
-				    { "--topic", topic + ":1", "--to-offset", "37" }, topic,
-				    &got));
-	EXPECT_EQ((std::map<int, int64_t>{ { 1, 37 } }), got);
-	ASSERT_EQ("", describe(d.bootstrap(), group, topic, &rows, &text));
-	EXPECT_EQ(start0, rows[0].current) << text;
-	EXPECT_EQ(37, rows[1].current) << text;
-	ASSERT_EQ("", reset_offsets(d.bootstrap(), group,
-				    { "--topic", topic, "--shift-by", "5" }, topic, &got));
-	std::map<int, int64_t> shifted = { { 0, start0 + 5 }, { 1, 42 } };
-	EXPECT_EQ(shifted, got);
-	ASSERT_EQ("", describe(d.bootstrap(), group, topic, &rows, &text));
-	for (auto &[p, o] : shifted)
-		EXPECT_EQ(o, rows[p].current) << p << "\n" << text;
-	resumes_at(d, topic, group, shifted, n);
+	/* --reset-offsets --to-earliest, --to-offset, --shift-by on the
+	 * stopped partitions: the NEW-OFFSET printed, --describe shows it, the
+	 * Java consumer starts there. */
+	void resets_then_resumes(const Daemon &d, int64_t n, int64_t start0)
+	{
+		std::map<int, int64_t> got;
+		std::map<int, Row> rows;
+		std::string text;
+		ASSERT_EQ("", reset_offsets(d.bootstrap(), group_,
+					    { "--topic", topic_ + ":0", "--to-earliest" },
+					    topic_, &got));
+		EXPECT_EQ((std::map<int, int64_t>{ { 0, start0 } }), got);
+		ASSERT_EQ("", reset_offsets(d.bootstrap(), group_,
+					    { "--topic", topic_ + ":1", "--to-offset", "37" },
+					    topic_, &got));
+		EXPECT_EQ((std::map<int, int64_t>{ { 1, 37 } }), got);
+		ASSERT_EQ("", describe(d.bootstrap(), group_, topic_, &rows, &text));
+		EXPECT_EQ(start0, rows[0].current) << text;
+		EXPECT_EQ(37, rows[1].current) << text;
+		ASSERT_EQ("", reset_offsets(d.bootstrap(), group_,
+					    { "--topic", topic_, "--shift-by", "5" }, topic_,
+					    &got));
+		std::map<int, int64_t> shifted = { { 0, start0 + 5 }, { 1, 42 } };
+		EXPECT_EQ(shifted, got);
+		ASSERT_EQ("", describe(d.bootstrap(), group_, topic_, &rows, &text));
+		for (auto &[p, o] : shifted)
+			EXPECT_EQ(o, rows[p].current) << p << "\n" << text;
+		resumes_at(d, topic_, group_, shifted, n);
+	}
 
 	/* kafka-console-consumer --group, the client's own group.protocol
 	 * (4.x: classic), starts at a reset offset too. */
-	ASSERT_EQ("", reset_offsets(d.bootstrap(), group,
-				    { "--topic", topic, "--to-offset", "7" }, topic, &got));
-	ChildResult cc = kafka_tool("org.apache.kafka.tools.consumer.ConsoleConsumer",
-				    { "--bootstrap-server", d.bootstrap(), "--topic", topic,
-				      "--group", group, "--max-messages", "1",
-				      "--timeout-ms", "30000", "--formatter-property",
-				      "print.offset=true", "--formatter-property",
-				      "print.partition=true" },
-				    120000);
-	ASSERT_EQ(0, cc.exit_code) << cc.describe();
-	EXPECT_TRUE(std::regex_search(cc.out, std::regex("Offset:7\\b"))) << cc.out;
+	void console_consumer_starts_at_reset(const Daemon &d)
+	{
+		std::map<int, int64_t> got;
+		ASSERT_EQ("", reset_offsets(d.bootstrap(), group_,
+					    { "--topic", topic_, "--to-offset", "7" }, topic_,
+					    &got));
+		ChildResult cc = kafka_tool(
+			"org.apache.kafka.tools.consumer.ConsoleConsumer",
+			{ "--bootstrap-server", d.bootstrap(), "--topic", topic_, "--group",
+			  group_, "--max-messages", "1", "--timeout-ms", "30000",
+			  "--formatter-property", "print.offset=true",
+			  "--formatter-property", "print.partition=true" },
+			120000);
+		ASSERT_EQ(0, cc.exit_code) << cc.describe();
+		EXPECT_TRUE(std::regex_search(cc.out, std::regex("Offset:7\\b"))) << cc.out;
+	}
 
 	/* OffsetDelete and DeleteGroups: not served; the Admin client says so
-	 * (UNSUPPORTED_VERSION, from ApiVersions) and kmirrord goes on */
-	ChildResult del;
-	group_cmd(d.bootstrap(), { "--delete-offsets", "--group", group, "--topic", topic },
-		  &del);
-	EXPECT_NE(std::string::npos, (del.out + del.err).find(
-		"UnsupportedVersionException: The node does not support OFFSET_DELETE"))
-		<< del.out << del.err;
-	group_cmd(d.bootstrap(), { "--delete", "--group", group }, &del);
-	EXPECT_NE(std::string::npos, (del.out + del.err).find(
-		"UnsupportedVersionException: The node does not support DELETE_GROUPS"))
-		<< del.out << del.err;
-	EXPECT_TRUE(has(list_groups(d.bootstrap(), &why), group)) << why;
+	 * (UNSUPPORTED_VERSION, from ApiVersions) and the group stays. */
+	void deletes_answered(const Daemon &d)
+	{
+		ChildResult del;
+		std::string why;
+		group_cmd(d.bootstrap(), { "--delete-offsets", "--group", group_, "--topic",
+					   topic_ }, &del);
+		EXPECT_NE(std::string::npos, (del.out + del.err).find(
+			"UnsupportedVersionException: The node does not support OFFSET_DELETE"))
+			<< del.out << del.err;
+		group_cmd(d.bootstrap(), { "--delete", "--group", group_ }, &del);
+		EXPECT_NE(std::string::npos, (del.out + del.err).find(
+			"UnsupportedVersionException: The node does not support DELETE_GROUPS"))
+			<< del.out << del.err;
+		EXPECT_TRUE(has(list_groups(d.bootstrap(), &why), group_)) << why;
+	}
+};
+
+TEST_F(KafkaGroupsTool, ConsumerGroupsToolAfterFailover)
+{
+	const int64_t n = 200;
+	make_topic(topic_, n);
+	Consumed c;
+	ASSERT_EQ("", verifiable_consume(broker_->bootstrap(), topic_, group_, "classic",
+					 150, &c));
+	std::map<int, int64_t> want = source_committed(group_, topic_);
+	Daemon d(dir_.path(), { "source.bootstrap.servers=" + broker_->bootstrap(),
+				"topics=" + topic_, "groups=" + group_,
+				"group.sync.interval.ms=300" });
+	ASSERT_EQ("", mirror(&d, topic_, n));
+	ASSERT_EQ("", wait_synced(d, group_, topic_, want));
+	ChildResult r;
+	ASSERT_EQ("", ctl(d, { "stop", topic_, "--json" }, &r));
+	std::map<std::string, PartStatus> st;
+	ASSERT_EQ("", d.status(&st));
+
+	ASSERT_NO_FATAL_FAILURE(listed_and_described(d, want, st));
+	ASSERT_NO_FATAL_FAILURE(live_member_described(d));
+	ASSERT_NO_FATAL_FAILURE(resets_then_resumes(d, n, st[topic_ + ":0"].log_start));
+	ASSERT_NO_FATAL_FAILURE(console_consumer_starts_at_reset(d));
+	ASSERT_NO_FATAL_FAILURE(deletes_answered(d));
 	ChildResult res;
 	ASSERT_EQ("", d.stop(30000, &res));
 	EXPECT_EQ(0, res.exit_code) << res.describe();
 }
 
-TEST_F(KafkaGroups, JavaGroupOnKmirrordWhileMirroring)
-{
-	const std::string topic = "gm", group = "mir";
-	const int64_t n = 150, more = 50;
-	make_topic(topic, n);
-	Consumed c;
-	ASSERT_EQ("", verifiable_consume(broker_->bootstrap(), topic, group, "classic",
-					 100, &c));
-	std::map<int, int64_t> want = source_committed(group, topic);
-	Daemon d(dir_.path(), { "source.bootstrap.servers=" + broker_->bootstrap(),
-				"topics=" + topic, "groups=" + group,
-				"group.sync.interval.ms=300" });
-	ASSERT_EQ("", mirror(&d, topic, n));
-	ASSERT_EQ("", wait_synced(d, group, topic, want));
+/* The case of a Java group on kmirrord while mirroring, in steps. */
+class KafkaGroupsMirroring : public KafkaGroups {
+protected:
+	const std::string topic_ = "gm", group_ = "mir";
+	const int64_t n_ = 150, more_ = 50;
+	std::map<int, int64_t> want_; /* the broker's group at first */
 
-	/* The Java consumer in the synced group on kmirrord, partitions still
-	 * mirroring: it starts at the synced offsets, reads to the end and
-	 * commits here; the broker's group is left as it was. */
-	int64_t left = 0;
-	for (auto &[p, o] : want)
-		left += n - (o < 0 ? 0 : o);
-	int64_t left_ms;
+	/* The Java consumer in the synced group on kmirrord, partitions
+	 * still mirroring: it starts at the synced offsets, reads to the end
+	 * and commits here, as a member; *left_ms: when it had left. */
+	void consumes_here(const Daemon &d, int64_t *left_ms)
 	{
+		int64_t left = 0;
+		for (auto &[p, o] : want_)
+			left += n_ - (o < 0 ? 0 : o);
 		LiveConsumer live;
-		ASSERT_EQ("", live.start(d.bootstrap(), topic, group));
+		ASSERT_EQ("", live.start(d.bootstrap(), topic_, group_));
 		ASSERT_EQ("", live.until([&](const Consumed &x) {
 			return x.total == left && x.committed.size() == (size_t)kParts &&
-			       x.committed.at(0) == n && x.committed.at(1) == n;
+			       x.committed.at(0) == n_ && x.committed.at(1) == n_;
 		}, 120000));
-		for (auto &[p, o] : want) {
-			if (o == n)
+		for (auto &[p, o] : want_) {
+			if (o == n_)
 				continue;
 			EXPECT_EQ(o < 0 ? 0 : o, live.consumed().first.at(p)) << p;
-			EXPECT_EQ(n - 1, live.consumed().last.at(p)) << p;
+			EXPECT_EQ(n_ - 1, live.consumed().last.at(p)) << p;
 		}
 		std::map<int, Row> rows;
 		std::string text;
-		ASSERT_EQ("", describe(d.bootstrap(), group, topic, &rows, &text));
+		ASSERT_EQ("", describe(d.bootstrap(), group_, topic_, &rows, &text));
 		for (int p = 0; p < kParts; p++) {
-			EXPECT_EQ(n, rows[p].current) << text;
+			EXPECT_EQ(n_, rows[p].current) << text;
 			EXPECT_NE("-", rows[p].member) << text;
 		}
 		ASSERT_EQ("", live.stop());
-		left_ms = now_ms();
+		*left_ms = now_ms();
 	}
-	EXPECT_EQ(want, source_committed(group, topic));
-	/* A sync round after it left keeps its commits: never backwards. */
-	ASSERT_TRUE(poll_until([&] {
-		auto rows = sync_rows(d, group);
-		for (auto &[p, o] : want)
-			if (o >= 0 && (!rows.count(p) || rows[p].first != o ||
-				       rows[p].second >= now_ms() - left_ms))
-				return false;
-		return true;
-	}, 30000)) << "no sync round after the member left:\n" << [&] {
-		ChildResult st;
-		ctl(d, { "status" }, &st);
-		return st.out;
-	}();
-	/* (the source committed 100 in all, below n on each partition) */
+
+	/* A sync round after it left keeps its commits though the broker's
+	 * group is behind (100 in all, below n_ on each partition): never
+	 * backwards. */
+	void kept_after_a_round(const Daemon &d, int64_t left_ms)
 	{
+		ASSERT_TRUE(poll_until([&] {
+			auto rows = sync_rows(d, group_);
+			for (auto &[p, o] : want_)
+				if (o >= 0 && (!rows.count(p) || rows[p].first != o ||
+					       rows[p].second >= now_ms() - left_ms))
+					return false;
+			return true;
+		}, 30000)) << "no sync round after the member left";
 		std::map<int, Row> rows;
 		std::string text;
-		ASSERT_EQ("", describe(d.bootstrap(), group, topic, &rows, &text));
+		ASSERT_EQ("", describe(d.bootstrap(), group_, topic_, &rows, &text));
 		for (int p = 0; p < kParts; p++)
-			EXPECT_EQ(n, rows[p].current) << p << "\n" << text;
+			EXPECT_EQ(n_, rows[p].current) << p << "\n" << text;
 	}
 
-	/* The source's group moves past it: synced again. */
-	for (int p = 0; p < kParts; p++) {
-		ProduceResult r;
-		ASSERT_EQ("", produce(broker_->bootstrap(),
-				      idempotent(topic, p, more, 30 + p), &r));
+	/* The broker's group reads past it (more_ records more per
+	 * partition): synced again. *ahead: its offsets. */
+	void source_moves_past(const Daemon &d, std::map<int, int64_t> *ahead)
+	{
+		for (int p = 0; p < kParts; p++) {
+			ProduceResult r;
+			ASSERT_EQ("", produce(broker_->bootstrap(),
+					      idempotent(topic_, p, more_, 30 + p), &r));
+		}
+		int64_t src_left = 0;
+		for (auto &[p, o] : want_)
+			src_left += n_ + more_ - (o < 0 ? 0 : o);
+		Consumed c;
+		ASSERT_EQ("", verifiable_consume(broker_->bootstrap(), topic_, group_,
+						 "classic", src_left, &c));
+		*ahead = source_committed(group_, topic_);
+		ASSERT_EQ((std::map<int, int64_t>{ { 0, n_ + more_ }, { 1, n_ + more_ } }),
+			  *ahead);
+		ASSERT_EQ("", wait_synced(d, group_, topic_, *ahead));
 	}
-	int64_t src_left = 0;
-	for (auto &[p, o] : want)
-		src_left += n + more - (o < 0 ? 0 : o);
-	ASSERT_EQ("", verifiable_consume(broker_->bootstrap(), topic, group, "classic",
-					 src_left, &c));
-	std::map<int, int64_t> ahead = source_committed(group, topic);
-	ASSERT_EQ((std::map<int, int64_t>{ { 0, n + more }, { 1, n + more } }), ahead);
-	ASSERT_EQ("", wait_synced(d, group, topic, ahead));
 
 	/* A reset here while mirroring stands only until the next round. */
-	std::map<int, int64_t> got;
-	ASSERT_EQ("", reset_offsets(d.bootstrap(), group,
-				    { "--topic", topic, "--to-earliest" }, topic, &got));
-	EXPECT_EQ((std::map<int, int64_t>{ { 0, 0 }, { 1, 0 } }), got);
-	ASSERT_EQ("", wait_synced(d, group, topic, ahead));
-	std::map<int, Row> rows;
-	ASSERT_EQ("", describe(d.bootstrap(), group, topic, &rows));
-	for (auto &[p, o] : ahead)
-		EXPECT_EQ(o, rows[p].current) << p;
+	void reset_raised_again(const Daemon &d, const std::map<int, int64_t> &ahead)
+	{
+		std::map<int, int64_t> got;
+		ASSERT_EQ("", reset_offsets(d.bootstrap(), group_,
+					    { "--topic", topic_, "--to-earliest" }, topic_,
+					    &got));
+		EXPECT_EQ((std::map<int, int64_t>{ { 0, 0 }, { 1, 0 } }), got);
+		ASSERT_EQ("", wait_synced(d, group_, topic_, ahead));
+		std::map<int, Row> rows;
+		ASSERT_EQ("", describe(d.bootstrap(), group_, topic_, &rows));
+		for (auto &[p, o] : ahead)
+			EXPECT_EQ(o, rows[p].current) << p;
+	}
+};
+
+TEST_F(KafkaGroupsMirroring, JavaGroupOnKmirrordWhileMirroring)
+{
+	make_topic(topic_, n_);
+	Consumed c;
+	ASSERT_EQ("", verifiable_consume(broker_->bootstrap(), topic_, group_, "classic",
+					 100, &c));
+	want_ = source_committed(group_, topic_);
+	Daemon d(dir_.path(), { "source.bootstrap.servers=" + broker_->bootstrap(),
+				"topics=" + topic_, "groups=" + group_,
+				"group.sync.interval.ms=300" });
+	ASSERT_EQ("", mirror(&d, topic_, n_));
+	ASSERT_EQ("", wait_synced(d, group_, topic_, want_));
+
+	int64_t left_ms = 0;
+	ASSERT_NO_FATAL_FAILURE(consumes_here(d, &left_ms));
+	EXPECT_EQ(want_, source_committed(group_, topic_)) << "the broker's group as it was";
+	ASSERT_NO_FATAL_FAILURE(kept_after_a_round(d, left_ms));
+	std::map<int, int64_t> ahead;
+	ASSERT_NO_FATAL_FAILURE(source_moves_past(d, &ahead));
+	ASSERT_NO_FATAL_FAILURE(reset_raised_again(d, ahead));
 	ChildResult res;
 	ASSERT_EQ("", d.stop(30000, &res));
 }
