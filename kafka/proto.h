@@ -85,6 +85,7 @@ enum km_api_key {
 	KM_API_API_VERSIONS = 18,
 	KM_API_INIT_PRODUCER_ID = 22,
 	KM_API_DESCRIBE_CONFIGS = 32,
+	KM_API_DELETE_GROUPS = 42,
 	KM_API_DESCRIBE_CLUSTER = 60,
 	/* kmirror's own API (docs/design.md, "KmirrorBarrier"): the latest MIRROR_PID_RESET
 	 * barrier a partition holds for a cluster id. Far above Kafka's keys. */
@@ -140,6 +141,7 @@ enum km_kerr {
 	KM_KERR_TRANSACTIONAL_ID_AUTHORIZATION_FAILED = 53,
 	KM_KERR_KAFKA_STORAGE_ERROR = 56,
 	KM_KERR_UNKNOWN_PRODUCER_ID = 59,
+	KM_KERR_NON_EMPTY_GROUP = 68,
 	KM_KERR_GROUP_ID_NOT_FOUND = 69,
 	KM_KERR_FETCH_SESSION_ID_NOT_FOUND = 70,
 	KM_KERR_INVALID_FETCH_SESSION_EPOCH = 71,
@@ -173,7 +175,7 @@ struct km_api_range {
 };
 
 enum {
-	KM_PROTO_APIS = 18,	  /* APIs this codec speaks, and kmirrord's
+	KM_PROTO_APIS = 19,	  /* APIs this codec speaks, and kmirrord's
 				   * front end serves (and advertises): the
 				   * spoken rows of kafka/proto_header.c's
 				   * table, checked at build time */

@@ -12,6 +12,7 @@
  *   JoinGroup (11) 0-5            Heartbeat (12) 0-3
  *   LeaveGroup (13) 0-3 (librdkafka sends 0-1; v3 batches Members)
  *   SyncGroup (14) 0-3            DescribeGroups (15) 0-4
+ *   DeleteGroups (42) 0-2, flexible 2+ (kafka-consumer-groups --delete)
  *   ListGroups (16) 0-5, flexible 3+ (compact types, tag sections; header
  *   versions from km_proto_req_header_version / km_proto_resp_header_version;
  *   v5, GroupType and TypesFilter, is what Kafka 4.x's Admin client asks)
@@ -401,6 +402,35 @@ int km_listgroups_resp_encode(struct km_wire_wr *w, int16_t version,
 			      const struct km_listgroups_resp *m);
 int km_listgroups_resp_decode(struct km_wire_rd *r, int16_t version,
 			      struct km_listgroups_resp *m);
+
+/* ---- DeleteGroups (42), v0-2; flexible from v2 ---- */
+
+struct km_delgroups_req {
+	struct km_wire_name *groups;	/* GroupsNames */
+	uint32_t groups_max;
+	uint32_t n_groups;
+};
+
+struct km_delgroups_result {
+	struct km_wire_name group_id;
+	int16_t error_code;
+};
+
+struct km_delgroups_resp {
+	int32_t throttle_time_ms;
+	struct km_delgroups_result *results;
+	uint32_t results_max;
+	uint32_t n_results;
+};
+
+int km_delgroups_req_encode(struct km_wire_wr *w, int16_t version,
+			    const struct km_delgroups_req *m);
+int km_delgroups_req_decode(struct km_wire_rd *r, int16_t version,
+			    struct km_delgroups_req *m);
+int km_delgroups_resp_encode(struct km_wire_wr *w, int16_t version,
+			     const struct km_delgroups_resp *m);
+int km_delgroups_resp_decode(struct km_wire_rd *r, int16_t version,
+			     struct km_delgroups_resp *m);
 
 #ifdef __cplusplus
 }

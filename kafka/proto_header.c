@@ -41,6 +41,7 @@ static const struct api_info apis[] = {
 	{ KM_API_API_VERSIONS, "ApiVersions", 0, 3, 3, true },
 	{ KM_API_INIT_PRODUCER_ID, "InitProducerId", 0, 4, 2, true },
 	{ KM_API_DESCRIBE_CONFIGS, "DescribeConfigs", 1, 4, 4, true },
+	{ KM_API_DELETE_GROUPS, "DeleteGroups", 0, 2, 2, true },
 	{ KM_API_DESCRIBE_CLUSTER, "DescribeCluster", 0, 2, 0, true },
 	{ KM_API_KMIRROR_BARRIER, "KmirrorBarrier", 0, 0, INT16_MAX, true },
 };
@@ -269,6 +270,7 @@ const char *km_kerr_name(int code)
 	KERR(TRANSACTION_COORDINATOR_FENCED);
 	KERR(TRANSACTIONAL_ID_AUTHORIZATION_FAILED);
 	KERR(KAFKA_STORAGE_ERROR); KERR(UNKNOWN_PRODUCER_ID);
+	KERR(NON_EMPTY_GROUP);
 	KERR(GROUP_ID_NOT_FOUND);
 	KERR(FETCH_SESSION_ID_NOT_FOUND); KERR(INVALID_FETCH_SESSION_EPOCH);
 	KERR(FENCED_LEADER_EPOCH); KERR(UNKNOWN_LEADER_EPOCH);

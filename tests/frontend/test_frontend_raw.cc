@@ -207,6 +207,7 @@ TEST_F(Raw, ApiVersionsUnknownVersionGetsV0Body)
 		{KM_API_SYNC_GROUP, 0, 3},   {KM_API_DESCRIBE_GROUPS, 0, 4},
 		{KM_API_LIST_GROUPS, 0, 5},  {KM_API_API_VERSIONS, 0, 3},
 		{KM_API_INIT_PRODUCER_ID, 0, 4}, {KM_API_DESCRIBE_CONFIGS, 1, 4},
+		{KM_API_DELETE_GROUPS, 0, 2},
 		{KM_API_DESCRIBE_CLUSTER, 0, 2}, {KM_API_KMIRROR_BARRIER, 0, 0},
 	};
 	const uint32_t n = sizeof(want) / sizeof(want[0]);
@@ -1047,4 +1048,63 @@ TEST_F(RawGroups, ListGroupsV5NamesEveryGroupClassic)
 		EXPECT_STREQ("Empty", g[0].group_state.s);
 		EXPECT_STREQ(k.type, g[0].group_type.s) << "case " << corr - 2;
 	}
+}
+
+// DeleteGroups: Kafka's coordinator's answers - a group with only
+// committed offsets is deleted (its offsets read -1 after, it is no longer
+// listed), one never seen is GROUP_ID_NOT_FOUND, one with a member joining
+// NON_EMPTY_GROUP; the connection goes on.
+TEST_F(RawGroups, DeleteGroupsAnswersAsKafka)
+{
+	Resp c, j;
+	RoundTrip(CommitReq(1, 2, 10, "md"), KM_API_OFFSET_COMMIT, 7, &c);
+	ASSERT_EQ((std::vector<int16_t>{ 0, 0 }), CommitErrors(&c));
+	RoundTrip(JoinReq(2, 1), KM_API_JOIN_GROUP, 5, &j); // "g": pending
+	for (int16_t v : { 0, 2 }) {
+		km_wire_name names[3];
+		km_wire_name_set(&names[0], "oc");
+		km_wire_name_set(&names[1], "nosuch");
+		km_wire_name_set(&names[2], "g");
+		km_delgroups_req q = { names, 3, 3 };
+		Resp x;
+		RoundTrip(Req(KM_API_DELETE_GROUPS, v, 3 + v, [&](km_wire_wr *w) {
+				  km_delgroups_req_encode(w, v, &q);
+			  }), KM_API_DELETE_GROUPS, v, &x);
+		km_delgroups_result res[4];
+		km_delgroups_resp m = { 0, res, 4, 0 };
+		ASSERT_EQ(0, km_delgroups_resp_decode(&x.r, v, &m)) << v;
+		ASSERT_EQ(3u, m.n_results);
+		EXPECT_STREQ("oc", res[0].group_id.s);
+		/* deleted at v0; at v2 it is gone already */
+		EXPECT_EQ(v == 0 ? KM_KERR_NONE : KM_KERR_GROUP_ID_NOT_FOUND,
+			  res[0].error_code) << v;
+		EXPECT_EQ(KM_KERR_GROUP_ID_NOT_FOUND, res[1].error_code) << v;
+		EXPECT_EQ(KM_KERR_NON_EMPTY_GROUP, res[2].error_code) << v;
+	}
+	int32_t parts[2] = { 0, 1 };
+	km_proto_topic t[1];
+	km_wire_name_set(&t[0].name, "alpha");
+	t[0].first = 0;
+	t[0].count = 2;
+	km_offfetch_req fq = {};
+	km_wire_name_set(&fq.group_id, "oc");
+	fq.topics = t;
+	fq.topics_max = fq.n_topics = 1;
+	fq.parts = parts;
+	fq.parts_max = fq.n_parts = 2;
+	Resp f;
+	RoundTrip(Req(KM_API_OFFSET_FETCH, 7, 9, [&](km_wire_wr *w) {
+			  km_offfetch_req_encode(w, 7, &fq);
+		  }), KM_API_OFFSET_FETCH, 7, &f);
+	km_proto_topic rt[2];
+	km_offfetch_resp_part rp[4];
+	km_offfetch_resp fr = {};
+	fr.topics = rt;
+	fr.topics_max = 2;
+	fr.parts = rp;
+	fr.parts_max = 4;
+	ASSERT_EQ(0, km_offfetch_resp_decode(&f.r, 7, &fr));
+	ASSERT_EQ(2u, fr.n_parts);
+	EXPECT_EQ(-1, rp[0].committed_offset) << "the offsets are gone";
+	EXPECT_EQ(-1, rp[1].committed_offset);
 }

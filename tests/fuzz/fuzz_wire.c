@@ -89,6 +89,7 @@ static struct {
 	struct km_descgroups_group dgroups[CAP];
 	struct km_descgroups_member dmembers[CAP];
 	struct km_listgroups_group lgroups[CAP];
+	struct km_delgroups_result dresults[CAP];
 	struct km_findcoord_req fcq;
 	struct km_findcoord_resp fcp;
 	struct km_offcommit_req ocq;
@@ -107,6 +108,8 @@ static struct {
 	struct km_descgroups_resp dgp;
 	struct km_listgroups_req lsq;
 	struct km_listgroups_resp lsp;
+	struct km_delgroups_req deq;
+	struct km_delgroups_resp dep;
 	uint8_t garena[ARENA];
 	uint32_t garena_used;
 } st;
@@ -134,6 +137,8 @@ static void reset_group_storage(void)
 	st.lsq.states_filter = st.names, st.lsq.states_max = CAP;
 	st.lsq.types_filter = st.names, st.lsq.types_max = CAP;
 	st.lsp.groups = st.lgroups, st.lsp.groups_max = CAP;
+	st.deq.groups = st.names, st.deq.groups_max = CAP;
+	st.dep.results = st.dresults, st.dep.results_max = CAP;
 	st.garena_used = 0;
 }
 
@@ -320,6 +325,9 @@ static int decode_group(struct km_wire_rd *r, int req, int16_t key,
 	case KM_API_LIST_GROUPS:
 		return req ? km_listgroups_req_decode(r, v, &st.lsq)
 			   : km_listgroups_resp_decode(r, v, &st.lsp);
+	case KM_API_DELETE_GROUPS:
+		return req ? km_delgroups_req_decode(r, v, &st.deq)
+			   : km_delgroups_resp_decode(r, v, &st.dep);
 	}
 	return KM_EWIREAPIKEY;
 }
@@ -355,6 +363,9 @@ static int encode_group(struct km_wire_wr *w, int req, int16_t key,
 	case KM_API_LIST_GROUPS:
 		return req ? km_listgroups_req_encode(w, v, &st.lsq)
 			   : km_listgroups_resp_encode(w, v, &st.lsp);
+	case KM_API_DELETE_GROUPS:
+		return req ? km_delgroups_req_encode(w, v, &st.deq)
+			   : km_delgroups_resp_encode(w, v, &st.dep);
 	}
 	return KM_EWIREAPIKEY;
 }

@@ -27,7 +27,7 @@
  *   --describe (with a live Java member: its id, client id, partitions),
  *   --reset-offsets --to-earliest / --to-offset / --shift-by --execute on
  *   the stopped partitions, where the Java consumer then starts; what
- *   --delete-offsets and --delete answer.
+ *   --delete-offsets (not served) and --delete (Kafka's answers) give.
  * - JavaGroupOnKmirrordWhileMirroring: what docs/design.md ("Consumer
  *   groups") says of a synced group consuming here while its partitions
  *   still mirror: kmirrord coordinates it, it starts at the synced offset,
@@ -701,9 +701,11 @@ protected:
 		EXPECT_TRUE(std::regex_search(cc.out, std::regex("Offset:7\\b"))) << cc.out;
 	}
 
-	/* OffsetDelete and DeleteGroups: not served; the Admin client says so
-	 * (UNSUPPORTED_VERSION, from ApiVersions) and the group stays. */
-	void deletes_answered(const Daemon &d)
+	/* OffsetDelete: not served; the Admin client says so (UNSUPPORTED_VERSION,
+	 * from ApiVersions). DeleteGroups: Kafka's answers - an unknown group
+	 * is not found, a group with a live member is not empty, else its
+	 * offsets are gone and the Java consumer starts over at earliest. */
+	void deletes_answered(const Daemon &d, int64_t n)
 	{
 		ChildResult del;
 		std::string why;
@@ -712,11 +714,25 @@ protected:
 		EXPECT_NE(std::string::npos, (del.out + del.err).find(
 			"UnsupportedVersionException: The node does not support OFFSET_DELETE"))
 			<< del.out << del.err;
-		group_cmd(d.bootstrap(), { "--delete", "--group", group_ }, &del);
-		EXPECT_NE(std::string::npos, (del.out + del.err).find(
-			"UnsupportedVersionException: The node does not support DELETE_GROUPS"))
+		group_cmd(d.bootstrap(), { "--delete", "--group", "nosuch" }, &del);
+		EXPECT_NE(std::string::npos, (del.out + del.err).find("GroupIdNotFoundException"))
 			<< del.out << del.err;
-		EXPECT_TRUE(has(list_groups(d.bootstrap(), &why), group_)) << why;
+		{
+			LiveConsumer live;
+			ASSERT_EQ("", live.start(d.bootstrap(), topic_, group_));
+			ASSERT_EQ("", live.until([](const Consumed &x) { return x.assigned; },
+						 60000));
+			group_cmd(d.bootstrap(), { "--delete", "--group", group_ }, &del);
+			EXPECT_NE(std::string::npos, (del.out + del.err).find(
+				"GroupNotEmptyException")) << del.out << del.err;
+			ASSERT_EQ("", live.stop());
+		}
+		ASSERT_EQ("", group_cmd(d.bootstrap(), { "--delete", "--group", group_ }, &del));
+		EXPECT_NE(std::string::npos, del.out.find(
+			"Deletion of requested consumer groups ('" + group_ + "') was successful"))
+			<< del.out << del.err;
+		EXPECT_FALSE(has(list_groups(d.bootstrap(), &why), group_)) << why;
+		resumes_at(d, topic_, group_, { { 0, -1 }, { 1, -1 } }, n);
 	}
 };
 
@@ -742,7 +758,7 @@ TEST_F(KafkaGroupsTool, ConsumerGroupsToolAfterFailover)
 	ASSERT_NO_FATAL_FAILURE(live_member_described(d));
 	ASSERT_NO_FATAL_FAILURE(resets_then_resumes(d, n, st[topic_ + ":0"].log_start));
 	ASSERT_NO_FATAL_FAILURE(console_consumer_starts_at_reset(d));
-	ASSERT_NO_FATAL_FAILURE(deletes_answered(d));
+	ASSERT_NO_FATAL_FAILURE(deletes_answered(d, n));
 	ChildResult res;
 	ASSERT_EQ("", d.stop(30000, &res));
 	EXPECT_EQ(0, res.exit_code) << res.describe();

@@ -31,6 +31,8 @@ void Store::Wire(uint32_t cap)
 	dgp.members = dmembers, dgp.members_max = cap;
 	lsq.states_filter = names, lsq.states_max = cap;
 	lsq.types_filter = types, lsq.types_max = cap;
+	deq.groups = names, deq.groups_max = cap;
+	dep.results = dresults, dep.results_max = cap;
 	lsp.groups = lgroups, lsp.groups_max = cap;
 }
 
@@ -160,6 +162,10 @@ void Sample(Store *s, int16_t key, bool req, int16_t v)
 	s->lsp = {5, 0, s->lgroups, kN, 1};
 	s->lgroups[0] = {Name("grp"), Name("consumer"), Name("Stable"),
 			 Name(v >= 5 ? "classic" : "")};
+	s->deq = {s->names, kN, 1};
+	s->dep = {5, s->dresults, kN, 2};
+	s->dresults[0] = {Name("grp"), 0};
+	s->dresults[1] = {Name("busy"), KM_KERR_NON_EMPTY_GROUP};
 }
 
 
@@ -193,6 +199,9 @@ int Encode(km_wire_wr *w, Store *s, int16_t key, bool req, int16_t v)
 	case KM_API_LIST_GROUPS:
 		return req ? km_listgroups_req_encode(w, v, &s->lsq)
 			   : km_listgroups_resp_encode(w, v, &s->lsp);
+	case KM_API_DELETE_GROUPS:
+		return req ? km_delgroups_req_encode(w, v, &s->deq)
+			   : km_delgroups_resp_encode(w, v, &s->dep);
 	}
 	return KM_EWIREAPIKEY;
 }
@@ -227,6 +236,9 @@ int Decode(km_wire_rd *r, Store *s, int16_t key, bool req, int16_t v)
 	case KM_API_LIST_GROUPS:
 		return req ? km_listgroups_req_decode(r, v, &s->lsq)
 			   : km_listgroups_resp_decode(r, v, &s->lsp);
+	case KM_API_DELETE_GROUPS:
+		return req ? km_delgroups_req_decode(r, v, &s->deq)
+			   : km_delgroups_resp_decode(r, v, &s->dep);
 	}
 	return KM_EWIREAPIKEY;
 }
@@ -396,6 +408,13 @@ static Bytes GoldenOther(int16_t key, bool req, int16_t v)
 		f.s("rdkafka").s("/127.0.0.1").bytes("md").bytes("asgn");
 		if (v >= 3)
 			f.b.i32(8);
+	} else if (key == KM_API_DELETE_GROUPS && req) {
+		f.arr(1).s("grp").tags();
+	} else if (key == KM_API_DELETE_GROUPS) {
+		f.b.i32(5);
+		f.arr(2).s("grp").b.i16(0);
+		f.tags().s("busy").b.i16(68);
+		f.tags().tags();
 	} else if (req) {
 		if (v >= 4)
 			f.arr(1).s("Stable");

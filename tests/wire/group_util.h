@@ -15,6 +15,7 @@ constexpr int16_t kKeys[] = {
 	KM_API_OFFSET_COMMIT, KM_API_OFFSET_FETCH, KM_API_FIND_COORDINATOR,
 	KM_API_JOIN_GROUP,    KM_API_HEARTBEAT,    KM_API_LEAVE_GROUP,
 	KM_API_SYNC_GROUP,    KM_API_DESCRIBE_GROUPS, KM_API_LIST_GROUPS,
+	KM_API_DELETE_GROUPS,
 };
 constexpr uint32_t kN = 8;
 
@@ -32,6 +33,7 @@ struct Store {
 	km_descgroups_group dgroups[kN];
 	km_descgroups_member dmembers[kN];
 	km_listgroups_group lgroups[kN];
+	km_delgroups_result dresults[kN];
 	km_findcoord_req fcq;
 	km_findcoord_resp fcp;
 	km_offcommit_req ocq;
@@ -50,6 +52,8 @@ struct Store {
 	km_descgroups_resp dgp;
 	km_listgroups_req lsq;
 	km_listgroups_resp lsp;
+	km_delgroups_req deq;
+	km_delgroups_resp dep;
 	uint8_t arena[1 << 16];
 	size_t arena_used = 0;
 

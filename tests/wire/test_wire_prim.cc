@@ -433,14 +433,14 @@ TEST(WireProto, VersionTable)
 			       {8, 0, 7}, {9, 0, 7}, {10, 0, 2}, {11, 0, 5},
 			       {12, 0, 3}, {13, 0, 3}, {14, 0, 3},
 			       {15, 0, 4}, {16, 0, 5}, {18, 0, 3},
-			       {22, 0, 4}, {32, 1, 4}, {60, 0, 2},
+			       {22, 0, 4}, {32, 1, 4}, {42, 0, 2}, {60, 0, 2},
 			       {KM_API_KMIRROR_BARRIER, 0, 0}};
 	for (int i = 0; i < KM_PROTO_APIS; i++) {
 		EXPECT_EQ(want[i][0], all[i].api_key);
 		EXPECT_EQ(want[i][1], all[i].min_version);
 		EXPECT_EQ(want[i][2], all[i].max_version);
 	}
-	EXPECT_EQ(KM_EWIREAPIKEY, km_proto_check(42, 1)) << "DeleteGroups";
+	EXPECT_EQ(KM_EWIREAPIKEY, km_proto_check(50, 1)) << "DescribeUserScramCredentials";
 	EXPECT_EQ(0, km_proto_check(KM_API_OFFSET_FETCH, 7));
 	EXPECT_EQ(KM_EWIREVERSION, km_proto_check(KM_API_OFFSET_FETCH, 8));
 	EXPECT_EQ(KM_EWIREAPIKEY, km_proto_check(-1, 0));
@@ -461,7 +461,7 @@ TEST(WireProto, VersionTable)
 	EXPECT_EQ(2, km_proto_req_header_version(KM_API_FETCH, 12));
 	EXPECT_EQ(1, km_proto_resp_header_version(KM_API_METADATA, 9));
 	EXPECT_EQ(0, km_proto_req_header_version(KM_API_CONTROLLED_SHUTDOWN, 0));
-	EXPECT_EQ(1, km_proto_req_header_version(42, 2)) << "unknown: v1";
+	EXPECT_EQ(1, km_proto_req_header_version(50, 2)) << "unknown: v1";
 	EXPECT_EQ(1, km_proto_req_header_version(KM_API_DESCRIBE_CONFIGS, 3));
 	EXPECT_EQ(2, km_proto_req_header_version(KM_API_DESCRIBE_CONFIGS, 4));
 	EXPECT_EQ(1, km_proto_resp_header_version(KM_API_DESCRIBE_CONFIGS, 4));
@@ -493,7 +493,7 @@ TEST(WireProto, ApiNamesComeFromTheVersionTable)
 		     km_proto_api_name(KM_API_KMIRROR_BARRIER));
 	EXPECT_STREQ("ControlledShutdown",
 		     km_proto_api_name(KM_API_CONTROLLED_SHUTDOWN));
-	EXPECT_STREQ("unknown API", km_proto_api_name(42));
+	EXPECT_STREQ("unknown API", km_proto_api_name(50));
 	EXPECT_STREQ("unknown API", km_proto_api_name(-1));
 	km_api_range all[KM_PROTO_APIS];
 	ASSERT_EQ(KM_PROTO_APIS, km_proto_supported(all, KM_PROTO_APIS));
@@ -505,8 +505,9 @@ TEST(WireProto, ApiNamesComeFromTheVersionTable)
 // A server can answer what it cannot decode: the correlation id is there.
 TEST(WireProto, UnknownKeysAndVersionsKeepTheHeader)
 {
-	// DeleteGroups v2 (flexible in Kafka, unknown here): read as v1.
-	Bytes unknown = B().i16(42).i16(2).i32(77).str("cli").u8(0).b;
+	// DescribeUserScramCredentials v2 (flexible in Kafka, unknown here):
+	// read as v1.
+	Bytes unknown = B().i16(50).i16(2).i32(77).str("cli").u8(0).b;
 	Rd a(unknown);
 	km_reqhdr h;
 	EXPECT_EQ(KM_EWIREAPIKEY, km_reqhdr_decode(&a.r, &h));
