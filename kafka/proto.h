@@ -86,6 +86,7 @@ enum km_api_key {
 	KM_API_INIT_PRODUCER_ID = 22,
 	KM_API_DESCRIBE_CONFIGS = 32,
 	KM_API_DELETE_GROUPS = 42,
+	KM_API_OFFSET_DELETE = 47,
 	KM_API_DESCRIBE_CLUSTER = 60,
 	/* kmirror's own API (docs/design.md, "KmirrorBarrier"): the latest MIRROR_PID_RESET
 	 * barrier a partition holds for a cluster id. Far above Kafka's keys. */
@@ -152,6 +153,7 @@ enum km_kerr {
 	KM_KERR_MEMBER_ID_REQUIRED = 79,
 	KM_KERR_GROUP_MAX_SIZE_REACHED = 81,
 	KM_KERR_FENCED_INSTANCE_ID = 82,
+	KM_KERR_GROUP_SUBSCRIBED_TO_TOPIC = 86,
 	KM_KERR_INVALID_RECORD = 87,
 	KM_KERR_UNSTABLE_OFFSET_COMMIT = 88,
 	KM_KERR_PRODUCER_FENCED = 90,
@@ -175,7 +177,7 @@ struct km_api_range {
 };
 
 enum {
-	KM_PROTO_APIS = 19,	  /* APIs this codec speaks, and kmirrord's
+	KM_PROTO_APIS = 20,	  /* APIs this codec speaks, and kmirrord's
 				   * front end serves (and advertises): the
 				   * spoken rows of kafka/proto_header.c's
 				   * table, checked at build time */

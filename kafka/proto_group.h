@@ -13,6 +13,7 @@
  *   LeaveGroup (13) 0-3 (librdkafka sends 0-1; v3 batches Members)
  *   SyncGroup (14) 0-3            DescribeGroups (15) 0-4
  *   DeleteGroups (42) 0-2, flexible 2+ (kafka-consumer-groups --delete)
+ *   OffsetDelete (47) 0, never flexible (--delete-offsets)
  *   ListGroups (16) 0-5, flexible 3+ (compact types, tag sections; header
  *   versions from km_proto_req_header_version / km_proto_resp_header_version;
  *   v5, GroupType and TypesFilter, is what Kafka 4.x's Admin client asks)
@@ -431,6 +432,39 @@ int km_delgroups_resp_encode(struct km_wire_wr *w, int16_t version,
 			     const struct km_delgroups_resp *m);
 int km_delgroups_resp_decode(struct km_wire_rd *r, int16_t version,
 			     struct km_delgroups_resp *m);
+
+/* ---- OffsetDelete (47), v0; not flexible ---- */
+
+struct km_offdelete_req {
+	struct km_wire_name group_id;
+	/* Topics: each names PartitionIndex parts[first, first + count). */
+	struct km_proto_topic *topics;
+	uint32_t topics_max;
+	uint32_t n_topics;
+	int32_t *parts;
+	uint32_t parts_max;
+	uint32_t n_parts;
+};
+
+struct km_offdelete_resp {
+	int16_t error_code;
+	int32_t throttle_time_ms;
+	struct km_proto_topic *topics;
+	uint32_t topics_max;
+	uint32_t n_topics;
+	struct km_offcommit_resp_part *parts; /* PartitionIndex, ErrorCode */
+	uint32_t parts_max;
+	uint32_t n_parts;
+};
+
+int km_offdelete_req_encode(struct km_wire_wr *w, int16_t version,
+			    const struct km_offdelete_req *m);
+int km_offdelete_req_decode(struct km_wire_rd *r, int16_t version,
+			    struct km_offdelete_req *m);
+int km_offdelete_resp_encode(struct km_wire_wr *w, int16_t version,
+			     const struct km_offdelete_resp *m);
+int km_offdelete_resp_decode(struct km_wire_rd *r, int16_t version,
+			     struct km_offdelete_resp *m);
 
 #ifdef __cplusplus
 }

@@ -42,6 +42,7 @@ static const struct api_info apis[] = {
 	{ KM_API_INIT_PRODUCER_ID, "InitProducerId", 0, 4, 2, true },
 	{ KM_API_DESCRIBE_CONFIGS, "DescribeConfigs", 1, 4, 4, true },
 	{ KM_API_DELETE_GROUPS, "DeleteGroups", 0, 2, 2, true },
+	{ KM_API_OFFSET_DELETE, "OffsetDelete", 0, 0, INT16_MAX, true },
 	{ KM_API_DESCRIBE_CLUSTER, "DescribeCluster", 0, 2, 0, true },
 	{ KM_API_KMIRROR_BARRIER, "KmirrorBarrier", 0, 0, INT16_MAX, true },
 };
@@ -277,6 +278,7 @@ const char *km_kerr_name(int code)
 	KERR(UNSUPPORTED_COMPRESSION_TYPE); KERR(OFFSET_NOT_AVAILABLE);
 	KERR(MEMBER_ID_REQUIRED); KERR(GROUP_MAX_SIZE_REACHED);
 	KERR(FENCED_INSTANCE_ID); KERR(UNSTABLE_OFFSET_COMMIT);
+	KERR(GROUP_SUBSCRIBED_TO_TOPIC);
 	KERR(INVALID_RECORD); KERR(PRODUCER_FENCED); KERR(UNKNOWN_TOPIC_ID);
 	KERR(INCONSISTENT_TOPIC_ID);
 	default:

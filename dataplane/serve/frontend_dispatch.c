@@ -42,6 +42,7 @@ static const struct handler_row handlers[] = {
 	{ KM_API_INIT_PRODUCER_ID, km_frontend_handle_initpid },
 	{ KM_API_DESCRIBE_CONFIGS, km_frontend_handle_describe_configs },
 	{ KM_API_DELETE_GROUPS, km_frontend_handle_delete_groups },
+	{ KM_API_OFFSET_DELETE, km_frontend_handle_offset_delete },
 	{ KM_API_DESCRIBE_CLUSTER, km_frontend_handle_describe_cluster },
 	{ KM_API_KMIRROR_BARRIER, km_frontend_handle_barrier },
 };

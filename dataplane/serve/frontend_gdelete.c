@@ -1,5 +1,7 @@
-/* DeleteGroups (kafka-consumer-groups --delete), with Kafka's coordinator's
- * answers: a group with members here (or joining) is NON_EMPTY_GROUP, one
+/* DeleteGroups (kafka-consumer-groups --delete) and OffsetDelete
+ * (--delete-offsets: the same tombstones for the partitions named, refused
+ * per partition while the group has members). DeleteGroups has Kafka's
+ * coordinator's answers: a group with members here (or joining) is NON_EMPTY_GROUP, one
  * with neither an entry nor committed offsets GROUP_ID_NOT_FOUND; any
  * other loses every committed offset - one tombstone each, all in one
  * write of __consumer_offsets-0, answered once durable (the table applies
@@ -183,4 +185,171 @@ int km_frontend_handle_delete_groups(struct fe_conn *fc, const struct km_reqhdr 
 	for (uint32_t i = 0; i < q.n_groups; i++)
 		errs[i] = verdict(fc->fe, names[i].s, &t);
 	return delete_start(fc, h, &q, errs, t.n);
+}
+
+/* ---- OffsetDelete ------------------------------------------------------------ */
+
+/* An OffsetDelete whose tombstones are being written: it and its response
+ * arrays live in the slot's reservation, after the response's room. */
+struct odel_op {
+	struct fe_conn *fc;
+	uint32_t slot;
+	struct km_offdelete_resp m;
+};
+
+static void odel_respond(struct odel_op *op)
+{
+	struct fe_conn *fc = op->fc;
+	struct km_wire_wr w;
+
+	km_frontend_slot_begin(fc, op->slot, &w);
+	km_offdelete_resp_encode(&w, fc->slots[op->slot].api_version, &op->m);
+	km_frontend_slot_finish(fc, op->slot, &w, false);
+}
+
+static void on_odeleted(void *arg, int rc)
+{
+	struct odel_op *op = arg;
+	struct fe_conn *fc = op->fc;
+
+	if (rc < 0)
+		op->m.error_code = KM_KERR_COORDINATOR_NOT_AVAILABLE;
+	KM_ASSERT(fc->pending_ops > 0);
+	fc->pending_ops--;
+	if (fc->c != NULL && !fc->closing)
+		odel_respond(op);
+	km_frontend_conn_maybe_free(fc);
+}
+
+static void count_only(void *arg, const char *group, const char *topic,
+		       int32_t partition, const struct km_goffset *o)
+{
+	(void)arg, (void)group, (void)topic, (void)partition, (void)o;
+}
+
+/* The group's verdict (Kafka's top-level error), and each partition's
+ * into errs; the tombstones of the committed ones into the commit table.
+ * A group with members here may be reading any of its partitions: every
+ * partition is GROUP_SUBSCRIBED_TO_TOPIC (Kafka looks at the members'
+ * subscriptions). @return the top-level error; *n: tombstones. */
+static int16_t odel_verdict(struct km_frontend *fe, const struct km_offdelete_req *q,
+			    int16_t *errs, uint32_t *n)
+{
+	struct fe_omem *om = fe->go.mem;
+	struct km_group_description d;
+	int16_t e = km_frontend_offsets_ready(fe);
+	bool active;
+
+	*n = 0;
+	if (e != KM_KERR_NONE)
+		return e;
+	km_group_describe(fe->groups, q->group_id.s, &d, NULL, 0);
+	if (d.state == KM_GROUP_DEAD && km_goffsets_each(fe->go.table, q->group_id.s,
+							 count_only, NULL) == 0)
+		return KM_KERR_GROUP_ID_NOT_FOUND;
+	active = km_frontend_groups_active(fe, q->group_id.s);
+	for (uint32_t t = 0; t < q->n_topics; t++)
+		for (uint32_t i = q->topics[t].first;
+		     i < q->topics[t].first + q->topics[t].count; i++) {
+			const char *topic = q->topics[t].name.s;
+
+			errs[i] = active ? KM_KERR_GROUP_SUBSCRIBED_TO_TOPIC : KM_KERR_NONE;
+			if (active || *n == om->commits_max ||
+			    km_goffsets_get(fe->go.table, q->group_id.s, topic,
+					    q->parts[i]) == NULL)
+				continue;
+			om->commits[(*n)++] = (struct km_goffsets_commit){
+				q->group_id.s, topic, q->parts[i], NULL };
+		}
+	return KM_KERR_NONE;
+}
+
+/* The op and its arrays, in the slot past the response's room. */
+static struct odel_op *odel_place(struct fe_conn *fc, uint32_t slot, uint32_t resp,
+				  const struct km_offdelete_req *q, const int16_t *errs,
+				  int16_t top)
+{
+	struct fe_slot *s = &fc->slots[slot];
+	struct odel_op *op = (struct odel_op *)(fc->buf + s->off + resp);
+	struct km_proto_topic *topics = (struct km_proto_topic *)(op + 1);
+	struct km_offcommit_resp_part *parts =
+		(struct km_offcommit_resp_part *)(topics + q->n_topics);
+
+	s->data_off = resp;
+	memcpy(topics, q->topics, q->n_topics * sizeof(*topics));
+	*op = (struct odel_op){ .fc = fc, .slot = slot };
+	op->m = (struct km_offdelete_resp){ .error_code = top, .topics = topics,
+		.topics_max = q->n_topics, .n_topics = top ? 0 : q->n_topics,
+		.parts = parts, .parts_max = q->n_parts, .n_parts = top ? 0 : q->n_parts };
+	for (uint32_t i = 0; i < q->n_parts; i++)
+		parts[i] = (struct km_offcommit_resp_part){ q->parts[i], errs[i] };
+	return op;
+}
+
+static int odel_start(struct fe_conn *fc, const struct km_reqhdr *h,
+		      const struct km_offdelete_req *q, const int16_t *errs,
+		      int16_t top, uint32_t n)
+{
+	struct fe_omem *om = fc->fe->go.mem;
+	uint32_t resp = 32 + q->n_topics * (KM_WIRE_NAME_BYTES_MAX + 8) + q->n_parts * 8;
+	struct fe_owrite *o = NULL;
+	struct odel_op *op;
+	uint32_t slot;
+	int rc;
+
+	resp = (resp + 7u) & ~7u;
+	if (n > 0 && (rc = km_frontend_offsets_wr_new(fc->fe, km_goffsets_build_size(om->commits, n),
+				  OW_COMMIT, &o)) < 0)
+		return rc == -EAGAIN ? FE_WAIT
+				     : km_frontend_conn_fail(fc, "OffsetDelete: %s",
+						    km_strerror(rc));
+	rc = km_frontend_slot_open(fc, h, resp + (uint32_t)(sizeof(*op) +
+				   q->n_topics * sizeof(struct km_proto_topic) +
+				   q->n_parts * sizeof(struct km_offcommit_resp_part)), &slot);
+	if (rc != 0) {
+		if (o != NULL)
+			km_frontend_offsets_wr_drop(om, o);
+		return rc;
+	}
+	op = odel_place(fc, slot, resp, q, errs, top);
+	fc->pending_ops++;
+	if (o == NULL) {
+		on_odeleted(op, 0); /* nothing to write: answer now */
+		return 0;
+	}
+	o->fn = on_odeleted;
+	o->arg = op;
+	if ((rc = km_frontend_offsets_wr_build(fc->fe, o, om->commits, n)) < 0 ||
+	    (rc = km_frontend_offsets_wr_submit(fc->fe, o)) < 0) {
+		km_frontend_offsets_wr_drop(om, o);
+		fc->pending_ops--;
+		return km_frontend_conn_fail(fc, "OffsetDelete: %s", km_strerror(rc));
+	}
+	return 0;
+}
+
+int km_frontend_handle_offset_delete(struct fe_conn *fc, const struct km_reqhdr *h,
+				     struct km_wire_rd *r)
+{
+	struct km_frontend *fe = fc->fe;
+	struct fe_omem *om = fe->go.mem;
+	struct km_offdelete_req q = { .topics = fe->lo_topics,
+		.topics_max = fe->topics_max, .parts = om->of_parts,
+		.parts_max = fe->parts_max };
+	uint32_t n;
+	int16_t top;
+	int rc = km_offdelete_req_decode(r, h->api_version, &q);
+
+	if (rc < 0)
+		return km_frontend_conn_fail(fc, "malformed OffsetDelete v%d request: %s",
+				    h->api_version, km_strerror(rc));
+	/* the per-partition codes go where OffsetCommit keeps its own */
+	top = odel_verdict(fe, &q, om->oc_errs, &n);
+	if (n > 0 && km_goffsets_batch_bytes(om->commits, n) > KM_GOFFSETS_BATCH_BYTES_MAX) {
+		KM_WARN("frontend", "OffsetDelete of group %s: %u tombstones do not "
+			"fit one write", q.group_id.s, n);
+		top = KM_KERR_UNKNOWN_SERVER_ERROR;
+		n = 0;
+	}
+	return odel_start(fc, h, &q, om->oc_errs, top, top ? 0 : n);
 }

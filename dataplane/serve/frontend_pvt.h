@@ -303,6 +303,8 @@ int km_frontend_handle_offset_fetch(struct fe_conn *fc, const struct km_reqhdr *
 /* frontend_gdelete.c */
 int km_frontend_handle_delete_groups(struct fe_conn *fc, const struct km_reqhdr *h,
 				     struct km_wire_rd *r);
+int km_frontend_handle_offset_delete(struct fe_conn *fc, const struct km_reqhdr *h,
+				     struct km_wire_rd *r);
 
 /* frontend_group.c: the group coordinator's APIs. */
 int km_frontend_groups_init(struct km_frontend *fe, const struct km_frontend_config *cfg);

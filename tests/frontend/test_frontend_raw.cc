@@ -208,6 +208,7 @@ TEST_F(Raw, ApiVersionsUnknownVersionGetsV0Body)
 		{KM_API_LIST_GROUPS, 0, 5},  {KM_API_API_VERSIONS, 0, 3},
 		{KM_API_INIT_PRODUCER_ID, 0, 4}, {KM_API_DESCRIBE_CONFIGS, 1, 4},
 		{KM_API_DELETE_GROUPS, 0, 2},
+		{KM_API_OFFSET_DELETE, 0, 0},
 		{KM_API_DESCRIBE_CLUSTER, 0, 2}, {KM_API_KMIRROR_BARRIER, 0, 0},
 	};
 	const uint32_t n = sizeof(want) / sizeof(want[0]);
@@ -1050,6 +1051,41 @@ TEST_F(RawGroups, ListGroupsV5NamesEveryGroupClassic)
 	}
 }
 
+// OffsetFetch v7 of group "oc" on alpha-0 and alpha-1, and the two
+// offsets of its answer.
+Bytes FetchOcReq(int32_t corr)
+{
+	int32_t parts[2] = { 0, 1 };
+	km_proto_topic t[1];
+	km_wire_name_set(&t[0].name, "alpha");
+	t[0].first = 0;
+	t[0].count = 2;
+	km_offfetch_req fq = {};
+	km_wire_name_set(&fq.group_id, "oc");
+	fq.topics = t;
+	fq.topics_max = fq.n_topics = 1;
+	fq.parts = parts;
+	fq.parts_max = fq.n_parts = 2;
+	return Req(KM_API_OFFSET_FETCH, 7, corr,
+		   [&](km_wire_wr *w) { km_offfetch_req_encode(w, 7, &fq); });
+}
+
+std::vector<int64_t> FetchOcOffsets(Resp *f)
+{
+	km_proto_topic rt[2];
+	km_offfetch_resp_part rp[4];
+	km_offfetch_resp fr = {};
+	fr.topics = rt;
+	fr.topics_max = 2;
+	fr.parts = rp;
+	fr.parts_max = 4;
+	std::vector<int64_t> out;
+	EXPECT_EQ(0, km_offfetch_resp_decode(&f->r, 7, &fr));
+	for (uint32_t i = 0; i < fr.n_parts; i++)
+		out.push_back(rp[i].committed_offset);
+	return out;
+}
+
 // DeleteGroups: Kafka's coordinator's answers - a group with only
 // committed offsets is deleted (its offsets read -1 after, it is no longer
 // listed), one never seen is GROUP_ID_NOT_FOUND, one with a member joining
@@ -1081,30 +1117,60 @@ TEST_F(RawGroups, DeleteGroupsAnswersAsKafka)
 		EXPECT_EQ(KM_KERR_GROUP_ID_NOT_FOUND, res[1].error_code) << v;
 		EXPECT_EQ(KM_KERR_NON_EMPTY_GROUP, res[2].error_code) << v;
 	}
-	int32_t parts[2] = { 0, 1 };
-	km_proto_topic t[1];
-	km_wire_name_set(&t[0].name, "alpha");
-	t[0].first = 0;
-	t[0].count = 2;
-	km_offfetch_req fq = {};
-	km_wire_name_set(&fq.group_id, "oc");
-	fq.topics = t;
-	fq.topics_max = fq.n_topics = 1;
-	fq.parts = parts;
-	fq.parts_max = fq.n_parts = 2;
 	Resp f;
-	RoundTrip(Req(KM_API_OFFSET_FETCH, 7, 9, [&](km_wire_wr *w) {
-			  km_offfetch_req_encode(w, 7, &fq);
-		  }), KM_API_OFFSET_FETCH, 7, &f);
-	km_proto_topic rt[2];
-	km_offfetch_resp_part rp[4];
-	km_offfetch_resp fr = {};
-	fr.topics = rt;
-	fr.topics_max = 2;
-	fr.parts = rp;
-	fr.parts_max = 4;
-	ASSERT_EQ(0, km_offfetch_resp_decode(&f.r, 7, &fr));
-	ASSERT_EQ(2u, fr.n_parts);
-	EXPECT_EQ(-1, rp[0].committed_offset) << "the offsets are gone";
-	EXPECT_EQ(-1, rp[1].committed_offset);
+	RoundTrip(FetchOcReq(9), KM_API_OFFSET_FETCH, 7, &f);
+	std::vector<int64_t> got = FetchOcOffsets(&f);
+	EXPECT_EQ((std::vector<int64_t>{ -1, -1 }), got) << "the offsets are gone";
+}
+
+// OffsetDelete: the partitions named lose their committed offset, the
+// others keep it; a group never seen is GROUP_ID_NOT_FOUND (no topics in
+// the answer); a group with a member joining answers each partition
+// GROUP_SUBSCRIBED_TO_TOPIC and keeps its offsets.
+TEST_F(RawGroups, OffsetDeleteAnswersAsKafka)
+{
+	Resp c, j;
+	RoundTrip(CommitReq(1, 2, 10, "md"), KM_API_OFFSET_COMMIT, 7, &c);
+	ASSERT_EQ((std::vector<int16_t>{ 0, 0 }), CommitErrors(&c));
+	RoundTrip(JoinReq(2, 1), KM_API_JOIN_GROUP, 5, &j); // "g": pending
+	struct Case {
+		const char *group;
+		int16_t top;
+		int16_t part;
+	} cases[] = {
+		{ "oc", KM_KERR_NONE, KM_KERR_NONE },
+		{ "nosuch", KM_KERR_GROUP_ID_NOT_FOUND, -2 },
+		{ "g", KM_KERR_NONE, KM_KERR_GROUP_SUBSCRIBED_TO_TOPIC },
+	};
+	int32_t corr = 3;
+	for (const Case &k : cases) {
+		int32_t part0 = 0;
+		km_proto_topic t[1];
+		km_wire_name_set(&t[0].name, "alpha");
+		t[0].first = 0;
+		t[0].count = 1;
+		km_offdelete_req q = {};
+		km_wire_name_set(&q.group_id, k.group);
+		q.topics = t;
+		q.topics_max = q.n_topics = 1;
+		q.parts = &part0;
+		q.parts_max = q.n_parts = 1;
+		Resp x;
+		RoundTrip(Req(KM_API_OFFSET_DELETE, 0, corr++, [&](km_wire_wr *w) {
+				  km_offdelete_req_encode(w, 0, &q);
+			  }), KM_API_OFFSET_DELETE, 0, &x);
+		km_proto_topic rt[2];
+		km_offcommit_resp_part rp[2];
+		km_offdelete_resp m = { 0, 0, rt, 2, 0, rp, 2, 0 };
+		ASSERT_EQ(0, km_offdelete_resp_decode(&x.r, 0, &m)) << k.group;
+		EXPECT_EQ(k.top, m.error_code) << k.group;
+		ASSERT_EQ(k.part == -2 ? 0u : 1u, m.n_parts) << k.group;
+		if (k.part != -2) {
+			EXPECT_EQ(k.part, rp[0].error_code) << k.group;
+		}
+	}
+	Resp f;
+	RoundTrip(FetchOcReq(corr), KM_API_OFFSET_FETCH, 7, &f);
+	EXPECT_EQ((std::vector<int64_t>{ -1, 11 }), FetchOcOffsets(&f))
+		<< "alpha-0 deleted, alpha-1 kept";
 }

@@ -110,6 +110,8 @@ static struct {
 	struct km_listgroups_resp lsp;
 	struct km_delgroups_req deq;
 	struct km_delgroups_resp dep;
+	struct km_offdelete_req odq;
+	struct km_offdelete_resp odp;
 	uint8_t garena[ARENA];
 	uint32_t garena_used;
 } st;
@@ -139,6 +141,10 @@ static void reset_group_storage(void)
 	st.lsp.groups = st.lgroups, st.lsp.groups_max = CAP;
 	st.deq.groups = st.names, st.deq.groups_max = CAP;
 	st.dep.results = st.dresults, st.dep.results_max = CAP;
+	st.odq.topics = st.odp.topics = st.topics;
+	st.odq.topics_max = st.odp.topics_max = CAP;
+	st.odq.parts = st.nodes, st.odq.parts_max = CAP;
+	st.odp.parts = st.ocp_parts, st.odp.parts_max = CAP;
 	st.garena_used = 0;
 }
 
@@ -328,6 +334,9 @@ static int decode_group(struct km_wire_rd *r, int req, int16_t key,
 	case KM_API_DELETE_GROUPS:
 		return req ? km_delgroups_req_decode(r, v, &st.deq)
 			   : km_delgroups_resp_decode(r, v, &st.dep);
+	case KM_API_OFFSET_DELETE:
+		return req ? km_offdelete_req_decode(r, v, &st.odq)
+			   : km_offdelete_resp_decode(r, v, &st.odp);
 	}
 	return KM_EWIREAPIKEY;
 }
@@ -366,6 +375,9 @@ static int encode_group(struct km_wire_wr *w, int req, int16_t key,
 	case KM_API_DELETE_GROUPS:
 		return req ? km_delgroups_req_encode(w, v, &st.deq)
 			   : km_delgroups_resp_encode(w, v, &st.dep);
+	case KM_API_OFFSET_DELETE:
+		return req ? km_offdelete_req_encode(w, v, &st.odq)
+			   : km_offdelete_resp_encode(w, v, &st.odp);
 	}
 	return KM_EWIREAPIKEY;
 }

@@ -27,7 +27,7 @@
  *   --describe (with a live Java member: its id, client id, partitions),
  *   --reset-offsets --to-earliest / --to-offset / --shift-by --execute on
  *   the stopped partitions, where the Java consumer then starts; what
- *   --delete-offsets (not served) and --delete (Kafka's answers) give.
+ *   --delete-offsets and --delete give (Kafka's answers).
  * - JavaGroupOnKmirrordWhileMirroring: what docs/design.md ("Consumer
  *   groups") says of a synced group consuming here while its partitions
  *   still mirror: kmirrord coordinates it, it starts at the synced offset,
@@ -701,19 +701,26 @@ protected:
 		EXPECT_TRUE(std::regex_search(cc.out, std::regex("Offset:7\\b"))) << cc.out;
 	}
 
-	/* OffsetDelete: not served; the Admin client says so (UNSUPPORTED_VERSION,
-	 * from ApiVersions). DeleteGroups: Kafka's answers - an unknown group
-	 * is not found, a group with a live member is not empty, else its
-	 * offsets are gone and the Java consumer starts over at earliest. */
+	/* OffsetDelete: the partition named loses its offset, the other keeps
+	 * it. DeleteGroups: Kafka's answers - an unknown group is not found, a
+	 * group with a live member is not empty, else its offsets are gone
+	 * and the Java consumer starts over at earliest. */
 	void deletes_answered(const Daemon &d, int64_t n)
 	{
 		ChildResult del;
 		std::string why;
-		group_cmd(d.bootstrap(), { "--delete-offsets", "--group", group_, "--topic",
-					   topic_ }, &del);
-		EXPECT_NE(std::string::npos, (del.out + del.err).find(
-			"UnsupportedVersionException: The node does not support OFFSET_DELETE"))
+		std::map<int, Row> rows;
+		std::string text;
+		ASSERT_EQ("", describe(d.bootstrap(), group_, topic_, &rows, &text));
+		ASSERT_EQ((size_t)kParts, rows.size()) << text;
+		ASSERT_EQ("", group_cmd(d.bootstrap(), { "--delete-offsets", "--group", group_,
+							 "--topic", topic_ + ":0" }, &del));
+		EXPECT_TRUE(std::regex_search(del.out, std::regex(topic_ + " +0 +Successful")))
 			<< del.out << del.err;
+		std::map<int, Row> after;
+		ASSERT_EQ("", describe(d.bootstrap(), group_, topic_, &after, &text));
+		EXPECT_TRUE(!after.count(0) || after[0].current < 0) << text;
+		EXPECT_EQ(rows[1].current, after[1].current) << text;
 		group_cmd(d.bootstrap(), { "--delete", "--group", "nosuch" }, &del);
 		EXPECT_NE(std::string::npos, (del.out + del.err).find("GroupIdNotFoundException"))
 			<< del.out << del.err;

@@ -33,6 +33,10 @@ void Store::Wire(uint32_t cap)
 	lsq.types_filter = types, lsq.types_max = cap;
 	deq.groups = names, deq.groups_max = cap;
 	dep.results = dresults, dep.results_max = cap;
+	odq.topics = odp.topics = topics;
+	odq.topics_max = odp.topics_max = cap;
+	odq.parts = ofq_parts, odq.parts_max = cap;
+	odp.parts = ocp_parts, odp.parts_max = cap;
 	lsp.groups = lgroups, lsp.groups_max = cap;
 }
 
@@ -166,6 +170,16 @@ void Sample(Store *s, int16_t key, bool req, int16_t v)
 	s->dep = {5, s->dresults, kN, 2};
 	s->dresults[0] = {Name("grp"), 0};
 	s->dresults[1] = {Name("busy"), KM_KERR_NON_EMPTY_GROUP};
+	if (key == KM_API_OFFSET_DELETE) {
+		// one topic, partitions 0 and 1 (the offsets' samples' arrays)
+		s->topics[0] = {Name("events"), 0, 2};
+		s->ofq_parts[0] = 0;
+		s->ofq_parts[1] = 1;
+		s->ocp_parts[0] = {0, 0};
+		s->ocp_parts[1] = {1, KM_KERR_GROUP_SUBSCRIBED_TO_TOPIC};
+		s->odq = {Name("grp"), s->topics, kN, 1, s->ofq_parts, kN, 2};
+		s->odp = {0, 5, s->topics, kN, 1, s->ocp_parts, kN, 2};
+	}
 }
 
 
@@ -202,6 +216,9 @@ int Encode(km_wire_wr *w, Store *s, int16_t key, bool req, int16_t v)
 	case KM_API_DELETE_GROUPS:
 		return req ? km_delgroups_req_encode(w, v, &s->deq)
 			   : km_delgroups_resp_encode(w, v, &s->dep);
+	case KM_API_OFFSET_DELETE:
+		return req ? km_offdelete_req_encode(w, v, &s->odq)
+			   : km_offdelete_resp_encode(w, v, &s->odp);
 	}
 	return KM_EWIREAPIKEY;
 }
@@ -239,6 +256,9 @@ int Decode(km_wire_rd *r, Store *s, int16_t key, bool req, int16_t v)
 	case KM_API_DELETE_GROUPS:
 		return req ? km_delgroups_req_decode(r, v, &s->deq)
 			   : km_delgroups_resp_decode(r, v, &s->dep);
+	case KM_API_OFFSET_DELETE:
+		return req ? km_offdelete_req_decode(r, v, &s->odq)
+			   : km_offdelete_resp_decode(r, v, &s->odp);
 	}
 	return KM_EWIREAPIKEY;
 }
@@ -408,6 +428,11 @@ static Bytes GoldenOther(int16_t key, bool req, int16_t v)
 		f.s("rdkafka").s("/127.0.0.1").bytes("md").bytes("asgn");
 		if (v >= 3)
 			f.b.i32(8);
+	} else if (key == KM_API_OFFSET_DELETE && req) {
+		f.s("grp").arr(1).s("events").arr(2).b.i32(0).i32(1);
+	} else if (key == KM_API_OFFSET_DELETE) {
+		f.b.i16(0).i32(5);
+		f.arr(1).s("events").arr(2).b.i32(0).i16(0).i32(1).i16(86);
 	} else if (key == KM_API_DELETE_GROUPS && req) {
 		f.arr(1).s("grp").tags();
 	} else if (key == KM_API_DELETE_GROUPS) {

@@ -15,7 +15,7 @@ constexpr int16_t kKeys[] = {
 	KM_API_OFFSET_COMMIT, KM_API_OFFSET_FETCH, KM_API_FIND_COORDINATOR,
 	KM_API_JOIN_GROUP,    KM_API_HEARTBEAT,    KM_API_LEAVE_GROUP,
 	KM_API_SYNC_GROUP,    KM_API_DESCRIBE_GROUPS, KM_API_LIST_GROUPS,
-	KM_API_DELETE_GROUPS,
+	KM_API_DELETE_GROUPS, KM_API_OFFSET_DELETE,
 };
 constexpr uint32_t kN = 8;
 
@@ -54,6 +54,8 @@ struct Store {
 	km_listgroups_resp lsp;
 	km_delgroups_req deq;
 	km_delgroups_resp dep;
+	km_offdelete_req odq;
+	km_offdelete_resp odp;
 	uint8_t arena[1 << 16];
 	size_t arena_used = 0;
 

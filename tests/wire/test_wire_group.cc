@@ -84,7 +84,7 @@ TEST(WireGroup, EncodeIsGoldenAtEveryVersion)
 			<< What(key, req, v);
 		n++;
 	});
-	EXPECT_EQ(2 * (8 + 8 + 3 + 6 + 4 + 4 + 4 + 5 + 6 + 3), n);
+	EXPECT_EQ(2 * (8 + 8 + 3 + 6 + 4 + 4 + 4 + 5 + 6 + 3 + 1), n);
 }
 
 TEST(WireGroup, RoundTripAtEveryVersion)
