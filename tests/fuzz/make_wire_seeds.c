@@ -192,6 +192,9 @@ static int put_admin(const char *dir, int *n, int16_t key, int16_t v)
 	km_resphdr_encode(&w, key, v, 1);
 	if (admin_body(&w, 0, key, v) == 0)
 		rc |= put(dir, (*n)++, (uint8_t)(0x80 | mode), buf, w.pos);
+	return rc;
+}
+
 /* Fetch v12 and v13 answers with no topics (flexible: the header's and
  * the body's tagged fields), for the client-only versions. */
 static int put_fetch_flex(const char *dir, int *n)
