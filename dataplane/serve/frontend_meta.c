@@ -1,6 +1,7 @@
 /* The front-end's synchronous APIs: ApiVersions, Metadata, ListOffsets,
  * InitProducerId. Each answers at once into a slot of its own. */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "common/errors.h"
@@ -318,26 +319,46 @@ static void lo_in_batch(const uint8_t *buf, uint32_t len, int64_t ts,
 		}
 }
 
-/* Offset by timestamp, below bound (Kafka: "lastFetchableOffset"). The
- * record-level answer needs a Fetch buffer to read the batch into; when
- * none is free the batch's base offset is given with timestamp -1. */
+/* A buffer to read one batch into for a record-level answer: a Fetch
+ * buffer, or, when in-flight Fetch responses hold them all, one of the same
+ * size for this lookup only. The answer must not depend on how busy the
+ * Fetch path is (by-time lookups are rare; Fetch keeps its pool). */
+static uint8_t *lo_buf_get(struct km_frontend *fe, bool *pooled)
+{
+	uint8_t *buf = km_frontend_fbuf_get(fe);
+
+	*pooled = buf != NULL;
+	return buf != NULL ? buf : malloc(fe->fetch_buf_bytes);
+}
+
+static void lo_buf_put(struct km_frontend *fe, uint8_t *buf, bool pooled)
+{
+	if (pooled)
+		km_frontend_fbuf_put(fe, buf);
+	else
+		free(buf);
+}
+
+/* Offset by timestamp, below bound (Kafka: "lastFetchableOffset"). Only if
+ * no memory is left at all is the batch's base offset given. */
 static void lo_by_time(struct km_frontend *fe, struct km_log *log, int64_t ts,
 		       int64_t bound, struct km_listoffsets_resp_part *a)
 {
 	struct km_log_read_result rr;
 	int64_t off = -1;
 	uint8_t *buf;
+	bool pooled;
 
 	if (km_log_offset_for_time(log, ts, &off) < 0 || off < 0 ||
 	    off >= bound)
 		return;
 	a->offset = off;
-	if ((buf = km_frontend_fbuf_get(fe)) == NULL)
+	if ((buf = lo_buf_get(fe, &pooled)) == NULL)
 		return;
 	if (km_log_read(log, off, bound, 0, buf, fe->fetch_buf_bytes, &rr) == 0 &&
 	    rr.batches > 0)
 		lo_in_batch(buf, rr.bytes, ts, a);
-	km_frontend_fbuf_put(fe, buf);
+	lo_buf_put(fe, buf, pooled);
 }
 
 /* Max timestamp (-3): the first record of the largest timestamp, in the
@@ -349,18 +370,19 @@ static void lo_max_time(struct km_frontend *fe, struct km_log *log,
 {
 	int64_t ts, base;
 	uint8_t *buf;
+	bool pooled;
 
 	if (km_log_max_timestamp(log, &ts, &base) < 0 || base < 0)
 		return;
 	a->offset = base;
 	a->timestamp = ts;
-	if ((buf = km_frontend_fbuf_get(fe)) != NULL) {
+	if ((buf = lo_buf_get(fe, &pooled)) != NULL) {
 		struct km_log_read_result rr;
 
 		if (km_log_read(log, base, base + 1, 0, buf,
 				fe->fetch_buf_bytes, &rr) == 0 && rr.batches > 0)
 			lo_in_batch(buf, rr.bytes, ts, a);
-		km_frontend_fbuf_put(fe, buf);
+		lo_buf_put(fe, buf, pooled);
 	}
 	if (a->offset >= bound) {
 		a->offset = -1;
