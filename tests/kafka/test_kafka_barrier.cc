@@ -16,10 +16,10 @@
  * its first unprinted record before the closing commit, so this holds
  * with or without kmirrord serving the barrier alone: it guards that
  * nothing else in kmirrord's group path (OffsetCommit, OffsetFetch, the
- * barrier's offset) moves the group. The same with kcat (librdkafka, not
- * fetching ahead: queued.min.messages=1), which needs the barrier served
- * alone (tests/e2e e2e-barrier proves that part against librdkafka's
- * mock). */
+ * barrier's offset) moves the group. librdkafka consumers are not
+ * asserted here: whether one that closes early commits past the barrier
+ * depends on its fetching ahead (docs/design.md); the frontend suite's
+ * TxnServe.TheBarrierComesAlone proves what kmirrord serves. */
 #include <regex>
 #include <string>
 #include <vector>
@@ -84,20 +84,6 @@ int64_t committed_offset(const std::string &bootstrap, const std::string &group,
 	return off;
 }
 
-std::string kcat_group(const std::string &bootstrap, const std::string &group,
-		       const std::string &topic, int count,
-		       std::vector<int64_t> *offsets)
-{
-	ChildResult r = run_command({ "kcat", "-b", bootstrap, "-G", group, "-X",
-				      "auto.offset.reset=earliest", "-X",
-				      "queued.min.messages=1", "-e", "-c",
-				      std::to_string(count), "-q", "-f",
-				      "Offset:%o\\n", topic },
-				    60000);
-	*offsets = offsets_in(r.out);
-	return r.exit_code == 0 ? "" : "kcat: " + r.describe();
-}
-
 TEST(KafkaBarrier, GroupConsumersStoppingEarlyResumeWhereTheyStopped)
 {
 	KafkaBroker broker;
@@ -137,12 +123,6 @@ TEST(KafkaBarrier, GroupConsumersStoppingEarlyResumeWhereTheyStopped)
 		<< "the barrier is at " << end;
 	ASSERT_EQ("", java_group_consume(d.bootstrap(), "java-app", "orders", 2,
 					 &second));
-	EXPECT_EQ((std::vector<int64_t>{ 4, 5 }), second);
-
-	ASSERT_EQ("", kcat_group(d.bootstrap(), "kcat-app", "orders", 4, &first));
-	ASSERT_EQ((std::vector<int64_t>{ 0, 1, 2, 3 }), first);
-	EXPECT_EQ(4, committed_offset(d.bootstrap(), "kcat-app", "orders"));
-	ASSERT_EQ("", kcat_group(d.bootstrap(), "kcat-app", "orders", 2, &second));
 	EXPECT_EQ((std::vector<int64_t>{ 4, 5 }), second);
 }
 
