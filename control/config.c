@@ -36,6 +36,9 @@ void km_config_defaults(struct km_config *cfg)
 	cfg->retention_bytes = -1;
 	cfg->disk_free_min_bytes = 256ull << 20;
 	cfg->group_sync_interval_ms = 5000;
+	/* MirrorMaker 2's topics.exclude keeps Kafka's internal topics out. */
+	snprintf(cfg->topics_exclude, sizeof(cfg->topics_exclude), "__.*");
+	cfg->metadata_refresh_interval_ms = 30000;
 	cfg->group_sync_stop_timeout_ms = 2000;
 	/* Kafka's broker defaults. */
 	cfg->group_initial_rebalance_delay_ms = 3000;

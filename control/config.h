@@ -103,6 +103,16 @@ struct km_config {
 	uint32_t bootstrap_count;
 	char topics[KM_CONFIG_TOPICS_MAX][KM_CONFIG_TOPIC_BYTES_MAX];
 	uint32_t topics_count;
+	/* Topic discovery (control/daemon_discover.c): the source's topics
+	 * whose names topics.include matches and topics.exclude does not
+	 * (control/namefilter.h lists) are mirrored too, the source's
+	 * Metadata re-read every metadata.refresh.interval.ms. The table has
+	 * room for partitions.max partitions (0: the ones found at start plus
+	 * 1024, or twice them if more). */
+	char topics_include[1024];	/* KM_NAMEFILTER_BYTES */
+	char topics_exclude[1024];
+	uint32_t metadata_refresh_interval_ms;
+	uint32_t partitions_max;
 	/* local.topics: writable topics served (and created) here, not
 	 * mirrored: name and partition count. */
 	char local_topics[KM_CONFIG_TOPICS_MAX][KM_CONFIG_TOPIC_BYTES_MAX];

@@ -54,15 +54,17 @@ static int check_sources(const struct km_config *cfg, const char *prefix,
 		km_config_errf(err, err_len, "%sdata.dir is required", prefix);
 		return KM_ECFGMISSING;
 	}
-	if (cfg->topics_count > 0 && cfg->bootstrap_count == 0) {
+	bool topics = cfg->topics_count > 0 || cfg->topics_include[0] != '\0';
+
+	if (topics && cfg->bootstrap_count == 0) {
 		km_config_errf(err, err_len,
-			       "%stopics is set but source.bootstrap.servers is not (a mirroring host needs both; a host that only serves local partitions sets neither)",
-			       prefix);
+			       "%s%s is set but source.bootstrap.servers is not (a mirroring host needs both; a host that only serves local partitions sets neither)",
+			       prefix, cfg->topics_count > 0 ? "topics" : "topics.include");
 		return KM_ECFGMISSING;
 	}
-	if (cfg->bootstrap_count > 0 && cfg->topics_count == 0) {
+	if (cfg->bootstrap_count > 0 && !topics) {
 		km_config_errf(err, err_len,
-			       "%ssource.bootstrap.servers is set but topics is not (a mirroring host needs both; a host that only serves local partitions sets neither)",
+			       "%ssource.bootstrap.servers is set but neither topics nor topics.include is (a mirroring host needs both; a host that only serves local partitions sets neither)",
 			       prefix);
 		return KM_ECFGMISSING;
 	}

@@ -6,11 +6,13 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "common/errors.h"
 #include "common/km_assert.h"
 #include "control/config_pvt.h"
+#include "control/namefilter.h"
 #include "kafka/batch.h"
 
 static const char *const net_modes[] = { "kernel", "dpdk" };
@@ -100,6 +102,44 @@ static void format_topics(const struct km_config *cfg, struct km_config_sink *s)
 {
 	for (uint32_t i = 0; i < cfg->topics_count; i++)
 		km_config_emit(s, "%s%s", i == 0 ? "" : ",", cfg->topics[i]);
+}
+
+static int apply_filter(const struct km_config_ctx *c, char *dst, size_t cap)
+{
+	struct km_namefilter f;
+	char why[256];
+
+	if (km_namefilter_compile(&f, c->value, why, sizeof(why)) < 0)
+		return km_config_bad(c, "a comma-separated list of POSIX "
+				     "extended regular expressions, each "
+				     "matching a whole topic name: %s", why);
+	km_namefilter_free(&f);
+	snprintf(dst, cap, "%s", c->value);
+	return 0;
+}
+
+static int apply_topics_include(const struct km_config_ctx *c)
+{
+	return apply_filter(c, CFG(c)->topics_include,
+			    sizeof(CFG(c)->topics_include));
+}
+
+static void format_topics_include(const struct km_config *cfg,
+				  struct km_config_sink *s)
+{
+	km_config_emit(s, "%s", cfg->topics_include);
+}
+
+static int apply_topics_exclude(const struct km_config_ctx *c)
+{
+	return apply_filter(c, CFG(c)->topics_exclude,
+			    sizeof(CFG(c)->topics_exclude));
+}
+
+static void format_topics_exclude(const struct km_config *cfg,
+				  struct km_config_sink *s)
+{
+	km_config_emit(s, "%s", cfg->topics_exclude);
 }
 
 static int apply_groups(const struct km_config_ctx *c)
@@ -338,6 +378,12 @@ static const struct key_def keys[] = {
 	CUSTOM("source.bootstrap.servers", bootstrap),
 	CUSTOM("topics", topics),
 	CUSTOM("local.topics", local_topics),
+	CUSTOM("topics.include", topics_include),
+	CUSTOM("topics.exclude", topics_exclude),
+	NUMBER("metadata.refresh.interval.ms", K_U32,
+	       metadata_refresh_interval_ms, KM_CONFIG_UNITS_MS, 100, INT32_MAX),
+	NUMBER("partitions.max", K_U32, partitions_max, KM_CONFIG_UNITS_PLAIN,
+	       0, 1u << 20),
 	CUSTOM("listeners", listeners),
 	CUSTOM("advertised.listeners", advertised),
 	CUSTOM("control.socket", control_socket),

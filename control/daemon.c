@@ -89,12 +89,15 @@ static void kernel_net_config(uint32_t conns, struct km_net_config *nc)
 static void worker_config(const struct km_daemon *d, uint32_t id,
 			  struct km_worker_config *wc)
 {
+	uint32_t parts;
+
 	memset(wc, 0, sizeof(*wc));
 	wc->id = id;
 	wc->n_workers = d->n_workers;
 	wc->peers = d->workers;
 	wc->parts = &d->table;
 	wc->parts_max = parts_of(d, id);
+	wc->parts_extra = d->table.cap - d->table.n;
 	kernel_net_config(1024, &wc->net);
 	wc->net.listeners_max = 1;
 	wc->alloc_pid = km_daemon_pid_alloc_next;
@@ -113,11 +116,14 @@ static void worker_config(const struct km_daemon *d, uint32_t id,
 	/* A topic no override names: the broker-level settings. */
 	km_config_log_config(d->cfg, "", 0, &wc->broker_log);
 	wc->broker_log.data_dir = wc->broker_log.topic = NULL;
+	/* Connections are per broker: some room for the leaders of
+	 * partitions discovery adds, not one per partition it may add. */
+	parts = wc->parts_max + (wc->parts_extra < 64 ? wc->parts_extra : 64);
 	if (d->cfg->net_mode == KM_CONFIG_NET_DPDK)
-		dpdk_net_config(d->cfg, wc->parts_max, id, d->n_workers,
+		dpdk_net_config(d->cfg, parts, id, d->n_workers,
 				&wc->fetch_net);
 	else
-		kernel_net_config(2 * wc->parts_max + 8, &wc->fetch_net);
+		kernel_net_config(2 * parts + 8, &wc->fetch_net);
 }
 
 static int start_workers(struct km_daemon *d)
@@ -380,6 +386,7 @@ static void cleanup(struct km_daemon *d)
 		close(d->ctl_efd);
 	if (d->sig_fd >= 0)
 		close(d->sig_fd);
+	km_part_table_fini(&d->table);
 	free(d->table.parts);
 	free(d->mirrored);
 	free(d->rates);
@@ -387,6 +394,7 @@ static void cleanup(struct km_daemon *d)
 	free(d->sources);
 	free(d->disk_holds);
 	km_daemon_groups_free(d);
+	km_daemon_discover_fini(d);
 }
 
 /* ---- the control loop ---------------------------------------------------- */
@@ -408,6 +416,7 @@ static int serve(struct km_daemon *d)
 		km_daemon_watch_disk(d);
 		km_daemon_sync_groups(d);
 		km_daemon_watch_paused_hw(d);
+		km_daemon_discover(d);
 		if (pfd[0].revents & POLLIN) {
 			if (read(d->sig_fd, &si, sizeof(si)) == sizeof(si))
 				KM_INFO("daemon", "%s: shutting down",
@@ -485,7 +494,8 @@ static int start(struct km_daemon *d)
 {
 	int rc;
 
-	if ((rc = prepare(d)) < 0 || (rc = km_daemon_find_parts(d)) < 0 ||
+	if ((rc = prepare(d)) < 0 || (rc = km_daemon_discover_init(d)) < 0 ||
+	    (rc = km_daemon_find_parts(d)) < 0 ||
 	    (rc = km_daemon_load_states(d)) < 0 ||
 	    (rc = km_daemon_load_sources(d)) < 0 ||
 	    (rc = km_daemon_disk_init(d)) < 0 || (rc = eal_init(d->cfg)) < 0)

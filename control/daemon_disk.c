@@ -79,7 +79,7 @@ int km_daemon_disk_init(struct km_daemon *d)
 {
 	int rc;
 
-	d->disk_holds = calloc(d->table.n ? d->table.n : 1,
+	d->disk_holds = calloc(d->table.cap,
 			       sizeof(*d->disk_holds));
 	if (d->disk_holds == NULL)
 		return -ENOMEM;

@@ -212,10 +212,14 @@ static int add_existing(struct km_daemon *d, struct plan *p)
 
 	if (dir == NULL)
 		return -errno;
+	/* A discovered topic's partitions are mirrored even while the
+	 * source is down at a restart: their fetchers keep trying. */
 	while (rc == 0 && (e = readdir(dir)) != NULL)
 		if (e->d_type == DT_DIR &&
 		    parse_dir(e->d_name, topic, sizeof(topic), &part))
-			rc = plan_add(p, topic, part, false, KM_PART_MIRROR);
+			rc = plan_add(p, topic, part,
+				      km_daemon_discovers(d, topic),
+				      KM_PART_MIRROR);
 	closedir(dir);
 	return rc;
 }
@@ -228,14 +232,38 @@ static int cmp_part(const void *a, const void *b)
 	return c ? c : (x->partition > y->partition) - (x->partition < y->partition);
 }
 
-/* Sort the table (km_part_find needs it), keeping `mirrored` in step. */
+/* Room for the partitions discovery may add while the workers run: the
+ * entries never move (fetchers and logs point at them), so the table is
+ * allocated once. */
+static uint32_t capacity(const struct km_daemon *d, uint32_t n)
+{
+	uint32_t max = d->cfg->partitions_max;
+
+	if (max == 0)
+		return n > 1024 ? 2 * n : n + 1024;
+	if (max < n)
+		KM_WARN("daemon", "partitions.max=%u, but %u partitions are "
+			"listed or in data.dir: serving them, adding none",
+			max, n);
+	return max > n ? max : n;
+}
+
+/* Sort the table (the start's order: topic ids, logs), keeping `mirrored`
+ * in step, with room for cap entries; then publish its view. */
 static int finish(struct km_daemon *d, struct plan *p)
 {
+	uint32_t cap = capacity(d, p->n);
+	struct km_part *np;
+
 	for (uint32_t i = 0; i < p->n; i++)
 		p->parts[i].owner = p->mirrored[i]; /* carried through qsort */
 	qsort(p->parts, p->n, sizeof(*p->parts), cmp_part);
-	d->mirrored = calloc(p->n ? p->n : 1, sizeof(bool));
-	d->rates = calloc(p->n ? p->n : 1, sizeof(*d->rates));
+	if ((np = realloc(p->parts, cap * sizeof(*np))) == NULL)
+		return -ENOMEM;
+	p->parts = np;
+	memset(np + p->n, 0, (cap - p->n) * sizeof(*np));
+	d->mirrored = calloc(cap, sizeof(bool));
+	d->rates = calloc(cap, sizeof(*d->rates));
 	if (d->mirrored == NULL || d->rates == NULL)
 		return -ENOMEM;
 	for (uint32_t i = 0; i < p->n; i++) {
@@ -249,7 +277,37 @@ static int finish(struct km_daemon *d, struct plan *p)
 	free(p->mirrored);
 	d->table.parts = p->parts;
 	d->table.n = p->n;
-	return 0;
+	d->table.cap = cap;
+	return km_part_table_publish(&d->table);
+}
+
+/* The source's topics that topics.include takes, as it lists them now: a
+ * source that does not answer leaves them to the refreshes. */
+static int add_discovered(struct km_daemon *d, struct plan *p)
+{
+	struct km_srcmeta_list l;
+	char err[512];
+	int rc = 0;
+
+	if (d->cfg->topics_include[0] == '\0')
+		return 0;
+	if (km_srcmeta_list(d->cfg, SOURCE_TIMEOUT_MS, &l, err,
+			    sizeof(err)) < 0) {
+		KM_WARN("daemon", "topics.include: %s; the topics it takes "
+			"are mirrored once the source answers", err);
+		return 0;
+	}
+	for (uint32_t t = 0; rc == 0 && t < l.n; t++)
+		for (uint32_t i = 0; rc == 0 && l.topics[t].error_code == 0 &&
+				     km_daemon_discovers(d, l.topics[t].name) &&
+				     i < l.topics[t].partitions; i++)
+			rc = plan_add(p, l.topics[t].name, (int32_t)i, true,
+				      KM_PART_MIRROR);
+	if (d->source_cluster_id[0] == '\0' && l.cluster_id[0] != '\0')
+		snprintf(d->source_cluster_id, sizeof(d->source_cluster_id),
+			 "%s", l.cluster_id);
+	km_srcmeta_list_free(&l);
+	return rc;
 }
 
 int km_daemon_find_parts(struct km_daemon *d)
@@ -257,7 +315,8 @@ int km_daemon_find_parts(struct km_daemon *d)
 	struct plan p = { 0 };
 	int rc;
 
-	if ((rc = add_mirrored(d, &p)) == 0 && (rc = add_local(d, &p)) == 0)
+	if ((rc = add_mirrored(d, &p)) == 0 && (rc = add_discovered(d, &p)) == 0 &&
+	    (rc = add_local(d, &p)) == 0)
 		rc = add_existing(d, &p);
 	if (rc == 0)
 		return finish(d, &p);

@@ -10,6 +10,7 @@
 #include "control/config.h"
 #include "control/ctlsock.h"
 #include "control/mstate.h"
+#include "control/namefilter.h"
 #include "dataplane/serve/part.h"
 #include "dataplane/worker.h"
 
@@ -76,6 +77,10 @@ struct km_daemon {
 	uint64_t gsync_next_ms;
 	uint64_t paused_hw_next_ms; /* daemon_pausehw.c */
 	bool gsync_ended;	/* no partition follows the source any more */
+	/* Topic discovery (daemon_discover.c) */
+	struct km_namefilter include, exclude;
+	uint64_t discover_next_ms;
+	bool discover_full;	/* said once: partitions.max reached */
 };
 
 /* daemon_lock.c: one kmirrord per data.dir */
@@ -86,6 +91,16 @@ void km_daemon_unlock(struct km_daemon *d);
 /* daemon_roles.c: a partition's role across a restart (the table there) */
 void km_daemon_settle_role(struct km_daemon *d, uint32_t i);
 int km_daemon_record_roles(struct km_daemon *d);
+int km_daemon_record_role(struct km_daemon *d, uint32_t i);
+
+/* daemon_discover.c: topics.include/exclude, partitions added at the
+ * source, topics deleted there */
+int km_daemon_discover_init(struct km_daemon *d);
+void km_daemon_discover_fini(struct km_daemon *d);
+/** topics.include takes topic and topics.exclude does not. */
+bool km_daemon_discovers(const struct km_daemon *d, const char *topic);
+/** The control loop: a listing every metadata.refresh.interval.ms. */
+void km_daemon_discover(struct km_daemon *d);
 
 /* daemon_parts.c: which partitions to serve */
 int km_daemon_find_parts(struct km_daemon *d);

@@ -197,6 +197,11 @@ static int record_role(struct km_daemon *d, uint32_t i)
 	return km_mstate_save(dir, ms);
 }
 
+int km_daemon_record_role(struct km_daemon *d, uint32_t i)
+{
+	return record_role(d, i);
+}
+
 /* Not fatal: a host short of disk must still serve. The partition keeps
  * its role for this run; only a change of lists before the record is
  * written would go unnoticed, and the next start tries again. */

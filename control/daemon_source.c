@@ -40,7 +40,7 @@ int km_daemon_load_sources(struct km_daemon *d)
 	uint32_t other = 0;
 	int rc;
 
-	d->sources = calloc(d->table.n ? d->table.n : 1, sizeof(*d->sources));
+	d->sources = calloc(d->table.cap, sizeof(*d->sources));
 	if (d->sources == NULL)
 		return -ENOMEM;
 	for (uint32_t i = 0; i < d->table.n; i++) {

@@ -31,7 +31,7 @@ int km_daemon_load_states(struct km_daemon *d)
 	char dir[4096];
 	int rc;
 
-	d->mstates = calloc(d->table.n ? d->table.n : 1, sizeof(*d->mstates));
+	d->mstates = calloc(d->table.cap, sizeof(*d->mstates));
 	if (d->mstates == NULL)
 		return -ENOMEM;
 	for (uint32_t i = 0; i < d->table.n; i++) {

@@ -209,7 +209,8 @@ static void on_open(struct km_worker *w, struct wmsg *m)
 	struct wpart *wp;
 	int rc;
 
-	if (w->n_wparts == w->cfg.parts_max || m->part->owner != w->cfg.id) {
+	if (w->n_wparts == w->cfg.parts_max + w->cfg.parts_extra ||
+	    m->part->owner != w->cfg.id) {
 		km_worker_reply_done(w, r, -EINVAL, "not this worker's");
 		return;
 	}
@@ -254,12 +255,16 @@ static int fetch_pool_init(struct km_worker *w)
 	bool own = w->fnet != w->net; /* the front-end is not on it */
 	const struct km_net_config *nc = own ? &w->cfg.fetch_net : &w->cfg.net;
 	struct km_fsess_pool_config pc = {0};
-	uint32_t n = w->cfg.parts_max + 1;
+	uint32_t n = w->cfg.parts_max + w->cfg.parts_extra + 1;
 	uint32_t share;
 
 	if (n > KM_FSESS_POOL_MAX)
 		n = KM_FSESS_POOL_MAX;
-	share = nc->rx_buf_count / (own ? 1 : 2) / n;
+	/* Sessions are per broker, not per partition: the partitions known
+	 * at start bound them well enough for the shares, and partitions
+	 * added later mostly join sessions that exist. */
+	share = nc->rx_buf_count / (own ? 1 : 2) /
+		(w->cfg.parts_max + 1 < n ? w->cfg.parts_max + 1 : n);
 	pc.sessions_max = n;
 	pc.rx_buf_bytes = nc->rx_buf_bytes;
 	pc.rx_bufs_max = share > 4 ? share : 4;
@@ -847,7 +852,7 @@ static int setup(struct km_worker *w)
 	/* Local writes validate compressed batches here (kafka/inflate.h). */
 	if ((rc = km_inflate_create(KM_INFLATE_BYTES_MAX, &w->inflate)) < 0)
 		return rc;
-	w->wparts = calloc(w->cfg.parts_max ? w->cfg.parts_max : 1,
+	w->wparts = calloc(w->cfg.parts_max + w->cfg.parts_extra + 1,
 			   sizeof(*w->wparts));
 	if (w->wparts == NULL)
 		return -ENOMEM;

@@ -56,6 +56,9 @@ struct km_worker_config {
 	 * stays on net. Zeroed (conns_max 0): they share net. */
 	struct km_net_config fetch_net;
 	uint32_t parts_max;		/* partitions this worker may own */
+	/* More it may be given while it runs (topic discovery): room for
+	 * them, but receive-buffer shares are cut for parts_max. */
+	uint32_t parts_extra;
 	km_worker_pid_fn alloc_pid;
 	void *alloc_pid_ctx;
 	int ctl_efd;			/* eventfd the control thread waits on */

@@ -53,21 +53,25 @@ static uint32_t or_default(uint32_t v, uint32_t def)
 	return v != 0 ? v : def;
 }
 
-/* Distinct topics of the sorted table, and the bytes of a Metadata answer
- * naming every partition (response header, broker, topics, partitions). */
+/* Distinct topics of the table, and the bytes of a Metadata answer
+ * naming every partition (response header, broker, topics, partitions),
+ * room included for the partitions discovery may add up to the table's
+ * capacity (each a topic of its own, at most the longest name). */
 static uint32_t table_topics(const struct km_part_table *t, uint32_t *bound)
 {
-	uint32_t n = 0;
+	const struct km_part_index *ix = km_part_index_get(t);
+	uint32_t n = 0, extra = t->cap > ix->n ? t->cap - ix->n : 0;
 
 	*bound = 512;
-	for (uint32_t i = 0; i < t->n; i++) {
-		if (i == 0 || strcmp(t->parts[i].topic, t->parts[i - 1].topic)) {
+	for (uint32_t i = 0; i < ix->n; i++) {
+		if (i == 0 || strcmp(ix->p[i]->topic, ix->p[i - 1]->topic)) {
 			n++;
-			*bound += 16 + (uint32_t)strlen(t->parts[i].topic);
+			*bound += 16 + (uint32_t)strlen(ix->p[i]->topic);
 		}
 		*bound += 40;
 	}
-	return n;
+	*bound += extra * (56 + KM_WIRE_NAME_BYTES_MAX);
+	return n + extra;
 }
 
 static void set_limits(struct km_frontend *fe,
@@ -130,7 +134,7 @@ static int alloc_conns(struct km_frontend *fe)
 
 static int alloc_buffers(struct km_frontend *fe)
 {
-	uint32_t n = fe->table->n > 0 ? fe->table->n : 1;
+	uint32_t n = fe->table->cap > 0 ? fe->table->cap : 1;
 
 	fe->fbufs = calloc(fe->n_fbufs, sizeof(*fe->fbufs));
 	if (fe->fbufs == NULL)
@@ -255,7 +259,7 @@ int km_frontend_listen(struct km_frontend *fe, const char *ipv4,
 	KM_INFO("frontend", "Kafka clients on %s:%u, advertised as %s:%u "
 		"(node %d, cluster %s, %u partitions)", ipv4, fe->port,
 		fe->host, fe->adv_port, (int)fe->node_id, fe->cluster_id,
-		fe->table->n);
+		km_part_index_get(fe->table)->n);
 	return 0;
 }
 

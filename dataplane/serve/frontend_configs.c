@@ -251,20 +251,23 @@ static int put_broker(struct km_wire_wr *w, struct cfg_scope *s)
 static int put_resource(struct km_wire_wr *w, struct cfg_scope *s)
 {
 	char msg[MESSAGE_BYTES];
-	struct km_part *first;
+	struct km_part *const *first;
+	struct km_part *p;
 	uint32_t n;
 
 	switch (s->res->type) {
 	case KM_CONFIG_RESOURCE_TOPIC:
-		n = km_part_topic(s->fe->table, s->res->name.s, &first);
+		n = km_part_topic(km_part_index_get(s->fe->table),
+				  s->res->name.s, &first);
 		if (n == 0)
 			return put_error(w, s->version, s->res,
 					 KM_KERR_UNKNOWN_TOPIC_OR_PARTITION, NULL);
-		if (first->log == NULL)
+		p = first[0];
+		if (p->log == NULL)
 			return put_error(w, s->version, s->res,
 					 KM_KERR_LEADER_NOT_AVAILABLE, NULL);
-		s->topic = km_log_config_get(first->log);
-		s->compact = first->internal;
+		s->topic = km_log_config_get(p->log);
+		s->compact = p->internal;
 		return put_configs(w, s);
 	case KM_CONFIG_RESOURCE_BROKER:
 		return put_broker(w, s);

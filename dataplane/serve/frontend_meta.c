@@ -100,7 +100,8 @@ static void md_topic_id(const struct km_part *p, uint8_t out[KM_WIRE_UUID_BYTES]
 }
 
 static void md_add_topic(struct km_frontend *fe, struct km_metadata_resp *m,
-			 const char *name, struct km_part *first, uint32_t n)
+			 const char *name, struct km_part *const *first,
+			 uint32_t n)
 {
 	struct km_metadata_topic *t = &m->topics[m->n_topics++];
 
@@ -108,37 +109,36 @@ static void md_add_topic(struct km_frontend *fe, struct km_metadata_resp *m,
 			      : KM_KERR_UNKNOWN_TOPIC_OR_PARTITION;
 	if (km_wire_name_set(&t->name, name) < 0)
 		km_wire_name_set(&t->name, "");
-	t->is_internal = n > 0 && first[0].internal;
+	t->is_internal = n > 0 && first[0]->internal;
 	/* One id per topic: every partition's log holds the topic's. */
 	memset(t->topic_id, 0, sizeof(t->topic_id));
 	if (n > 0)
-		md_topic_id(&first[0], t->topic_id);
+		md_topic_id(first[0], t->topic_id);
 	t->first = m->n_parts;
 	t->count = n;
 	if (n == 0)
 		fe->st.partition_errors++;
 	for (uint32_t i = 0; i < n; i++) {
 		struct km_metadata_part *p = &m->parts[m->n_parts++];
-		bool offline = part_offline(&first[i]);
+		bool offline = part_offline(first[i]);
 
 		p->error_code = offline ? KM_KERR_LEADER_NOT_AVAILABLE
 					: KM_KERR_NONE;
-		p->partition = first[i].partition;
+		p->partition = first[i]->partition;
 		p->leader_id = offline ? -1 : fe->node_id;
 		p->replicas_first = p->isr_first = 0; /* nodes[0]: us */
 		p->replicas_count = p->isr_count = 1;
 	}
 }
 
-static void md_all_topics(struct km_frontend *fe, struct km_metadata_resp *m)
+static void md_all_topics(struct km_frontend *fe, struct km_metadata_resp *m,
+			  const struct km_part_index *ix)
 {
-	const struct km_part_table *t = fe->table;
+	for (uint32_t i = 0; i < ix->n;) {
+		struct km_part *const *first;
+		uint32_t n = km_part_topic(ix, ix->p[i]->topic, &first);
 
-	for (uint32_t i = 0; i < t->n;) {
-		struct km_part *first;
-		uint32_t n = km_part_topic(t, t->parts[i].topic, &first);
-
-		md_add_topic(fe, m, first->topic, first, n);
+		md_add_topic(fe, m, first[0]->topic, first, n);
 		i += n;
 	}
 }
@@ -154,16 +154,16 @@ static bool md_seen_before(struct km_frontend *fe, uint32_t idx)
 }
 
 /* The table topic whose id is id: n partitions at *first, or 0. */
-static uint32_t md_topic_by_id(const struct km_part_table *t,
+static uint32_t md_topic_by_id(const struct km_part_index *ix,
 			       const uint8_t id[KM_WIRE_UUID_BYTES],
-			       struct km_part **first)
+			       struct km_part *const **first)
 {
 	uint8_t have[KM_WIRE_UUID_BYTES];
 
-	for (uint32_t i = 0; i < t->n;) {
-		uint32_t n = km_part_topic(t, t->parts[i].topic, first);
+	for (uint32_t i = 0; i < ix->n;) {
+		uint32_t n = km_part_topic(ix, ix->p[i]->topic, first);
 
-		md_topic_id(&t->parts[i], have);
+		md_topic_id(ix->p[i], have);
 		if (memcmp(have, id, sizeof(have)) == 0)
 			return n;
 		i += n;
@@ -175,21 +175,22 @@ static uint32_t md_topic_by_id(const struct km_part_table *t,
  * one by ids, names aside): known ids as their topics, an unknown one as
  * UNKNOWN_TOPIC_ID with a null name and the id asked. */
 static void md_topics_by_id(struct km_frontend *fe, struct km_metadata_resp *m,
-			    const struct km_metadata_req *req)
+			    const struct km_metadata_req *req,
+			    const struct km_part_index *ix)
 {
 	static const uint8_t zero[KM_WIRE_UUID_BYTES];
 
 	for (int32_t i = 0; i < req->n_topics; i++) {
-		struct km_part *first = NULL;
+		struct km_part *const *first = NULL;
 		struct km_metadata_topic *t;
 		uint32_t n;
 
 		if (memcmp(req->topic_ids[i], zero, sizeof(zero)) == 0)
 			continue;
-		n = md_topic_by_id(fe->table, req->topic_ids[i], &first);
+		n = md_topic_by_id(ix, req->topic_ids[i], &first);
 		if (n > 0) {
-			if (!md_seen_before(fe, (uint32_t)(first - fe->table->parts)))
-				md_add_topic(fe, m, first->topic, first, n);
+			if (!md_seen_before(fe, (uint32_t)(first - ix->p)))
+				md_add_topic(fe, m, first[0]->topic, first, n);
 			continue;
 		}
 		fe->st.partition_errors++;
@@ -214,21 +215,22 @@ static bool md_by_id(const struct km_metadata_req *req)
 
 /* The topics asked for, each once. */
 static void md_named_topics(struct km_frontend *fe, struct km_metadata_resp *m,
-			    const struct km_metadata_req *req)
+			    const struct km_metadata_req *req,
+			    const struct km_part_index *ix)
 {
 	if (++fe->md_stamp == 0) {
-		memset(fe->md_seen, 0, fe->table->n * sizeof(*fe->md_seen));
+		memset(fe->md_seen, 0, fe->table->cap * sizeof(*fe->md_seen));
 		fe->md_stamp = 1;
 	}
 	if (md_by_id(req)) {
-		md_topics_by_id(fe, m, req);
+		md_topics_by_id(fe, m, req, ix);
 		return;
 	}
 	for (int32_t i = 0; i < req->n_topics; i++) {
-		struct km_part *first;
-		uint32_t n = km_part_topic(fe->table, req->topics[i].s, &first);
+		struct km_part *const *first;
+		uint32_t n = km_part_topic(ix, req->topics[i].s, &first);
 
-		if (n > 0 && md_seen_before(fe, (uint32_t)(first - fe->table->parts)))
+		if (n > 0 && md_seen_before(fe, (uint32_t)(first - ix->p)))
 			continue;
 		md_add_topic(fe, m, req->topics[i].s, first, n);
 	}
@@ -262,9 +264,11 @@ int km_frontend_handle_metadata(struct fe_conn *fc, const struct km_reqhdr *h,
 		.brokers = &broker, .brokers_max = 1, .n_brokers = 1,
 		.controller_id = fe->node_id,
 		.topics = fe->md_topics, .topics_max = fe->md_topics_max,
-		.parts = fe->md_parts, .parts_max = fe->table->n,
+		.parts = fe->md_parts, .parts_max = fe->table->cap,
 		.nodes = &node, .nodes_max = 1, .n_nodes = 1,
 	};
+	/* One view for the whole answer: discovery may publish another. */
+	const struct km_part_index *ix = km_part_index_get(fe->table);
 	struct km_wire_wr w;
 	uint32_t slot;
 	int rc = km_metadata_req_decode(r, h->api_version, &req);
@@ -278,9 +282,9 @@ int km_frontend_handle_metadata(struct fe_conn *fc, const struct km_reqhdr *h,
 	km_wire_name_set_null(&broker.rack);
 	km_wire_name_set(&m.cluster_id, fe->cluster_id);
 	if (req.n_topics < 0)
-		md_all_topics(fe, &m);
+		md_all_topics(fe, &m, ix);
 	else
-		md_named_topics(fe, &m, &req);
+		md_named_topics(fe, &m, &req, ix);
 	rc = km_frontend_slot_open(fc, h, md_bound(&m), &slot);
 	if (rc != 0)
 		return rc;

@@ -73,7 +73,7 @@ static void omem_free(struct fe_omem *om)
 /* A sync names partitions of the table; compaction writes its batches. */
 static uint32_t commits_max(const struct km_frontend *fe)
 {
-	uint32_t n = fe->parts_max > fe->table->n ? fe->parts_max : fe->table->n;
+	uint32_t n = fe->parts_max > fe->table->cap ? fe->parts_max : fe->table->cap;
 
 	return n > COMPACT_BATCH_RECORDS ? n : COMPACT_BATCH_RECORDS;
 }

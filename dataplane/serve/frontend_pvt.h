@@ -190,8 +190,8 @@ struct km_frontend {
 	struct km_wire_name *names;		/* parts_max */
 	struct km_metadata_topic *md_topics;	/* topics_max + table topics */
 	uint32_t md_topics_max;
-	struct km_metadata_part *md_parts;	/* table size */
-	uint32_t *md_seen;			/* table size: request stamp */
+	struct km_metadata_part *md_parts;	/* table capacity */
+	uint32_t *md_seen;			/* table capacity: request stamp */
 	uint32_t md_stamp;
 	uint8_t (*md_ids)[KM_WIRE_UUID_BYTES];	/* parts_max: asked ids */
 	struct km_proto_topic *lo_topics;	/* topics_max */

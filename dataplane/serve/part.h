@@ -191,20 +191,57 @@ struct km_part {
 	struct km_part_stats stats;
 };
 
-/* All partitions, sorted by (topic, partition) so that a topic's partitions
- * are contiguous and partition i of a topic sits at topic_first + i. */
+/* A sorted view of the table: the entries by (topic, partition), so that a
+ * topic's partitions are contiguous and partition i of a topic sits at
+ * its first + i. A new view is published whole when partitions are added
+ * (topic discovery, control/daemon_discover.c); a reader takes one view
+ * with km_part_index_get and uses it for the whole request. Views are
+ * never freed while the workers run (the retired list): an addition is an
+ * operator's event, rare, and a few pointers each. */
+struct km_part_index {
+	uint32_t n;
+	struct km_part_index *retired;	/* the view this one replaced */
+	struct km_part *p[];
+};
+
+/* All partitions. The entries live in `parts` (cap of them, allocated
+ * once: a struct km_part never moves, fetchers and logs keep pointers to
+ * it); the control thread fills parts[n] and publishes a new index that
+ * names it. Only the control thread reads n; every other thread reads the
+ * index. */
 struct km_part_table {
 	struct km_part *parts;
 	uint32_t n;
+	uint32_t cap;
+	_Atomic(struct km_part_index *) index;
 };
+
+/** Control thread: publish the sorted view of parts[0, n). The entries
+ *  must be filled first; readers see them from the store on.
+ *  @return 0 or -ENOMEM (the previous view stays). */
+int km_part_table_publish(struct km_part_table *t);
+/** Free every view (no reader may run). */
+void km_part_table_fini(struct km_part_table *t);
+
+/** The current view (never NULL once published: an empty one before). */
+static inline const struct km_part_index *
+km_part_index_get(const struct km_part_table *t)
+{
+	static const struct km_part_index empty = { 0, NULL };
+	const struct km_part_index *ix =
+		atomic_load_explicit(&t->index, memory_order_acquire);
+
+	return ix != NULL ? ix : &empty;
+}
 
 /** The partition, or NULL. Binary search; any thread. */
 struct km_part *km_part_find(const struct km_part_table *t, const char *topic,
 			     int32_t partition);
 
-/** Partitions of topic: *first and the count (0 if the topic is unknown). */
-uint32_t km_part_topic(const struct km_part_table *t, const char *topic,
-		       struct km_part **first);
+/** Partitions of topic in view ix: *first (ix->p + k) and the count (0 if
+ *  the topic is unknown). */
+uint32_t km_part_topic(const struct km_part_index *ix, const char *topic,
+		       struct km_part *const **first);
 
 static inline enum km_part_mode km_part_get_mode(const struct km_part *p)
 {

@@ -51,7 +51,7 @@ struct fe_parts *fe_parts_new(uint32_t n, int64_t first_pid)
 	t->table.parts = calloc(n, sizeof(*t->table.parts));
 	t->lws = calloc(n, sizeof(*t->lws));
 	t->calls = calloc(n, sizeof(*t->calls));
-	t->table.n = n;
+	t->table.n = t->table.cap = n;
 	t->ops.produce = produce;
 	t->ops.alloc_pid = alloc_pid;
 	t->ops.ctx = t;
@@ -82,6 +82,9 @@ void fe_parts_set(struct fe_parts *t, uint32_t i, const char *topic,
 		km_log_topic_id(log, id);
 		km_part_topic_id_publish(&p->stats.topic_id, id);
 	}
+	/* The entries set so far, sorted: tests set them before serving. */
+	if (km_part_table_publish(&t->table) < 0)
+		abort();
 }
 
 const struct km_part_table *fe_parts_table(struct fe_parts *t)
@@ -113,6 +116,7 @@ void fe_parts_free(struct fe_parts *t)
 {
 	if (t == NULL)
 		return;
+	km_part_table_fini(&t->table);
 	free(t->table.parts);
 	free(t->lws);
 	free(t->calls);

@@ -4,6 +4,8 @@
  * deleted and made again under the same name (a new topic id), partitions
  * are added, and the source's log start moves past a mirror that is
  * behind. Nothing may be lost, doubled or spliced from another topic.
+ * Topic discovery (issue 19 item 1) is here too, as topics and partitions
+ * made and deleted at the source while kmirrord runs.
  *
  * Method: one KRaft broker (kafka_broker.h) for the suite, restarted only
  * by the restart case. Each case fills its own topics with librdkafka
@@ -345,12 +347,14 @@ TEST_F(KafkaFaults, TopicMadeAgainUnderAFrozenMirrorIsNeverSpliced)
 }
 
 /* Partitions added at the source to a topic named in topics=: mirrored
- * from offset 0, content equal. */
+ * from offset 0 while kmirrord runs (topic discovery's refresh, every
+ * metadata.refresh.interval.ms), content equal; the partition that was
+ * there mirrors on undisturbed. */
 TEST_F(KafkaFaults, PartitionsAddedAreMirroredFromZero)
 {
 	ASSERT_EQ("", broker_->create_topic("grow", 1));
 	ASSERT_EQ("", produce_n("grow", 0, 300, 1));
-	Daemon d = daemon_for(dir_.path(), { "grow" });
+	Daemon d = daemon_for(dir_.path(), { "grow" }, { "metadata.refresh.interval.ms=300" });
 	ASSERT_EQ("", d.start());
 	ASSERT_EQ("", caught_up(d, { "grow:0" }));
 	ASSERT_EQ("", topics_tool({ "--alter", "--topic", "grow", "--partitions", "3" }));
@@ -358,11 +362,8 @@ TEST_F(KafkaFaults, PartitionsAddedAreMirroredFromZero)
 		ASSERT_TRUE(poll_until([&] { return produce_n("grow", p, 200, 5).empty(); },
 				       60000)) << "partition " << p;
 	ASSERT_EQ("", produce_n("grow", 0, 100, 6));
-	/* Restarted, kmirrord asks the source and mirrors all three. */
-	ChildResult res;
-	ASSERT_EQ("", d.stop(30000, &res));
-	ASSERT_EQ("", d.start());
 	ASSERT_EQ("", caught_up(d, { "grow:0", "grow:1", "grow:2" }));
+	EXPECT_TRUE(logged(d, "partition grow-2: discovered at the source"));
 	int mapped = 0;
 	for (int p = 0; p < 3; p++) {
 		ASSERT_NO_FATAL_FAILURE(expect_same_content(broker_->bootstrap(), d.bootstrap(),
@@ -371,6 +372,62 @@ TEST_F(KafkaFaults, PartitionsAddedAreMirroredFromZero)
 							 broker_->partition_dir("grow", p), &mapped));
 	}
 	EXPECT_GE(mapped, 3);
+	/* Kafka's own client finds the new partitions on kmirrord. */
+	ChildResult r = kafka_tool("org.apache.kafka.tools.TopicCommand",
+				   { "--bootstrap-server", d.bootstrap(), "--describe",
+				     "--topic", "grow" }, 60000);
+	EXPECT_NE(std::string::npos, r.out.find("PartitionCount: 3")) << r.out;
+}
+
+/* topics.include / topics.exclude (issue 19 item 1): anchored expressions,
+ * exclude wins, the source's internal topics stay out; a topic made at the
+ * source after the start is mirrored from offset 0 without a restart, and
+ * one deleted there stops being fetched: FAILED with its reason, its log
+ * kept and served. */
+TEST_F(KafkaFaults, TopicsIncludeFollowsTheSourceLive)
+{
+	ASSERT_EQ("", broker_->create_topic("disc.a", 1));
+	ASSERT_EQ("", broker_->create_topic("disc.skip.x", 1));
+	ASSERT_EQ("", broker_->create_topic("xdisc.a", 1));
+	ASSERT_EQ("", produce_n("disc.a", 0, 150, 21));
+	ASSERT_EQ("", produce_n("disc.skip.x", 0, 10, 22));
+	ASSERT_EQ("", produce_n("xdisc.a", 0, 10, 23));
+	Daemon d(dir_.path(), { "source.bootstrap.servers=" + broker_->bootstrap(),
+				"topics.include=disc\\..*, other", "topics.exclude=disc\\.skip\\..*,__.*",
+				"metadata.refresh.interval.ms=300" });
+	ASSERT_EQ("", d.start());
+	ASSERT_EQ("", caught_up(d, { "disc.a:0" }));
+	ASSERT_EQ("", broker_->create_topic("disc.b", 2));
+	for (int p = 0; p < 2; p++)
+		ASSERT_TRUE(poll_until([&] { return produce_n("disc.b", p, 120, 24 + p).empty(); },
+				       60000)) << "partition " << p;
+	ASSERT_EQ("", caught_up(d, { "disc.a:0", "disc.b:0", "disc.b:1" }));
+	for (int p = 0; p < 2; p++)
+		ASSERT_NO_FATAL_FAILURE(expect_same_content(broker_->bootstrap(), d.bootstrap(),
+							    "disc.b", p, false));
+	std::map<std::string, PartStatus> st;
+	ASSERT_EQ("", d.status(&st));
+	EXPECT_EQ(0u, st.count("disc.skip.x:0")) << "exclude wins";
+	EXPECT_EQ(0u, st.count("xdisc.a:0")) << "expressions are anchored";
+	for (auto &[k, v] : st)
+		EXPECT_TRUE(k.rfind("__consumer_offsets:", 0) != 0 || v.state != "MIRRORING")
+			<< k << " mirrored from the source";
+	auto kept = records_of(d.bootstrap(), "disc.b", 0);
+	ASSERT_EQ(120u, kept.size());
+	ASSERT_EQ("", topics_tool({ "--delete", "--topic", "disc.b" }));
+	ASSERT_EQ("", d.wait_status(
+		[&](const std::map<std::string, PartStatus> &s) {
+			for (const char *k : { "disc.b:0", "disc.b:1" })
+				if (!s.count(k) || s.at(k).state != "FAILED" ||
+				    s.at(k).reason.find("deleted at the source") == std::string::npos)
+					return false;
+			return true;
+		}, 60000));
+	EXPECT_EQ(kept, records_of(d.bootstrap(), "disc.b", 0)) << "the log is kept and served";
+	ASSERT_EQ("", d.status(&st));
+	EXPECT_EQ("MIRRORING", st["disc.a:0"].state);
+	ASSERT_EQ("", produce_n("disc.a", 0, 30, 26));
+	ASSERT_EQ("", caught_up(d, { "disc.a:0" }));
 }
 
 /* The broker's partition directory's .log base offsets. */
