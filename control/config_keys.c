@@ -127,7 +127,7 @@ static int apply_topics_include(const struct km_config_ctx *c)
 static void format_topics_include(const struct km_config *cfg,
 				  struct km_config_sink *s)
 {
-	km_config_emit(s, "%s", cfg->topics_include);
+	km_config_emit_escaped(s, cfg->topics_include);
 }
 
 static int apply_topics_exclude(const struct km_config_ctx *c)
@@ -139,7 +139,7 @@ static int apply_topics_exclude(const struct km_config_ctx *c)
 static void format_topics_exclude(const struct km_config *cfg,
 				  struct km_config_sink *s)
 {
-	km_config_emit(s, "%s", cfg->topics_exclude);
+	km_config_emit_escaped(s, cfg->topics_exclude);
 }
 
 static int apply_groups(const struct km_config_ctx *c)

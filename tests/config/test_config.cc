@@ -17,6 +17,7 @@
 
 #include "config_util.h"
 #include "control/config.h"
+#include "control/namefilter.h"
 #include "iouring_log/log.h"
 
 namespace {
@@ -732,6 +733,9 @@ TEST(Config, FormatText)
 	char text[4096];
 	ASSERT_GT(km_config_format(l.cfg.get(), text, sizeof(text)), 0);
 	EXPECT_EQ(std::string("data.dir=/d\n"
+			      "topics.exclude=__.*\n"
+			      "metadata.refresh.interval.ms=30000\n"
+			      "partitions.max=0\n"
 			      "listeners=PLAINTEXT://127.0.0.1:9092\n"
 			      "control.socket=/d/kmirrord.sock\n"
 			      "node.id=1\n"
@@ -813,3 +817,42 @@ TEST(Config, ErrorCodesAreNamed)
 }
 
 } // namespace
+
+// ---- topic discovery (issue 19 item 1) ----
+
+/* topics.include/topics.exclude are anchored ERE lists: a file's backslash
+ * is an escape as in Java's properties ("\\." is the expression "\."), a
+ * bad expression is named with regerror's reason, and include alone is a
+ * mirroring host's topic list. */
+TEST(Config, TopicsIncludeIsAnAnchoredExpressionList)
+{
+	TempDir d;
+	std::string path = d.file("k.properties",
+				  "data.dir=/d\nsource.bootstrap.servers=h:9092\n"
+				  "topics.include=orders\\\\..*, pay(ments|outs)\n");
+	Loaded l = load(path.c_str());
+	ASSERT_EQ(0, l.rc) << l.err;
+	EXPECT_STREQ("orders\\..*, pay(ments|outs)", l->topics_include);
+	EXPECT_STREQ("__.*", l->topics_exclude);
+	km_namefilter f;
+	char why[256];
+	ASSERT_EQ(0, km_namefilter_compile(&f, l->topics_include, why, sizeof(why))) << why;
+	EXPECT_TRUE(km_namefilter_match(&f, "orders.eu"));
+	EXPECT_FALSE(km_namefilter_match(&f, "ordersXeu"));
+	EXPECT_FALSE(km_namefilter_match(&f, "xorders.eu"));
+	EXPECT_TRUE(km_namefilter_match(&f, "payouts"));
+	EXPECT_FALSE(km_namefilter_match(&f, "payments2"));
+	km_namefilter_free(&f);
+
+	Loaded bad = load(nullptr, { "data.dir=/d", "topics.include=a,(b" });
+	EXPECT_EQ(KM_ECFGVALUE, bad.rc);
+	EXPECT_NE(std::string::npos, bad.err.find("topics.include")) << bad.err;
+	EXPECT_NE(std::string::npos, bad.err.find("\"(b\"")) << bad.err;
+	Loaded empty = load(nullptr, { "data.dir=/d", "topics.exclude=a,,b" });
+	EXPECT_EQ(KM_ECFGVALUE, empty.rc);
+	EXPECT_NE(std::string::npos, empty.err.find("empty expression")) << empty.err;
+	Loaded lone = load(nullptr, { "data.dir=/d", "topics.include=a" });
+	EXPECT_EQ(KM_ECFGMISSING, lone.rc);
+	EXPECT_NE(std::string::npos, lone.err.find("topics.include is set but source.bootstrap.servers is not"))
+		<< lone.err;
+}
