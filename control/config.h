@@ -174,6 +174,10 @@ struct km_config {
 	 * send the whole of a request it has begun. */
 	uint32_t request_bytes_max;
 	uint32_t request_timeout_ms;
+	/* metrics.listener: where Prometheus scrapes GET /metrics; unset,
+	 * the metrics are on the control socket only. */
+	struct km_config_addr metrics_listener;
+	bool metrics_listener_set;
 };
 
 /* One-line usage for kmirrord's --help and argument errors. */

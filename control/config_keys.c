@@ -363,6 +363,23 @@ static void format_topic_retention_bytes(const struct km_config *cfg,
 		      cfg->topic_retention_bytes_count, s);
 }
 
+static int apply_metrics_listener(const struct km_config_ctx *c)
+{
+	uint32_t n;
+	int rc = km_config_parse_addrs(c, KM_CONFIG_ADDR_LISTENER,
+				       &CFG(c)->metrics_listener, 1, &n);
+
+	CFG(c)->metrics_listener_set = rc == 0;
+	return rc;
+}
+
+static void format_metrics_listener(const struct km_config *cfg,
+				    struct km_config_sink *s)
+{
+	if (cfg->metrics_listener_set)
+		km_config_emit_addr(s, &cfg->metrics_listener);
+}
+
 /* ---- the table: every key, in README order ---- */
 
 #define OFF(field) offsetof(struct km_config, field)
@@ -437,6 +454,7 @@ static const struct key_def keys[] = {
 	NUMBER("listener.request.timeout.ms", K_U32, request_timeout_ms,
 	       KM_CONFIG_UNITS_MS, 100, INT32_MAX),
 	ENUM("log.level", log_level, levels),
+	CUSTOM("metrics.listener", metrics_listener),
 };
 
 _Static_assert(sizeof(keys) / sizeof(keys[0]) == KM_CONFIG_KEYS_COUNT,

@@ -380,6 +380,7 @@ static int stop_workers(struct km_daemon *d)
 static void cleanup(struct km_daemon *d)
 {
 	km_ctlsock_close(d->ctl);
+	km_daemon_http_close(d);
 	if (d->pids.dir_fd >= 0)
 		km_daemon_pid_alloc_fini(&d->pids);
 	if (d->ctl_efd >= 0)
@@ -390,6 +391,7 @@ static void cleanup(struct km_daemon *d)
 	free(d->table.parts);
 	free(d->mirrored);
 	free(d->rates);
+	free(d->caught_up_ms);
 	free(d->mstates);
 	free(d->sources);
 	free(d->disk_holds);
@@ -401,15 +403,16 @@ static void cleanup(struct km_daemon *d)
 
 static int serve(struct km_daemon *d)
 {
-	struct pollfd pfd[2] = {
+	struct pollfd pfd[3] = {
 		{ .fd = d->sig_fd, .events = POLLIN },
 		{ .fd = km_ctlsock_fd(d->ctl), .events = POLLIN },
+		{ .fd = d->http_fd, .events = POLLIN }, /* -1: ignored */
 	};
 	struct signalfd_siginfo si;
 
 	for (;;) {
 		/* The timeout persists FAILED partitions (km_daemon_watch). */
-		if (poll(pfd, 2, WATCH_MS) < 0 && errno != EINTR)
+		if (poll(pfd, 3, WATCH_MS) < 0 && errno != EINTR)
 			return -errno;
 		km_daemon_watch(d);
 		km_daemon_watch_sources(d);
@@ -417,6 +420,7 @@ static int serve(struct km_daemon *d)
 		km_daemon_sync_groups(d);
 		km_daemon_watch_paused_hw(d);
 		km_daemon_discover(d);
+		km_daemon_watch_lag(d);
 		if (pfd[0].revents & POLLIN) {
 			if (read(d->sig_fd, &si, sizeof(si)) == sizeof(si))
 				KM_INFO("daemon", "%s: shutting down",
@@ -425,6 +429,8 @@ static int serve(struct km_daemon *d)
 		}
 		if (pfd[1].revents & POLLIN)
 			km_ctlsock_poll(d->ctl, 0);
+		if (pfd[2].revents & POLLIN)
+			km_daemon_http_serve(d);
 	}
 }
 
@@ -506,7 +512,8 @@ static int start(struct km_daemon *d)
 	    (rc = km_daemon_record_roles(d)) < 0 ||
 	    (rc = km_daemon_resume_stops(d)) < 0 ||
 	    (rc = km_daemon_resume_prepares(d)) < 0 ||
-	    (rc = km_daemon_ctl_open(d)) < 0 || (rc = start_listener(d)) < 0)
+	    (rc = km_daemon_ctl_open(d)) < 0 ||
+	    (rc = km_daemon_http_open(d)) < 0 || (rc = start_listener(d)) < 0)
 		return rc;
 	return start_fetchers(d);
 }
@@ -514,7 +521,8 @@ static int start(struct km_daemon *d)
 int km_daemon_run(struct km_config *cfg)
 {
 	struct km_daemon d = { .cfg = cfg, .lock_fd = -1, .ctl_efd = -1,
-			       .sig_fd = -1, .pids = { .dir_fd = -1 } };
+			       .sig_fd = -1, .pids = { .dir_fd = -1 },
+			       .http_fd = -1 };
 	int rc, rc2;
 
 	km_log_set_level(cfg->log_level);

@@ -86,12 +86,13 @@ static json_t *part_row(struct km_daemon *d, uint32_t i, uint64_t now)
 			(json_int_t)LOAD(p, log_start), "worker", (int)p->owner);
 	if (row == NULL)
 		return NULL;
-	/* Lag means something only while the partition follows a source. */
-	bool follows = d->mirrored[i] && (d->mstates[i].state == KM_MSTATE_MIRRORING ||
-					  d->mstates[i].state == KM_MSTATE_PAUSED);
-	json_object_set_new(row, "lag", follows && src >= 0
-						? json_integer(src > leo ? src - leo : 0)
-						: json_null());
+	/* Lag means something only while the partition follows a source;
+	 * metrics takes it from the same place. */
+	struct km_daemon_lag lag;
+
+	km_daemon_lag(d, i, now, &lag);
+	json_object_set_new(row, "lag", lag.offsets >= 0 ? json_integer(lag.offsets)
+							 : json_null());
 	rate(&d->rates[i], bytes, leo, now);
 	json_object_set_new(row, "disk_bytes",
 			    json_integer((json_int_t)LOAD(p, disk_bytes)));
@@ -104,6 +105,10 @@ static json_t *part_row(struct km_daemon *d, uint32_t i, uint64_t now)
 			json_object_set_new(row, "source",
 					    json_string(d->mstates[i].source));
 		json_object_set_new(row, "source_hw", json_integer(src));
+		json_object_set_new(row, "source_lso",
+				    json_integer(LOAD(p, source_lso)));
+		json_object_set_new(row, "time_lag_ms", lag.ms >= 0
+				    ? json_integer(lag.ms) : json_null());
 		json_object_set_new(row, "corrupt",
 				    json_integer((json_int_t)LOAD(p, corrupt)));
 		json_object_set_new(row, "reconnects",
@@ -124,6 +129,11 @@ static json_t *part_row(struct km_daemon *d, uint32_t i, uint64_t now)
 						: d->mstates[i].failed_reason));
 	km_daemon_source_status(d, i, state_name(d, i), row);
 	return row;
+}
+
+const char *km_daemon_state_name(const struct km_daemon *d, uint32_t i)
+{
+	return state_name(d, i);
 }
 
 /* A synced group's partition: what the source holds, what is committed
@@ -196,6 +206,8 @@ static int on_status(void *ctx, const json_t *req, json_t *resp)
 	json_object_set_new(resp, "cluster_id", json_string(d->cfg->cluster_id));
 	json_object_set_new(resp, "node_id", json_integer(d->cfg->node_id));
 	json_object_set_new(resp, "kafka_port", json_integer(d->kafka_port));
+	if (d->http_fd >= 0) /* metrics.listener */
+		json_object_set_new(resp, "metrics_port", json_integer(d->http_port));
 	if (d->source_cluster_id[0] != '\0')
 		json_object_set_new(resp, "source_cluster_id",
 				    json_string(d->source_cluster_id));
@@ -273,6 +285,11 @@ static const struct metric metrics[] = {
 	M("kmirror_partition_offset_resets_total", "counter", "Log restarts at the source's log start (mirror.offset.reset=earliest).", offset_resets, false),
 	M("kmirror_partition_offsets_skipped_total", "counter", "Offsets the source deleted before they were mirrored: the gaps those restarts left.", offsets_skipped, false),
 	M("kmirror_partition_barriers_applied_total", "counter", "MIRROR_PID_RESET barriers applied to the producer state, since the log was opened.", barriers_applied, false),
+	M("kmirror_partition_source_last_stable_offset", "gauge", "Source last stable offset, from the last Fetch answer (-1 unknown).", source_lso, true),
+	M("kmirror_partition_fetched_bytes_total", "counter", "Batch bytes that came in Fetch answers (duplicates too).", fetched_bytes, false),
+	M("kmirror_partition_fetched_records_total", "counter", "Records in the batches that came in Fetch answers (duplicates too).", fetched_records, false),
+	M("kmirror_partition_mirrored_records_total", "counter", "Records in the batches mirrored (written to the log).", mirrored_records, false),
+	M("kmirror_partition_data_loss_events_total", "counter", "Times the source's log start passed our log end: offsets deleted at the source before they were mirrored (FAILED, or a restart with mirror.offset.reset=earliest).", data_loss_events, false),
 };
 
 static int64_t stat_value(const struct km_part *p, const struct metric *m)
@@ -315,13 +332,11 @@ static void emit_failed(struct text *t, const struct km_daemon *d)
 	}
 }
 
-static int on_metrics(void *ctx, const json_t *req, json_t *resp)
+char *km_daemon_metrics_text(struct km_daemon *d, size_t *len)
 {
-	struct km_daemon *d = ctx;
 	struct text t = { 0 };
-	char *net;
+	char *net, *parts;
 
-	(void)req;
 	emit(&t, "# HELP kmirror_up 1 while kmirrord serves.\n"
 		 "# TYPE kmirror_up gauge\nkmirror_up 1\n");
 	emit(&t, "# HELP kmirror_data_dir_free_bytes Free bytes on data.dir "
@@ -338,10 +353,23 @@ static int on_metrics(void *ctx, const json_t *req, json_t *resp)
 	if ((net = km_daemon_net_metrics(d)) != NULL)
 		emit(&t, "%s", net);
 	free(net);
-	if (t.buf == NULL)
+	if ((parts = km_daemon_part_metrics(d)) != NULL)
+		emit(&t, "%s", parts);
+	free(parts);
+	*len = t.len;
+	return t.buf;
+}
+
+static int on_metrics(void *ctx, const json_t *req, json_t *resp)
+{
+	size_t len;
+	char *text = km_daemon_metrics_text(ctx, &len);
+
+	(void)req;
+	if (text == NULL)
 		return -ENOMEM;
-	json_object_set_new(resp, "text", json_stringn(t.buf, t.len));
-	free(t.buf);
+	json_object_set_new(resp, "text", json_stringn(text, len));
+	free(text);
 	return 0;
 }
 

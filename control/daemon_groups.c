@@ -319,6 +319,8 @@ static void sync_group(struct km_daemon *d, struct round *rd, const char *group)
 	    (rc = fetch_offsets(d, rd, &coord, &s)) == 0 &&
 	    (rc = km_worker_group_sync(d->workers[0], &s, &reply)) == 0)
 		rc = km_worker_wait(d->ctl_efd, &reply, SYNC_TIMEOUT_MS * 2);
+	if (rc < 0) /* metrics: kmirror_sync_errors_total{kind="groups"} */
+		d->sync_errors[KM_DAEMON_SYNC_GROUPS]++;
 	if (rc == -ETIMEDOUT && !atomic_load(&reply.done)) {
 		struct km_group_sync none = { .parts = NULL };
 

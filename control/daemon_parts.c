@@ -264,7 +264,8 @@ static int finish(struct km_daemon *d, struct plan *p)
 	memset(np + p->n, 0, (cap - p->n) * sizeof(*np));
 	d->mirrored = calloc(cap, sizeof(bool));
 	d->rates = calloc(cap, sizeof(*d->rates));
-	if (d->mirrored == NULL || d->rates == NULL)
+	d->caught_up_ms = calloc(cap, sizeof(*d->caught_up_ms));
+	if (d->mirrored == NULL || d->rates == NULL || d->caught_up_ms == NULL)
 		return -ENOMEM;
 	for (uint32_t i = 0; i < p->n; i++) {
 		d->mirrored[i] = p->parts[i].owner != 0;
@@ -273,6 +274,7 @@ static int finish(struct km_daemon *d, struct plan *p)
 						   d->n_workers);
 		atomic_init(&p->parts[i].stats.source_hw, -1);
 		atomic_init(&p->parts[i].stats.source_start, -1);
+		atomic_init(&p->parts[i].stats.source_lso, -1);
 	}
 	free(p->mirrored);
 	d->table.parts = p->parts;

@@ -44,6 +44,13 @@ struct km_daemon_disk_hold {
 	char why[320];		/* the fetcher's reason (KM_FETCHER_REASON_BYTES) */
 };
 
+/* Sync kinds of kmirror_sync_errors_total: groups is the only sync there
+ * is; config and ACLs get their kind when those syncs exist. */
+enum km_daemon_sync_kind {
+	KM_DAEMON_SYNC_GROUPS = 0,
+	KM_DAEMON_SYNC_KINDS,
+};
+
 struct km_daemon {
 	struct km_config *cfg;
 	int lock_fd;		/* data.dir/.lock, flock'd; -1 before */
@@ -81,6 +88,14 @@ struct km_daemon {
 	struct km_namefilter include, exclude;
 	uint64_t discover_next_ms;
 	bool discover_full;	/* said once: partitions.max reached */
+	/* daemon_metrics.c: when the control thread last saw partition i
+	 * caught up (paused partitions have no worker to note it), per table
+	 * entry; the sync errors per kind (enum km_daemon_sync_kind). */
+	uint64_t *caught_up_ms;
+	uint64_t sync_errors[KM_DAEMON_SYNC_KINDS];
+	/* daemon_http.c: metrics.listener's socket, -1 without */
+	int http_fd;
+	uint16_t http_port;
 };
 
 /* daemon_lock.c: one kmirrord per data.dir */
@@ -206,5 +221,30 @@ char *km_daemon_net_metrics(struct km_daemon *d); /* malloc'd, or NULL */
 int km_daemon_ctl_open(struct km_daemon *d);
 
 uint64_t km_daemon_now_ms(void);
+
+/* daemon_ctl.c: what status calls the state of partition i */
+const char *km_daemon_state_name(const struct km_daemon *d, uint32_t i);
+/* The whole metrics text (malloc'd, *len its bytes), or NULL. */
+char *km_daemon_metrics_text(struct km_daemon *d, size_t *len);
+
+/* daemon_metrics.c: lag, state gauges and sync errors for metrics */
+
+/* Partition i's lag behind its source, as status and metrics give it. */
+struct km_daemon_lag {
+	bool follows;		/* mirrored, MIRRORING or PAUSED */
+	int64_t offsets;	/* source HW - our LEO, >= 0; -1 unknown */
+	int64_t stable;		/* source LSO - our LSO, >= 0; -1 unknown */
+	int64_t ms;		/* time lag (see daemon_metrics.c); -1 unknown */
+};
+void km_daemon_lag(struct km_daemon *d, uint32_t i, uint64_t now,
+		   struct km_daemon_lag *out);
+/* The control loop, every WATCH_MS: notes the partitions caught up. */
+void km_daemon_watch_lag(struct km_daemon *d);
+char *km_daemon_part_metrics(struct km_daemon *d); /* malloc'd, or NULL */
+
+/* daemon_http.c: metrics over HTTP (metrics.listener) for Prometheus */
+int km_daemon_http_open(struct km_daemon *d);
+void km_daemon_http_serve(struct km_daemon *d);
+void km_daemon_http_close(struct km_daemon *d);
 
 #endif

@@ -465,6 +465,10 @@ void km_worker_fetcher_free(struct wpart *wp)
 	wp->gone.reconnects += fs->reconnects;
 	wp->gone.log_resets += fs->log_resets;
 	wp->gone.offsets_skipped += fs->offsets_skipped;
+	wp->gone.fetched_bytes += fs->fetched_bytes;
+	wp->gone.fetched_records += fs->fetched_records;
+	wp->gone.records += fs->records;
+	wp->gone.data_loss_events += fs->data_loss_events;
 	free(wp->fetcher);
 	wp->fetcher = NULL;
 }
@@ -492,6 +496,29 @@ static void publish_counts(struct km_part_stats *s,
 	atomic_store_explicit(&s->offsets_skipped,
 			      gone->offsets_skipped + fs->offsets_skipped,
 			      memory_order_relaxed);
+	atomic_store_explicit(&s->fetched_bytes,
+			      gone->fetched_bytes + fs->fetched_bytes,
+			      memory_order_relaxed);
+	atomic_store_explicit(&s->fetched_records,
+			      gone->fetched_records + fs->fetched_records,
+			      memory_order_relaxed);
+	atomic_store_explicit(&s->mirrored_records, gone->records + fs->records,
+			      memory_order_relaxed);
+	atomic_store_explicit(&s->data_loss_events,
+			      gone->data_loss_events + fs->data_loss_events,
+			      memory_order_relaxed);
+}
+
+/* Time lag (metrics): the moment the log end last reached the source's
+ * high watermark, checked every tick while a fetcher runs - Kafka's
+ * lastCaughtUpTime of a follower. */
+static void publish_caught_up(struct km_part_stats *s, int64_t source_hw)
+{
+	int64_t leo = atomic_load_explicit(&s->leo, memory_order_relaxed);
+
+	if (source_hw >= 0 && leo >= source_hw)
+		atomic_store_explicit(&s->caught_up_ms, km_clock_ms(),
+				      memory_order_relaxed);
 }
 
 static void publish_fetch(struct km_part *p, const struct km_fetcher *f,
@@ -502,6 +529,10 @@ static void publish_fetch(struct km_part *p, const struct km_fetcher *f,
 
 	atomic_store_explicit(&s->source_hw, km_fetcher_high_watermark(f),
 			      memory_order_relaxed);
+	atomic_store_explicit(&s->source_lso,
+			      km_fetcher_get_stats(f)->last_stable_offset,
+			      memory_order_relaxed);
+	publish_caught_up(s, km_fetcher_high_watermark(f));
 	publish_counts(s, gone, km_fetcher_get_stats(f));
 	if (km_fetcher_get_state(f) == KM_FETCHER_MIRRORING)
 		st = KM_PART_FETCH_MIRRORING;

@@ -151,6 +151,7 @@ static void stats_init(struct km_fetcher_stats *s)
 	memset(s, 0, sizeof(*s));
 	s->high_watermark = -1;
 	s->log_start_offset = -1;
+	s->last_stable_offset = -1;
 	s->leader_id = -1;
 	s->v_apiversions = s->v_metadata = -1;
 	s->v_listoffsets = s->v_fetch = -1;

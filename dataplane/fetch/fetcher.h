@@ -273,6 +273,14 @@ struct km_fetcher_stats {
 	int32_t max_bytes;	   /* PartitionMaxBytes in use (clamped) */
 	/* Versions negotiated on its session's last connection, -1 before. */
 	int16_t v_apiversions, v_metadata, v_listoffsets, v_fetch;
+	/* For the operator's graphs (issue 19 item 10): what came in Fetch
+	 * answers (duplicates too) against what the log took. */
+	uint64_t fetched_bytes;	   /* batch bytes framed from Fetch answers */
+	uint64_t fetched_records;  /* ... their records (recordsCount) */
+	uint64_t records;	   /* records in the batches appended */
+	int64_t last_stable_offset; /* source LSO, last Fetch (v4+); -1 */
+	uint64_t data_loss_events; /* the source's log start passed our log
+				      end (FAILED or restarted) */
 };
 
 /* What the partition waits for in its session (private). */

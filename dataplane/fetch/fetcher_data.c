@@ -156,6 +156,14 @@ static int restart_inside(struct km_fetcher *f, int64_t base, int64_t last)
 	return 1;
 }
 
+/* A framed batch's recordsCount (a negative one counts none). */
+static uint64_t records_of(const struct km_batch *b)
+{
+	int32_t n = km_batch_records_count(b);
+
+	return n > 0 ? (uint64_t)n : 0;
+}
+
 /* R6 within the span, then R1. @return true to append the batch. */
 static bool accept_batch(struct km_fetcher *f, struct km_batch *b)
 {
@@ -209,6 +217,8 @@ static bool parse_one(struct km_fetcher *f)
 		km_chain_advance(&f->sess->frame->chain, &f->rec_cur,
 				 (uint32_t)rc);
 		f->rec_left -= (uint32_t)rc;
+		f->stats.fetched_bytes += (uint64_t)rc;
+		f->stats.fetched_records += records_of(b);
 		if (accept_batch(f, b))
 			f->n_batches++;
 		return true;
@@ -252,8 +262,15 @@ static int submit(struct km_fetcher *f)
 								  : " (ENOSPC)");
 		return rc;
 	}
-	for (int i = 0; i < rc; i++)
+	for (int i = 0; i < rc; i++) {
 		f->stats.bytes += km_batch_size(&b[i]);
+		/* Records count as written only in batches the log took,
+		 * not in the duplicates it skipped below its end. */
+		if (res.first_offset >= 0 &&
+		    km_batch_base_offset(&b[i]) >= res.first_offset &&
+		    km_batch_base_offset(&b[i]) <= res.last_offset)
+			f->stats.records += records_of(&b[i]);
+	}
 	f->stats.batches += res.appended;
 	f->stats.duplicates += res.duplicates;
 	if (rc > 0)
@@ -344,6 +361,8 @@ void km_fetcher_on_fetch(struct km_fetcher *f, const struct km_fetch_part *p,
 		f->stats.high_watermark = p->high_watermark;
 	if (p->log_start_offset >= 0)
 		f->stats.log_start_offset = p->log_start_offset;
+	if (p->last_stable_offset >= 0)
+		f->stats.last_stable_offset = p->last_stable_offset;
 	if (p->error_code) {
 		km_fetcher_kafka_error(f, "Fetch", KM_FREQ_FETCH, p->error_code);
 		return;

@@ -250,6 +250,7 @@ static void behind_source(struct km_fetcher *f, int64_t start, int64_t hw)
 	int64_t end = km_log_end_offset(f->log);
 	int rc;
 
+	f->stats.data_loss_events++;
 	if (!f->cfg.offset_reset_earliest) {
 		km_fetcher_fail(f, "OFFSET_OUT_OF_RANGE for %s-%d: the source "
 				"log now starts at offset %lld, past our log "

@@ -170,6 +170,18 @@ struct km_part_stats {
 	 * the source deleted before they were mirrored (the gaps). */
 	_Atomic uint64_t offset_resets;
 	_Atomic uint64_t offsets_skipped;
+	/* For the operator's graphs (issue 19 item 10, metrics): the
+	 * source's LSO as the fetcher last saw it (-1: not known), what Fetch
+	 * answers brought (duplicates too) against the records the log took,
+	 * the times the source's log start passed our log end, and when
+	 * (km_clock_ms) the log end last reached the source's high
+	 * watermark (0: not since the log was opened). */
+	_Atomic int64_t source_lso;
+	_Atomic uint64_t fetched_bytes;
+	_Atomic uint64_t fetched_records;
+	_Atomic uint64_t mirrored_records;
+	_Atomic uint64_t data_loss_events;
+	_Atomic uint64_t caught_up_ms;
 	_Atomic int fetch_state;	/* enum km_part_fetch */
 	char reason[320];	/* KM_FETCHER_REASON_BYTES */
 	struct km_part_source source;
