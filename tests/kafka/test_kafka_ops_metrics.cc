@@ -78,6 +78,16 @@ void parse_samples(Scrape *s)
 	}
 }
 
+/* A scrape's samples of mirrored partitions, for failure messages. */
+std::string partition_lines(const Scrape &s)
+{
+	std::string out;
+	for (auto &[k, v] : s.v)
+		if (k.find("topic=\"om") != std::string::npos)
+			out += k + " " + std::to_string(v) + "\n";
+	return out;
+}
+
 /* GET path from kmirrord's metrics.listener with curl; the headers and
  * the body apart. */
 std::string http_get(uint16_t port, const std::string &path, Scrape *s)
@@ -276,7 +286,7 @@ protected:
 		}, timeout_ms);
 		return ok ? "" : "no scrape met the condition in " +
 				 std::to_string(timeout_ms) + " ms " + err +
-				 "\nlast:\n" + s->text;
+				 "\nlast, the partitions' lines:\n" + partition_lines(*s);
 	}
 
 	/* Caught up with the source: our log end is the broker's HW and
@@ -384,8 +394,11 @@ TEST_F(KafkaOpsMetrics, LagWhileTheSourceProducesNamesOnlyWhatItReached)
 		double leo = at("kmirror_partition_log_end_offset");
 		double src = at("kmirror_partition_source_high_watermark");
 		double lag = at("kmirror_partition_offset_lag");
+		/* Not leo <= src: Kafka reads a Fetch answer's high
+		 * watermark before its records, which go up to the high
+		 * watermark when they are read, so a log end past the
+		 * HW kmirrord knows is Kafka's own race (lag 0 then). */
 		EXPECT_LE(src, after) << "a high watermark the source never had";
-		EXPECT_LE(leo, src);
 		EXPECT_GE(lag, 0);
 		EXPECT_LE(lag, after - leo);
 		EXPECT_GE(at("kmirror_partition_time_lag_seconds"), 0);
