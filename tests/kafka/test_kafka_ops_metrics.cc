@@ -187,6 +187,23 @@ void expect_counters_monotonic(const Scrape &a, const Scrape &b, const char *whe
 	EXPECT_GT(n, 10) << "too few counters in the scrape";
 }
 
+/* The "sync" word of status's first group row ("" without one), and how
+ * long ago that round was. */
+std::string group_sync_word(const Daemon &d, int64_t *ago = nullptr)
+{
+	ChildResult r;
+	if (!ctl(d, { "status", "--json" }, &r).empty())
+		return "";
+	json_t *root = json_loads(r.out.c_str(), 0, nullptr);
+	json_t *row = json_array_get(json_object_get(root, "groups"), 0);
+	const char *w = json_string_value(json_object_get(row, "sync"));
+	std::string word = w ? w : "";
+	if (ago)
+		*ago = json_integer_value(json_object_get(row, "synced_ms_ago"));
+	json_decref(root);
+	return word;
+}
+
 /* status says what metrics says: the one state whose gauge is 1, and
  * the lag (the source is idle: both read the same figures). */
 void expect_agrees_with_status(const Daemon &d, const Scrape &s,
@@ -567,4 +584,47 @@ TEST_F(KafkaOpsMetrics, DataLossIsCountedAndFailedShows)
 	EXPECT_EQ(1, s.at(part_series("kmirror_partition_data_loss_events_total", "om5", 0)));
 	EXPECT_EQ(1, s.at(part_series("kmirror_partition_failed", "om5", 0)));
 	ASSERT_NO_FATAL_FAILURE(expect_agrees_with_status(*d, s, "om5", { 0 }));
+}
+
+/* The groups' sync rounds fail while the source is down, and
+ * kmirror_sync_errors_total{kind="groups"} counts them: still while the
+ * broker answers round after round (status's row says each one's word;
+ * a fresh broker's first FindCoordinator may answer
+ * COORDINATOR_NOT_AVAILABLE, counted before that), then growing once it
+ * is stopped, as status's group row names the error. Last in the suite:
+ * it stops the broker (SetUp starts it again for any case after). */
+TEST_F(KafkaOpsMetrics, GroupSyncErrorsAreCountedWhileTheSourceIsDown)
+{
+	ASSERT_EQ("", broker_->create_topic("om6", 1));
+	ASSERT_EQ("", produce_n("om6", 0, 50, 9));
+	uint16_t port = 0;
+	auto d = mirror("om6", &port, { "groups=om6-group", "group.sync.interval.ms=200" });
+	ASSERT_NE(0, port);
+	Scrape s;
+	ASSERT_EQ("", caught_up(port, "om6", 0, &s));
+	const std::string errors = "kmirror_sync_errors_total{kind=\"groups\"}";
+	ASSERT_TRUE(poll_until([&] { return group_sync_word(*d) == "no offsets on the source"; },
+			       30000)) << "no sync round answered: " << group_sync_word(*d);
+	ASSERT_EQ("", http_get(port, "/metrics", &s));
+	double answered = s.at(errors);
+	int64_t ago = -1, last = INT64_MAX;
+	int rounds = 0;
+	ASSERT_TRUE(poll_until([&] {
+		if (group_sync_word(*d, &ago) == "no offsets on the source" && ago < last)
+			rounds += last != INT64_MAX;
+		last = ago;
+		return rounds >= 3;
+	}, 30000)) << "no three more rounds answered";
+	ASSERT_EQ("", http_get(port, "/metrics", &s));
+	EXPECT_EQ(answered, s.at(errors)) << "a round the source answered was counted";
+	ASSERT_EQ("", broker_->stop());
+	double first = -1;
+	ASSERT_EQ("", scrape_until(port, &s, [&](const Scrape &x) {
+		if (first < 0 && x.at(errors) > 0)
+			first = x.at(errors);
+		return first > 0 && x.at(errors) > first;
+	})) << "the failed rounds were not counted";
+	std::string word = group_sync_word(*d);
+	EXPECT_NE("no offsets on the source", word);
+	EXPECT_NE("synced", word);
 }
