@@ -19,6 +19,11 @@
  * dashboard panel queries is one kmirrord emits. Every wait polls an
  * observable condition with a deadline.
  */
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
@@ -236,6 +241,30 @@ void expect_agrees_with_status(const Daemon &d, const Scrape &s,
 	}
 }
 
+/* The control thread serves the scrapes: a client that connects to
+ * metrics.listener and never sends its request holds it 500 ms at most
+ * (daemon_http.c), so `kmirrorctl status` still answers soon, and the
+ * next scrape too. */
+void expect_silent_client_bounded(const Daemon &d, uint16_t port)
+{
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	ASSERT_GE(fd, 0);
+	struct sockaddr_in a = {};
+	a.sin_family = AF_INET;
+	a.sin_port = htons(port);
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	ASSERT_EQ(0, connect(fd, (struct sockaddr *)&a, sizeof(a)));
+	int64_t t0 = now_ms();
+	ChildResult r;
+	EXPECT_EQ("", ctl(d, { "status" }, &r));
+	int64_t took = now_ms() - t0;
+	close(fd);
+	EXPECT_LT(took, 3000) << "a silent scraper held the control thread";
+	Scrape s;
+	ASSERT_EQ("", http_get(port, "/metrics", &s));
+	EXPECT_EQ("HTTP/1.1 200 OK", s.status_line);
+}
+
 class KafkaOpsMetrics : public ::testing::Test {
 protected:
 	static void SetUpTestSuite() { broker_ = new KafkaBroker(); }
@@ -379,6 +408,7 @@ TEST_F(KafkaOpsMetrics, ScrapeIsValidExpositionAndTheBrokersFigures)
 	Scrape bad;
 	ASSERT_EQ("", http_get(port, "/nope", &bad));
 	EXPECT_EQ("HTTP/1.1 404 Not Found", bad.status_line);
+	ASSERT_NO_FATAL_FAILURE(expect_silent_client_bounded(*d, port));
 }
 
 /* While the source takes records, each scrape's lag names only offsets
