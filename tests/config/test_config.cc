@@ -549,7 +549,7 @@ TEST(Config, MissingRequired)
 
 	l = load(nullptr, { "data.dir=/d", "source.bootstrap.servers=h:1" });
 	EXPECT_EQ(KM_ECFGMISSING, l.rc);
-	EXPECT_EQ("source.bootstrap.servers is set but topics is not (a mirroring host needs both; a host that only serves local partitions sets neither)",
+	EXPECT_EQ("source.bootstrap.servers is set but neither topics nor topics.include is (a mirroring host needs both; a host that only serves local partitions sets neither)",
 		  l.err);
 }
 
