@@ -178,7 +178,18 @@ struct km_config {
 	 * the metrics are on the control socket only. */
 	struct km_config_addr metrics_listener;
 	bool metrics_listener_set;
+	/* mirror.throttle.bytes.per.sec: the fetch rate of the whole host, 0
+	 * for none; topic.mirror.throttle.bytes.per.sec: NAME:RATE caps of
+	 * single topics (-1: none), within the host's
+	 * (dataplane/fetch/throttle.h). */
+	uint64_t throttle_bytes_per_sec;
+	struct km_config_topic_value topic_throttle[KM_CONFIG_TOPICS_MAX];
+	uint32_t topic_throttle_count;
 };
+
+/* The highest throttle rate (a TiB/s): the bucket's arithmetic stays in
+ * 64 bits. */
+#define KM_CONFIG_THROTTLE_MAX (1ull << 40)
 
 /* One-line usage for kmirrord's --help and argument errors. */
 #define KM_CONFIG_USAGE "usage: kmirrord --config FILE [--set key=value]..."

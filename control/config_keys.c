@@ -380,6 +380,29 @@ static void format_metrics_listener(const struct km_config *cfg,
 		km_config_emit_addr(s, &cfg->metrics_listener);
 }
 
+static int apply_topic_throttle(const struct km_config_ctx *c)
+{
+	struct km_config *cfg = CFG(c);
+	int rc = km_config_parse_topic_limits(c, KM_CONFIG_UNITS_BYTES,
+					      cfg->topic_throttle,
+					      &cfg->topic_throttle_count);
+
+	for (uint32_t i = 0; rc == 0 && i < cfg->topic_throttle_count; i++)
+		if (cfg->topic_throttle[i].value >
+		    (int64_t)KM_CONFIG_THROTTLE_MAX)
+			return km_config_bad(c, "%s: at most %llu bytes per "
+					     "second", cfg->topic_throttle[i].topic,
+					     (unsigned long long)
+					     KM_CONFIG_THROTTLE_MAX);
+	return rc;
+}
+
+static void format_topic_throttle(const struct km_config *cfg,
+				  struct km_config_sink *s)
+{
+	format_limits(cfg->topic_throttle, cfg->topic_throttle_count, s);
+}
+
 /* ---- the table: every key, in README order ---- */
 
 #define OFF(field) offsetof(struct km_config, field)
@@ -455,6 +478,9 @@ static const struct key_def keys[] = {
 	       KM_CONFIG_UNITS_MS, 100, INT32_MAX),
 	ENUM("log.level", log_level, levels),
 	CUSTOM("metrics.listener", metrics_listener),
+	NUMBER("mirror.throttle.bytes.per.sec", K_U64, throttle_bytes_per_sec,
+	       KM_CONFIG_UNITS_BYTES, 0, KM_CONFIG_THROTTLE_MAX),
+	CUSTOM("topic.mirror.throttle.bytes.per.sec", topic_throttle),
 };
 
 _Static_assert(sizeof(keys) / sizeof(keys[0]) == KM_CONFIG_KEYS_COUNT,

@@ -268,6 +268,7 @@ static int fetcher_config(const struct km_daemon *d, uint32_t i,
 	fc->offset_reset_earliest =
 		d->cfg->offset_reset == KM_CONFIG_RESET_EARLIEST;
 	km_daemon_source_fill(d, i, fc);
+	km_daemon_throttle_fill(d, p->topic, fc);
 	return 0;
 }
 
@@ -397,6 +398,7 @@ static void cleanup(struct km_daemon *d)
 	free(d->disk_holds);
 	km_daemon_groups_free(d);
 	km_daemon_discover_fini(d);
+	km_daemon_throttle_free(d); /* after stop_workers: they use them */
 }
 
 /* ---- the control loop ---------------------------------------------------- */
@@ -470,7 +472,7 @@ static int prepare(struct km_daemon *d)
 	if ((rc = setup_fds(d)) < 0)
 		return rc;
 	d->n_workers = d->cfg->workers ? d->cfg->workers : 1;
-	return 0;
+	return km_daemon_throttle_init(d);
 }
 
 /* net.mode=dpdk: the EAL, once, before any worker exists (its threads

@@ -220,6 +220,7 @@ static int on_status(void *ctx, const json_t *req, json_t *resp)
 	json_object_set_new(resp, "partitions", rows);
 	json_object_set_new(resp, "groups", groups_section(d, now));
 	km_daemon_net_status(d, resp);
+	km_daemon_throttle_status(d, resp);
 	return 0;
 }
 
@@ -351,6 +352,9 @@ char *km_daemon_metrics_text(struct km_daemon *d, size_t *len)
 		emit_metric(&t, d, &metrics[i]);
 	emit_failed(&t, d);
 	if ((net = km_daemon_net_metrics(d)) != NULL)
+		emit(&t, "%s", net);
+	free(net);
+	if ((net = km_daemon_throttle_metrics(d)) != NULL)
 		emit(&t, "%s", net);
 	free(net);
 	if ((parts = km_daemon_part_metrics(d)) != NULL)

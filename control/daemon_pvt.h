@@ -96,6 +96,12 @@ struct km_daemon {
 	/* daemon_http.c: metrics.listener's socket, -1 without */
 	int http_fd;
 	uint16_t http_port;
+	/* mirror.throttle (daemon_throttle.c): [0] the host's bucket, then
+	 * one per topic.mirror.throttle.bytes.per.sec entry; shared with the
+	 * workers' fetchers, so freed only after them. */
+	struct km_throttle *throttles;
+	struct km_rate *throttle_rates;	/* for status and metrics */
+	uint32_t n_throttles;
 };
 
 /* daemon_lock.c: one kmirrord per data.dir */
@@ -246,5 +252,12 @@ char *km_daemon_part_metrics(struct km_daemon *d); /* malloc'd, or NULL */
 int km_daemon_http_open(struct km_daemon *d);
 void km_daemon_http_serve(struct km_daemon *d);
 void km_daemon_http_close(struct km_daemon *d);
+/* daemon_throttle.c: mirror.throttle.bytes.per.sec */
+int km_daemon_throttle_init(struct km_daemon *d);
+void km_daemon_throttle_free(struct km_daemon *d);
+void km_daemon_throttle_fill(const struct km_daemon *d, const char *topic,
+			     struct km_fetcher_config *fc);
+void km_daemon_throttle_status(struct km_daemon *d, json_t *resp);
+char *km_daemon_throttle_metrics(struct km_daemon *d); /* malloc'd, or NULL */
 
 #endif

@@ -108,6 +108,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "dataplane/fetch/throttle.h"
 #include "dataplane/net/kframe.h"
 #include "dataplane/net/net.h"
 #include "iouring_log/log.h"
@@ -221,6 +222,12 @@ struct km_fetcher_config {
 	 * all zero = not known yet. */
 	char source_cluster_id[KM_WIRE_NAME_BYTES_MAX + 1];
 	uint8_t source_topic_id[KM_WIRE_UUID_BYTES];
+	/* The caps its Fetches obey (throttle.h): the host's and its topic's,
+	 * NULL for none; borrowed, they outlive the fetcher. A session counts
+	 * the source's throttle_time_ms on the host's of its first partition
+	 * and sends nothing to that broker until the time is over (KIP-219). */
+	struct km_throttle *throttle;
+	struct km_throttle *topic_throttle;
 };
 
 /* What stats.errors[] counts. */
@@ -340,6 +347,7 @@ struct km_fetcher {
 	/* Offsets. */
 	int64_t next_offset;	   /* next offset to fetch, -1 unknown */
 	int64_t inflight_offset;   /* FetchOffset asked in flight */
+	uint64_t asked_us;	   /* ... when (throttle.h), if capped */
 	bool oor;		   /* resolving OFFSET_OUT_OF_RANGE */
 	int64_t oor_start;
 	int64_t corrupt_offset;	   /* where the last corrupt batch sat */

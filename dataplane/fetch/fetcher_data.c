@@ -242,6 +242,7 @@ static int submit(struct km_fetcher *f)
 {
 	struct km_log_append_result res;
 	struct km_batch *b = f->batches + f->n_done;
+	uint64_t bytes = 0;
 	int rc = km_log_append_burst(f->log, b, f->n_batches - f->n_done,
 				     KM_ORIGIN_MIRROR, &res);
 
@@ -263,13 +264,24 @@ static int submit(struct km_fetcher *f)
 		return rc;
 	}
 	for (int i = 0; i < rc; i++) {
-		f->stats.bytes += km_batch_size(&b[i]);
+		bytes += km_batch_size(&b[i]);
 		/* Records count as written only in batches the log took,
 		 * not in the duplicates it skipped below its end. */
 		if (res.first_offset >= 0 &&
 		    km_batch_base_offset(&b[i]) >= res.first_offset &&
 		    km_batch_base_offset(&b[i]) <= res.last_offset)
 			f->stats.records += records_of(&b[i]);
+	}
+	f->stats.bytes += bytes;
+	/* The caps count what is mirrored: a batch cut at the end of an
+	 * answer is fetched again whole and paid for once. */
+	if (bytes > 0 && (km_throttle_on(f->cfg.throttle) ||
+			  km_throttle_on(f->cfg.topic_throttle))) {
+		uint64_t now = km_throttle_now_us();
+
+		km_throttle_charge(f->cfg.throttle, bytes, f->asked_us, now);
+		km_throttle_charge(f->cfg.topic_throttle, bytes, f->asked_us,
+				   now);
 	}
 	f->stats.batches += res.appended;
 	f->stats.duplicates += res.duplicates;
@@ -292,10 +304,24 @@ static bool parsing_over(const struct km_fetcher *f)
 	return f->rec_left == 0 || f->failed || f->stopped;
 }
 
+/* A cap (throttle.h) still owed for what was fetched: the next Fetch
+ * waits. Unset caps cost a load each. */
+static bool throttled(const struct km_fetcher *f)
+{
+	uint64_t now;
+
+	if (!km_throttle_on(f->cfg.throttle) &&
+	    !km_throttle_on(f->cfg.topic_throttle))
+		return false;
+	now = km_throttle_now_us();
+	return km_throttle_wait_ms(f->cfg.throttle, now) > 0 ||
+	       km_throttle_wait_ms(f->cfg.topic_throttle, now) > 0;
+}
+
 bool km_fetcher_fetchable(const struct km_fetcher *f, uint64_t now)
 {
 	if (f->phase != KM_FP_FETCH || f->ready_at_ms > now ||
-	    f->ask_slot >= 0)
+	    f->ask_slot >= 0 || throttled(f))
 		return false;
 	/* Its next offset is known once its span is parsed and queued. */
 	return !f->in_frame ||

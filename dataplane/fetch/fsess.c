@@ -188,6 +188,7 @@ static struct km_fsess *open_from_config(struct km_fsess_pool *p,
 	s->backoff_min_ms = s->backoff_ms = c->backoff_ms;
 	s->backoff_max_ms = c->backoff_max_ms;
 	s->request_timeout_ms = c->request_timeout_ms;
+	s->throttle = c->throttle;
 	s->v_api_ask = 3; /* the highest kafka/proto.h speaks */
 	s->v_apiversions = s->v_metadata = s->v_listoffsets = s->v_fetch = -1;
 	s->inflight = KM_FREQ_NONE;
@@ -220,6 +221,7 @@ static struct km_fsess *open_like(struct km_fsess *from)
 	s->inflight = KM_FREQ_NONE;
 	s->send_busy = false;
 	s->proto_streak = 0;
+	s->quiet_until_ms = 0;
 	s->n_asked = 0;
 	s->frame = NULL;
 	s->frame_users = 0;

@@ -87,6 +87,7 @@ struct km_fsess_stats {
 	uint64_t listoffsets_requests;
 	uint64_t responses;
 	uint64_t moves_in, moves_out; /* partitions moved by Metadata */
+	uint64_t source_throttle_ms; /* the source's throttle_time_ms, summed */
 };
 
 enum km_fsess_phase {
@@ -114,6 +115,7 @@ struct km_fsess {
 	int32_t max_wait_ms;
 	int32_t cfg_max_bytes;
 	uint32_t backoff_min_ms, backoff_max_ms, request_timeout_ms;
+	struct km_throttle *throttle;	   /* the host's cap, or NULL */
 	/* Brokers of Metadata, then the bootstrap list, in rotation. */
 	struct km_fetcher_broker brokers[KM_FETCHER_BROKERS_MAX];
 	uint32_t n_brokers;
@@ -143,6 +145,8 @@ struct km_fsess {
 	uint32_t backoff_ms;
 	uint64_t retry_at_ms;	   /* next connect */
 	uint32_t proto_streak;	   /* protocol errors since a good Fetch */
+	uint64_t quiet_until_ms;   /* the source throttles us: no request
+				      before (KIP-219) */
 	/* The request in flight. */
 	enum km_freq inflight;
 	int32_t corr;

@@ -52,6 +52,10 @@ enum km_freq km_fsess_choose(struct km_fsess *s, uint64_t now)
 {
 	if (!s->versions_known)
 		return KM_FREQ_APIVERSIONS;
+	/* KIP-219: the broker mutes the channel for the throttle time it
+	 * answered; a client sends nothing before then. */
+	if (now < s->quiet_until_ms)
+		return KM_FREQ_NONE;
 	if (any(s, wants_meta, now))
 		return KM_FREQ_METADATA;
 	if (!s->pinned)
@@ -341,6 +345,13 @@ static int32_t resp_max_bytes(const struct km_fsess *s, uint32_t n)
 static void fetch_part(struct km_fetcher *f, struct km_fetch_req_part *p,
 		       int32_t max_bytes)
 {
+	/* A topic's cap asks no more than its credit (throttle.h). */
+	if (km_throttle_on(f->cfg.throttle) ||
+	    km_throttle_on(f->cfg.topic_throttle)) {
+		f->asked_us = km_throttle_now_us();
+		max_bytes = km_throttle_allow(f->cfg.topic_throttle,
+					      f->asked_us, max_bytes);
+	}
 	p->partition = f->cfg.partition;
 	p->current_leader_epoch = -1; /* no epoch fencing: any leader serves */
 	p->fetch_offset = f->next_offset;
@@ -411,6 +422,10 @@ static int enc_fetch(struct km_fsess *s, struct km_wire_wr *w, uint64_t now)
 	int16_t version;
 
 	KM_ASSERT(n > 0);
+	/* The host's cap: the response brings no more than its credit. */
+	if (km_throttle_on(s->throttle))
+		max_bytes = km_throttle_allow(s->throttle, km_throttle_now_us(),
+					      max_bytes);
 	group_parts(s, n, nt);
 	for (uint32_t i = 0; i < n; i++)
 		fetch_part(s->asked[i], &sc->fetch_parts[i], max_bytes);

@@ -254,6 +254,18 @@ bool km_fsess_on_fetch(struct km_fsess *s, const struct km_kframe_frame *fr,
 	int rc = km_fetch_resp_begin(&it, r, s->inflight_ver, aborted,
 				     ABORTED_MAX);
 
+	if (rc == 0 && it.throttle_time_ms > 0) {
+		/* A quota of the source (KIP-219): from Fetch v8 the broker
+		 * answers at once and mutes the channel, and the client waits
+		 * as long as it says before its next request to this broker
+		 * (FetchResponse.shouldClientThrottle); below v8 the broker
+		 * delayed the answer itself. */
+		if (s->inflight_ver >= 8) /* +1: the clock truncates */
+			s->quiet_until_ms = km_fetcher_now_ms() + 1 +
+					    (uint64_t)it.throttle_time_ms;
+		s->stats.source_throttle_ms += (uint64_t)it.throttle_time_ms;
+		km_throttle_source(s->throttle, it.throttle_time_ms);
+	}
 	if (rc == 0 && it.error_code) {
 		fetch_failed(s, it.error_code);
 		return false;
@@ -267,6 +279,13 @@ bool km_fsess_on_fetch(struct km_fsess *s, const struct km_kframe_frame *fr,
 	s->healthy = true;
 	s->proto_streak = 0;
 	s->backoff_ms = s->backoff_min_ms;
+	/* KIP-219: a broker over its quota answers a full Fetch with no
+	 * partition at all and the time to wait (Kafka's
+	 * SessionlessFetchContext.getThrottledResponse); its clients ask
+	 * again after it (FetchSessionHandler.handleResponse). Not a
+	 * partition missing. */
+	if (it.throttle_time_ms > 0)
+		unask_all(s);
 	missing(s, "Fetch");
 	if (rc == 0)
 		return false;

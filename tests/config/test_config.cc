@@ -754,7 +754,8 @@ TEST(Config, FormatText)
 			      "retention.ms=-1\n"
 			      "retention.bytes=-1\n"
 			      "disk.free.min.bytes=268435456\n" "group.sync.interval.ms=5000\n" "group.sync.stop.timeout.ms=2000\n" "group.initial.rebalance.delay.ms=3000\n" "group.min.session.timeout.ms=6000\n" "group.max.session.timeout.ms=1800000\n" "socket.request.max.bytes=104857600\n" "listener.request.timeout.ms=30000\n"
-			      "log.level=info\n"),
+			      "log.level=info\n"
+			      "mirror.throttle.bytes.per.sec=0\n"),
 		  text);
 }
 
@@ -855,4 +856,39 @@ TEST(Config, TopicsIncludeIsAnAnchoredExpressionList)
 	EXPECT_EQ(KM_ECFGMISSING, lone.rc);
 	EXPECT_NE(std::string::npos, lone.err.find("topics.include is set but source.bootstrap.servers is not"))
 		<< lone.err;
+}
+
+/* mirror.throttle.bytes.per.sec (issue 19 item 8): a byte size, 0 for
+ * none, at most a TiB/s; topic.mirror.throttle.bytes.per.sec a NAME:RATE
+ * list as topic.retention.bytes, -1 for none; both read back. */
+TEST(Config, ThrottleKeys)
+{
+	Loaded l = load(nullptr, { "data.dir=/d",
+				   "mirror.throttle.bytes.per.sec=10M",
+				   "topic.mirror.throttle.bytes.per.sec=orders:512K,logs:-1" });
+	ASSERT_EQ(0, l.rc) << l.err;
+	EXPECT_EQ(10u * 1024 * 1024, l->throttle_bytes_per_sec);
+	ASSERT_EQ(2u, l->topic_throttle_count);
+	EXPECT_STREQ("orders", l->topic_throttle[0].topic);
+	EXPECT_EQ(512 * 1024, l->topic_throttle[0].value);
+	EXPECT_STREQ("logs", l->topic_throttle[1].topic);
+	EXPECT_EQ(-1, l->topic_throttle[1].value);
+	char text[8192];
+	ASSERT_GT(km_config_format(l.cfg.get(), text, sizeof(text)), 0);
+	EXPECT_NE(std::string(text).find("mirror.throttle.bytes.per.sec=10485760\n"
+					  "topic.mirror.throttle.bytes.per.sec=orders:524288,logs:-1\n"),
+		  std::string::npos) << text;
+	l = load(nullptr, { "data.dir=/d" });
+	ASSERT_EQ(0, l.rc) << l.err;
+	EXPECT_EQ(0u, l->throttle_bytes_per_sec);
+	EXPECT_EQ(0u, l->topic_throttle_count);
+	for (const char *bad : { "mirror.throttle.bytes.per.sec=2T",
+				 "mirror.throttle.bytes.per.sec=-1",
+				 "mirror.throttle.bytes.per.sec=10MB",
+				 "topic.mirror.throttle.bytes.per.sec=orders",
+				 "topic.mirror.throttle.bytes.per.sec=orders:2048G" }) {
+		l = load(nullptr, { "data.dir=/d", bad });
+		EXPECT_EQ(KM_ECFGVALUE, l.rc) << bad;
+		EXPECT_NE(l.err.find("throttle"), std::string::npos) << l.err;
+	}
 }

@@ -71,6 +71,7 @@ struct StartOpts {
 	uint32_t rx_bufs_max = 0; // per session; 0: the whole pool
 	km_fetcher_resolve_fn resolve = nullptr;
 	void *resolve_ctx = nullptr;
+	km_throttle *throttle = nullptr; // the host's cap (throttle.h)
 };
 
 constexpr uint32_t kSessionsMax = 8;
@@ -180,6 +181,7 @@ protected:
 		fc.backoff_ms = 10;
 		fc.backoff_max_ms = 200;
 		fc.offset_reset_earliest = o.reset_earliest;
+		fc.throttle = o.throttle;
 		return fc;
 	}
 	void Start(const StartOpts &o = StartOpts())

@@ -57,6 +57,16 @@ public:
 	}
 	std::string err_;
 	std::atomic<int> dripped_{0};
+	// Answer the first n Fetches as a broker over its quota does (Kafka's
+	// SessionlessFetchContext.getThrottledResponse: no partition at all,
+	// throttle_time_ms = ms), and time the pause that follows each.
+	void Throttle(int n, int32_t ms)
+	{
+		throttle_n_ = n;
+		throttle_ms_ = ms;
+	}
+	std::atomic<int> throttled_{0};
+	std::atomic<int64_t> min_pause_ms_{INT64_MAX};
 
 private:
 	// Accept and serve one connection at a time until stopped.
@@ -100,12 +110,23 @@ private:
 	{
 		Bytes req, resp;
 		while (ReadFrame(fd, &req)) {
+			if (quiet_from_ != Clock::time_point()) {
+				int64_t ms = std::chrono::duration_cast<
+					std::chrono::milliseconds>(Clock::now() -
+								   quiet_from_).count();
+				min_pause_ms_ = std::min<int64_t>(min_pause_ms_, ms);
+				quiet_from_ = Clock::time_point();
+			}
 			resp.assign(1 << 20, 0);
 			size_t n = Respond(req, &resp);
 			if (n == 0)
 				return;
 			if (!Send(fd, resp.data(), n))
 				return;
+			if (answered_throttled_) {
+				quiet_from_ = Clock::now();
+				answered_throttled_ = false;
+			}
 		}
 	}
 	bool Send(int fd, uint8_t *p, size_t n)
@@ -246,6 +267,15 @@ private:
 		q.forgotten_parts_max = 2;
 		if (km_fetch_req_decode(r, v, &q) < 0 || q.n_parts != 1)
 			return false;
+		if (throttle_n_ > 0) {
+			km_proto_enc e;
+			throttle_n_--;
+			throttled_++;
+			answered_throttled_ = true;
+			return km_fetch_resp_enc_begin(&e, w, v, throttle_ms_, 0,
+						       0) == 0 &&
+			       km_fetch_resp_enc_end(&e) == 0;
+		}
 		Bytes rec = Records(rp[0].fetch_offset, q.max_bytes);
 		km_fetch_part p = {};
 		p.high_watermark = p.last_stable_offset = hw();
@@ -276,6 +306,10 @@ private:
 	}
 
 	std::vector<Bytes> batches_;
+	int throttle_n_ = 0;
+	int32_t throttle_ms_ = 0;
+	bool answered_throttled_ = false;
+	Clock::time_point quiet_from_;
 	size_t drip_above_ = 0;
 	int lfd_ = -1;
 	uint16_t port_ = 0;
@@ -328,6 +362,53 @@ TEST_F(FetchStall, SlowResponseHalvesMaxBytes)
 	km_net_stats ns;
 	km_net_get_stats(net_, &ns);
 	EXPECT_EQ(0u, ns.rx_bufs_held);
+	ASSERT_NO_FATAL_FAILURE(Compare(src));
+}
+
+// KIP-219: a broker over its quota answers a Fetch (v8+) at once with no
+// partition and throttle_time_ms, and mutes the channel that long. The
+// session must not take the empty answer for partitions missing (FAILED),
+// must send nothing to the broker before the time is over, and counts
+// it on the host's bucket; then everything is mirrored. Fails when the
+// session does not wait (a pause shorter than asked) or when it treats the
+// answer as partitions missing.
+TEST_F(FetchStall, ThrottledAnswerIsWaitedOut)
+{
+	kmtest::MockCluster mock(1);
+	ASSERT_EQ("", mock.error());
+	ASSERT_EQ("", mock.create_topic(kTopic, 1));
+	kmtest::ProduceSpec s;
+	s.topic = kTopic;
+	s.count = 30;
+	s.value_size = 100;
+	s.flush_every = 3;
+	ASSERT_EQ("", kmtest::produce(mock.bootstrap(), s));
+	int64_t hw = 0;
+	std::vector<Bytes> src =
+		FetchRig::Source(Addr{mock.host(), mock.port()}, 0, &hw);
+	ASSERT_EQ(30, hw);
+
+	constexpr int32_t kThrottleMs = 300;
+	FakeBroker fake;
+	fake.Throttle(2, kThrottleMs);
+	ASSERT_EQ("", fake.Start(src, SIZE_MAX));
+	km_throttle host;
+	km_throttle_init(&host, 0); // no cap of ours: it counts the source's
+	StartOpts o;
+	o.bootstrap = {Addr{"127.0.0.1", fake.port()}};
+	o.throttle = &host;
+	ASSERT_NO_FATAL_FAILURE(Start(o));
+	ASSERT_NO_FATAL_FAILURE(RunTo(hw));
+	EXPECT_EQ("", fake.err_);
+	EXPECT_EQ(2, fake.throttled_.load());
+	EXPECT_GE(fake.min_pause_ms_.load(), kThrottleMs)
+		<< "a request came before the throttle time was over";
+	km_throttle_stats st;
+	km_throttle_get_stats(&host, &st);
+	EXPECT_EQ(2u, st.source_throttles);
+	EXPECT_EQ(2u * kThrottleMs, st.source_throttle_ms);
+	EXPECT_EQ(0u, st.throttled_ms);
+	ASSERT_NO_FATAL_FAILURE(Stop());
 	ASSERT_NO_FATAL_FAILURE(Compare(src));
 }
 
