@@ -33,7 +33,7 @@ extern "C" {
 #endif
 
 /* Credit an idle bucket keeps, and the least a Fetch may ask for. */
-#define KM_THROTTLE_BURST_US 200000u
+#define KM_THROTTLE_BURST_US 100000u
 #define KM_THROTTLE_CHUNK_US 100000u
 
 /* Visible for sizeof only: every field is private. C++ (tests, which

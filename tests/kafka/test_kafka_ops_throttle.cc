@@ -6,19 +6,19 @@
  * quota (a consumer_byte_rate answered with Fetch throttle_time_ms)?
  *
  * Method: one KRaft broker for the suite, with two topics filled once
- * (librdkafka, 1 KiB records in batches of 64, about 32 MiB in all). Each
+ * (librdkafka, 1 KiB records in batches of 64, about 24 MiB in all). Each
  * run mirrors them into a fresh data.dir with workers=2 and samples
  * kmirrord's own counters (kmirror_partition_mirrored_bytes_total, through
  * `kmirrorctl metrics`) until they reach the bytes
  * of the broker's .log files (the total comes from the source), every
  * 25 ms (the sampling period of the measure; nothing waits on it). The
- * rate is the bytes mirrored between the first samples at 15% and 85% of
- * the total, over the time between them.
+ * rate is the least-squares slope of the samples of a window.
  *  - unthrottled: the same mirror is at least 1.5 x the cap (so that the
  *    cap's assertion can fail: a throttle that did nothing would measure
  *    this rate), the host row reports no cap and no throttled time;
  *  - host cap 8 MiB/s and topic ta capped at 3 MiB/s (ta on worker 0, ub
- *    on worker 1): the host's rate is within 10% of 8 MiB/s and ta's
+ *    on worker 1): while both topics run the host's rate is within 10%
+ *    of 8 MiB/s and ta's at most 3.3 MiB/s; once ub is done, ta alone is
  *    within 10% of 3 MiB/s; status and metrics show both caps, the rate
  *    now and the time each held Fetches back;
  *  - a client quota of 3 MiB/s at the source (kafka-configs --alter
@@ -37,6 +37,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <chrono>
+#include <functional>
 #include <regex>
 #include <thread>
 
@@ -60,12 +61,12 @@ constexpr int64_t kQuota = 3 * kMiB;
 constexpr int kParts = 2;
 constexpr int kSampleMs = 25;
 constexpr size_t kValueBytes = 1024;
-/* ta 12 MiB, ub 20 MiB: under both caps each topic takes about 4 s. The
- * names put ta's partitions on worker 0 and ub's on worker 1 (the owner
- * is a hash of topic and partition), so the host's cap binds two
- * workers. */
+/* 12 MiB each: under the caps ub is done in about 2.5 s, ta (held to
+ * 3 MiB/s) in about 4. The names put ta's partitions on worker 0 and ub's
+ * on worker 1 (the owner is a hash of topic and partition), so the host's
+ * cap binds two workers. */
 const std::vector<std::pair<std::string, int64_t>> kTopics = {
-	{ "ta", 6 * 1024 }, { "ub", 10 * 1024 } };
+	{ "ta", 6 * 1024 }, { "ub", 6 * 1024 } };
 
 /* The sum of a per-partition metric over topic's partitions ("" all). */
 int64_t metric_sum(const std::string &text, const std::string &name,
@@ -94,24 +95,28 @@ struct Sample {
 	int64_t ms, all, ta, host_rate;
 };
 
-/* Bytes per second of the column `col` between the first samples that
- * reach lo and hi of total; -1 if no two samples bound the window. A
- * capped mirror's counters move in steps (one Fetch answer each): both
- * ends are the first sample after a step, so the window holds whole
- * steps and their whole time. */
-double window_rate(const std::vector<Sample> &s, int64_t Sample::*col,
-		   int64_t total, double lo, double hi)
+/* Bytes per second of the column `col` over the samples `in` keeps: the
+ * least-squares slope. A capped mirror's counters move in steps (an
+ * answer's worth each), which two samples at the ends would catch
+ * anywhere on a step; the slope of every sample is the staircase's. -1
+ * with fewer than 8 samples. */
+double rate_of(const std::vector<Sample> &s, int64_t Sample::*col,
+	       const std::function<bool(const Sample &)> &in)
 {
-	const Sample *a = nullptr, *b = nullptr;
+	double n = 0, st = 0, sv = 0, stt = 0, stv = 0;
 	for (auto &x : s) {
-		if (a == nullptr && x.*col >= (int64_t)(lo * (double)total))
-			a = &x;
-		if (b == nullptr && x.*col >= (int64_t)(hi * (double)total))
-			b = &x;
+		if (!in(x))
+			continue;
+		double t = (double)(x.ms - s.front().ms), v = (double)(x.*col);
+		n++;
+		st += t;
+		sv += v;
+		stt += t * t;
+		stv += t * v;
 	}
-	if (a == nullptr || b == nullptr || b->ms <= a->ms)
+	if (n < 8 || n * stt - st * st <= 0)
 		return -1;
-	return (double)(b->*col - a->*col) * 1000.0 / (double)(b->ms - a->ms);
+	return (n * stv - st * sv) / (n * stt - st * st) * 1000.0;
 }
 
 /* The "throttle" row of status --json for scope, as a JSON object
@@ -277,7 +282,7 @@ bool KafkaOpsThrottle::filled_ = false;
 TEST_F(KafkaOpsThrottle, UnthrottledMirrorIsFasterThanTheCap)
 {
 	int64_t total = source_bytes("ta") + source_bytes("ub");
-	ASSERT_GT(total, 30 * kMiB);
+	ASSERT_GT(total, 20 * kMiB);
 	Daemon d = daemon_for(dir_.path(), "ta,ub", {});
 	ASSERT_EQ("", d.start());
 	std::vector<Sample> s;
@@ -312,9 +317,20 @@ TEST_F(KafkaOpsThrottle, HostAndTopicCapsHoldTheRate)
 	ASSERT_EQ("", d.start());
 	std::vector<Sample> s;
 	ASSERT_EQ("", sample(d, total, &s));
-	double host = window_rate(s, &Sample::all, total, 0.15, 0.85);
-	/* ta's window while ub still runs: both caps bind together. */
-	double tar = window_rate(s, &Sample::ta, ta, 0.15, 0.75);
+	/* While both topics run, the host's cap binds (ta's share of it is
+	 * whatever its session wins, up to its own cap); once ub is done,
+	 * ta's own cap is the only one that binds. */
+	auto ub_done = std::find_if(s.begin(), s.end(), [&](auto &x) {
+		return x.all - x.ta >= total - ta; });
+	ASSERT_NE(ub_done, s.end());
+	int64_t split = ub_done->ms;
+	double host = rate_of(s, &Sample::all, [&](auto &x) {
+		return x.all >= total / 10 && x.ms < split; });
+	double tar = rate_of(s, &Sample::ta, [&](auto &x) {
+		return x.ms > split + 100 && x.ta <= ta * 95 / 100; });
+	EXPECT_LE(rate_of(s, &Sample::ta, [&](auto &x) {
+			return x.all >= total / 10 && x.ms < split; }),
+		  1.1 * (double)kTopicCap) << "ta over its cap beside ub";
 	fprintf(stderr, "capped: host %.2f MiB/s (cap 8), ta %.2f MiB/s (cap 3), "
 		"%zu samples over %lld ms\n", host / kMiB, tar / kMiB, s.size(),
 		(long long)(s.back().ms - s.front().ms));
