@@ -175,7 +175,7 @@ char *km_daemon_throttle_metrics(struct km_daemon *d)
 		    "The fetch rate cap (mirror.throttle.bytes.per.sec, per topic: topic.mirror.throttle.bytes.per.sec); 0: none.");
 	metric_rows(f, d, "kmirror_throttle_limit_bytes_per_sec", 0);
 	metric_head(f, "kmirror_throttle_bytes_per_sec", "gauge",
-		    "Bytes mirrored per second under the cap, since the previous look.");
+		    "Bytes mirrored per second by the partitions under the cap, over the second or more since the previous look.");
 	metric_rows(f, d, "kmirror_throttle_bytes_per_sec", 1);
 	metric_head(f, "kmirror_throttle_throttled_ms_total", "counter",
 		    "Milliseconds the cap held the next Fetch back.");

@@ -296,7 +296,7 @@ static int value_width(const json_t *v)
 }
 
 static const char *const preferred_cols[] = {
-	"group", "partition", "state", "leo", "hw", "lso", "lag", "records_per_sec",
+	"throttle", "group", "partition", "state", "leo", "hw", "lso", "lag", "records_per_sec",
 	"bytes_per_sec",
 };
 #define COLS_MAX 32
