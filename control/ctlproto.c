@@ -11,6 +11,7 @@
 
 static const char *const verb_names[KM_CTL_VERB_COUNT] = {
 	"status", "start", "stop", "failback", "pause", "resume", "metrics",
+	"throttle",
 };
 
 /* Argument keys; each verb allows a subset (ctlproto.h). */
@@ -21,6 +22,8 @@ enum {
 	ARG_FROM_START = 1u << 3,
 	ARG_MODE = 1u << 4,
 	ARG_SOURCE = 1u << 5,
+	ARG_RATE = 1u << 6,
+	ARG_TOPIC = 1u << 7,
 };
 
 static const unsigned verb_args[KM_CTL_VERB_COUNT] = {
@@ -32,6 +35,7 @@ static const unsigned verb_args[KM_CTL_VERB_COUNT] = {
 	[KM_CTL_PAUSE] = ARG_PARTITIONS | ARG_ALL,
 	[KM_CTL_RESUME] = ARG_PARTITIONS | ARG_ALL,
 	[KM_CTL_METRICS] = 0,
+	[KM_CTL_THROTTLE] = ARG_RATE | ARG_TOPIC,
 };
 
 const char *km_ctlproto_verb_name(enum km_ctlproto_verb verb)
@@ -149,6 +153,21 @@ static int check_partitions(const json_t *v, char *err, size_t err_len)
 	return 0;
 }
 
+/* A topic name alone (no partition). */
+static int topic_arg(const char *s, char *err, size_t err_len)
+{
+	char topic[KM_CTLPROTO_TOPIC_BYTES_MAX];
+	int32_t part;
+
+	if (km_ctlproto_partition_parse(s, topic, &part, err, err_len) < 0)
+		return KM_ECTLREQ;
+	if (part >= 0) {
+		snprintf(err, err_len, "\"topic\" is a topic, not '%.300s'", s);
+		return KM_ECTLREQ;
+	}
+	return ARG_TOPIC;
+}
+
 /* One argument's type and value; returns its ARG_ bit, or KM_ECTLREQ. */
 static int check_arg(const char *key, const json_t *v, char *err,
 		     size_t err_len)
@@ -172,6 +191,12 @@ static int check_arg(const char *key, const json_t *v, char *err,
 						  err_len) < 0
 			       ? KM_ECTLREQ
 			       : ARG_SOURCE;
+	if (strcmp(key, "rate") == 0 && json_is_integer(v) &&
+	    json_integer_value(v) >= 0 &&
+	    json_integer_value(v) <= KM_CTLPROTO_RATE_MAX)
+		return ARG_RATE;
+	if (strcmp(key, "topic") == 0 && json_is_string(v))
+		return topic_arg(json_string_value(v), err, err_len);
 	if (strcmp(key, "all") == 0)
 		snprintf(err, err_len, "\"all\" must be true");
 	else if (strcmp(key, "truncate_to") == 0)
@@ -183,6 +208,11 @@ static int check_arg(const char *key, const json_t *v, char *err,
 		snprintf(err, err_len, "\"from_start\" must be a boolean");
 	else if (strcmp(key, "source") == 0)
 		snprintf(err, err_len, "\"source\" must be a \"HOST:PORT\" string");
+	else if (strcmp(key, "rate") == 0)
+		snprintf(err, err_len, "\"rate\" must be an integer 0..%llu "
+			 "(bytes per second)", (unsigned long long)KM_CTLPROTO_RATE_MAX);
+	else if (strcmp(key, "topic") == 0)
+		snprintf(err, err_len, "\"topic\" must be a topic name string");
 	else
 		snprintf(err, err_len, "unknown argument \"%.200s\"", key);
 	return KM_ECTLREQ;
@@ -213,6 +243,10 @@ static int check_combination(const json_t *req, int verb, unsigned seen,
 	}
 	if (verb == KM_CTL_FAILBACK && !(seen & ARG_SOURCE)) {
 		snprintf(err, err_len, "failback needs \"source\":\"HOST:PORT\"");
+		return KM_ECTLREQ;
+	}
+	if (verb == KM_CTL_THROTTLE && !(seen & ARG_RATE)) {
+		snprintf(err, err_len, "throttle needs \"rate\"");
 		return KM_ECTLREQ;
 	}
 	return 0;

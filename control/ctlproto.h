@@ -12,6 +12,9 @@
  *             "truncate_to":INT>=0?, "from_start":BOOL? (as start)
  *   pause     "partitions":[P...] | "all":true
  *   resume    "partitions":[P...] | "all":true
+ *   throttle  "rate":INT>=0 (bytes per second, 0: no cap), "topic":TOPIC?
+ *             (a topic with a cap in topic.mirror.throttle.bytes.per.sec;
+ *             without it, the host's cap)
  *   P is "TOPIC" (every partition) or "TOPIC:PARTITION" (PARTITION a
  *   decimal int32 >= 0). Keys not listed for a verb are refused.
  * Progress: {"progress":{...}, "id":ANY?}  zero or more, before the final line.
@@ -43,6 +46,8 @@ extern "C" {
 #define KM_CTLPROTO_LINE_BYTES_MAX (64u * 1024)
 #define KM_CTLPROTO_REPLY_BYTES_MAX (16u * 1024 * 1024)
 #define KM_CTLPROTO_TOPIC_BYTES_MAX 250u /* Kafka's 249 chars + NUL */
+/* The highest throttle rate (KM_CONFIG_THROTTLE_MAX: a TiB/s). */
+#define KM_CTLPROTO_RATE_MAX (1ll << 40)
 
 enum km_ctlproto_verb {
 	KM_CTL_STATUS = 0,
@@ -52,6 +57,7 @@ enum km_ctlproto_verb {
 	KM_CTL_PAUSE,
 	KM_CTL_RESUME,
 	KM_CTL_METRICS,
+	KM_CTL_THROTTLE,
 	KM_CTL_VERB_COUNT,
 };
 

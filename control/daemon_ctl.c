@@ -393,6 +393,7 @@ int km_daemon_ctl_open(struct km_daemon *d)
 	km_ctlsock_register(d->ctl, KM_CTL_FAILBACK, km_daemon_on_failback, d);
 	km_ctlsock_register(d->ctl, KM_CTL_PAUSE, km_daemon_on_pause, d);
 	km_ctlsock_register(d->ctl, KM_CTL_RESUME, km_daemon_on_resume, d);
+	km_ctlsock_register(d->ctl, KM_CTL_THROTTLE, km_daemon_on_throttle, d);
 	KM_INFO("daemon", "control socket %s", d->cfg->control_socket);
 	return 0;
 }

@@ -259,5 +259,6 @@ void km_daemon_throttle_fill(const struct km_daemon *d, const char *topic,
 			     struct km_fetcher_config *fc);
 void km_daemon_throttle_status(struct km_daemon *d, json_t *resp);
 char *km_daemon_throttle_metrics(struct km_daemon *d); /* malloc'd, or NULL */
+int km_daemon_on_throttle(void *ctx, const json_t *req, json_t *resp);
 
 #endif

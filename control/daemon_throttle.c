@@ -4,7 +4,8 @@
  * and their figures in status and metrics: the cap, the rate now (the
  * mirrored bytes of the partitions it covers between two looks), the time
  * Fetches were held back, and the source's own throttling (KIP-219
- * throttle_time_ms, counted on the host's bucket). */
+ * throttle_time_ms, counted on the host's bucket); and kmirrorctl
+ * throttle, which changes a cap at once. */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -13,6 +14,7 @@
 
 #include <jansson.h>
 
+#include "common/errors.h"
 #include "common/log.h"
 #include "control/daemon_pvt.h"
 
@@ -191,4 +193,39 @@ char *km_daemon_throttle_metrics(struct km_daemon *d)
 		st.source_throttles);
 	fclose(f);
 	return buf;
+}
+
+/* kmirrorctl throttle RATE [--topic T]: a cap changes at once (each
+ * bucket's rate is an atomic the sessions read at every check); a topic
+ * must have a cap from the configuration, as its fetchers hold the bucket
+ * they were given. */
+int km_daemon_on_throttle(void *ctx, const json_t *req, json_t *resp)
+{
+	struct km_daemon *d = ctx;
+	const char *topic = json_string_value(json_object_get(req, "topic"));
+	uint64_t rate = (uint64_t)json_integer_value(json_object_get(req, "rate"));
+	struct km_throttle_stats was;
+	char scope[KM_CONFIG_TOPIC_BYTES_MAX + 8], msg[512];
+	uint32_t k = 0;
+
+	for (uint32_t i = 0; topic != NULL && i < d->cfg->topic_throttle_count; i++)
+		if (strcmp(d->cfg->topic_throttle[i].topic, topic) == 0)
+			k = 1 + i;
+	if (topic != NULL && k == 0) {
+		snprintf(msg, sizeof(msg), "topic %.250s has no cap in "
+			 "topic.mirror.throttle.bytes.per.sec: a topic's cap can "
+			 "be changed here, not added", topic);
+		json_object_set_new(resp, "message", json_string(msg));
+		return KM_EUNKNOWNPART;
+	}
+	km_throttle_get_stats(&d->throttles[k], &was);
+	km_throttle_set_rate(&d->throttles[k], rate);
+	scope_of(d, k, scope, sizeof(scope));
+	KM_INFO("daemon", "throttle %s: %" PRIu64 " bytes/s (was %" PRIu64 ")",
+		scope, rate, was.rate);
+	json_object_set_new(resp, "throttle", json_string(scope));
+	json_object_set_new(resp, "limit_bytes_per_sec",
+			    json_integer((json_int_t)rate));
+	json_object_set_new(resp, "was", json_integer((json_int_t)was.rate));
+	return 0;
 }

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -36,6 +37,7 @@ static const char usage_text[] =
 	"  pause (--all | TOPIC[:PARTITION]...)\n"
 	"  resume (--all | TOPIC[:PARTITION]...)\n"
 	"  metrics\n"
+	"  throttle RATE [--topic TOPIC]   (bytes/s, K/M/G: powers of 1024; 0: no cap)\n"
 	"The socket is PATH, else $KMIRROR_SOCKET, else ./kmirrord.sock\n"
 	"(kmirrord's default is <data.dir>/kmirrord.sock).\n";
 
@@ -44,7 +46,7 @@ struct opts {
 	const char *verb;
 	const char *parts[ARGS_MAX];
 	unsigned parts_count;
-	const char *truncate_to, *mode, *source;
+	const char *truncate_to, *mode, *source, *topic;
 	bool json, all, from_start;
 };
 
@@ -79,15 +81,15 @@ static bool is_opt(const char *arg, const char *name)
 static int parse_args(int argc, char **argv, struct opts *o)
 {
 	static const char *const valued[] = { "--socket", "--truncate-to",
-					      "--mode", "--source" };
+					      "--mode", "--source", "--topic" };
 	const char **dst[] = { &o->socket, &o->truncate_to, &o->mode,
-			       &o->source };
+			       &o->source, &o->topic };
 
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
 		bool done = false;
 
-		for (unsigned k = 0; k < 4 && !done; k++) {
+		for (unsigned k = 0; k < 5 && !done; k++) {
 			if (!is_opt(a, valued[k]))
 				continue;
 			*dst[k] = opt_value(argc, argv, &i, valued[k]);
@@ -185,6 +187,47 @@ static int add_values(json_t *req, const struct opts *o)
 	return 0;
 }
 
+/* RATE: bytes per second, with K, M or G (KiB, MiB, GiB: powers of 1024
+ * as the configuration's sizes). @return 0, or -1. */
+static int parse_rate(const char *s, long long *out)
+{
+	static const char *const units[] = { "K", "M", "G" };
+	char *end;
+	long long v;
+	int shift = 0;
+
+	errno = 0;
+	v = strtoll(s, &end, 10);
+	if (s[0] < '0' || s[0] > '9' || errno != 0)
+		return -1;
+	for (int u = 0; u < 3 && *end != '\0'; u++)
+		if (strcasecmp(end, units[u]) == 0 ||
+		    (strncasecmp(end, units[u], 1) == 0 &&
+		     strcasecmp(end + 1, "iB") == 0))
+			shift = 10 * (u + 1);
+	if ((*end != '\0' && shift == 0) || v > (KM_CTLPROTO_RATE_MAX >> shift))
+		return -1;
+	*out = v << shift;
+	return 0;
+}
+
+/* throttle RATE [--topic T]: its own shape (RATE is no partition). */
+static int throttle_request(const struct opts *o, json_t **req)
+{
+	long long rate;
+
+	if (o->parts_count != 1 || o->all || o->truncate_to || o->from_start ||
+	    o->mode || o->source)
+		return usage("%s", "throttle takes RATE and at most --topic TOPIC");
+	if (parse_rate(o->parts[0], &rate) < 0)
+		return usage("throttle wants a rate in bytes per second (K, M, G: "
+			     "powers of 1024; at most 1T), not '%s'", o->parts[0]);
+	*req = json_pack("{s:s, s:I}", "cmd", o->verb, "rate", (json_int_t)rate);
+	if (o->topic != NULL)
+		json_object_set_new(*req, "topic", json_string(o->topic));
+	return 0;
+}
+
 /* The request for o; *req NULL on a usage error (printed, returned). */
 static int build_request(const struct opts *o, json_t **req)
 {
@@ -197,6 +240,10 @@ static int build_request(const struct opts *o, json_t **req)
 	*req = NULL;
 	if (verb < 0)
 		return usage("unknown verb '%s'", o->verb);
+	if (verb == KM_CTL_THROTTLE)
+		return throttle_request(o, req);
+	if (o->topic != NULL)
+		return usage("%s takes no --topic", o->verb);
 	rc = check_verb_opts(verb, o);
 	if (rc != 0)
 		return rc;

@@ -326,6 +326,13 @@ TEST_F(CtlTest, MalformedLinesGetJsonErrorsOnTheSameConnection)
 		{ R"({"cmd":"status","mode":"abort"})", KM_ECTLREQ },
 		{ R"({"cmd":"status","from_start":false})", KM_ECTLREQ },
 		{ R"({"cmd":"stop","all":false})", KM_ECTLREQ },
+		{ R"({"cmd":"throttle"})", KM_ECTLREQ },
+		{ R"({"cmd":"throttle","rate":-1})", KM_ECTLREQ },
+		{ R"({"cmd":"throttle","rate":"5M"})", KM_ECTLREQ },
+		{ R"({"cmd":"throttle","rate":1099511627777})", KM_ECTLREQ },
+		{ R"({"cmd":"throttle","rate":1,"topic":"t:0"})", KM_ECTLREQ },
+		{ R"({"cmd":"throttle","rate":1,"partitions":["t"]})", KM_ECTLREQ },
+		{ R"({"cmd":"status","rate":1})", KM_ECTLREQ },
 		{ std::string(1 << 20, 'x'), KM_ECTLLINE },
 		{ "{\"cmd\":\"status\",\"pad\":\"" + std::string(70000, 'p') + "\"}",
 		  KM_ECTLLINE },
@@ -898,3 +905,38 @@ TEST_F(CtlToolTest, NoDaemonExitsThreeNamingTheSocket)
 }
 
 } // namespace
+
+/* kmirrorctl throttle RATE [--topic T] (issue 19 item 8): sizes with K, M,
+ * G (powers of 1024) become {"rate":N}; anything else is a usage error,
+ * never sent. */
+TEST_F(CtlToolTest, ThrottleRateBecomesTheRequest)
+{
+	Server srv(sock);
+	std::vector<std::string> seen;
+	srv.On(KM_CTL_THROTTLE, [&](const json_t *req, json_t *resp) {
+		seen.push_back(Dump(req));
+		json_object_set_new(resp, "was", json_integer(0));
+		return 0;
+	});
+	srv.Start();
+	EXPECT_EQ(Run("throttle 10M").status, 0);
+	EXPECT_EQ(Run("throttle 0").status, 0);
+	EXPECT_EQ(Run("throttle 512KiB --topic orders").status, 0);
+	EXPECT_EQ(Run("throttle 1g").status, 0);
+	for (const char *args : { "throttle", "throttle 5MB", "throttle -1",
+				  "throttle 2T", "throttle 1 2", "throttle x",
+				  "throttle 1 --all", "throttle 1 --mode abort",
+				  "status --topic t", "pause t --topic t" }) {
+		Result r = Run(args);
+		EXPECT_EQ(r.status, 2) << args;
+		EXPECT_NE(r.err.find("usage:"), std::string::npos) << args;
+	}
+	srv.Stop();
+	std::vector<std::string> want = {
+		R"({"cmd":"throttle","rate":10485760})",
+		R"({"cmd":"throttle","rate":0})",
+		R"({"cmd":"throttle","rate":524288,"topic":"orders"})",
+		R"({"cmd":"throttle","rate":1073741824})",
+	};
+	EXPECT_EQ(seen, want);
+}
