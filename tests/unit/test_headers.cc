@@ -32,6 +32,7 @@
 #include "dataplane/fetch/fetcher.h"
 #include "dataplane/serve/frontend.h"
 #include "dataplane/fetch/fsess.h"
+#include "dataplane/fetch/throttle.h"
 #include "dataplane/net/kframe.h"
 #include "dataplane/serve/local_write.h"
 #include "dataplane/net/net.h"
@@ -77,4 +78,5 @@ TEST(Headers, LinkFromCxx)
 	(void)&km_local_write_create;
 	(void)&km_validate_batch;
 	(void)&km_inflate_create;
+	EXPECT_FALSE(km_throttle_on(nullptr));
 }
