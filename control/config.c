@@ -57,6 +57,10 @@ void km_config_defaults(struct km_config *cfg)
 	cfg->fetch_bytes_max = 52428800; /* Kafka consumer's fetch.max.bytes */
 	cfg->fetch_wait_ms_max = 500;	 /* ... and fetch.max.wait.ms */
 	cfg->batch_bytes_max = log.batch_bytes_max;
+	cfg->source_unavailable_ms = 300000;
+	cfg->failed_retry_initial_backoff_ms = 1000;
+	cfg->failed_retry_max_backoff_ms = 60000;
+	cfg->failed_retry_max_attempts = 0;
 }
 
 /* One worker per online core, as the design wants. */

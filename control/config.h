@@ -185,6 +185,14 @@ struct km_config {
 	uint64_t throttle_bytes_per_sec;
 	struct km_config_topic_value topic_throttle[KM_CONFIG_TOPICS_MAX];
 	uint32_t topic_throttle_count;
+	/* Failure handling (issue 19 item 6): a partition CONNECTING this
+	 * long after a transient error FAILS (0: never), and a transient
+	 * FAILED retries by itself with exponential backoff and jitter, at
+	 * most max_attempts times in a row (0: unbounded). */
+	uint32_t source_unavailable_ms;
+	uint32_t failed_retry_initial_backoff_ms;
+	uint32_t failed_retry_max_backoff_ms;
+	uint32_t failed_retry_max_attempts;
 };
 
 /* The highest throttle rate (a TiB/s): the bucket's arithmetic stays in

@@ -481,6 +481,15 @@ static const struct key_def keys[] = {
 	NUMBER("mirror.throttle.bytes.per.sec", K_U64, throttle_bytes_per_sec,
 	       KM_CONFIG_UNITS_BYTES, 0, KM_CONFIG_THROTTLE_MAX),
 	CUSTOM("topic.mirror.throttle.bytes.per.sec", topic_throttle),
+	NUMBER("mirror.source.unavailable.ms", K_U32, source_unavailable_ms,
+	       KM_CONFIG_UNITS_MS, 0, INT32_MAX),
+	NUMBER("mirror.failed.retry.initial.backoff.ms", K_U32,
+	       failed_retry_initial_backoff_ms, KM_CONFIG_UNITS_MS, 1,
+	       INT32_MAX),
+	NUMBER("mirror.failed.retry.max.backoff.ms", K_U32,
+	       failed_retry_max_backoff_ms, KM_CONFIG_UNITS_MS, 1, INT32_MAX),
+	NUMBER("mirror.failed.retry.max.attempts", K_U32,
+	       failed_retry_max_attempts, KM_CONFIG_UNITS_PLAIN, 0, INT32_MAX),
 };
 
 _Static_assert(sizeof(keys) / sizeof(keys[0]) == KM_CONFIG_KEYS_COUNT,

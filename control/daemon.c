@@ -267,6 +267,8 @@ static int fetcher_config(const struct km_daemon *d, uint32_t i,
 	fc->batch_bytes_max = d->cfg->batch_bytes_max;
 	fc->offset_reset_earliest =
 		d->cfg->offset_reset == KM_CONFIG_RESET_EARLIEST;
+	fc->unavailable_ms = d->cfg->source_unavailable_ms;
+	fc->retry_attempt = d->retries[i].attempts != 0;
 	km_daemon_source_fill(d, i, fc);
 	km_daemon_throttle_fill(d, p->topic, fc);
 	return 0;
@@ -396,6 +398,7 @@ static void cleanup(struct km_daemon *d)
 	free(d->mstates);
 	free(d->sources);
 	free(d->disk_holds);
+	free(d->retries);
 	km_daemon_groups_free(d);
 	km_daemon_discover_fini(d);
 	km_daemon_throttle_free(d); /* after stop_workers: they use them */
@@ -506,7 +509,8 @@ static int start(struct km_daemon *d)
 	    (rc = km_daemon_find_parts(d)) < 0 ||
 	    (rc = km_daemon_load_states(d)) < 0 ||
 	    (rc = km_daemon_load_sources(d)) < 0 ||
-	    (rc = km_daemon_disk_init(d)) < 0 || (rc = eal_init(d->cfg)) < 0)
+	    (rc = km_daemon_disk_init(d)) < 0 ||
+	    (rc = km_daemon_retry_init(d)) < 0 || (rc = eal_init(d->cfg)) < 0)
 		return rc;
 	KM_INFO("daemon", "cluster id %s; %u partitions on %u workers",
 		d->cfg->cluster_id, d->table.n, d->n_workers);

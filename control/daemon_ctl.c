@@ -70,6 +70,23 @@ static void rate(struct km_rate *r, uint64_t bytes, int64_t leo, uint64_t now)
 	r->at_ms = now;
 }
 
+/* Data-loss events, and the offsets the last one lost: columns an
+ * operator sees without reading the log (once there was one). */
+static void data_loss_status(const struct km_part *p, json_t *row)
+{
+	uint64_t n = LOAD(p, data_loss_events);
+	char text[128];
+
+	if (n == 0)
+		return;
+	json_object_set_new(row, "data_loss_events", json_integer((json_int_t)n));
+	snprintf(text, sizeof(text), "offsets %" PRId64 " to %" PRId64
+		 " (%" PRId64 ") deleted at the source unmirrored",
+		 (int64_t)LOAD(p, data_loss_from), (int64_t)LOAD(p, data_loss_to),
+		 (int64_t)(LOAD(p, data_loss_to) - LOAD(p, data_loss_from) + 1));
+	json_object_set_new(row, "data_loss", json_string(text));
+}
+
 static json_t *part_row(struct km_daemon *d, uint32_t i, uint64_t now)
 {
 	struct km_part *p = &d->table.parts[i];
@@ -115,7 +132,9 @@ static json_t *part_row(struct km_daemon *d, uint32_t i, uint64_t now)
 				    json_integer((json_int_t)LOAD(p, reconnects)));
 		json_object_set_new(row, "offsets_skipped",
 				    json_integer((json_int_t)LOAD(p, offsets_skipped)));
+		data_loss_status(p, row);
 	}
+	km_daemon_retry_status(d, i, row);
 	if (km_daemon_disk_held(d, i)) {
 		char why[512];
 
@@ -290,7 +309,9 @@ static const struct metric metrics[] = {
 	M("kmirror_partition_fetched_bytes_total", "counter", "Batch bytes that came in Fetch answers (duplicates too).", fetched_bytes, false),
 	M("kmirror_partition_fetched_records_total", "counter", "Records in the batches that came in Fetch answers (duplicates too).", fetched_records, false),
 	M("kmirror_partition_mirrored_records_total", "counter", "Records in the batches mirrored (written to the log).", mirrored_records, false),
-	M("kmirror_partition_data_loss_events_total", "counter", "Times the source's log start passed our log end: offsets deleted at the source before they were mirrored (FAILED, or a restart with mirror.offset.reset=earliest).", data_loss_events, false),
+	M("kmirror_partition_data_loss_events_total", "counter", "Times the source's log start was found past our log end (offsets deleted before they were mirrored), whatever mirror.offset.reset did.", data_loss_events, false),
+	M("kmirror_partition_data_loss_last_from_offset", "gauge", "First offset the last data-loss event lost (-1: none).", data_loss_from, true),
+	M("kmirror_partition_data_loss_last_to_offset", "gauge", "Last offset the last data-loss event lost (-1: none).", data_loss_to, true),
 };
 
 static int64_t stat_value(const struct km_part *p, const struct metric *m)
@@ -333,6 +354,22 @@ static void emit_failed(struct text *t, const struct km_daemon *d)
 	}
 }
 
+/* The retries of transient FAILED partitions (daemon_retry.c). */
+static void emit_retries(struct text *t, const struct km_daemon *d)
+{
+	emit(t, "# HELP kmirror_partition_failed_retries_total Retries of a "
+		"partition FAILED by a transient cause, since kmirrord "
+		"started.\n# TYPE kmirror_partition_failed_retries_total "
+		"counter\n");
+	for (uint32_t i = 0; i < d->table.n; i++) {
+		const struct km_part *p = &d->table.parts[i];
+
+		emit(t, "kmirror_partition_failed_retries_total{topic=\"%s\","
+		     "partition=\"%d\"} %" PRIu64 "\n", p->topic, p->partition,
+		     d->retries[i].total);
+	}
+}
+
 char *km_daemon_metrics_text(struct km_daemon *d, size_t *len)
 {
 	struct text t = { 0 };
@@ -351,6 +388,7 @@ char *km_daemon_metrics_text(struct km_daemon *d, size_t *len)
 	for (size_t i = 0; i < sizeof(metrics) / sizeof(metrics[0]); i++)
 		emit_metric(&t, d, &metrics[i]);
 	emit_failed(&t, d);
+	emit_retries(&t, d);
 	if ((net = km_daemon_net_metrics(d)) != NULL)
 		emit(&t, "%s", net);
 	free(net);

@@ -130,6 +130,7 @@ static void fill_entry(struct km_daemon *d, uint32_t i, const char *topic,
 	d->mirrored[i] = true;
 	memset(&d->rates[i], 0, sizeof(d->rates[i]));
 	d->caught_up_ms[i] = 0;
+	memset(&d->retries[i], 0, sizeof(d->retries[i]));
 	memset(&d->mstates[i], 0, sizeof(d->mstates[i]));
 	memset(&d->sources[i], 0, sizeof(d->sources[i]));
 	memset(&d->disk_holds[i], 0, sizeof(d->disk_holds[i]));

@@ -275,6 +275,8 @@ static int finish(struct km_daemon *d, struct plan *p)
 		atomic_init(&p->parts[i].stats.source_hw, -1);
 		atomic_init(&p->parts[i].stats.source_start, -1);
 		atomic_init(&p->parts[i].stats.source_lso, -1);
+		atomic_init(&p->parts[i].stats.data_loss_from, -1);
+		atomic_init(&p->parts[i].stats.data_loss_to, -1);
 	}
 	free(p->mirrored);
 	d->table.parts = p->parts;

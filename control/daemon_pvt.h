@@ -51,6 +51,14 @@ enum km_daemon_sync_kind {
 	KM_DAEMON_SYNC_KINDS,
 };
 
+/* A transient FAILED partition's retries (daemon_retry.c). */
+struct km_daemon_retry {
+	uint32_t attempts;	/* retries in a row, since it last mirrored */
+	uint64_t next_ms;	/* the next one is due (0: none scheduled) */
+	uint64_t total;		/* retries since kmirrord started (metrics) */
+	char why[320];		/* the reason of the last transient FAILED */
+};
+
 struct km_daemon {
 	struct km_config *cfg;
 	int lock_fd;		/* data.dir/.lock, flock'd; -1 before */
@@ -102,6 +110,8 @@ struct km_daemon {
 	struct km_throttle *throttles;
 	struct km_rate *throttle_rates;	/* for status and metrics */
 	uint32_t n_throttles;
+	struct km_daemon_retry *retries; /* per table entry (daemon_retry.c) */
+	uint64_t retry_rng;	/* the retries' jitter */
 };
 
 /* daemon_lock.c: one kmirrord per data.dir */
@@ -222,6 +232,18 @@ void km_daemon_groups_free(struct km_daemon *d);
 /* daemon_net.c: the fetch network in status and metrics */
 void km_daemon_net_status(struct km_daemon *d, json_t *resp);
 char *km_daemon_net_metrics(struct km_daemon *d); /* malloc'd, or NULL */
+
+/* daemon_retry.c: a transient FAILED retries by itself */
+int km_daemon_retry_init(struct km_daemon *d);
+/** Partition i (mirrored, MIRRORING) with its published fetch_state:
+ *  true if a retry handles it (not to be persisted FAILED). */
+bool km_daemon_retry_watch(struct km_daemon *d, uint32_t i, int fetch_state);
+/** Partition i no longer mirrors (paused, stopped, FAILED for good). */
+void km_daemon_retry_reset(struct km_daemon *d, uint32_t i);
+/** Status, once partition i was retried: retries, and while a series
+ *  runs its attempt, the time to the next one and the last reason. */
+void km_daemon_retry_status(const struct km_daemon *d, uint32_t i,
+			    json_t *row);
 
 /* daemon_ctl.c: control socket verbs */
 int km_daemon_ctl_open(struct km_daemon *d);

@@ -403,17 +403,22 @@ int km_daemon_resume_prepares(struct km_daemon *d)
 }
 
 /* Any state -> FAILED: a fetch session that gave up is persisted, so a
- * restart does not retry blindly what needs an operator (`start`). */
+ * restart does not retry blindly what needs an operator (`start`); a
+ * transient cause is retried instead (daemon_retry.c). */
 void km_daemon_watch(struct km_daemon *d)
 {
 	for (uint32_t i = 0; i < d->table.n; i++) {
 		struct km_part *p = &d->table.parts[i];
 		struct km_mstate_rec *ms = &d->mstates[i];
+		int st = atomic_load_explicit(&p->stats.fetch_state,
+					      memory_order_acquire);
 
-		if (!d->mirrored[i] || ms->state != KM_MSTATE_MIRRORING ||
-		    atomic_load_explicit(&p->stats.fetch_state,
-					 memory_order_acquire) !=
-			    KM_PART_FETCH_FAILED)
+		if (!d->mirrored[i] || ms->state != KM_MSTATE_MIRRORING) {
+			km_daemon_retry_reset(d, i);
+			continue;
+		}
+		if (km_daemon_retry_watch(d, i, st) ||
+		    st != KM_PART_FETCH_FAILED)
 			continue;
 		ms->state = KM_MSTATE_FAILED;
 		snprintf(ms->failed_reason, sizeof(ms->failed_reason), "%s",

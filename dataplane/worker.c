@@ -468,9 +468,29 @@ void km_worker_fetcher_free(struct wpart *wp)
 	wp->gone.fetched_bytes += fs->fetched_bytes;
 	wp->gone.fetched_records += fs->fetched_records;
 	wp->gone.records += fs->records;
+	if (fs->data_loss_events != 0) {
+		wp->gone.data_loss_from = fs->data_loss_from;
+		wp->gone.data_loss_to = fs->data_loss_to;
+	}
 	wp->gone.data_loss_events += fs->data_loss_events;
 	free(wp->fetcher);
 	wp->fetcher = NULL;
+}
+
+/* The last data-loss event's range is that of the newest fetcher that
+ * saw one. */
+static void publish_data_loss(struct km_part_stats *s,
+			      const struct km_fetcher_stats *last,
+			      uint64_t events)
+{
+	if (events == 0)
+		return;
+	atomic_store_explicit(&s->data_loss_from, last->data_loss_from,
+			      memory_order_relaxed);
+	atomic_store_explicit(&s->data_loss_to, last->data_loss_to,
+			      memory_order_relaxed);
+	atomic_store_explicit(&s->data_loss_events, events,
+			      memory_order_relaxed);
 }
 
 /* The counters are the partition's since its log was opened (earlier
@@ -504,9 +524,8 @@ static void publish_counts(struct km_part_stats *s,
 			      memory_order_relaxed);
 	atomic_store_explicit(&s->mirrored_records, gone->records + fs->records,
 			      memory_order_relaxed);
-	atomic_store_explicit(&s->data_loss_events,
-			      gone->data_loss_events + fs->data_loss_events,
-			      memory_order_relaxed);
+	publish_data_loss(s, fs->data_loss_events ? fs : gone,
+			  gone->data_loss_events + fs->data_loss_events);
 }
 
 /* Time lag (metrics): the moment the log end last reached the source's
@@ -541,9 +560,13 @@ static void publish_fetch(struct km_part *p, const struct km_fetcher *f,
 	else if (km_fetcher_get_state(f) == KM_FETCHER_FAILED)
 		st = KM_PART_FETCH_FAILED;
 	if (st >= KM_PART_FETCH_FAILED &&
-	    atomic_load_explicit(&s->fetch_state, memory_order_relaxed) != st)
+	    atomic_load_explicit(&s->fetch_state, memory_order_relaxed) != st) {
 		snprintf(s->reason, sizeof(s->reason), "%s",
 			 km_fetcher_reason(f));
+		atomic_store_explicit(&s->fetch_transient,
+				      km_fetcher_transient(f),
+				      memory_order_relaxed);
+	}
 	atomic_store_explicit(&s->fetch_state, st, memory_order_release);
 	if (s->source.pub_gen != km_fetcher_pub_gen(f))
 		publish_source(&s->source, f);
@@ -591,6 +614,11 @@ static void fetch_failed(struct km_worker *w, struct wpart *wp)
 			"space: %s (worker %u)", wp->part->topic,
 			wp->part->partition, km_fetcher_reason(wp->fetcher),
 			w->cfg.id);
+	else if (km_fetcher_transient(wp->fetcher))
+		KM_WARN("worker", "partition %s-%d: mirroring FAILED, transient "
+			"(retried with mirror.failed.retry.*): %s (worker %u)",
+			wp->part->topic, wp->part->partition,
+			km_fetcher_reason(wp->fetcher), w->cfg.id);
 	else
 		KM_ERROR("worker", "partition %s-%d: mirroring FAILED: %s "
 			 "(worker %u)", wp->part->topic, wp->part->partition,

@@ -153,6 +153,7 @@ static void stats_init(struct km_fetcher_stats *s)
 	s->log_start_offset = -1;
 	s->last_stable_offset = -1;
 	s->leader_id = -1;
+	s->data_loss_from = s->data_loss_to = -1;
 	s->v_apiversions = s->v_metadata = -1;
 	s->v_listoffsets = s->v_fetch = -1;
 }
@@ -184,6 +185,7 @@ int km_fetcher_init(struct km_fetcher *f, const struct km_fetcher_config *cfg,
 	memcpy(f->topic_id, f->cfg.source_topic_id, sizeof(f->topic_id));
 	km_fetcher_published_changed(f);
 	f->backoff_ms = f->cfg.backoff_ms;
+	f->attempt = f->cfg.retry_attempt;
 	stats_init(&f->stats);
 	/* What one partition alone may get of a session's budget. */
 	half = (uint64_t)pool->cfg.rx_buf_bytes *
@@ -305,6 +307,77 @@ void km_fetcher_start(struct km_fetcher *f)
 	 * OFFSET_OUT_OF_RANGE check starts over. */
 	f->phase = KM_FP_OFFSETS;
 	f->lo_want = KM_FREQ_EARLIEST;
+}
+
+/* ---- transient trouble ---- */
+
+/* The kinds that keep a partition CONNECTING and may pass by themselves;
+ * the others have their own limits (corrupt, protocol, base offset) or
+ * their own answer (offset out of range). A source that lacks the topic
+ * answers, and km_fetcher_note() says so: not unavailable (a topic
+ * deleted and made again must reach the topic id check, not a retry). */
+static const enum km_fetcher_err trouble_kinds[] = {
+	KM_FETCHER_ERR_NOT_LEADER,  KM_FETCHER_ERR_LEADER_NOT_AVAILABLE,
+	KM_FETCHER_ERR_LEADER_EPOCH, KM_FETCHER_ERR_RETRIABLE,
+	KM_FETCHER_ERR_CONNECT,	    KM_FETCHER_ERR_DISCONNECT,
+	KM_FETCHER_ERR_TIMEOUT,
+};
+
+/* Errors are counted at many places (per partition, or on every member
+ * of a session): comparing the counts finds new trouble without a hook
+ * at each. */
+static bool new_trouble(struct km_fetcher *f)
+{
+	bool any = false;
+
+	for (size_t k = 0; k < sizeof(trouble_kinds) / sizeof(*trouble_kinds);
+	     k++) {
+		enum km_fetcher_err e = trouble_kinds[k];
+
+		if (f->stats.errors[e] != f->seen[e]) {
+			f->seen[e] = f->stats.errors[e];
+			f->trouble_kind = e;
+			any = true;
+		}
+	}
+	return any;
+}
+
+static void fail_unavailable(struct km_fetcher *f, uint64_t now)
+{
+	const struct km_fetcher_addr *a = f->stats.leader.host[0]
+						  ? &f->stats.leader
+						  : &f->cfg.bootstrap[0];
+
+	if (f->attempt)
+		km_fetcher_fail(f, "source unavailable: a retry of %.200s-%d "
+				"failed at its first error (%s, %s %.60s:%u)",
+				f->cfg.topic, (int)f->cfg.partition,
+				km_fetcher_err_name(f->trouble_kind),
+				f->stats.leader.host[0] ? "leader" : "bootstrap",
+				a->host, a->port);
+	else
+		km_fetcher_fail(f, "source unavailable: no good Fetch of "
+				"%.200s-%d for %llu ms (last error: %s, %s "
+				"%.60s:%u)", f->cfg.topic, (int)f->cfg.partition,
+				(unsigned long long)(now - f->trouble_ms),
+				km_fetcher_err_name(f->trouble_kind),
+				f->stats.leader.host[0] ? "leader" : "bootstrap",
+				a->host, a->port);
+	f->transient = true;
+}
+
+void km_fetcher_watch(struct km_fetcher *f, uint64_t now)
+{
+	if (f->phase == KM_FP_DONE)
+		return;
+	if (new_trouble(f) && f->trouble_ms == 0)
+		f->trouble_ms = now;
+	if (f->trouble_ms == 0 || f->state == KM_FETCHER_MIRRORING)
+		return;
+	if (f->attempt || (f->cfg.unavailable_ms != 0 &&
+			   now - f->trouble_ms >= f->cfg.unavailable_ms))
+		fail_unavailable(f, now);
 }
 
 /* ---- stop ---- */

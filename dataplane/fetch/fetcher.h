@@ -82,6 +82,19 @@
  *    km_fetcher_no_space() true, so that the owner waits for space rather
  *    than for an operator (control/daemon_disk.c).
  *
+ * Transient and operator failures (issue 19 item 6). Every FAILED above
+ * needs an operator (corrupt data, a source that changed identity, an
+ * offset gap the source cannot serve, the source's data lost, a log
+ * error). The transient causes (the source unreachable, no leader, not
+ * leader, a request timeout, another retriable error) never fail the
+ * partition on their own: it stays CONNECTING and retries inside its
+ * session. With cfg.unavailable_ms, a partition still CONNECTING that long
+ * after such an error without a good Fetch since FAILS with
+ * km_fetcher_transient() true: the owner may then retry it with a new
+ * fetcher (cfg.retry_attempt), whose first such error before its first
+ * good Fetch fails it again, so the owner's backoff paces the retries,
+ * not the session's.
+ *
  * Source identity (issue 21). A partition holds to one source: its
  * cluster id (Metadata v2+ ClusterId) and its topic id (Metadata v10+
  * TopicId; all zero means "not provided", as librdkafka's mock sends). The
@@ -228,6 +241,12 @@ struct km_fetcher_config {
 	 * and sends nothing to that broker until the time is over (KIP-219). */
 	struct km_throttle *throttle;
 	struct km_throttle *topic_throttle;
+	/* CONNECTING this long after a transient error, with no good Fetch
+	 * since: FAILED, transient (see above); 0: never. */
+	uint32_t unavailable_ms;
+	/* A retry of a transient failure: the first transient error before
+	 * a good Fetch FAILS it again (transient). */
+	bool retry_attempt;
 };
 
 /* What stats.errors[] counts. */
@@ -272,6 +291,11 @@ struct km_fetcher_stats {
 	uint64_t offsets_skipped;  /* ... offsets the source deleted before
 				      we had them (the gaps they left) */
 	uint64_t errors[KM_FETCHER_ERR_KINDS];
+	/* Data-loss events: the source's log start found past our log end
+	 * (counted whether mirror.offset.reset restarts the log or FAILS
+	 * it), and the offsets the last one lost, inclusive (-1: none). */
+	uint64_t data_loss_events;
+	int64_t data_loss_from, data_loss_to;
 	int64_t high_watermark;	   /* source HW, last Fetch/ListOffsets; -1 */
 	int64_t log_start_offset;  /* source log start (Fetch v5+,
 				      ListOffsets); -1 */
@@ -286,8 +310,6 @@ struct km_fetcher_stats {
 	uint64_t fetched_records;  /* ... their records (recordsCount) */
 	uint64_t records;	   /* records in the batches appended */
 	int64_t last_stable_offset; /* source LSO, last Fetch (v4+); -1 */
-	uint64_t data_loss_events; /* the source's log start passed our log
-				      end (FAILED or restarted) */
 };
 
 /* What the partition waits for in its session (private). */
@@ -365,6 +387,13 @@ struct km_fetcher {
 	uint32_t n_batches, n_done;
 	int64_t wait_offset;	   /* done with the frame when appended > this */
 	struct km_fetcher_stats stats;
+	/* Transient trouble (km_fetcher_watch): since when, the error counts
+	 * last seen, the kind that moved last; a FAILED that may pass. */
+	bool transient;
+	bool attempt;		   /* cfg.retry_attempt, until a good Fetch */
+	uint64_t trouble_ms;	   /* 0: none since the last good Fetch */
+	uint64_t seen[KM_FETCHER_ERR_KINDS];
+	enum km_fetcher_err trouble_kind;
 };
 
 /**
@@ -419,6 +448,13 @@ km_fetcher_get_stats(const struct km_fetcher *f)
 static inline bool km_fetcher_no_space(const struct km_fetcher *f)
 {
 	return f->failed && f->no_space;
+}
+
+/** FAILED by a cause that may pass (see "Transient and operator
+ *  failures"): its owner may retry with a new fetcher. */
+static inline bool km_fetcher_transient(const struct km_fetcher *f)
+{
+	return f->failed && f->transient;
 }
 
 /** The source cluster id the partition holds to: the config's, else the

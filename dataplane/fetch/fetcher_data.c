@@ -397,6 +397,9 @@ void km_fetcher_on_fetch(struct km_fetcher *f, const struct km_fetch_part *p,
 		return; /* asked before a reset: ask again */
 	f->err_streak = 0;
 	f->backoff_ms = f->cfg.backoff_ms;
+	/* A good Fetch ends transient trouble, and a retry's probation. */
+	f->trouble_ms = 0;
+	f->attempt = false;
 	if (p->records.len > 0)
 		hold(f, p);
 }

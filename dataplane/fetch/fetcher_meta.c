@@ -244,13 +244,34 @@ int16_t km_fetcher_on_metadata(struct km_fetcher *f,
 
 /* ---- ListOffsets ---- */
 
+/* The source deleted offsets [end, start) before we had them: a data-loss
+ * event, counted and said at ERROR whatever mirror.offset.reset does
+ * about it, so that earliest never hides it. */
+static void data_loss(struct km_fetcher *f, int64_t end, int64_t start)
+{
+	f->stats.data_loss_events++;
+	f->stats.data_loss_from = end;
+	f->stats.data_loss_to = start - 1;
+	KM_ERROR("fetcher", "%s-%d: data loss: offsets %lld to %lld were "
+		 "deleted at the source before they were mirrored (%lld "
+		 "offsets lost; its log now starts at %lld); %s",
+		 f->cfg.topic, (int)f->cfg.partition, (long long)end,
+		 (long long)start - 1, (long long)(start - end),
+		 (long long)start,
+		 f->cfg.offset_reset_earliest
+			 ? "mirror.offset.reset=earliest: the log restarts "
+			   "empty there"
+			 : "mirror.offset.reset=none: FAILED, the log keeps "
+			   "what it has");
+}
+
 /* Below the source's log start: FAILED, or restart the log there. */
 static void behind_source(struct km_fetcher *f, int64_t start, int64_t hw)
 {
 	int64_t end = km_log_end_offset(f->log);
 	int rc;
 
-	f->stats.data_loss_events++;
+	data_loss(f, end, start);
 	if (!f->cfg.offset_reset_earliest) {
 		km_fetcher_fail(f, "OFFSET_OUT_OF_RANGE for %s-%d: the source "
 				"log now starts at offset %lld, past our log "
@@ -270,13 +291,6 @@ static void behind_source(struct km_fetcher *f, int64_t start, int64_t hw)
 				km_strerror(rc));
 		return;
 	}
-	/* A gap in the mirror is data loss to its readers: never silent. */
-	KM_ERROR("fetcher", "%s-%d: mirror.offset.reset=earliest: offsets "
-		 "%lld to %lld were deleted at the source before they were "
-		 "mirrored (%lld offsets lost); the log restarts empty at %lld",
-		 f->cfg.topic, (int)f->cfg.partition, (long long)end,
-		 (long long)start - 1, (long long)(start - end),
-		 (long long)start);
 	f->stats.log_resets++;
 	f->stats.offsets_skipped += (uint64_t)(start - end);
 	f->next_offset = start;

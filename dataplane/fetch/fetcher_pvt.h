@@ -47,6 +47,10 @@ uint64_t km_fetcher_now_ms(void);
 void km_fetcher_fail(struct km_fetcher *f, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
+/** Every session step, per partition: transient trouble that lasted
+ *  (cfg.unavailable_ms, or any in a retry attempt) FAILS it, transient. */
+void km_fetcher_watch(struct km_fetcher *f, uint64_t now);
+
 /** The backoff to wait now, doubled for next time (up to the maximum). */
 uint32_t km_fetcher_backoff(struct km_fetcher *f);
 

@@ -479,10 +479,12 @@ static int close_empty(struct km_fsess *s)
 	return 1;
 }
 
-static int sess_step(struct km_fsess *s)
+static int sess_step(struct km_fsess *s, uint64_t now)
 {
 	int moved = 0;
 
+	for (struct km_fetcher *f = s->members; f != NULL; f = f->next)
+		km_fetcher_watch(f, now);
 	if (s->frame != NULL)
 		moved |= km_fsess_drain(s);
 	moved |= sweep(s) > 0;
@@ -498,10 +500,11 @@ static int sess_step(struct km_fsess *s)
 
 int km_fsess_pool_step(struct km_fsess_pool *p)
 {
+	uint64_t now = km_fetcher_now_ms();
 	int moved = 0;
 
 	for (uint32_t i = 0; i < p->cfg.sessions_max; i++)
 		if (p->sess[i].used)
-			moved |= sess_step(&p->sess[i]);
+			moved |= sess_step(&p->sess[i], now);
 	return moved;
 }

@@ -180,12 +180,19 @@ struct km_part_stats {
 	_Atomic uint64_t fetched_bytes;
 	_Atomic uint64_t fetched_records;
 	_Atomic uint64_t mirrored_records;
-	_Atomic uint64_t data_loss_events;
 	_Atomic uint64_t caught_up_ms;
 	_Atomic int fetch_state;	/* enum km_part_fetch */
 	char reason[320];	/* KM_FETCHER_REASON_BYTES */
 	struct km_part_source source;
 	struct km_part_topic_id topic_id;
+	/* FAILED by a cause that may pass (km_fetcher_transient): written
+	 * with `reason`, before fetch_state turns FAILED. */
+	_Atomic int fetch_transient;
+	/* Data-loss events (the source's log start past our log end) since
+	 * the log was opened, and the offsets the last one lost (-1: none). */
+	_Atomic uint64_t data_loss_events;
+	_Atomic int64_t data_loss_from;
+	_Atomic int64_t data_loss_to;
 };
 
 struct km_part {

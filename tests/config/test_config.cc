@@ -195,6 +195,11 @@ TEST(Config, GoodValues)
 		{ "stop.mode=truncate", [](const km_config &c) { EXPECT_EQ(KM_CONFIG_STOP_TRUNCATE, c.stop_mode); } },
 		{ "mirror.offset.reset=none", [](const km_config &c) { EXPECT_EQ(KM_CONFIG_RESET_NONE, c.offset_reset); } },
 		{ "net.mode=kernel", [](const km_config &c) { EXPECT_EQ(KM_CONFIG_NET_KERNEL, c.net_mode); } },
+		{ "mirror.source.unavailable.ms=0", [](const km_config &c) { EXPECT_EQ(0u, c.source_unavailable_ms); } },
+		{ "mirror.source.unavailable.ms=2min", [](const km_config &c) { EXPECT_EQ(120000u, c.source_unavailable_ms); } },
+		{ "mirror.failed.retry.initial.backoff.ms=250", [](const km_config &c) { EXPECT_EQ(250u, c.failed_retry_initial_backoff_ms); } },
+		{ "mirror.failed.retry.max.backoff.ms=1min", [](const km_config &c) { EXPECT_EQ(60000u, c.failed_retry_max_backoff_ms); } },
+		{ "mirror.failed.retry.max.attempts=5", [](const km_config &c) { EXPECT_EQ(5u, c.failed_retry_max_attempts); } },
 		{ "listeners=127.0.0.1:0", [](const km_config &c) {
 			  EXPECT_STREQ("127.0.0.1", c.listener.host);
 			  EXPECT_EQ(0, c.listener.port);
@@ -309,6 +314,7 @@ TEST(Config, BadValues)
 		{ "workers=0", "must be between 1 and 64" },
 		{ "workers=65", "must be between 1 and 64" },
 		{ "workers=four", "not a whole number" },
+		{ "mirror.failed.retry.initial.backoff.ms=0", "must be between 1 and 2147483647" },
 		{ "workers=1.5", "not a whole number" },
 		{ "net.mode=xdp", "expected kernel or dpdk" },
 		{ "dpdk.eal.args=-l 0 \"--vdev=x\"", "quotes are not supported: arguments are split at blanks" },
@@ -755,7 +761,11 @@ TEST(Config, FormatText)
 			      "retention.bytes=-1\n"
 			      "disk.free.min.bytes=268435456\n" "group.sync.interval.ms=5000\n" "group.sync.stop.timeout.ms=2000\n" "group.initial.rebalance.delay.ms=3000\n" "group.min.session.timeout.ms=6000\n" "group.max.session.timeout.ms=1800000\n" "socket.request.max.bytes=104857600\n" "listener.request.timeout.ms=30000\n"
 			      "log.level=info\n"
-			      "mirror.throttle.bytes.per.sec=0\n"),
+			      "mirror.throttle.bytes.per.sec=0\n"
+			      "mirror.source.unavailable.ms=300000\n"
+			      "mirror.failed.retry.initial.backoff.ms=1000\n"
+			      "mirror.failed.retry.max.backoff.ms=60000\n"
+			      "mirror.failed.retry.max.attempts=0\n"),
 		  text);
 }
 
