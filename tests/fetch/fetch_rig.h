@@ -72,6 +72,8 @@ struct StartOpts {
 	km_fetcher_resolve_fn resolve = nullptr;
 	void *resolve_ctx = nullptr;
 	km_throttle *throttle = nullptr; // the host's cap (throttle.h)
+	uint32_t unavailable_ms = 0; // issue 19 item 6
+	bool retry_attempt = false;
 };
 
 constexpr uint32_t kSessionsMax = 8;
@@ -182,6 +184,8 @@ protected:
 		fc.backoff_max_ms = 200;
 		fc.offset_reset_earliest = o.reset_earliest;
 		fc.throttle = o.throttle;
+		fc.unavailable_ms = o.unavailable_ms;
+		fc.retry_attempt = o.retry_attempt;
 		return fc;
 	}
 	void Start(const StartOpts &o = StartOpts())

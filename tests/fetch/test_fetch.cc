@@ -182,6 +182,7 @@ TEST_P(Fetch, LogAheadOfSourceFails)
 	EXPECT_NE(std::string::npos, why.find("log end 100 ")) << why;
 	EXPECT_NE(std::string::npos, why.find("high watermark 10 ")) << why;
 	EXPECT_NE(std::string::npos, why.find("lost data")) << why;
+	EXPECT_FALSE(km_fetcher_transient(f_.get())) << "an operator's cause";
 	EXPECT_EQ(1u, Err(KM_FETCHER_ERR_OUT_OF_RANGE));
 	EXPECT_EQ(100, km_log_end_offset(log_));
 	ASSERT_NO_FATAL_FAILURE(Stop());
@@ -215,6 +216,7 @@ TEST_P(Fetch, CorruptBatchIsRefetchedThenFails)
 	std::string why = km_fetcher_reason(f_.get());
 	EXPECT_NE(std::string::npos, why.find("corrupt 5 times in a row"))
 		<< why;
+	EXPECT_FALSE(km_fetcher_transient(f_.get())) << "an operator's cause";
 	EXPECT_NE(std::string::npos, why.find("offset " + std::to_string(hw)))
 		<< why;
 	ASSERT_NO_FATAL_FAILURE(Stop());
@@ -262,6 +264,57 @@ TEST_P(Fetch, BrokerDownAndUpResumes)
 	ASSERT_NO_FATAL_FAILURE(RunTo(hw));
 	EXPECT_GE(Err(KM_FETCHER_ERR_DISCONNECT) + Err(KM_FETCHER_ERR_CONNECT),
 		  1u);
+	ASSERT_NO_FATAL_FAILURE(Stop());
+	ASSERT_NO_FATAL_FAILURE(Compare(src));
+}
+
+// Failure handling (issue 19 item 6): the source down longer than
+// cfg.unavailable_ms FAILS the partition with the transient flag, not
+// before; a retry on probation (cfg.retry_attempt) FAILS at its first
+// error; once the broker is up a retry mirrors on and a later outage
+// is judged by unavailable_ms again (its probation ended).
+TEST_P(Fetch, SourceDownLongerThanUnavailableFailsTransient)
+{
+	ASSERT_EQ("", Produce(mock_->bootstrap(), true, 50, 0));
+	int64_t hw = 0;
+	std::vector<Bytes> src = Source(&hw);
+	StartOpts o;
+	o.unavailable_ms = 300;
+	ASSERT_NO_FATAL_FAILURE(Start(o));
+	ASSERT_NO_FATAL_FAILURE(RunTo(hw));
+	ASSERT_EQ("", mock_->set_broker_down(1));
+	auto t0 = Clock::now();
+	ASSERT_NO_FATAL_FAILURE(RunToFailed());
+	// The fetcher's clock counts whole milliseconds.
+	EXPECT_GE(Clock::now() - t0, std::chrono::milliseconds(299));
+	EXPECT_TRUE(km_fetcher_transient(f_.get()));
+	std::string why = km_fetcher_reason(f_.get());
+	EXPECT_NE(std::string::npos, why.find("source unavailable: no good Fetch"))
+		<< why;
+	ASSERT_NO_FATAL_FAILURE(Stop());
+
+	o.retry_attempt = true;
+	o.unavailable_ms = 60000;
+	ASSERT_NO_FATAL_FAILURE(Start(o));
+	t0 = Clock::now();
+	ASSERT_NO_FATAL_FAILURE(RunToFailed());
+	EXPECT_LT(Clock::now() - t0, std::chrono::milliseconds(60000));
+	EXPECT_TRUE(km_fetcher_transient(f_.get()));
+	why = km_fetcher_reason(f_.get());
+	EXPECT_NE(std::string::npos, why.find("a retry of")) << why;
+	ASSERT_NO_FATAL_FAILURE(Stop());
+
+	ASSERT_EQ("", mock_->set_broker_up(1));
+	ASSERT_EQ("", Produce(mock_->bootstrap(), true, 50, 1));
+	src = Source(&hw);
+	o.unavailable_ms = 0;
+	ASSERT_NO_FATAL_FAILURE(Start(o));
+	ASSERT_NO_FATAL_FAILURE(RunTo(hw));
+	// Probation over: an outage now waits (unavailable_ms 0: forever).
+	ASSERT_EQ("", mock_->set_broker_down(1));
+	ASSERT_NO_FATAL_FAILURE(RunUntil([&] { return Stats().reconnects >= 2; }));
+	EXPECT_EQ(KM_FETCHER_CONNECTING, km_fetcher_get_state(f_.get()));
+	ASSERT_EQ("", mock_->set_broker_up(1));
 	ASSERT_NO_FATAL_FAILURE(Stop());
 	ASSERT_NO_FATAL_FAILURE(Compare(src));
 }
