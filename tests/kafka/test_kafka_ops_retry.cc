@@ -365,14 +365,20 @@ int check_backoffs(const std::string &log)
  * FAILED, and retries by itself, status showing the attempt, the next
  * retry and the last reason, the backoff doubling up to its maximum.
  * Once the broker is back it resumes alone: MIRRORING, every record the
- * source has, the series over. */
+ * source has, the series over. A second kmirrord with
+ * mirror.failed.retry.max.attempts=2 gives up after two retries: FAILED
+ * persisted, and it stays so once the broker is back. */
 TEST_F(KafkaOpsRetry, SourceDownFailsTransientAndResumesAlone)
 {
 	ASSERT_EQ("", broker_->create_topic("rt", 1));
 	ASSERT_EQ("", produce_n("rt", 300, 5));
 	Daemon d = daemon_for(dir_.path(), "rt");
-	ASSERT_EQ("", d.start());
-	ASSERT_EQ("", caught_up(d, "rt"));
+	TempDir dg("km-kr-gives-up");
+	Daemon g = daemon_for(dg.path(), "rt", { "mirror.failed.retry.max.attempts=2" });
+	for (Daemon *x : { &d, &g }) {
+		ASSERT_EQ("", x->start());
+		ASSERT_EQ("", caught_up(*x, "rt"));
+	}
 
 	ASSERT_EQ("", broker_->kill9());
 	Retry st;
@@ -393,6 +399,12 @@ TEST_F(KafkaOpsRetry, SourceDownFailsTransientAndResumesAlone)
 	EXPECT_GE(metric_of(d, "kmirror_partition_failed_retries_total", "rt", 0), 3);
 	EXPECT_EQ(1, metric_of(d, "kmirror_partition_failed", "rt", 0));
 	EXPECT_GE(check_backoffs(log_of(d)), 4);
+	ASSERT_TRUE(poll_until([&] { return persisted_state(dg.path() + "/rt-0") == "FAILED"; },
+			       30000)) << log_of(g);
+	Retry gave;
+	ASSERT_EQ("", retry_of(g, "rt:0", &gave));
+	EXPECT_EQ(2, gave.retries) << "max.attempts=2";
+	EXPECT_NE(std::string::npos, log_of(g).find("FAILED after 2 retries"));
 
 	ASSERT_EQ("", broker_->start());
 	ASSERT_EQ("", produce_n("rt", 200, 6));
@@ -405,8 +417,14 @@ TEST_F(KafkaOpsRetry, SourceDownFailsTransientAndResumesAlone)
 	EXPECT_NE(std::string::npos, log_of(d).find("mirroring again after"));
 	ASSERT_NO_FATAL_FAILURE(expect_same_content(broker_->bootstrap(), d.bootstrap(),
 						    "rt", 0, false));
+	/* d mirrors again: the one that gave up had the same chance. */
+	ASSERT_EQ("", retry_of(g, "rt:0", &gave));
+	EXPECT_EQ("FAILED", gave.state);
+	EXPECT_EQ(2, gave.retries);
+	EXPECT_EQ(300, gave.leo);
 	ChildResult res;
-	ASSERT_EQ("", d.stop(30000, &res));
+	for (Daemon *x : { &d, &g })
+		ASSERT_EQ("", x->stop(30000, &res));
 }
 
 } // namespace
