@@ -343,11 +343,35 @@ static bool new_trouble(struct km_fetcher *f)
 	return any;
 }
 
+/* Where the trouble is: the leader if known, else the first bootstrap. */
+static const struct km_fetcher_addr *trouble_at(const struct km_fetcher *f)
+{
+	return f->stats.leader.host[0] ? &f->stats.leader : &f->cfg.bootstrap[0];
+}
+
+/* Status says why a CONNECTING partition waits (unless another note
+ * does), until a good Fetch. */
+static void note_trouble(struct km_fetcher *f)
+{
+	const struct km_fetcher_addr *a = trouble_at(f);
+	char text[KM_FETCHER_REASON_BYTES], until[64] = "";
+
+	if (f->note_kind != KM_FNOTE_NONE)
+		return;
+	if (f->cfg.unavailable_ms != 0)
+		snprintf(until, sizeof(until), "; FAILED (transient) after %u ms",
+			 f->cfg.unavailable_ms);
+	snprintf(text, sizeof(text), "source unavailable: no good Fetch since "
+		 "a %s error (%s %.60s:%u); reconnecting%s",
+		 km_fetcher_err_name(f->trouble_kind),
+		 f->stats.leader.host[0] ? "leader" : "bootstrap", a->host,
+		 a->port, until);
+	km_fetcher_set_note(f, KM_FNOTE_UNAVAILABLE, text);
+}
+
 static void fail_unavailable(struct km_fetcher *f, uint64_t now)
 {
-	const struct km_fetcher_addr *a = f->stats.leader.host[0]
-						  ? &f->stats.leader
-						  : &f->cfg.bootstrap[0];
+	const struct km_fetcher_addr *a = trouble_at(f);
 
 	if (f->attempt)
 		km_fetcher_fail(f, "source unavailable: a retry of %.200s-%d "
@@ -371,8 +395,10 @@ void km_fetcher_watch(struct km_fetcher *f, uint64_t now)
 {
 	if (f->phase == KM_FP_DONE)
 		return;
-	if (new_trouble(f) && f->trouble_ms == 0)
+	if (new_trouble(f) && f->trouble_ms == 0) {
 		f->trouble_ms = now;
+		note_trouble(f);
+	}
 	if (f->trouble_ms == 0 || f->state == KM_FETCHER_MIRRORING)
 		return;
 	if (f->attempt || (f->cfg.unavailable_ms != 0 &&

@@ -326,6 +326,7 @@ enum km_fetcher_note_kind {
 	KM_FNOTE_NONE = 0,
 	KM_FNOTE_NO_PARTITION,	   /* the source's Metadata lacks it */
 	KM_FNOTE_BASE_OFFSET,	   /* a batch was not where expected */
+	KM_FNOTE_UNAVAILABLE,	   /* transient trouble, no good Fetch since */
 };
 
 /* Requests a session sends (private). */

@@ -400,6 +400,8 @@ void km_fetcher_on_fetch(struct km_fetcher *f, const struct km_fetch_part *p,
 	/* A good Fetch ends transient trouble, and a retry's probation. */
 	f->trouble_ms = 0;
 	f->attempt = false;
+	if (f->note_kind == KM_FNOTE_UNAVAILABLE)
+		km_fetcher_set_note(f, KM_FNOTE_NONE, "");
 	if (p->records.len > 0)
 		hold(f, p);
 }

@@ -282,8 +282,16 @@ TEST_P(Fetch, SourceDownLongerThanUnavailableFailsTransient)
 	o.unavailable_ms = 300;
 	ASSERT_NO_FATAL_FAILURE(Start(o));
 	ASSERT_NO_FATAL_FAILURE(RunTo(hw));
+	EXPECT_STREQ("", km_fetcher_note(f_.get()));
 	ASSERT_EQ("", mock_->set_broker_down(1));
 	auto t0 = Clock::now();
+	// While it waits, the note says why and until when.
+	ASSERT_NO_FATAL_FAILURE(RunUntil([&] {
+		return std::string(km_fetcher_note(f_.get())).find("FAILED (transient) after 300 ms") !=
+		       std::string::npos;
+	}));
+	EXPECT_NE(std::string::npos,
+		  std::string(km_fetcher_note(f_.get())).find("source unavailable: no good Fetch since"));
 	ASSERT_NO_FATAL_FAILURE(RunToFailed());
 	// The fetcher's clock counts whole milliseconds.
 	EXPECT_GE(Clock::now() - t0, std::chrono::milliseconds(299));
@@ -314,7 +322,14 @@ TEST_P(Fetch, SourceDownLongerThanUnavailableFailsTransient)
 	ASSERT_EQ("", mock_->set_broker_down(1));
 	ASSERT_NO_FATAL_FAILURE(RunUntil([&] { return Stats().reconnects >= 2; }));
 	EXPECT_EQ(KM_FETCHER_CONNECTING, km_fetcher_get_state(f_.get()));
+	std::string note = km_fetcher_note(f_.get());
+	EXPECT_NE(std::string::npos, note.find("; reconnecting")) << note;
+	EXPECT_EQ(std::string::npos, note.find("FAILED")) << note;
 	ASSERT_EQ("", mock_->set_broker_up(1));
+	ASSERT_EQ("", Produce(mock_->bootstrap(), true, 50, 2));
+	src = Source(&hw);
+	ASSERT_NO_FATAL_FAILURE(RunTo(hw));
+	EXPECT_STREQ("", km_fetcher_note(f_.get())) << "a good Fetch clears it";
 	ASSERT_NO_FATAL_FAILURE(Stop());
 	ASSERT_NO_FATAL_FAILURE(Compare(src));
 }
