@@ -238,6 +238,8 @@ int km_daemon_retry_init(struct km_daemon *d);
 /** Partition i (mirrored, MIRRORING) with its published fetch_state:
  *  true if a retry handles it (not to be persisted FAILED). */
 bool km_daemon_retry_watch(struct km_daemon *d, uint32_t i, int fetch_state);
+/** Partition i is in a series of retries (FAILED or retrying). */
+bool km_daemon_retry_active(const struct km_daemon *d, uint32_t i);
 /** Partition i no longer mirrors (paused, stopped, FAILED for good). */
 void km_daemon_retry_reset(struct km_daemon *d, uint32_t i);
 /** Status, once partition i was retried: retries, and while a series

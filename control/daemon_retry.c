@@ -112,10 +112,18 @@ bool km_daemon_retry_watch(struct km_daemon *d, uint32_t i, int fetch_state)
 	}
 	snprintf(r->why, sizeof(r->why), "%s", p->stats.reason);
 	r->next_ms = now + backoff_ms(d, r->attempts);
-	KM_WARN("daemon", "partition %s-%d: transient FAILED: %s; retry %u in "
-		"%" PRIu64 " ms", p->topic, p->partition, r->why,
-		r->attempts + 1, r->next_ms - now);
+	/* One WARN per outage; its retries, up to one a minute per
+	 * partition, at INFO. */
+	KM_LOG(r->attempts == 0 ? KM_LOG_WARN : KM_LOG_INFO, "daemon",
+	       "partition %s-%d: transient FAILED: %s; retry %u in %" PRIu64
+	       " ms", p->topic, p->partition, r->why, r->attempts + 1,
+	       r->next_ms - now);
 	return true;
+}
+
+bool km_daemon_retry_active(const struct km_daemon *d, uint32_t i)
+{
+	return d->retries[i].attempts != 0 || d->retries[i].next_ms != 0;
 }
 
 void km_daemon_retry_reset(struct km_daemon *d, uint32_t i)

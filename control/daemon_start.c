@@ -252,7 +252,11 @@ static bool startable(const struct km_daemon *d, uint32_t i, char *why,
 	bool active = st == KM_MSTATE_PAUSED || st == KM_MSTATE_STOPPING ||
 		      (st == KM_MSTATE_MIRRORING && d->mirrored[i]);
 
-	if (active)
+	if (active && st == KM_MSTATE_MIRRORING && km_daemon_retry_active(d, i))
+		snprintf(why, len, "%.200s-%d is FAILED by a transient cause "
+			 "and retries by itself (status: next_retry_ms); pause "
+			 "and resume it to retry now", p->topic, p->partition);
+	else if (active)
 		snprintf(why, len, "%.200s-%d is %s: start and failback take a "
 			 "STOPPED, FAILED, PREPARING or local partition%s", p->topic,
 			 p->partition, km_mstate_name(st),

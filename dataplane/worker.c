@@ -615,7 +615,9 @@ static void fetch_failed(struct km_worker *w, struct wpart *wp)
 			wp->part->partition, km_fetcher_reason(wp->fetcher),
 			w->cfg.id);
 	else if (km_fetcher_transient(wp->fetcher))
-		KM_WARN("worker", "partition %s-%d: mirroring FAILED, transient "
+		/* The control thread's retry line is the WARN: one per
+		 * attempt here would double it. */
+		KM_INFO("worker", "partition %s-%d: mirroring FAILED, transient "
 			"(retried with mirror.failed.retry.*): %s (worker %u)",
 			wp->part->topic, wp->part->partition,
 			km_fetcher_reason(wp->fetcher), w->cfg.id);

@@ -399,6 +399,9 @@ TEST_F(KafkaOpsRetry, SourceDownFailsTransientAndResumesAlone)
 	EXPECT_GE(metric_of(d, "kmirror_partition_failed_retries_total", "rt", 0), 3);
 	EXPECT_EQ(1, metric_of(d, "kmirror_partition_failed", "rt", 0));
 	EXPECT_GE(check_backoffs(log_of(d)), 4);
+	ChildResult start;
+	EXPECT_NE("", ctl(d, { "start", "rt:0" }, &start)) << "it retries by itself";
+	EXPECT_NE(std::string::npos, start.err.find("retries by itself")) << start.err;
 	ASSERT_TRUE(poll_until([&] { return persisted_state(dg.path() + "/rt-0") == "FAILED"; },
 			       30000)) << log_of(g);
 	Retry gave;
