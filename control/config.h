@@ -27,6 +27,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <regex.h>
 
 #include "common/km_limits.h"
 #include "common/log.h"
@@ -46,6 +47,7 @@ struct km_log_config; /* iouring_log/log.h: not included, so that this header
 #define KM_CONFIG_OFFSETS_SEGMENT_BYTES (8u << 20)
 #define KM_CONFIG_GROUPS_MAX 64u	/* `groups` entries */
 #define KM_CONFIG_GROUP_BYTES_MAX 256u	/* a group id or pattern + NUL */
+#define KM_CONFIG_GROUP_RE_BYTES_MAX 1024u /* groups.include/exclude + NUL */
 #define KM_CONFIG_BOOTSTRAP_MAX 16u	/* source.bootstrap.servers: 260 B each */
 #define KM_CONFIG_HOST_BYTES_MAX 254u	/* a 253-char DNS name + NUL */
 #define KM_CONFIG_WORKERS_MAX 64u	/* worker threads */
@@ -168,6 +170,12 @@ struct km_config {
 	uint32_t group_initial_rebalance_delay_ms;
 	uint32_t group_min_session_timeout_ms;
 	uint32_t group_max_session_timeout_ms;
+	/* groups.include / groups.exclude: POSIX extended regexes (not
+	 * Java's), each matched against a whole group id of the source's
+	 * ListGroups (anchored here); a group either excludes is never
+	 * synced, not even one `groups` names. "": none. */
+	char groups_include[KM_CONFIG_GROUP_RE_BYTES_MAX];
+	char groups_exclude[KM_CONFIG_GROUP_RE_BYTES_MAX];
 	/* The Kafka listener: the largest request (Kafka's
 	 * socket.request.max.bytes; kmirrord lowers it to what a connection
 	 * may hold of its receive buffers), and how long a client has to
@@ -286,6 +294,15 @@ int km_config_eal_argv(const struct km_config *cfg, const char *prog,
  * @return the length written (without the NUL), or -ENOSPC if cap is short.
  */
 int km_config_format(const struct km_config *cfg, char *buf, size_t cap);
+
+/**
+ * Compile groups.include / groups.exclude as one whole-id match: the ERE
+ * wrapped in ^( )$, REG_EXTENDED | REG_NOSUB.
+ * @return 0 and *out (regfree it), or regcomp's code (regerror(rc, out)
+ *         explains it; *out is then not to be freed), REG_ESPACE when
+ *         too long.
+ */
+int km_config_compile_group_re(const char *ere, regex_t *out);
 
 #ifdef __cplusplus
 }

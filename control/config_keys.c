@@ -4,6 +4,7 @@
  * from it (km_config_format). Value parsers are in config_parse.c,
  * loading in config.c, the checks between keys in config_check.c. */
 #include <errno.h>
+#include <regex.h>
 #include <inttypes.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -151,6 +152,49 @@ static void format_groups(const struct km_config *cfg, struct km_config_sink *s)
 {
 	for (uint32_t i = 0; i < cfg->groups_count; i++)
 		km_config_emit(s, "%s%s", i == 0 ? "" : ",", cfg->groups[i]);
+}
+
+/* An ERE checked here (regcomp, anchored as the sync anchors it), so that
+ * a typo fails at start rather than syncing nothing. */
+static int apply_group_re(const struct km_config_ctx *c, char *dst)
+{
+	char err[200];
+	regex_t re;
+	int rc;
+
+	if (strlen(c->value) >= KM_CONFIG_GROUP_RE_BYTES_MAX)
+		return km_config_bad(c, "longer than %u bytes",
+				     KM_CONFIG_GROUP_RE_BYTES_MAX - 1);
+	if (c->value[0] != '\0' && (rc = km_config_compile_group_re(c->value, &re)) != 0) {
+		regerror(rc, &re, err, sizeof(err));
+		return km_config_bad(c, "not a POSIX extended regex: %s", err);
+	}
+	if (c->value[0] != '\0')
+		regfree(&re);
+	strcpy(dst, c->value);
+	return 0;
+}
+
+static int apply_groups_include(const struct km_config_ctx *c)
+{
+	return apply_group_re(c, CFG(c)->groups_include);
+}
+
+static int apply_groups_exclude(const struct km_config_ctx *c)
+{
+	return apply_group_re(c, CFG(c)->groups_exclude);
+}
+
+static void format_groups_include(const struct km_config *cfg,
+				  struct km_config_sink *s)
+{
+	km_config_emit_escaped(s, cfg->groups_include);
+}
+
+static void format_groups_exclude(const struct km_config *cfg,
+				  struct km_config_sink *s)
+{
+	km_config_emit_escaped(s, cfg->groups_exclude);
 }
 
 static int apply_listeners(const struct km_config_ctx *c)
@@ -490,6 +534,8 @@ static const struct key_def keys[] = {
 	       failed_retry_max_backoff_ms, KM_CONFIG_UNITS_MS, 1, INT32_MAX),
 	NUMBER("mirror.failed.retry.max.attempts", K_U32,
 	       failed_retry_max_attempts, KM_CONFIG_UNITS_PLAIN, 0, INT32_MAX),
+	CUSTOM("groups.include", groups_include),
+	CUSTOM("groups.exclude", groups_exclude),
 };
 
 _Static_assert(sizeof(keys) / sizeof(keys[0]) == KM_CONFIG_KEYS_COUNT,

@@ -24,12 +24,15 @@ enum {
 	ARG_SOURCE = 1u << 5,
 	ARG_RATE = 1u << 6,
 	ARG_TOPIC = 1u << 7,
+	ARG_PLANNED = 1u << 8,
+	ARG_TIMEOUT_MS = 1u << 9,
 };
 
 static const unsigned verb_args[KM_CTL_VERB_COUNT] = {
 	[KM_CTL_STATUS] = 0,
 	[KM_CTL_START] = ARG_PARTITIONS | ARG_TRUNCATE_TO | ARG_FROM_START,
-	[KM_CTL_STOP] = ARG_PARTITIONS | ARG_ALL | ARG_MODE,
+	[KM_CTL_STOP] = ARG_PARTITIONS | ARG_ALL | ARG_MODE | ARG_PLANNED |
+			ARG_TIMEOUT_MS,
 	[KM_CTL_FAILBACK] = ARG_PARTITIONS | ARG_SOURCE | ARG_TRUNCATE_TO |
 			    ARG_FROM_START,
 	[KM_CTL_PAUSE] = ARG_PARTITIONS | ARG_ALL,
@@ -186,6 +189,11 @@ static int check_arg(const char *key, const json_t *v, char *err,
 	    (strcmp(json_string_value(v), "truncate") == 0 ||
 	     strcmp(json_string_value(v), "abort") == 0))
 		return ARG_MODE;
+	if (strcmp(key, "planned") == 0 && json_is_boolean(v))
+		return ARG_PLANNED;
+	if (strcmp(key, "timeout_ms") == 0 && json_is_integer(v) &&
+	    json_integer_value(v) >= 0 && json_integer_value(v) <= INT32_MAX)
+		return ARG_TIMEOUT_MS;
 	if (strcmp(key, "source") == 0 && json_is_string(v))
 		return km_ctlproto_hostport_check(json_string_value(v), err,
 						  err_len) < 0
@@ -213,6 +221,10 @@ static int check_arg(const char *key, const json_t *v, char *err,
 			 "(bytes per second)", (unsigned long long)KM_CTLPROTO_RATE_MAX);
 	else if (strcmp(key, "topic") == 0)
 		snprintf(err, err_len, "\"topic\" must be a topic name string");
+	else if (strcmp(key, "planned") == 0)
+		snprintf(err, err_len, "\"planned\" must be a boolean");
+	else if (strcmp(key, "timeout_ms") == 0)
+		snprintf(err, err_len, "\"timeout_ms\" must be an integer 0..2147483647");
 	else
 		snprintf(err, err_len, "unknown argument \"%.200s\"", key);
 	return KM_ECTLREQ;
@@ -239,6 +251,11 @@ static int check_combination(const json_t *req, int verb, unsigned seen,
 	    json_is_true(json_object_get(req, "from_start"))) {
 		snprintf(err, err_len,
 			 "\"truncate_to\" and \"from_start\" exclude each other");
+		return KM_ECTLREQ;
+	}
+	if ((seen & ARG_TIMEOUT_MS) &&
+	    !json_is_true(json_object_get(req, "planned"))) {
+		snprintf(err, err_len, "\"timeout_ms\" goes with \"planned\":true");
 		return KM_ECTLREQ;
 	}
 	if (verb == KM_CTL_FAILBACK && !(seen & ARG_SOURCE)) {

@@ -7,7 +7,9 @@
  *   metrics   -
  *   start     "partitions":[P...] (>= 1), "truncate_to":INT>=0?, "from_start":BOOL?
  *             (truncate_to and from_start exclude each other)
- *   stop      "partitions":[P...] | "all":true, "mode":"truncate"|"abort"?
+ *   stop      "partitions":[P...] | "all":true, "mode":"truncate"|"abort"?,
+ *             "planned":BOOL?, "timeout_ms":INT 0..INT32_MAX? (with planned:
+ *             wait until caught up with the source, progress lines meanwhile)
  *   failback  "partitions":[P...] (>= 1), "source":"HOST:PORT",
  *             "truncate_to":INT>=0?, "from_start":BOOL? (as start)
  *   pause     "partitions":[P...] | "all":true

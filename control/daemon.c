@@ -31,6 +31,7 @@
 #define SHUTDOWN_TIMEOUT_MS (2 * 60 * 1000)
 #define REPLY_TIMEOUT_MS 10000
 #define WATCH_MS 1000
+#define PLANNED_POLL_MS 100 /* a planned stop waits: look more often */
 
 uint64_t km_daemon_now_ms(void)
 {
@@ -402,6 +403,7 @@ static void cleanup(struct km_daemon *d)
 	km_daemon_groups_free(d);
 	km_daemon_discover_fini(d);
 	km_daemon_throttle_free(d); /* after stop_workers: they use them */
+	km_daemon_planned_free(d);
 }
 
 /* ---- the control loop ---------------------------------------------------- */
@@ -417,7 +419,8 @@ static int serve(struct km_daemon *d)
 
 	for (;;) {
 		/* The timeout persists FAILED partitions (km_daemon_watch). */
-		if (poll(pfd, 3, WATCH_MS) < 0 && errno != EINTR)
+		if (poll(pfd, 3, d->planned.token ? PLANNED_POLL_MS : WATCH_MS) < 0 &&
+		    errno != EINTR)
 			return -errno;
 		km_daemon_watch(d);
 		km_daemon_watch_sources(d);
@@ -426,6 +429,7 @@ static int serve(struct km_daemon *d)
 		km_daemon_watch_paused_hw(d);
 		km_daemon_discover(d);
 		km_daemon_watch_lag(d);
+		km_daemon_planned_step(d);
 		if (pfd[0].revents & POLLIN) {
 			if (read(d->sig_fd, &si, sizeof(si)) == sizeof(si))
 				KM_INFO("daemon", "%s: shutting down",

@@ -155,52 +155,6 @@ const char *km_daemon_state_name(const struct km_daemon *d, uint32_t i)
 	return state_name(d, i);
 }
 
-/* A synced group's partition: what the source holds, what is committed
- * here after the sync, and that commit's lag behind our log end. */
-static json_t *group_row(struct km_daemon *d, const struct km_daemon_gsync *g,
-			 const struct km_group_sync_part *sp, uint64_t now)
-{
-	struct km_part *p = sp ? km_part_find(&d->table, sp->topic, sp->partition)
-			       : NULL;
-	int64_t leo = p ? LOAD(p, leo) : -1;
-	char name[KM_WIRE_NAME_BYTES_MAX + 16] = "-";
-	json_t *row;
-
-	if (sp)
-		snprintf(name, sizeof(name), "%s:%d", sp->topic, sp->partition);
-	row = json_pack("{s:s, s:s, s:I, s:I, s:I, s:s, s:I}", "group",
-			g->s.group, "partition", name, "source_offset",
-			(json_int_t)(sp ? sp->source_offset : -1), "offset",
-			(json_int_t)(sp ? sp->stored : -1), "lag",
-			(json_int_t)(sp && sp->stored >= 0 && leo > sp->stored
-					     ? leo - sp->stored : 0),
-			"sync", d->gsync_ended ? "ended: stopped, the offsets are ours"
-				: g->rc < 0 ? km_strerror(g->rc)
-				: g->s.active ? "held: members here"
-				/* Not "synced": -1 equal to -1 reads as a group
-				 * in step with the source. */
-				: sp == NULL ? "no offsets on the source" : "synced",
-			"synced_ms_ago", (json_int_t)(now - g->at_ms));
-	return row;
-}
-
-/* One row per synced group and partition (a group the source could not
- * answer for: one row with the error). */
-static json_t *groups_section(struct km_daemon *d, uint64_t now)
-{
-	json_t *rows = json_array();
-
-	for (uint32_t i = 0; i < d->n_gsync; i++) {
-		const struct km_daemon_gsync *g = &d->gsync[i];
-
-		if (g->s.n_parts == 0)
-			json_array_append_new(rows, group_row(d, g, NULL, now));
-		for (uint32_t k = 0; k < g->s.n_parts; k++)
-			json_array_append_new(rows, group_row(d, g, &g->s.parts[k], now));
-	}
-	return rows;
-}
-
 static int on_status(void *ctx, const json_t *req, json_t *resp)
 {
 	struct km_daemon *d = ctx;
@@ -237,7 +191,7 @@ static int on_status(void *ctx, const json_t *req, json_t *resp)
 		"free_min_bytes", (json_int_t)d->cfg->disk_free_min_bytes,
 		"mirroring_paused", km_daemon_disk_pausing(d)));
 	json_object_set_new(resp, "partitions", rows);
-	json_object_set_new(resp, "groups", groups_section(d, now));
+	json_object_set_new(resp, "groups", km_daemon_groups_status(d, now));
 	km_daemon_net_status(d, resp);
 	km_daemon_throttle_status(d, resp);
 	return 0;
@@ -393,6 +347,9 @@ char *km_daemon_metrics_text(struct km_daemon *d, size_t *len)
 		emit(&t, "%s", net);
 	free(net);
 	if ((net = km_daemon_throttle_metrics(d)) != NULL)
+		emit(&t, "%s", net);
+	free(net);
+	if ((net = km_daemon_groups_metrics(d)) != NULL)
 		emit(&t, "%s", net);
 	free(net);
 	if ((parts = km_daemon_part_metrics(d)) != NULL)

@@ -15,10 +15,13 @@
  * a source that is down cannot hold the failover; the stop's reply says
  * what it synced or why it could not.
  *
- * Patterns (fnmatch(3), e.g. `app-*`) are matched against ListGroups of
- * each source.bootstrap.servers address. */
+ * Patterns (fnmatch(3), e.g. `app-*`) and groups.include (an ERE matching
+ * the whole id) are matched against ListGroups of each
+ * source.bootstrap.servers address; groups.exclude (an ERE too) wins over
+ * both and over ids `groups` names. */
 #include <errno.h>
 #include <fnmatch.h>
+#include <regex.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -296,7 +299,7 @@ static void stop_report(struct km_daemon *d, struct round *rd, const char *group
 		rd->parts++;
 	}
 	if ((prog = json_pack("{s:s}", "message", msg)) != NULL)
-		km_ctlsock_progress(d->ctl, 0, prog);
+		km_ctlsock_progress(d->ctl, d->stop_token, prog);
 	json_decref(prog);
 	if (rc < 0)
 		KM_WARN("groups", "%s", msg);
@@ -334,6 +337,7 @@ static void sync_group(struct km_daemon *d, struct round *rd, const char *group)
 		KM_WARN("groups", "group %s: offset sync from the source: %s",
 			group, km_strerror(rc));
 	g->rc = rc;
+	g->errors += rc < 0;
 	g->at_ms = km_clock_ms();
 	if (rc == 0)
 		slot_merge(d, rd, g, &s);
@@ -346,9 +350,60 @@ static bool is_pattern(const char *g)
 	return strpbrk(g, "*?[") != NULL;
 }
 
-/* Groups on the source matching the patterns, from ListGroups of every
- * bootstrap address; calls sync_group once per distinct id. */
-static void sync_patterns(struct km_daemon *d, struct round *rd)
+/* groups.include / groups.exclude, compiled for one round. */
+struct filters {
+	regex_t inc, exc;
+	bool has_inc, has_exc;
+};
+
+static void filters_init(const struct km_daemon *d, struct filters *f)
+{
+	/* Checked when the configuration was loaded: these compile. */
+	f->has_inc = d->cfg->groups_include[0] != '\0' &&
+		     km_config_compile_group_re(d->cfg->groups_include, &f->inc) == 0;
+	f->has_exc = d->cfg->groups_exclude[0] != '\0' &&
+		     km_config_compile_group_re(d->cfg->groups_exclude, &f->exc) == 0;
+}
+
+static void filters_free(struct filters *f)
+{
+	if (f->has_inc)
+		regfree(&f->inc);
+	if (f->has_exc)
+		regfree(&f->exc);
+}
+
+static bool excluded(const struct filters *f, const char *group)
+{
+	return f->has_exc && regexec(&f->exc, group, 0, NULL, 0) == 0;
+}
+
+static bool named(const struct km_daemon *d, const char *group)
+{
+	for (uint32_t k = 0; k < d->cfg->groups_count; k++)
+		if (!is_pattern(d->cfg->groups[k]) &&
+		    strcmp(d->cfg->groups[k], group) == 0)
+			return true;
+	return false;
+}
+
+/* A listed group: matched by a `groups` pattern or groups.include, not
+ * excluded, and not one `groups` names (synced already). */
+static bool listed_wanted(const struct km_daemon *d, const struct filters *f,
+			  const char *group)
+{
+	bool match = f->has_inc && regexec(&f->inc, group, 0, NULL, 0) == 0;
+
+	for (uint32_t k = 0; !match && k < d->cfg->groups_count; k++)
+		match = is_pattern(d->cfg->groups[k]) &&
+			fnmatch(d->cfg->groups[k], group, 0) == 0;
+	return match && !excluded(f, group) && !named(d, group);
+}
+
+/* Groups on the source the patterns or groups.include pick, from
+ * ListGroups of every bootstrap address; calls sync_group once per id. */
+static void sync_listed(struct km_daemon *d, struct round *rd,
+			const struct filters *f)
 {
 	static struct km_listgroups_group gs[LIST_MAX];
 	struct km_listgroups_req q = { .n_states = 0 };
@@ -359,35 +414,46 @@ static void sync_patterns(struct km_daemon *d, struct round *rd)
 		struct km_wire_rd r;
 		int rc = open_conn(rd, &c, &d->cfg->bootstrap[b]);
 
-		if (rc < 0)
+		if (rc == 0) {
+			if ((rc = km_kclient_call(&c, KM_API_LIST_GROUPS,
+						  LISTGROUPS_VERSION, enc_listgroups,
+						  &q, &r)) == 0)
+				rc = km_listgroups_resp_decode(&r, LISTGROUPS_VERSION, &m);
+			km_kclient_close(&c);
+		}
+		if (rc < 0) {
+			d->gsync_list_errors++;
 			continue;
-		if ((rc = km_kclient_call(&c, KM_API_LIST_GROUPS, LISTGROUPS_VERSION,
-					  enc_listgroups, &q, &r)) == 0)
-			rc = km_listgroups_resp_decode(&r, LISTGROUPS_VERSION, &m);
-		km_kclient_close(&c);
-		for (uint32_t i = 0; rc == 0 && i < m.n_groups; i++)
-			for (uint32_t k = 0; k < d->cfg->groups_count; k++)
-				if (is_pattern(d->cfg->groups[k]) &&
-				    fnmatch(d->cfg->groups[k], gs[i].group_id.s, 0) == 0) {
-					sync_group(d, rd, gs[i].group_id.s);
-					break;
-				}
+		}
+		for (uint32_t i = 0; i < m.n_groups; i++)
+			if (listed_wanted(d, f, gs[i].group_id.s))
+				sync_group(d, rd, gs[i].group_id.s);
 	}
 }
 
-/* Every group `groups` names or matches, once. */
+/* Every group `groups` names or matches, or groups.include picks, once;
+ * none that groups.exclude matches. */
 static void run_round(struct km_daemon *d, struct round *rd)
 {
-	bool patterns = false;
+	bool list = d->cfg->groups_include[0] != '\0';
+	struct filters f;
 
+	filters_init(d, &f);
 	for (uint32_t k = 0; k < d->cfg->groups_count; k++) {
 		if (is_pattern(d->cfg->groups[k]))
-			patterns = true;
-		else
+			list = true;
+		else if (!excluded(&f, d->cfg->groups[k]))
 			sync_group(d, rd, d->cfg->groups[k]);
 	}
-	if (patterns)
-		sync_patterns(d, rd);
+	if (list)
+		sync_listed(d, rd, &f);
+	filters_free(&f);
+}
+
+/* Is any group to be synced at all? */
+static bool any_wanted(const struct km_daemon *d)
+{
+	return d->cfg->groups_count > 0 || d->cfg->groups_include[0] != '\0';
 }
 
 static bool any_follows(const struct km_daemon *d)
@@ -406,7 +472,7 @@ void km_daemon_sync_groups(struct km_daemon *d)
 	uint64_t now = km_clock_ms();
 	struct round rd = { .only = NULL };
 
-	if (d->cfg->groups_count == 0 || now < d->gsync_next_ms)
+	if (!any_wanted(d) || now < d->gsync_next_ms)
 		return;
 	d->gsync_next_ms = now + d->cfg->group_sync_interval_ms;
 	d->gsync_ended = !any_follows(d);
@@ -427,7 +493,7 @@ static void stop_summary(const struct round *rd, json_t *resp)
 			 rd->groups, rd->groups == 1 ? "" : "s",
 			 km_strerror(rd->first_rc));
 	else if (rd->groups == 0)
-		snprintf(line, sizeof(line), "no group of `groups` on the source");
+		snprintf(line, sizeof(line), "no group of `groups` or groups.include on the source");
 	else
 		snprintf(line, sizeof(line), "%u partition%s of %u group%s synced",
 			 rd->parts, rd->parts == 1 ? "" : "s", rd->groups,
@@ -450,12 +516,12 @@ void km_daemon_sync_groups_at_stop(struct km_daemon *d, const bool *stopped,
 		only[i] = stopped[i] && d->mstates[i].source[0] == '\0';
 		any |= only[i];
 	}
-	if (d->cfg->groups_count > 0 && any && rd.rows != NULL &&
+	if (any_wanted(d) && any && rd.rows != NULL &&
 	    d->cfg->group_sync_stop_timeout_ms > 0) {
 		rd.deadline_ms = km_clock_ms() + d->cfg->group_sync_stop_timeout_ms;
 		run_round(d, &rd);
 		stop_summary(&rd, resp);
-	} else if (d->cfg->groups_count > 0 && any) {
+	} else if (any_wanted(d) && any) {
 		json_object_set_new(resp, "group_sync", json_string(
 			only == NULL || rd.rows == NULL ? "not done: out of memory"
 			: "not done (group.sync.stop.timeout.ms=0)"));

@@ -87,8 +87,10 @@ struct km_daemon {
 		struct km_group_sync s;
 		int rc;			/* of the last attempt */
 		uint64_t at_ms;
+		uint64_t errors;	/* attempts that failed, for metrics */
 	} *gsync;
 	uint32_t n_gsync;
+	uint64_t gsync_list_errors; /* ListGroups the source did not answer */
 	uint64_t gsync_next_ms;
 	uint64_t paused_hw_next_ms; /* daemon_pausehw.c */
 	bool gsync_ended;	/* no partition follows the source any more */
@@ -112,6 +114,18 @@ struct km_daemon {
 	uint32_t n_throttles;
 	struct km_daemon_retry *retries; /* per table entry (daemon_retry.c) */
 	uint64_t retry_rng;	/* the retries' jitter */
+	/* A planned stop waiting for its partitions (daemon_planned.c). */
+	struct km_daemon_planned {
+		uint64_t token;	/* its deferred request; 0: none waits */
+		json_t *req;	/* the stop to run, without planned/timeout_ms */
+		bool *sel;	/* per table entry: named by it */
+		uint64_t *mark;	/* per table entry: see caught_up() */
+		int64_t *mark_hw; /* per table entry: see caught_up() */
+		uint64_t started_ms, timeout_ms, progress_ms;
+	} planned;
+	/* The ctlsock token the stop's progress lines go to (0: the request
+	 * being handled). */
+	uint64_t stop_token;
 };
 
 /* daemon_lock.c: one kmirrord per data.dir */
@@ -228,6 +242,21 @@ void km_daemon_sync_groups(struct km_daemon *d);
 void km_daemon_sync_groups_at_stop(struct km_daemon *d, const bool *stopped,
 				   const int64_t *cut, json_t *resp);
 void km_daemon_groups_free(struct km_daemon *d);
+/* daemon_stop.c: the stop itself, whatever asked for it (the verb, or a
+ * planned stop once caught up). */
+int km_daemon_stop_now(struct km_daemon *d, const json_t *req, json_t *resp);
+/* daemon_planned.c: stop --planned. begin: sel[i] the partitions named
+ * (stoppable, checked); KM_CTLSOCK_DEFERRED or a refusal. step: from the
+ * control loop. */
+int km_daemon_planned_begin(struct km_daemon *d, const json_t *req,
+			    json_t *resp, const bool *sel);
+void km_daemon_planned_step(struct km_daemon *d);
+void km_daemon_planned_free(struct km_daemon *d);
+
+/* daemon_grows.c: the synced groups' rows for status (the offsets
+ * committed here now), and their metrics text (malloc'd, or NULL). */
+json_t *km_daemon_groups_status(struct km_daemon *d, uint64_t now);
+char *km_daemon_groups_metrics(struct km_daemon *d);
 
 /* daemon_net.c: the fetch network in status and metrics */
 void km_daemon_net_status(struct km_daemon *d, json_t *resp);

@@ -310,7 +310,7 @@ static int stop_selected(struct km_daemon *d, const json_t *req, json_t *rows,
 			 d->table.parts[i].topic, d->table.parts[i].partition,
 			 (long long)res.barrier_offset);
 		json_t *prog = json_pack("{s:s}", "message", msg);
-		km_ctlsock_progress(d->ctl, 0, prog);
+		km_ctlsock_progress(d->ctl, d->stop_token, prog);
 		json_decref(prog);
 	}
 	return rc;
@@ -336,9 +336,8 @@ static int open_stopped(struct km_daemon *d, const bool *stopped, int rc,
 	return rc;
 }
 
-int km_daemon_on_stop(void *ctx, const json_t *req, json_t *resp)
+int km_daemon_stop_now(struct km_daemon *d, const json_t *req, json_t *resp)
 {
-	struct km_daemon *d = ctx;
 	uint32_t n = d->table.n ? d->table.n : 1, count;
 	bool *stopped = calloc(n, sizeof(*stopped));
 	int64_t *cut = calloc(n, sizeof(*cut));
@@ -356,4 +355,31 @@ int km_daemon_on_stop(void *ctx, const json_t *req, json_t *resp)
 	free(stopped);
 	free(cut);
 	return rc;
+}
+
+/* stop --planned: the selection is checked now, the stop runs once every
+ * partition named has caught up (daemon_planned.c). */
+static int planned(struct km_daemon *d, const json_t *req, json_t *resp)
+{
+	bool *sel = calloc(d->table.n ? d->table.n : 1, sizeof(*sel));
+	uint32_t count = 0;
+	int rc = sel ? check_selection(d, req, resp, &count) : -ENOMEM;
+
+	for (uint32_t i = 0; rc == 0 && i < d->table.n; i++)
+		sel[i] = km_daemon_selected(d, i, req) && stoppable(d, i);
+	if (rc == 0 && count > 0)
+		rc = km_daemon_planned_begin(d, req, resp, sel);
+	else if (rc == 0) /* --all with nothing mirroring: nothing to wait for */
+		rc = km_daemon_stop_now(d, req, resp);
+	free(sel);
+	return rc;
+}
+
+int km_daemon_on_stop(void *ctx, const json_t *req, json_t *resp)
+{
+	struct km_daemon *d = ctx;
+
+	if (json_is_true(json_object_get(req, "planned")))
+		return planned(d, req, resp);
+	return km_daemon_stop_now(d, req, resp);
 }

@@ -473,6 +473,7 @@ void km_worker_fetcher_free(struct wpart *wp)
 		wp->gone.data_loss_to = fs->data_loss_to;
 	}
 	wp->gone.data_loss_events += fs->data_loss_events;
+	wp->gone.fetches += fs->fetches;
 	free(wp->fetcher);
 	wp->fetcher = NULL;
 }
@@ -538,6 +539,8 @@ static void publish_caught_up(struct km_part_stats *s, int64_t source_hw)
 	if (source_hw >= 0 && leo >= source_hw)
 		atomic_store_explicit(&s->caught_up_ms, km_clock_ms(),
 				      memory_order_relaxed);
+	atomic_store_explicit(&s->fetch_answers, gone->fetches + fs->fetches,
+			      memory_order_relaxed);
 }
 
 static void publish_fetch(struct km_part *p, const struct km_fetcher *f,

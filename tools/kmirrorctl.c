@@ -33,6 +33,8 @@ static const char usage_text[] =
 	"  status\n"
 	"  start TOPIC[:PARTITION]... [--truncate-to N | --from-start]\n"
 	"  stop (--all | TOPIC[:PARTITION]...) [--mode truncate|abort]\n"
+	"       [--planned [--timeout-ms N]]  (--planned: wait until caught up\n"
+	"       with the source, default at most 60000 ms, else change nothing)\n"
 	"  failback TOPIC[:PARTITION]... --source HOST:PORT [--truncate-to N | --from-start]\n"
 	"  pause (--all | TOPIC[:PARTITION]...)\n"
 	"  resume (--all | TOPIC[:PARTITION]...)\n"
@@ -46,8 +48,8 @@ struct opts {
 	const char *verb;
 	const char *parts[ARGS_MAX];
 	unsigned parts_count;
-	const char *truncate_to, *mode, *source, *topic;
-	bool json, all, from_start;
+	const char *truncate_to, *mode, *source, *topic, *timeout_ms;
+	bool json, all, from_start, planned;
 };
 
 static int usage(const char *fmt, const char *arg)
@@ -81,15 +83,16 @@ static bool is_opt(const char *arg, const char *name)
 static int parse_args(int argc, char **argv, struct opts *o)
 {
 	static const char *const valued[] = { "--socket", "--truncate-to",
-					      "--mode", "--source", "--topic" };
+					      "--mode", "--source", "--topic",
+					      "--timeout-ms" };
 	const char **dst[] = { &o->socket, &o->truncate_to, &o->mode,
-			       &o->source, &o->topic };
+			       &o->source, &o->topic, &o->timeout_ms };
 
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
 		bool done = false;
 
-		for (unsigned k = 0; k < 5 && !done; k++) {
+		for (unsigned k = 0; k < 6 && !done; k++) {
 			if (!is_opt(a, valued[k]))
 				continue;
 			*dst[k] = opt_value(argc, argv, &i, valued[k]);
@@ -105,6 +108,8 @@ static int parse_args(int argc, char **argv, struct opts *o)
 			o->all = true;
 		else if (strcmp(a, "--from-start") == 0)
 			o->from_start = true;
+		else if (strcmp(a, "--planned") == 0)
+			o->planned = true;
 		else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0)
 			return -1;
 		else if (a[0] == '-' && a[1] != '\0')
@@ -141,6 +146,10 @@ static int check_verb_opts(int verb, const struct opts *o)
 		return usage("%s takes no --mode", o->verb);
 	if (o->source && verb != KM_CTL_FAILBACK)
 		return usage("%s takes no --source", o->verb);
+	if (o->planned && verb != KM_CTL_STOP)
+		return usage("%s takes no --planned", o->verb);
+	if (o->timeout_ms && !o->planned)
+		return usage("%s", "--timeout-ms goes with stop --planned");
 	if (parts_ok && o->parts_count == 0 && !o->all)
 		return usage(all_ok ? "%s needs --all or TOPIC[:PARTITION]..."
 				    : "%s needs TOPIC[:PARTITION]...",
@@ -149,6 +158,20 @@ static int check_verb_opts(int verb, const struct opts *o)
 		return usage("%s: give --all or partitions, not both", o->verb);
 	if (verb == KM_CTL_FAILBACK && o->source == NULL)
 		return usage("%s needs --source HOST:PORT", o->verb);
+	return 0;
+}
+
+static int add_timeout(json_t *req, const char *text)
+{
+	char *end;
+	long long v;
+
+	errno = 0;
+	v = strtoll(text, &end, 10);
+	if (text[0] < '0' || text[0] > '9' || *end != '\0' || errno != 0 ||
+	    v > INT32_MAX)
+		return usage("--timeout-ms wants 0..2147483647, not '%s'", text);
+	json_object_set_new(req, "timeout_ms", json_integer(v));
 	return 0;
 }
 
@@ -184,7 +207,9 @@ static int add_values(json_t *req, const struct opts *o)
 	}
 	if (o->all)
 		json_object_set_new(req, "all", json_true());
-	return 0;
+	if (o->planned)
+		json_object_set_new(req, "planned", json_true());
+	return o->timeout_ms ? add_timeout(req, o->timeout_ms) : 0;
 }
 
 /* RATE: bytes per second, with K, M or G (KiB, MiB, GiB: powers of 1024

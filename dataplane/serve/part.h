@@ -193,6 +193,10 @@ struct km_part_stats {
 	_Atomic uint64_t data_loss_events;
 	_Atomic int64_t data_loss_from;
 	_Atomic int64_t data_loss_to;
+	/* Fetch responses that named the partition, since its log was
+	 * opened: a planned stop waits for one that comes after our log end
+	 * reached source_hw, so that the HW it compares is a fresh one. */
+	_Atomic uint64_t fetch_answers;
 };
 
 struct km_part {

@@ -333,6 +333,10 @@ TEST_F(CtlTest, MalformedLinesGetJsonErrorsOnTheSameConnection)
 		{ R"({"cmd":"throttle","rate":1,"topic":"t:0"})", KM_ECTLREQ },
 		{ R"({"cmd":"throttle","rate":1,"partitions":["t"]})", KM_ECTLREQ },
 		{ R"({"cmd":"status","rate":1})", KM_ECTLREQ },
+		{ R"({"cmd":"stop","all":true,"planned":1})", KM_ECTLREQ },
+		{ R"({"cmd":"stop","all":true,"planned":true,"timeout_ms":-1})", KM_ECTLREQ },
+		{ R"({"cmd":"stop","all":true,"timeout_ms":5})", KM_ECTLREQ },
+		{ R"({"cmd":"pause","all":true,"planned":true})", KM_ECTLREQ },
 		{ std::string(1 << 20, 'x'), KM_ECTLLINE },
 		{ "{\"cmd\":\"status\",\"pad\":\"" + std::string(70000, 'p') + "\"}",
 		  KM_ECTLLINE },
@@ -796,6 +800,7 @@ TEST_F(CtlToolTest, ArgumentsBecomeTheRequestAndProgressPrintsFirst)
 	EXPECT_EQ(Run("start t:0 t2 --truncate-to 5").status, 0);
 	EXPECT_EQ(Run("start t:1 --from-start").status, 0);
 	EXPECT_EQ(Run("stop t:3 --mode=abort").status, 0);
+	EXPECT_EQ(Run("stop t:4 --planned --timeout-ms 250").status, 0);
 	EXPECT_EQ(Run("failback t --source [::1]:9092").status, 0);
 	EXPECT_EQ(Run("pause --all").status, 0);
 	Result r = Run("resume t:0");
@@ -806,6 +811,7 @@ TEST_F(CtlToolTest, ArgumentsBecomeTheRequestAndProgressPrintsFirst)
 		R"({"cmd":"start","partitions":["t:0","t2"],"truncate_to":5})",
 		R"({"cmd":"start","from_start":true,"partitions":["t:1"]})",
 		R"({"cmd":"stop","mode":"abort","partitions":["t:3"]})",
+		R"({"cmd":"stop","partitions":["t:4"],"planned":true,"timeout_ms":250})",
 		R"({"cmd":"failback","partitions":["t"],"source":"[::1]:9092"})",
 		R"({"all":true,"cmd":"pause"})",
 		R"({"cmd":"resume","partitions":["t:0"]})",
@@ -872,7 +878,8 @@ TEST_F(CtlToolTest, UsageErrorsExitTwoWithoutSending)
 	       "failback t", "failback t --source nohost",
 	       "failback t --source h:70000", "failback --all --source h:1",
 	       "pause", "metrics --mode abort", "status --bogus",
-	       "start t --truncate-to" }) {
+	       "start t --truncate-to", "stop t --timeout-ms 5",
+	       "pause t --planned", "stop t --planned --timeout-ms x" }) {
 		Result r = Run(args);
 		EXPECT_EQ(r.status, 2) << args;
 		EXPECT_NE(r.err.find("usage:"), std::string::npos) << args;

@@ -419,14 +419,14 @@ TEST_F(Groups, OffsetsSyncedFromTheSourceThenOwnedAfterStop)
 	int64_t t55 = now_ms();
 	ASSERT_EQ("", commit_offsets(mock.bootstrap(), "app", "s", { { 0, 55 } }));
 	/* 55 would be ahead of 50, and the group is empty, so only the end of
-	 * the sync keeps it. Proof that no sync read it: kmirrord says the sync
-	 * ended and its last one is older than the source's 55 and than five
+	 * the sync keeps it. Proof that no sync read it: kmirrord says the partition
+	 * stopped and its last sync is older than the source's 55 and than five
 	 * sync intervals (a running sync refreshes it every interval). */
 	std::string sync;
 	int64_t ago = -1;
 	ASSERT_TRUE(poll_until([&] {
 		sync_row(d, "app", "s:0", &sync, &ago);
-		return sync.rfind("ended", 0) == 0 && ago >= 1000 &&
+		return sync == "stopped" && ago >= 1000 &&
 		       ago > now_ms() - t55;
 	}, 20000)) << "sync \"" << sync << "\", last " << ago << " ms ago";
 	EXPECT_EQ(50, committed(d.bootstrap(), "app", "s", kParts)[0])
