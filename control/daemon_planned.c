@@ -136,12 +136,17 @@ static void behind(struct km_daemon *d, char *out, size_t cap, uint32_t *n)
 
 		if (!d->planned.sel[i] || caught_up(d, i))
 			continue;
-		if (len < cap)
+		if (len < cap && src < 0)
+			len += (size_t)snprintf(out + len, cap - len,
+				"%s%.200s:%d lag unknown (log end %lld, no Fetch "
+				"answer yet)", *n ? ", " : "", p->topic, p->partition,
+				(long long)leo);
+		else if (len < cap)
 			len += (size_t)snprintf(out + len, cap - len,
 				"%s%.200s:%d lag %lld (log end %lld, source HW %lld%s)",
 				*n ? ", " : "", p->topic, p->partition,
 				(long long)(src > leo ? src - leo : 0), (long long)leo,
-				(long long)src, src >= 0 && leo >= src
+				(long long)src, leo >= src
 				? ", waiting for a Fetch answer to confirm" : "");
 		(*n)++;
 	}

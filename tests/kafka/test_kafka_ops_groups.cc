@@ -12,15 +12,15 @@
  * (kafka-get-offsets), what kafka-consumer-groups --describe says a group
  * committed there, its --list of groups, and what Kafka's Java consumer
  * read and committed (kafka-verifiable-consumer's JSON events).
- * - PlannedStopCatchesUpThenTheGroupResumesExactly: the partitions are
- *   paused while the source gets more records (status shows kmirrord
- *   behind the broker's latest), a Java consumer commits on the broker,
- *   and within a second the partitions are resumed and `stop --planned`
- *   asked at once: every cut is the broker's latest (lag 0, nothing lost
- *   to the failover), the stop's own sync carries the commit, the Java
- *   consumer on kmirrord starts exactly at the committed offsets; it
- *   commits there, and status (the row says "stopped", no longer
- *   "synced") and metrics show that commit, not the synced offset.
+ * - PlannedStopCatchesUpThenTheGroupResumesExactly: Kafka's
+ *   ProducerPerformance keeps writing to the source; a Java consumer
+ *   commits on the broker and within a second `stop --planned` is asked:
+ *   while the source produces it waits and says so (its first line), then
+ *   the producer is killed and it stops: every cut is the broker's latest
+ *   (lag 0, nothing lost to the failover), the stop's own sync carries the
+ *   commit, the Java consumer on kmirrord starts exactly at the committed
+ *   offsets; it commits there, and status (the row says "stopped", no
+ *   longer "synced") and metrics show that commit, not the synced offset.
  * - PlannedStopTimesOutAndChangesNothing: two producers keep writing to
  *   the source; `stop --planned --timeout-ms 300` fails naming the
  *   partitions behind with their lag, and they stay MIRRORING and catch up
