@@ -15,7 +15,8 @@
  * - PlannedStopCatchesUpThenTheGroupResumesExactly: Kafka's
  *   ProducerPerformance keeps writing to the source; a Java consumer
  *   commits on the broker and within a second `stop --planned` is asked:
- *   while the source produces it waits and says so (its first line), then
+ *   while the source produces it waits and says so (its first line), and
+ *   status answers meanwhile (the wait does not hold the control thread), then
  *   the producer is killed and it stops: every cut is the broker's latest
  *   (lag 0, nothing lost to the failover), the stop's own sync carries the
  *   commit, the Java consumer on kmirrord starts exactly at the committed
@@ -256,6 +257,12 @@ protected:
 		ASSERT_EQ("", stop.read_line(30000, &line));
 		EXPECT_NE(std::string::npos, line.find("\"progress\"")) << line;
 		EXPECT_NE(std::string::npos, line.find("to catch up")) << line;
+		/* the wait does not hold the control thread: status answers */
+		ChildResult st;
+		int64_t t0 = now_ms();
+		EXPECT_EQ("", ctl(d, { "status", "--json" }, &st));
+		EXPECT_LT(now_ms() - t0, 5000) << "status waited for the planned stop";
+		EXPECT_NE(std::string::npos, st.out.find("\"MIRRORING\"")) << st.out;
 		ASSERT_EQ("", perf->kill(SIGKILL));
 		ChildResult pr, sr;
 		ASSERT_EQ("", perf->wait(30000, &pr));
