@@ -27,7 +27,6 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <regex.h>
 
 #include "common/km_limits.h"
 #include "common/log.h"
@@ -294,15 +293,6 @@ int km_config_eal_argv(const struct km_config *cfg, const char *prog,
  * @return the length written (without the NUL), or -ENOSPC if cap is short.
  */
 int km_config_format(const struct km_config *cfg, char *buf, size_t cap);
-
-/**
- * Compile groups.include / groups.exclude as one whole-id match: the ERE
- * wrapped in ^( )$, REG_EXTENDED | REG_NOSUB.
- * @return 0 and *out (regfree it), or regcomp's code (regerror(rc, out)
- *         explains it; *out is then not to be freed), REG_ESPACE when
- *         too long.
- */
-int km_config_compile_group_re(const char *ere, regex_t *out);
 
 #ifdef __cplusplus
 }

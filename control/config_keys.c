@@ -113,7 +113,7 @@ static int apply_filter(const struct km_config_ctx *c, char *dst, size_t cap)
 	if (km_namefilter_compile(&f, c->value, why, sizeof(why)) < 0)
 		return km_config_bad(c, "a comma-separated list of POSIX "
 				     "extended regular expressions, each "
-				     "matching a whole topic name: %s", why);
+				     "matching a whole name: %s", why);
 	km_namefilter_free(&f);
 	snprintf(dst, cap, "%s", c->value);
 	return 0;
@@ -154,25 +154,11 @@ static void format_groups(const struct km_config *cfg, struct km_config_sink *s)
 		km_config_emit(s, "%s%s", i == 0 ? "" : ",", cfg->groups[i]);
 }
 
-/* An ERE checked here (regcomp, anchored as the sync anchors it), so that
- * a typo fails at start rather than syncing nothing. */
+/* Checked here (namefilter.h), so that a typo fails at start rather than
+ * syncing nothing. */
 static int apply_group_re(const struct km_config_ctx *c, char *dst)
 {
-	char err[200];
-	regex_t re;
-	int rc;
-
-	if (strlen(c->value) >= KM_CONFIG_GROUP_RE_BYTES_MAX)
-		return km_config_bad(c, "longer than %u bytes",
-				     KM_CONFIG_GROUP_RE_BYTES_MAX - 1);
-	if (c->value[0] != '\0' && (rc = km_config_compile_group_re(c->value, &re)) != 0) {
-		regerror(rc, &re, err, sizeof(err));
-		return km_config_bad(c, "not a POSIX extended regex: %s", err);
-	}
-	if (c->value[0] != '\0')
-		regfree(&re);
-	strcpy(dst, c->value);
-	return 0;
+	return apply_filter(c, dst, KM_CONFIG_GROUP_RE_BYTES_MAX);
 }
 
 static int apply_groups_include(const struct km_config_ctx *c)

@@ -684,13 +684,3 @@ int km_config_parse_cluster_id(const struct km_config_ctx *c, char *dst,
 	strcpy(dst, c->value);
 	return 0;
 }
-
-int km_config_compile_group_re(const char *ere, regex_t *out)
-{
-	char anchored[KM_CONFIG_GROUP_RE_BYTES_MAX + 8];
-
-	if (snprintf(anchored, sizeof(anchored), "^(%s)$", ere) >=
-	    (int)sizeof(anchored))
-		return REG_ESPACE;
-	return regcomp(out, anchored, REG_EXTENDED | REG_NOSUB);
-}

@@ -21,7 +21,6 @@
  * both and over ids `groups` names. */
 #include <errno.h>
 #include <fnmatch.h>
-#include <regex.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -352,30 +351,31 @@ static bool is_pattern(const char *g)
 
 /* groups.include / groups.exclude, compiled for one round. */
 struct filters {
-	regex_t inc, exc;
-	bool has_inc, has_exc;
+	struct km_namefilter inc, exc;
 };
 
 static void filters_init(const struct km_daemon *d, struct filters *f)
 {
+	char why[256];
+
 	/* Checked when the configuration was loaded: these compile. */
-	f->has_inc = d->cfg->groups_include[0] != '\0' &&
-		     km_config_compile_group_re(d->cfg->groups_include, &f->inc) == 0;
-	f->has_exc = d->cfg->groups_exclude[0] != '\0' &&
-		     km_config_compile_group_re(d->cfg->groups_exclude, &f->exc) == 0;
+	if (km_namefilter_compile(&f->inc, d->cfg->groups_include, why,
+				  sizeof(why)) < 0)
+		f->inc.n = 0;
+	if (km_namefilter_compile(&f->exc, d->cfg->groups_exclude, why,
+				  sizeof(why)) < 0)
+		f->exc.n = 0;
 }
 
 static void filters_free(struct filters *f)
 {
-	if (f->has_inc)
-		regfree(&f->inc);
-	if (f->has_exc)
-		regfree(&f->exc);
+	km_namefilter_free(&f->inc);
+	km_namefilter_free(&f->exc);
 }
 
 static bool excluded(const struct filters *f, const char *group)
 {
-	return f->has_exc && regexec(&f->exc, group, 0, NULL, 0) == 0;
+	return km_namefilter_match(&f->exc, group);
 }
 
 static bool named(const struct km_daemon *d, const char *group)
@@ -392,7 +392,7 @@ static bool named(const struct km_daemon *d, const char *group)
 static bool listed_wanted(const struct km_daemon *d, const struct filters *f,
 			  const char *group)
 {
-	bool match = f->has_inc && regexec(&f->inc, group, 0, NULL, 0) == 0;
+	bool match = km_namefilter_match(&f->inc, group);
 
 	for (uint32_t k = 0; !match && k < d->cfg->groups_count; k++)
 		match = is_pattern(d->cfg->groups[k]) &&

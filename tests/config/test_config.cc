@@ -358,8 +358,8 @@ TEST(Config, BadValues)
 		{ "batch.max.bytes=60", "must be between 61 and 67108864" },
 		{ "batch.max.bytes=65M", "must be between 61 and 67108864" },
 		{ "log.level=trace", "expected error, warn, info or debug" },
-		{ "groups.include=app-(", "not a POSIX extended regex: Unmatched ( or \\(" },
-		{ "groups.exclude=a{2,1}", "not a POSIX extended regex: Invalid content of \\{\\}" },
+		{ "groups.include=app-(", "a comma-separated list of POSIX extended regular expressions, each matching a whole name: \"app-(\": Unmatched ( or \\(" },
+		{ "groups.exclude=a{2,1}", "a comma-separated list of POSIX extended regular expressions, each matching a whole name: \"a{2,1}\": Invalid content of \\{\\}" },
 	};
 	for (const Bad &b : cases) {
 		Loaded l = load(nullptr, { "data.dir=/d", b.set });
