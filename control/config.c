@@ -61,6 +61,28 @@ void km_config_defaults(struct km_config *cfg)
 	cfg->failed_retry_initial_backoff_ms = 1000;
 	cfg->failed_retry_max_backoff_ms = 60000;
 	cfg->failed_retry_max_attempts = 0;
+	cfg->config_sync_interval_ms = 600000; /* MM2's sync.topic.configs */
+	km_config_sync_exclude_defaults(cfg);
+}
+
+/* What the KIP-1279 prototype keeps from a mirror by default: replication
+ * throttles and durability settings of the source's own replicas, and the
+ * timestamp bounds a mirror must not apply to records it copies. */
+void km_config_sync_exclude_defaults(struct km_config *cfg)
+{
+	static const char *const names[] = {
+		"follower.replication.throttled.replicas",
+		"leader.replication.throttled.replicas",
+		"min.insync.replicas",
+		"unclean.leader.election.enable",
+		"message.timestamp.before.max.ms",
+		"message.timestamp.after.max.ms",
+	};
+
+	cfg->config_sync_exclude_count = sizeof(names) / sizeof(names[0]);
+	for (uint32_t i = 0; i < cfg->config_sync_exclude_count; i++)
+		snprintf(cfg->config_sync_exclude[i],
+			 sizeof(cfg->config_sync_exclude[i]), "%s", names[i]);
 }
 
 /* One worker per online core, as the design wants. */

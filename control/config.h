@@ -200,6 +200,13 @@ struct km_config {
 	uint32_t failed_retry_initial_backoff_ms;
 	uint32_t failed_retry_max_backoff_ms;
 	uint32_t failed_retry_max_attempts;
+	/* Topic config sync (issue 19 item 2): every config.sync.interval.ms
+	 * (0: never) each mirrored topic's dynamic configs are read from the
+	 * source, but for the names config.sync.exclude lists (KIP-1279's
+	 * prototype's default). */
+	uint32_t config_sync_interval_ms;
+	char config_sync_exclude[KM_CONFIG_GROUPS_MAX][KM_CONFIG_GROUP_BYTES_MAX];
+	uint32_t config_sync_exclude_count;
 };
 
 /* The highest throttle rate (a TiB/s): the bucket's arithmetic stays in
@@ -208,6 +215,9 @@ struct km_config {
 
 /* One-line usage for kmirrord's --help and argument errors. */
 #define KM_CONFIG_USAGE "usage: kmirrord --config FILE [--set key=value]..."
+
+/** config.sync.exclude's default list. */
+void km_config_sync_exclude_defaults(struct km_config *cfg);
 
 /** `workers` when not configured: the online cores, at most WORKERS_MAX. */
 uint32_t km_config_default_workers(void);

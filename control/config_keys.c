@@ -433,6 +433,26 @@ static void format_topic_throttle(const struct km_config *cfg,
 	format_limits(cfg->topic_throttle, cfg->topic_throttle_count, s);
 }
 
+/* "" excludes nothing; a list replaces the default one, as MM2's
+ * config.properties.exclude does. */
+static int apply_config_sync_exclude(const struct km_config_ctx *c)
+{
+	if (c->value[0] == '\0') {
+		CFG(c)->config_sync_exclude_count = 0;
+		return 0;
+	}
+	return km_config_parse_groups(c, CFG(c)->config_sync_exclude,
+				      &CFG(c)->config_sync_exclude_count);
+}
+
+static void format_config_sync_exclude(const struct km_config *cfg,
+				       struct km_config_sink *s)
+{
+	for (uint32_t i = 0; i < cfg->config_sync_exclude_count; i++)
+		km_config_emit(s, "%s%s", i == 0 ? "" : ",",
+			       cfg->config_sync_exclude[i]);
+}
+
 /* ---- the table: every key, in README order ---- */
 
 #define OFF(field) offsetof(struct km_config, field)
@@ -522,6 +542,9 @@ static const struct key_def keys[] = {
 	       failed_retry_max_attempts, KM_CONFIG_UNITS_PLAIN, 0, INT32_MAX),
 	CUSTOM("groups.include", groups_include),
 	CUSTOM("groups.exclude", groups_exclude),
+	NUMBER("config.sync.interval.ms", K_U32, config_sync_interval_ms,
+	       KM_CONFIG_UNITS_MS, 0, INT32_MAX),
+	CUSTOM("config.sync.exclude", config_sync_exclude),
 };
 
 _Static_assert(sizeof(keys) / sizeof(keys[0]) == KM_CONFIG_KEYS_COUNT,

@@ -198,6 +198,7 @@ static int open_parts(struct km_daemon *d)
 		struct km_log_config lc;
 
 		km_config_log_config(d->cfg, p->topic, p->partition, &lc);
+		km_daemon_configs_limits(d, posted, &lc);
 		memcpy(lc.topic_id, ids[posted], sizeof(lc.topic_id));
 		rc = km_worker_open(d->workers[p->owner], p, &lc, &r[posted]);
 	}
@@ -404,6 +405,7 @@ static void cleanup(struct km_daemon *d)
 	km_daemon_discover_fini(d);
 	km_daemon_throttle_free(d); /* after stop_workers: they use them */
 	km_daemon_planned_free(d);
+	km_daemon_configs_free(d);
 }
 
 /* ---- the control loop ---------------------------------------------------- */
@@ -430,6 +432,7 @@ static int serve(struct km_daemon *d)
 		km_daemon_discover(d);
 		km_daemon_watch_lag(d);
 		km_daemon_planned_step(d);
+		km_daemon_sync_configs(d);
 		if (pfd[0].revents & POLLIN) {
 			if (read(d->sig_fd, &si, sizeof(si)) == sizeof(si))
 				KM_INFO("daemon", "%s: shutting down",
@@ -514,7 +517,8 @@ static int start(struct km_daemon *d)
 	    (rc = km_daemon_load_states(d)) < 0 ||
 	    (rc = km_daemon_load_sources(d)) < 0 ||
 	    (rc = km_daemon_disk_init(d)) < 0 ||
-	    (rc = km_daemon_retry_init(d)) < 0 || (rc = eal_init(d->cfg)) < 0)
+	    (rc = km_daemon_retry_init(d)) < 0 ||
+	    (rc = km_daemon_configs_init(d)) < 0 || (rc = eal_init(d->cfg)) < 0)
 		return rc;
 	KM_INFO("daemon", "cluster id %s; %u partitions on %u workers",
 		d->cfg->cluster_id, d->table.n, d->n_workers);
@@ -525,6 +529,7 @@ static int start(struct km_daemon *d)
 	    (rc = km_daemon_ctl_open(d)) < 0 ||
 	    (rc = km_daemon_http_open(d)) < 0 || (rc = start_listener(d)) < 0)
 		return rc;
+	km_daemon_refuse_loops(d);
 	return start_fetchers(d);
 }
 

@@ -126,6 +126,10 @@ struct km_daemon {
 	/* The ctlsock token the stop's progress lines go to (0: the request
 	 * being handled). */
 	uint64_t stop_token;
+	/* Topic config sync (daemon_configs.c) */
+	uint64_t csync_next_ms;
+	uint64_t csync_rounds, csync_errors;
+	int csync_rc;		/* of the last round */
 };
 
 /* daemon_lock.c: one kmirrord per data.dir */
@@ -257,6 +261,25 @@ void km_daemon_planned_free(struct km_daemon *d);
  * committed here now), and their metrics text (malloc'd, or NULL). */
 json_t *km_daemon_groups_status(struct km_daemon *d, uint64_t now);
 char *km_daemon_groups_metrics(struct km_daemon *d);
+
+/* daemon_configs.c: topic configs synced from the source (issue 19) */
+int km_daemon_configs_init(struct km_daemon *d);
+void km_daemon_configs_free(struct km_daemon *d);
+/** Lay partition i's synced configs over lc (kmirrord's for its topic). */
+void km_daemon_configs_limits(const struct km_daemon *d, uint32_t i,
+			      struct km_log_config *lc);
+void km_daemon_sync_configs(struct km_daemon *d);
+
+/* daemon_loop.c: a source that mirrors from us is refused (issue 19) */
+/** Partitions about to fetch from a kmirror host that mirrors from this
+ *  cluster go FAILED (persisted), naming both cluster ids. */
+void km_daemon_refuse_loops(struct km_daemon *d);
+struct km_upstream_answer;
+/** Why partition i may not mirror from a (which mirrors from us). */
+void km_daemon_loop_reason(const struct km_daemon *d, uint32_t i,
+			   const struct km_config_addr *a,
+			   const struct km_upstream_answer *ans, char *out,
+			   size_t cap);
 
 /* daemon_net.c: the fetch network in status and metrics */
 void km_daemon_net_status(struct km_daemon *d, json_t *resp);

@@ -150,6 +150,10 @@ static int decide_cut(struct km_daemon *d, uint32_t i,
 	ms->prepare_truncate_to = a->truncate_to;
 	if ((rc = ask_upstream(d, i, addrs, n, &ans, err, len)) < 0)
 		return rc;
+	if (km_upstream_mirrors_from(&ans, d->cfg->cluster_id)) {
+		km_daemon_loop_reason(d, i, &addrs[0], &ans, err, len);
+		return KM_ESOURCE;
+	}
 	snprintf(ms->source_cluster_id, sizeof(ms->source_cluster_id), "%s",
 		 ans.cluster_id);
 	if (a->from_start || a->truncate_to >= 0)

@@ -23,6 +23,10 @@ struct km_upstream_answer {
 	int64_t log_start;
 	int64_t high_watermark;
 	char cluster_id[256];	 /* the upstream's (Metadata v2 if not kmirror) */
+	/* A kmirror host: the clusters it mirrors from (its DescribeConfigs
+	 * of itself, kmirror.source.cluster.ids, comma-separated; "" if it
+	 * mirrors from none or does not say). */
+	char mirrors_from[256];
 	char why[KM_RESOLVE_WHY_BYTES]; /* a host that did not resolve, or "" */
 };
 
@@ -35,6 +39,10 @@ struct km_upstream_answer {
 int km_upstream_ask(const struct km_config_addr *a, const char *topic,
 		    int32_t partition, const char *our_cluster_id,
 		    int timeout_ms, struct km_upstream_answer *out);
+
+/** Does the answer say the upstream mirrors from cluster_id (a loop)? */
+bool km_upstream_mirrors_from(const struct km_upstream_answer *a,
+			      const char *cluster_id);
 
 #ifdef __cplusplus
 }

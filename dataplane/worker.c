@@ -172,6 +172,18 @@ int km_worker_fetch(struct km_worker *w, struct km_part *p,
 	return km_worker_post(w, m);
 }
 
+int km_worker_set_limits(struct km_worker *w, struct km_part *p,
+			 const struct km_log_limits *l,
+			 struct km_worker_reply *reply)
+{
+	struct wmsg *m = km_worker_msg_new(WMSG_LIMITS, p, reply);
+
+	if (m == NULL)
+		return -ENOMEM;
+	m->u.limits = *l;
+	return km_worker_post(w, m);
+}
+
 int km_worker_listen(struct km_worker *w, const char *ipv4, uint16_t port,
 		     struct km_worker_reply *reply)
 {
@@ -308,6 +320,18 @@ static void on_fetch(struct km_worker *w, struct wmsg *m)
 	km_worker_reply_done(w, m->reply, rc, rc ? NULL : "fetching");
 }
 
+/* The owner is the log's only writer, its config included: retention
+ * runs here and reads it. */
+static void on_limits(struct km_worker *w, struct wmsg *m)
+{
+	struct wpart *wp = km_worker_find(w, m->part);
+	int rc = wp ? km_log_set_limits(wp->log, &m->u.limits) : -EINVAL;
+
+	if (rc == 0)
+		wp->retain_at_ms = 0; /* a shorter retention acts now */
+	km_worker_reply_done(w, m->reply, rc, wp ? NULL : "not open");
+}
+
 static void on_listen(struct km_worker *w, struct wmsg *m)
 {
 	uint16_t bound = 0;
@@ -358,6 +382,9 @@ static void handle(struct km_worker *w, struct wmsg *m)
 	case WMSG_GROUP_SYNC:
 		km_worker_fe_on_group_sync(w, m);
 		return; /* freed once the commits are durable */
+	case WMSG_LIMITS:
+		on_limits(w, m);
+		break;
 	}
 	free(m);
 }

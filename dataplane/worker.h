@@ -135,6 +135,12 @@ void km_worker_destroy(struct km_worker *w);
 int km_worker_open(struct km_worker *w, struct km_part *p,
 		   const struct km_log_config *cfg,
 		   struct km_worker_reply *reply);
+/** Give p's log new limits (a topic config synced from the source, issue
+ *  19): retention and the roll size follow them from the owner's next
+ *  pass. l is copied. */
+int km_worker_set_limits(struct km_worker *w, struct km_part *p,
+			 const struct km_log_limits *l,
+			 struct km_worker_reply *reply);
 /** Start mirroring p from the source. cfg is copied. */
 int km_worker_fetch(struct km_worker *w, struct km_part *p,
 		    const struct km_fetcher_config *cfg,

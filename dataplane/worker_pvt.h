@@ -22,6 +22,7 @@ enum wmsg_type {
 	WMSG_PRODUCE,	/* front-end worker -> owner */
 	WMSG_PRODUCED,	/* owner -> front-end worker */
 	WMSG_GROUP_SYNC, /* control -> front-end worker */
+	WMSG_LIMITS,	/* control -> owner: synced topic configs */
 };
 
 struct wmsg {
@@ -31,6 +32,7 @@ struct wmsg {
 	struct wmsg *next;	/* outbox link while a ring is full */
 	union {
 		struct km_log_config open;
+		struct km_log_limits limits;
 		struct {
 			struct km_group_sync *s;
 			struct km_worker *w;	/* for the callback */

@@ -317,6 +317,21 @@ int km_log_retain(struct km_log *log, const struct km_log_retention *r,
 int km_log_retain_policy(struct km_log *log, int64_t below_offset,
 			 int64_t now_ms, struct km_log_retained *out);
 
+/* The settings a topic config synced from the source may change while the
+ * log is open (issue 19): the retention caps and the roll size. */
+struct km_log_limits {
+	int64_t retention_ms;	/* -1: none */
+	int64_t retention_bytes; /* -1: none */
+	uint64_t segment_bytes;	/* next rolls; 1 KiB .. 2 GiB */
+};
+
+/**
+ * Use l from now on: the next retention pass and the next roll follow it
+ * (the active segment is not cut short). Owner thread.
+ * @return 0, or -EINVAL for a segment size the log cannot take.
+ */
+int km_log_set_limits(struct km_log *log, const struct km_log_limits *l);
+
 /** Bytes of the .log files (disk usage, for status). Owner thread. */
 uint64_t km_log_size_bytes(const struct km_log *log);
 

@@ -96,3 +96,13 @@ uint64_t km_log_size_bytes(const struct km_log *log)
 {
 	return total_bytes(log);
 }
+
+int km_log_set_limits(struct km_log *log, const struct km_log_limits *l)
+{
+	if (l->segment_bytes < 1024 || l->segment_bytes > (1ull << 31))
+		return -EINVAL;
+	log->cfg.retention_ms = l->retention_ms;
+	log->cfg.retention_bytes = l->retention_bytes;
+	log->cfg.segment_bytes = l->segment_bytes;
+	return 0;
+}

@@ -7,13 +7,19 @@
  * from follows Kafka's ConfigSource: a topic's own value (a kmirrord
  * per-topic override, or the offsets topic's compaction and segment cap) is
  * TOPIC_CONFIG, a value kmirrord's config file set is STATIC_BROKER_CONFIG,
- * and kmirror's default is DEFAULT_CONFIG. kmirror changes no config at run
- * time, so every entry is read-only. Errors are Kafka's
+ * and kmirror's default is DEFAULT_CONFIG. A mirrored topic's configs
+ * synced from the source (tconfig.h) are TOPIC_CONFIG too, with the source's
+ * value, including those kmirror only shows. No client may alter a config
+ * here (IncrementalAlterConfigs is not served), so every entry is
+ * read-only. The broker also names, under kmirror.source.cluster.ids, the
+ * clusters it mirrors from: what another kmirror host asks to refuse a
+ * loop. Errors are Kafka's
  * (ConfigHelper.describeConfigs): UNKNOWN_TOPIC_OR_PARTITION for a topic
  * not served, INVALID_REQUEST for another broker id or a resource type
  * kmirror has no configs of; ErrorMessage is "" where Kafka sets none (its
  * generated default), which its client then words itself.
  */
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,9 +27,15 @@
 
 #include "common/errors.h"
 #include "dataplane/serve/frontend_pvt.h"
+#include "dataplane/serve/tconfig.h"
 
 /* Bytes of a formatted value (an int64 in decimal, or a word). */
 #define VALUE_BYTES 24u
+/* The broker config naming the clusters this host mirrors from, so that
+ * another kmirror host can refuse a loop (issue 19 item 7). */
+#define SOURCES_KEY "kmirror.source.cluster.ids"
+/* Bytes of its value: a few cluster ids (22 characters each). */
+#define SOURCES_BYTES 256u
 /* Bytes of an error message kmirrord writes (it may quote a name). */
 #define MESSAGE_BYTES (128u + KM_WIRE_NAME_BYTES_MAX)
 
@@ -130,7 +142,18 @@ struct cfg_scope {
 	const struct km_log_config *topic;	/* NULL: the broker itself */
 	bool compact;
 	int16_t version;
+	/* The topic's configs synced from the source, sorted by name. */
+	const struct km_tconfig_entry *synced;
+	uint32_t n_synced;
 };
+
+static const char *synced_value(const struct cfg_scope *s, const char *name)
+{
+	for (uint32_t i = 0; i < s->n_synced; i++)
+		if (strcmp(s->synced[i].name, name) == 0)
+			return s->synced[i].value;
+	return NULL;
+}
 
 static void broker_values(const struct km_frontend *fe,
 			  const struct cfg_def *d, char val[VALUE_BYTES],
@@ -149,18 +172,25 @@ static void broker_values(const struct km_frontend *fe,
 static int put_entry(struct km_wire_wr *w, const struct cfg_scope *s,
 		     const struct cfg_def *d)
 {
-	char bval[VALUE_BYTES], tval[VALUE_BYTES];
+	char bval[VALUE_BYTES], tval[KM_TCONFIG_VALUE_BYTES];
 	struct km_dconfigs_synonym syn[2];
 	struct km_dconfigs_entry e = { 0 };
+	const char *sv;
 	int8_t bsrc;
 
 	broker_values(s->fe, d, bval, &bsrc);
-	e.read_only = true; /* nothing changes at run time */
+	e.read_only = true; /* no client alters it here */
 	e.config_type = d->type;
 	e.name = s->topic ? d->topic_name : d->broker_name;
 	e.value = bval;
 	e.source = bsrc;
-	if (s->topic) {
+	/* A synced value is what the source's topic says: shown as the
+	 * topic's own even where it equals the broker's, as Kafka does. */
+	if (s->topic && (sv = synced_value(s, d->topic_name)) != NULL) {
+		snprintf(tval, sizeof(tval), "%s", sv);
+		e.value = tval;
+		e.source = KM_CONFIG_SOURCE_TOPIC;
+	} else if (s->topic) {
 		cfg_value(d->which, s->topic, s->compact, tval);
 		if (strcmp(tval, bval) != 0) {
 			e.value = tval;
@@ -184,18 +214,111 @@ static const char *def_name(const struct cfg_scope *s, const struct cfg_def *d)
 	return s->topic ? d->topic_name : d->broker_name;
 }
 
+static bool is_def(const char *topic_name)
+{
+	for (size_t i = 0; i < N_DEFS; i++)
+		if (strcmp(defs[i].topic_name, topic_name) == 0)
+			return true;
+	return false;
+}
+
+/* A synced config kmirror does not behave by (delete.retention.ms, ...):
+ * shown as the source has it, so that tools see the topic as there. */
+static int put_extra(struct km_wire_wr *w, const struct cfg_scope *s,
+		     const struct km_tconfig_entry *t)
+{
+	struct km_dconfigs_synonym syn = { t->name, t->value,
+					   KM_CONFIG_SOURCE_TOPIC };
+	struct km_dconfigs_entry e = {
+		.name = t->name, .value = t->value, .read_only = true,
+		.source = KM_CONFIG_SOURCE_TOPIC,
+	};
+
+	if (s->req->include_synonyms) {
+		e.synonyms = &syn;
+		e.n_synonyms = 1;
+	}
+	return km_dconfigs_resp_enc_entry(w, s->version, &e);
+}
+
+/* The distinct source cluster ids of the partitions mirroring here (a
+ * stopped one is writable and mirrors from nobody), comma-separated. */
+static void source_ids(const struct km_frontend *fe, char out[SOURCES_BYTES])
+{
+	struct km_part_source_view v;
+	size_t len = 0;
+
+	out[0] = '\0';
+	for (uint32_t i = 0; i < fe->table->n; i++) {
+		struct km_part *p = &fe->table->parts[i];
+
+		if (atomic_load_explicit(&p->mode, memory_order_acquire) !=
+			    KM_PART_MIRROR ||
+		    !km_part_source_read(&p->stats.source, &v) ||
+		    v.cluster_id[0] == '\0' || strstr(out, v.cluster_id) != NULL)
+			continue;
+		if (len + strlen(v.cluster_id) + 2 > SOURCES_BYTES)
+			break;
+		len += (size_t)snprintf(out + len, SOURCES_BYTES - len, "%s%s",
+					len ? "," : "", v.cluster_id);
+	}
+}
+
+static int put_sources(struct km_wire_wr *w, const struct cfg_scope *s)
+{
+	char ids[SOURCES_BYTES];
+	struct km_dconfigs_entry e = {
+		.name = SOURCES_KEY, .value = ids, .read_only = true,
+		.source = KM_CONFIG_SOURCE_DEFAULT,
+		.config_type = KM_CONFIG_TYPE_LIST,
+	};
+
+	source_ids(s->fe, ids);
+	return km_dconfigs_resp_enc_entry(w, s->version, &e);
+}
+
+/* Every entry of a result in Kafka's order (by name): the settings kmirror
+ * behaves by merged with the synced names it only shows, and for the
+ * broker the clusters it mirrors from. put false: count only. */
+static uint32_t walk(struct km_wire_wr *w, const struct cfg_scope *s, bool put)
+{
+	uint32_t n = 0, k = 0;
+
+	for (size_t i = 0; i <= N_DEFS; i++) {
+		const char *dn = i < N_DEFS ? def_name(s, &defs[i]) : NULL;
+
+		for (; k < s->n_synced &&
+		       (dn == NULL || strcmp(s->synced[k].name, dn) < 0); k++) {
+			if (is_def(s->synced[k].name) ||
+			    !wanted(s->req, s->res, s->synced[k].name))
+				continue;
+			n++;
+			if (put && w->err == 0)
+				put_extra(w, s, &s->synced[k]);
+		}
+		if (dn != NULL && wanted(s->req, s->res, dn)) {
+			n++;
+			if (put && w->err == 0)
+				put_entry(w, s, &defs[i]);
+		}
+	}
+	if (s->topic == NULL && wanted(s->req, s->res, SOURCES_KEY)) {
+		n++;
+		if (put && w->err == 0)
+			put_sources(w, s);
+	}
+	return n;
+}
+
 static int put_configs(struct km_wire_wr *w, const struct cfg_scope *s)
 {
 	struct km_dconfigs_result res = {
 		.error_message = "", .type = s->res->type, .name = s->res->name.s,
 	};
 
-	for (size_t i = 0; i < N_DEFS; i++)
-		res.n_configs += wanted(s->req, s->res, def_name(s, &defs[i]));
+	res.n_configs = walk(w, s, false);
 	km_dconfigs_resp_enc_result(w, s->version, &res);
-	for (size_t i = 0; i < N_DEFS && w->err == 0; i++)
-		if (wanted(s->req, s->res, def_name(s, &defs[i])))
-			put_entry(w, s, &defs[i]);
+	walk(w, s, true);
 	return km_dconfigs_resp_enc_result_end(w, s->version);
 }
 
@@ -283,9 +406,15 @@ static int put_resource(struct km_wire_wr *w, struct cfg_scope *s)
  * and its two synonyms when asked for. A connection's response space
  * bounds how many topics one request may describe. */
 static uint32_t resource_bound(const struct km_dconfigs_req *req,
-			       const struct km_dconfigs_resource *r)
+			       const struct km_dconfigs_resource *r,
+			       uint32_t n_synced)
 {
 	uint32_t b = 16 + MESSAGE_BYTES + (uint32_t)(r->name.len > 0 ? r->name.len : 0);
+	uint32_t syn = 16 + KM_TCONFIG_NAME_BYTES + KM_TCONFIG_VALUE_BYTES;
+
+	b += n_synced * syn * (req->include_synonyms ? 2 : 1);
+	if (r->type == KM_CONFIG_RESOURCE_BROKER)
+		b += 16 + sizeof(SOURCES_KEY) + SOURCES_BYTES;
 
 	for (size_t i = 0; i < N_DEFS; i++) {
 		uint32_t tn = (uint32_t)strlen(defs[i].topic_name);
@@ -302,6 +431,49 @@ static uint32_t resource_bound(const struct km_dconfigs_req *req,
 	return b;
 }
 
+/* Each resource's synced configs, copied before the response is sized:
+ * the control thread may replace them meanwhile. */
+struct snap {
+	struct km_tconfig_entry *e;
+	uint32_t n;
+};
+
+static int take_snaps(const struct km_frontend *fe,
+		      const struct km_dconfigs_req *req, struct snap *snaps)
+{
+	struct km_tconfig_entry *tmp = malloc(sizeof(*tmp) * KM_TCONFIG_ENTRIES_MAX);
+	struct km_part *first;
+
+	if (tmp == NULL)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < req->n_resources; i++) {
+		const struct km_dconfigs_resource *r = &req->resources[i];
+
+		if (r->type != KM_CONFIG_RESOURCE_TOPIC ||
+		    km_part_topic(fe->table, r->name.s, &first) == 0 ||
+		    first->tconfig == NULL)
+			continue;
+		snaps[i].n = km_tconfig_copy(first->tconfig, tmp,
+					     KM_TCONFIG_ENTRIES_MAX);
+		if (snaps[i].n == 0)
+			continue;
+		if ((snaps[i].e = malloc(sizeof(*tmp) * snaps[i].n)) == NULL) {
+			free(tmp);
+			return -ENOMEM;
+		}
+		memcpy(snaps[i].e, tmp, sizeof(*tmp) * snaps[i].n);
+	}
+	free(tmp);
+	return 0;
+}
+
+static void free_snaps(struct snap *snaps, uint32_t n)
+{
+	for (uint32_t i = 0; snaps != NULL && i < n; i++)
+		free(snaps[i].e);
+	free(snaps);
+}
+
 int km_frontend_handle_describe_configs(struct fe_conn *fc,
 					const struct km_reqhdr *h,
 					struct km_wire_rd *r)
@@ -313,6 +485,7 @@ int km_frontend_handle_describe_configs(struct fe_conn *fc,
 	};
 	struct cfg_scope s = { .fe = fe, .req = &req, .version = h->api_version };
 	uint32_t bound = 64, slot;
+	struct snap *snaps = NULL;
 	struct km_wire_wr w;
 	int rc = km_dconfigs_req_decode(r, h->api_version, &req);
 
@@ -320,19 +493,29 @@ int km_frontend_handle_describe_configs(struct fe_conn *fc,
 		return km_frontend_conn_fail(fc, "malformed DescribeConfigs v%d "
 					     "request: %s", h->api_version,
 					     km_strerror(rc));
+	snaps = calloc(req.n_resources ? req.n_resources : 1, sizeof(*snaps));
+	if (snaps == NULL || take_snaps(fe, &req, snaps) < 0) {
+		free_snaps(snaps, req.n_resources);
+		return km_frontend_conn_fail(fc, "DescribeConfigs: out of memory");
+	}
 	for (uint32_t i = 0; i < req.n_resources; i++)
-		bound += resource_bound(&req, &req.resources[i]);
-	if ((rc = km_frontend_slot_open(fc, h, bound, &slot)) != 0)
+		bound += resource_bound(&req, &req.resources[i], snaps[i].n);
+	if ((rc = km_frontend_slot_open(fc, h, bound, &slot)) != 0) {
+		free_snaps(snaps, req.n_resources);
 		return rc;
+	}
 	km_frontend_slot_begin(fc, slot, &w);
 	km_dconfigs_resp_enc_begin(&w, h->api_version, 0, req.n_resources);
 	for (uint32_t i = 0; i < req.n_resources && w.err == 0; i++) {
 		s.res = &req.resources[i];
 		s.topic = NULL;
 		s.compact = false;
+		s.synced = snaps[i].e;
+		s.n_synced = snaps[i].n;
 		put_resource(&w, &s);
 	}
 	km_dconfigs_resp_enc_end(&w, h->api_version);
+	free_snaps(snaps, req.n_resources);
 	return km_frontend_slot_finish(fc, slot, &w, true);
 }
 

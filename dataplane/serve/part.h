@@ -29,6 +29,8 @@
 #include "iouring_log/log.h"
 #include "kafka/wire.h"
 
+struct km_tconfig;
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -212,6 +214,10 @@ struct km_part {
 	_Atomic int64_t retain_below;
 	_Atomic int error;	/* a KM_E* / -errno that took it offline, or 0 */
 	struct km_part_stats stats;
+	/* The topic's configs synced from the source (tconfig.h): set on a
+	 * mirrored topic's first partition before the workers start, NULL
+	 * elsewhere; the control thread frees it after they end. */
+	struct km_tconfig *tconfig;
 };
 
 /* A sorted view of the table: the entries by (topic, partition), so that a

@@ -767,7 +767,12 @@ TEST(Config, FormatText)
 			      "mirror.source.unavailable.ms=300000\n"
 			      "mirror.failed.retry.initial.backoff.ms=1000\n"
 			      "mirror.failed.retry.max.backoff.ms=60000\n"
-			      "mirror.failed.retry.max.attempts=0\n"),
+			      "mirror.failed.retry.max.attempts=0\n"
+			      "config.sync.interval.ms=600000\n"
+			      "config.sync.exclude=follower.replication.throttled.replicas,"
+			      "leader.replication.throttled.replicas,min.insync.replicas,"
+			      "unclean.leader.election.enable,message.timestamp.before.max.ms,"
+			      "message.timestamp.after.max.ms\n"),
 		  text);
 }
 

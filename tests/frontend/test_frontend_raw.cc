@@ -326,7 +326,13 @@ TEST_F(RawAdmin, DescribeConfigsAsKafka)
 		EXPECT_EQ(0, rs[2].error_code) << "a mirrored topic has configs too";
 		EXPECT_GE(rs[2].n_configs, 8u);
 		EXPECT_EQ(0, rs[3].error_code);
-		EXPECT_EQ(rs[2].n_configs, rs[3].n_configs) << "one broker name each";
+		// one broker name each, and the clusters it mirrors from (none:
+		// no fetcher here has met a source)
+		ASSERT_EQ(rs[2].n_configs + 1, rs[3].n_configs);
+		const km_dconfigs_dentry &src = es[rs[3].first + rs[3].n_configs - 1];
+		EXPECT_STREQ("kmirror.source.cluster.ids", src.name.s);
+		EXPECT_STREQ("", src.value.s);
+		EXPECT_TRUE(src.read_only);
 		EXPECT_EQ(0, rs[4].error_code);
 		EXPECT_EQ(0u, rs[4].n_configs);
 		EXPECT_EQ(KM_KERR_INVALID_REQUEST, rs[5].error_code);

@@ -1,0 +1,276 @@
+/* Topic config sync and loop detection (issue 19 items 2 and 7, suite
+ * kafka-ops-configs), against a real Kafka broker.
+ *
+ * Goal: a topic config altered at the source with kafka-configs is
+ * followed by kmirrord within config.sync.interval.ms: Kafka's own
+ * kafka-configs --describe against kmirrord then lists the source's
+ * dynamic configs but for the excluded ones (min.insync.replicas), a
+ * --delete-config is followed too, and a synced retention.ms really
+ * deletes kmirrord's old segments. And a kmirrord configured to mirror
+ * from a kmirror host that mirrors from it refuses, naming both clusters.
+ *
+ * Method: one KRaft broker for the suite (SetUpTestSuite), whose own
+ * retention never runs during the suite (its first check is an hour
+ * away), so any segment kmirrord deletes is its own retention's doing.
+ * Expectations come from the source: the same kafka-configs --describe
+ * against the broker, its kafka-get-offsets. Every wait polls kmirrorctl
+ * status or the tool's output with a deadline. The loop case runs two
+ * kmirrords, A mirroring the broker and B mirroring A, then restarts A
+ * with B as its source.
+ */
+#include <jansson.h>
+
+#include <map>
+#include <regex>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "tests/e2e/daemon.h"
+#include "tests/e2e/e2e_util.h"
+#include "tests/kafka/kafka_broker.h"
+
+using namespace kmtest;
+
+namespace {
+
+const char *kConfigs = "kafka.admin.ConfigCommand";
+
+/* "name" -> "value" of kafka-configs --describe (the dynamic configs of a
+ * topic, as the tool prints them without --all). */
+std::string describe_topic(const std::string &bootstrap, const std::string &topic,
+			   std::map<std::string, std::string> *out)
+{
+	ChildResult r = kafka_tool(kConfigs, { "--bootstrap-server", bootstrap,
+					       "--describe", "--entity-type", "topics",
+					       "--entity-name", topic },
+				   120000);
+	out->clear();
+	if (r.exit_code != 0)
+		return "kafka-configs --describe: " + r.describe();
+	std::regex re("^  ([a-z.]+)=([^ ]*) sensitive=false synonyms=.*$");
+	size_t at = 0;
+	while (at < r.out.size()) {
+		size_t nl = r.out.find('\n', at);
+		std::string l = r.out.substr(at, nl == std::string::npos ? nl : nl - at);
+		std::smatch m;
+		if (std::regex_match(l, m, re))
+			(*out)[m[1]] = m[2];
+		at = nl == std::string::npos ? r.out.size() : nl + 1;
+	}
+	return "";
+}
+
+std::string alter(const std::string &bootstrap, const std::string &topic,
+		  const std::string &what, const std::string &configs)
+{
+	ChildResult r = kafka_tool(kConfigs, { "--bootstrap-server", bootstrap,
+					       "--alter", "--entity-type", "topics",
+					       "--entity-name", topic, what, configs },
+				   120000);
+	return r.exit_code == 0 ? "" : "kafka-configs --alter: " + r.describe();
+}
+
+/* The source's dynamic configs less config.sync.exclude's defaults. */
+std::map<std::string, std::string> less_excluded(std::map<std::string, std::string> m)
+{
+	for (const char *x : { "min.insync.replicas", "unclean.leader.election.enable",
+			       "follower.replication.throttled.replicas",
+			       "leader.replication.throttled.replicas",
+			       "message.timestamp.before.max.ms",
+			       "message.timestamp.after.max.ms" })
+		m.erase(x);
+	return m;
+}
+
+std::string status_field(const Daemon &d, const char *field)
+{
+	ChildResult r;
+	if (ctl(d, { "status", "--json" }, &r) != "")
+		return "";
+	json_t *j = json_loads(r.out.c_str(), 0, nullptr);
+	std::string v = j ? (json_string_value(json_object_get(j, field)) ?: "") : "";
+	json_decref(j);
+	return v;
+}
+
+class KafkaOpsConfigs : public ::testing::Test {
+protected:
+	static KafkaBroker *broker_;
+	static std::string start_error_;
+
+	static void SetUpTestSuite()
+	{
+		if (broker_ != nullptr)
+			return;
+		broker_ = new KafkaBroker({ "log.retention.check.interval.ms=3600000",
+					    "log.initial.task.delay.ms=3600000" });
+		start_error_ = broker_->start();
+	}
+	static void TearDownTestSuite()
+	{
+		delete broker_;
+		broker_ = nullptr;
+	}
+	void SetUp() override { ASSERT_EQ("", start_error_); }
+
+	/* Poll kafka-configs --describe on kmirrord until it lists what the
+	 * source lists, less the excluded names. */
+	void expect_follows(const Daemon &d, const std::string &topic)
+	{
+		std::map<std::string, std::string> theirs, ours;
+		ASSERT_EQ("", describe_topic(broker_->bootstrap(), topic, &theirs));
+		const auto want = less_excluded(theirs);
+		int64_t deadline = now_ms() + 60000;
+		do {
+			ASSERT_EQ("", describe_topic(d.bootstrap(), topic, &ours));
+		} while (ours != want && now_ms() < deadline);
+		EXPECT_EQ(want, ours);
+	}
+};
+
+KafkaBroker *KafkaOpsConfigs::broker_ = nullptr;
+std::string KafkaOpsConfigs::start_error_;
+
+std::string flat(const std::map<std::string, std::string> &m)
+{
+	std::string s;
+	for (auto &[k, v] : m)
+		s += k + "=" + v + "\n";
+	return s;
+}
+
+/* kafka-configs --alter at the source, followed on kmirrord: set, changed,
+ * deleted; min.insync.replicas stays out. */
+TEST_F(KafkaOpsConfigs, AlteredConfigsAreFollowedButTheExcludedOnes)
+{
+	ASSERT_EQ("", broker_->create_topic("cfg", 1, { "max.message.bytes=200000" }));
+	TempDir dir("km-opscfg");
+	Daemon d(dir.path(), { "source.bootstrap.servers=" + broker_->bootstrap(),
+			       "topics=cfg", "config.sync.interval.ms=300" });
+	ASSERT_EQ("", d.start());
+	/* synced at start: the config the topic was created with */
+	ASSERT_NO_FATAL_FAILURE(expect_follows(d, "cfg"));
+
+	ASSERT_EQ("", alter(broker_->bootstrap(), "cfg", "--add-config",
+			    "retention.ms=86400000,cleanup.policy=[compact,delete],"
+			    "max.message.bytes=300000,min.insync.replicas=1,"
+			    "delete.retention.ms=1234"));
+	std::map<std::string, std::string> theirs;
+	ASSERT_EQ("", describe_topic(broker_->bootstrap(), "cfg", &theirs));
+	ASSERT_EQ("1", theirs["min.insync.replicas"]) << flat(theirs);
+	ASSERT_NO_FATAL_FAILURE(expect_follows(d, "cfg"));
+	std::map<std::string, std::string> ours;
+	ASSERT_EQ("", describe_topic(d.bootstrap(), "cfg", &ours));
+	EXPECT_EQ("300000", ours["max.message.bytes"]) << flat(ours);
+	EXPECT_EQ("compact,delete", ours["cleanup.policy"]) << flat(ours);
+	EXPECT_EQ(0u, ours.count("min.insync.replicas")) << flat(ours);
+
+	ASSERT_EQ("", alter(broker_->bootstrap(), "cfg", "--delete-config",
+			    "delete.retention.ms,max.message.bytes"));
+	ASSERT_NO_FATAL_FAILURE(expect_follows(d, "cfg"));
+	ASSERT_EQ("", describe_topic(d.bootstrap(), "cfg", &ours));
+	EXPECT_EQ(0u, ours.count("delete.retention.ms")) << flat(ours);
+	EXPECT_EQ(0u, ours.count("max.message.bytes")) << flat(ours);
+}
+
+/* The earliest offset the broker still has of topic:0 (-1: unknown). */
+int64_t source_earliest(KafkaBroker &b, const std::string &topic)
+{
+	std::string lines;
+	std::smatch m;
+	if (b.get_offsets(topic, -2, &lines) != "" ||
+	    !std::regex_search(lines, m, std::regex(topic + ":0:([0-9]+)")))
+		return -1;
+	return std::stoll(m[1]);
+}
+
+/* A retention.ms set at the source deletes kmirrord's old segments while
+ * the broker, whose retention has not run, still has them all. */
+TEST_F(KafkaOpsConfigs, SyncedRetentionDeletesOldSegments)
+{
+	ASSERT_EQ("", broker_->create_topic("ret", 1));
+	ASSERT_EQ("", broker_->producer_perf("ret", 2000, 100, { "acks=all" }));
+	std::string lines;
+	ASSERT_EQ("", broker_->get_offsets("ret", -1, &lines));
+	std::smatch m;
+	ASSERT_TRUE(std::regex_search(lines, m, std::regex("ret:0:([0-9]+)"))) << lines;
+	const int64_t end = std::stoll(m[1]);
+	ASSERT_GT(end, 0);
+
+	TempDir dir("km-opsret");
+	Daemon d(dir.path(), { "source.bootstrap.servers=" + broker_->bootstrap(),
+			       "topics=ret", "segment.bytes=16384",
+			       "config.sync.interval.ms=300" });
+	ASSERT_EQ("", d.start());
+	ASSERT_EQ("", d.wait_status([&](const std::map<std::string, PartStatus> &st) {
+		return st.count("ret:0") && st.at("ret:0").hw == end;
+	}, 60000));
+	std::map<std::string, PartStatus> st;
+	ASSERT_EQ("", d.status(&st));
+	ASSERT_EQ(0, st.at("ret:0").log_start) << "kmirrord deleted before the sync";
+
+	ASSERT_EQ("", alter(broker_->bootstrap(), "ret", "--add-config", "retention.ms=1000"));
+	ASSERT_EQ("", d.wait_status([&](const std::map<std::string, PartStatus> &s) {
+		return s.count("ret:0") && s.at("ret:0").log_start > 0;
+	}, 60000)) << "kmirrord kept every segment";
+	EXPECT_EQ(0, source_earliest(*broker_, "ret"))
+		<< "the broker deleted too: the test proves nothing";
+	ASSERT_EQ("", d.status(&st));
+	EXPECT_LE(st.at("ret:0").log_start, end);
+	std::map<std::string, std::string> ours;
+	ASSERT_EQ("", describe_topic(d.bootstrap(), "ret", &ours));
+	EXPECT_EQ("1000", ours["retention.ms"]) << flat(ours);
+}
+
+/* A mirrors the broker, B mirrors A; A restarted with B as its source is
+ * a loop: its partition goes FAILED naming both cluster ids, and `start`
+ * refuses it the same way. */
+TEST_F(KafkaOpsConfigs, AMirrorLoopIsRefused)
+{
+	ASSERT_EQ("", broker_->create_topic("loop", 1));
+	ASSERT_EQ("", broker_->producer_perf("loop", 50, 100, { "acks=all" }));
+	TempDir da("km-opsloop-a"), db("km-opsloop-b");
+	Daemon a(da.path(), { "source.bootstrap.servers=" + broker_->bootstrap(),
+			      "topics=loop" });
+	ASSERT_EQ("", a.start());
+	auto caught_up = [&](const std::map<std::string, PartStatus> &st) {
+		return st.count("loop:0") && st.at("loop:0").hw == 50;
+	};
+	ASSERT_EQ("", a.wait_status(caught_up, 60000));
+	Daemon b(db.path(), { "source.bootstrap.servers=" + a.bootstrap(),
+			      "topics=loop" });
+	ASSERT_EQ("", b.start());
+	ASSERT_EQ("", b.wait_status(caught_up, 60000)) << "B from A is no loop";
+	const std::string a_id = status_field(a, "cluster_id");
+	const std::string b_id = status_field(b, "cluster_id");
+	ASSERT_NE("", a_id);
+	ASSERT_NE("", b_id);
+	ChildResult res;
+	ASSERT_EQ("", a.stop(30000, &res));
+
+	Daemon a2(da.path(), { "source.bootstrap.servers=" + b.bootstrap(),
+			       "topics=loop" });
+	ASSERT_EQ("", a2.start());
+	ASSERT_EQ("", a2.wait_status([&](const std::map<std::string, PartStatus> &st) {
+		return st.count("loop:0") && st.at("loop:0").state == "FAILED";
+	}, 30000));
+	std::map<std::string, PartStatus> st;
+	ASSERT_EQ("", a2.status(&st));
+	const std::string why = st.at("loop:0").reason;
+	EXPECT_NE(std::string::npos, why.find("mirror loop")) << why;
+	EXPECT_NE(std::string::npos, why.find(a_id)) << why;
+	EXPECT_NE(std::string::npos, why.find(b_id)) << why;
+
+	ChildResult r;
+	EXPECT_NE("", ctl(a2, { "start", "loop:0" }, &r));
+	const std::string said = r.out + r.err;
+	EXPECT_NE(std::string::npos, said.find("mirror loop")) << said;
+	EXPECT_NE(std::string::npos, said.find(a_id)) << said;
+	EXPECT_NE(std::string::npos, said.find(b_id)) << said;
+	ASSERT_EQ("", a2.status(&st));
+	EXPECT_EQ("FAILED", st.at("loop:0").state);
+}
+
+} // namespace
