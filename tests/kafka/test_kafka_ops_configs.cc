@@ -6,16 +6,18 @@
  * kafka-configs --describe against kmirrord then lists the source's
  * dynamic configs but for the excluded ones (min.insync.replicas), a
  * --delete-config is followed too, and a synced retention.ms really
- * deletes kmirrord's old segments. And a kmirrord configured to mirror
+ * deletes kmirrord's old segments; a restart without the source keeps
+ * the synced configs. And a kmirrord configured to mirror
  * from a kmirror host that mirrors from it refuses, naming both clusters.
  *
  * Method: one KRaft broker for the suite (SetUpTestSuite), whose own
  * retention never runs during the suite (its first check is an hour
  * away), so any segment kmirrord deletes is its own retention's doing.
- * Expectations come from the source: the same kafka-configs --describe
- * against the broker, its kafka-get-offsets. Every wait polls kmirrorctl
- * status or the tool's output with a deadline. The loop case runs two
- * kmirrords, A mirroring the broker and B mirroring A, then restarts A
+ * Expectations come from the source: its dynamic topic configs as a
+ * librdkafka DescribeConfigs reads them (polled, cheap) and then Kafka's
+ * kafka-configs --describe against both, its watermarks. Every wait polls
+ * kmirrorctl status or DescribeConfigs with a deadline. The loop case runs
+ * two kmirrords, A mirroring the broker and B mirroring A, then restarts A
  * with B as its source.
  */
 #include <jansson.h>
@@ -30,6 +32,7 @@
 #include "tests/e2e/daemon.h"
 #include "tests/e2e/e2e_util.h"
 #include "tests/kafka/kafka_broker.h"
+#include "tests/support/kafka_peers.h"
 
 using namespace kmtest;
 
@@ -60,6 +63,47 @@ std::string describe_topic(const std::string &bootstrap, const std::string &topi
 		at = nl == std::string::npos ? r.out.size() : nl + 1;
 	}
 	return "";
+}
+
+/* "name" -> "value" of a topic's configs whose source is
+ * DYNAMIC_TOPIC_CONFIG, with librdkafka's DescribeConfigs. */
+std::string dynamic_configs(const std::string &bootstrap, const std::string &topic,
+			    std::map<std::string, std::string> *out)
+{
+	std::string err;
+	rd_kafka_t *rk = client_new(RD_KAFKA_PRODUCER, { { "bootstrap.servers", bootstrap } },
+				    &err);
+	if (rk == nullptr)
+		return err;
+	rd_kafka_ConfigResource_t *res =
+		rd_kafka_ConfigResource_new(RD_KAFKA_RESOURCE_TOPIC, topic.c_str());
+	rd_kafka_queue_t *q = rd_kafka_queue_new(rk);
+	rd_kafka_DescribeConfigs(rk, &res, 1, nullptr, q);
+	rd_kafka_event_t *ev = rd_kafka_queue_poll(q, 20000);
+	out->clear();
+	err = ev == nullptr ? "DescribeConfigs: no answer" : "";
+	if (ev != nullptr && rd_kafka_event_error(ev))
+		err = rd_kafka_event_error_string(ev);
+	const rd_kafka_DescribeConfigs_result_t *r =
+		ev && err.empty() ? rd_kafka_event_DescribeConfigs_result(ev) : nullptr;
+	size_t n = 0, nc = 0;
+	const rd_kafka_ConfigResource_t **rs =
+		r ? rd_kafka_DescribeConfigs_result_resources(r, &n) : nullptr;
+	if (n == 1 && rd_kafka_ConfigResource_error(rs[0]))
+		err = rd_kafka_ConfigResource_error_string(rs[0]);
+	const rd_kafka_ConfigEntry_t **es =
+		n == 1 ? rd_kafka_ConfigResource_configs(rs[0], &nc) : nullptr;
+	for (size_t i = 0; i < nc; i++)
+		if (rd_kafka_ConfigEntry_source(es[i]) ==
+		    RD_KAFKA_CONFIG_SOURCE_DYNAMIC_TOPIC_CONFIG)
+			(*out)[rd_kafka_ConfigEntry_name(es[i])] =
+				rd_kafka_ConfigEntry_value(es[i]) ?: "";
+	if (ev != nullptr)
+		rd_kafka_event_destroy(ev);
+	rd_kafka_queue_destroy(q);
+	rd_kafka_ConfigResource_destroy(res);
+	rd_kafka_destroy(rk);
+	return err;
 }
 
 std::string alter(const std::string &bootstrap, const std::string &topic,
@@ -95,6 +139,14 @@ std::string status_field(const Daemon &d, const char *field)
 	return v;
 }
 
+std::string flat(const std::map<std::string, std::string> &m)
+{
+	std::string s;
+	for (auto &[k, v] : m)
+		s += k + "=" + v + "\n";
+	return s;
+}
+
 class KafkaOpsConfigs : public ::testing::Test {
 protected:
 	static KafkaBroker *broker_;
@@ -115,34 +167,28 @@ protected:
 	}
 	void SetUp() override { ASSERT_EQ("", start_error_); }
 
-	/* Poll kafka-configs --describe on kmirrord until it lists what the
-	 * source lists, less the excluded names. */
-	void expect_follows(const Daemon &d, const std::string &topic)
+	/* Poll kmirrord's DescribeConfigs until its dynamic topic configs
+	 * are the source's, less the excluded names; *ours gets them. */
+	void expect_follows(const Daemon &d, const std::string &topic,
+			    std::map<std::string, std::string> *ours)
 	{
-		std::map<std::string, std::string> theirs, ours;
-		ASSERT_EQ("", describe_topic(broker_->bootstrap(), topic, &theirs));
+		std::map<std::string, std::string> theirs;
+		ASSERT_EQ("", dynamic_configs(broker_->bootstrap(), topic, &theirs));
 		const auto want = less_excluded(theirs);
-		int64_t deadline = now_ms() + 60000;
-		do {
-			ASSERT_EQ("", describe_topic(d.bootstrap(), topic, &ours));
-		} while (ours != want && now_ms() < deadline);
-		EXPECT_EQ(want, ours);
+		ASSERT_TRUE(poll_until([&] {
+			return dynamic_configs(d.bootstrap(), topic, ours) == "" &&
+			       *ours == want;
+		}, 30000)) << "want:\n" << flat(want) << "kmirrord:\n" << flat(*ours);
 	}
 };
 
 KafkaBroker *KafkaOpsConfigs::broker_ = nullptr;
 std::string KafkaOpsConfigs::start_error_;
 
-std::string flat(const std::map<std::string, std::string> &m)
-{
-	std::string s;
-	for (auto &[k, v] : m)
-		s += k + "=" + v + "\n";
-	return s;
-}
-
 /* kafka-configs --alter at the source, followed on kmirrord: set, changed,
- * deleted; min.insync.replicas stays out. */
+ * deleted; min.insync.replicas stays out. Kafka's kafka-configs
+ * --describe then prints on kmirrord what it prints on the broker, less
+ * the excluded line; and a restart with the source gone keeps them. */
 TEST_F(KafkaOpsConfigs, AlteredConfigsAreFollowedButTheExcludedOnes)
 {
 	ASSERT_EQ("", broker_->create_topic("cfg", 1, { "max.message.bytes=200000" }));
@@ -150,40 +196,49 @@ TEST_F(KafkaOpsConfigs, AlteredConfigsAreFollowedButTheExcludedOnes)
 	Daemon d(dir.path(), { "source.bootstrap.servers=" + broker_->bootstrap(),
 			       "topics=cfg", "config.sync.interval.ms=300" });
 	ASSERT_EQ("", d.start());
+	std::map<std::string, std::string> ours, theirs;
 	/* synced at start: the config the topic was created with */
-	ASSERT_NO_FATAL_FAILURE(expect_follows(d, "cfg"));
+	ASSERT_NO_FATAL_FAILURE(expect_follows(d, "cfg", &ours));
+	EXPECT_EQ("200000", ours["max.message.bytes"]) << flat(ours);
 
 	ASSERT_EQ("", alter(broker_->bootstrap(), "cfg", "--add-config",
 			    "retention.ms=86400000,cleanup.policy=[compact,delete],"
 			    "max.message.bytes=300000,min.insync.replicas=1,"
 			    "delete.retention.ms=1234"));
-	std::map<std::string, std::string> theirs;
-	ASSERT_EQ("", describe_topic(broker_->bootstrap(), "cfg", &theirs));
-	ASSERT_EQ("1", theirs["min.insync.replicas"]) << flat(theirs);
-	ASSERT_NO_FATAL_FAILURE(expect_follows(d, "cfg"));
-	std::map<std::string, std::string> ours;
-	ASSERT_EQ("", describe_topic(d.bootstrap(), "cfg", &ours));
+	ASSERT_NO_FATAL_FAILURE(expect_follows(d, "cfg", &ours));
 	EXPECT_EQ("300000", ours["max.message.bytes"]) << flat(ours);
 	EXPECT_EQ("compact,delete", ours["cleanup.policy"]) << flat(ours);
 	EXPECT_EQ(0u, ours.count("min.insync.replicas")) << flat(ours);
+	/* the tool's own view, on both sides */
+	ASSERT_EQ("", describe_topic(broker_->bootstrap(), "cfg", &theirs));
+	ASSERT_EQ("1", theirs["min.insync.replicas"]) << flat(theirs);
+	ASSERT_EQ("", describe_topic(d.bootstrap(), "cfg", &ours));
+	EXPECT_EQ(less_excluded(theirs), ours);
 
 	ASSERT_EQ("", alter(broker_->bootstrap(), "cfg", "--delete-config",
 			    "delete.retention.ms,max.message.bytes"));
-	ASSERT_NO_FATAL_FAILURE(expect_follows(d, "cfg"));
-	ASSERT_EQ("", describe_topic(d.bootstrap(), "cfg", &ours));
+	ASSERT_NO_FATAL_FAILURE(expect_follows(d, "cfg", &ours));
 	EXPECT_EQ(0u, ours.count("delete.retention.ms")) << flat(ours);
 	EXPECT_EQ(0u, ours.count("max.message.bytes")) << flat(ours);
+	EXPECT_EQ(1u, ours.count("retention.ms")) << flat(ours);
+
+	/* After a failover the source is gone: a restart keeps what was
+	 * synced (nothing listens on port 1). */
+	ChildResult res;
+	ASSERT_EQ("", d.stop(30000, &res));
+	Daemon again(dir.path(), { "source.bootstrap.servers=127.0.0.1:1", "topics=cfg",
+				   "config.sync.interval.ms=300" });
+	ASSERT_EQ("", again.start());
+	std::map<std::string, std::string> kept;
+	ASSERT_EQ("", dynamic_configs(again.bootstrap(), "cfg", &kept));
+	EXPECT_EQ(ours, kept);
 }
 
 /* The earliest offset the broker still has of topic:0 (-1: unknown). */
 int64_t source_earliest(KafkaBroker &b, const std::string &topic)
 {
-	std::string lines;
-	std::smatch m;
-	if (b.get_offsets(topic, -2, &lines) != "" ||
-	    !std::regex_search(lines, m, std::regex(topic + ":0:([0-9]+)")))
-		return -1;
-	return std::stoll(m[1]);
+	int64_t low = -1, high = -1;
+	return watermarks(b.bootstrap(), topic, 0, &low, &high) == "" ? low : -1;
 }
 
 /* A retention.ms set at the source deletes kmirrord's old segments while
@@ -191,13 +246,12 @@ int64_t source_earliest(KafkaBroker &b, const std::string &topic)
 TEST_F(KafkaOpsConfigs, SyncedRetentionDeletesOldSegments)
 {
 	ASSERT_EQ("", broker_->create_topic("ret", 1));
-	ASSERT_EQ("", broker_->producer_perf("ret", 2000, 100, { "acks=all" }));
-	std::string lines;
-	ASSERT_EQ("", broker_->get_offsets("ret", -1, &lines));
-	std::smatch m;
-	ASSERT_TRUE(std::regex_search(lines, m, std::regex("ret:0:([0-9]+)"))) << lines;
-	const int64_t end = std::stoll(m[1]);
-	ASSERT_GT(end, 0);
+	ProduceSpec spec = idempotent("ret", 0, 2000, 3);
+	spec.compression = "none";
+	ASSERT_EQ("", produce(broker_->bootstrap(), spec));
+	int64_t low = -1, end = -1;
+	ASSERT_EQ("", watermarks(broker_->bootstrap(), "ret", 0, &low, &end));
+	ASSERT_EQ(2000, end);
 
 	TempDir dir("km-opsret");
 	Daemon d(dir.path(), { "source.bootstrap.servers=" + broker_->bootstrap(),
@@ -220,7 +274,7 @@ TEST_F(KafkaOpsConfigs, SyncedRetentionDeletesOldSegments)
 	ASSERT_EQ("", d.status(&st));
 	EXPECT_LE(st.at("ret:0").log_start, end);
 	std::map<std::string, std::string> ours;
-	ASSERT_EQ("", describe_topic(d.bootstrap(), "ret", &ours));
+	ASSERT_EQ("", dynamic_configs(d.bootstrap(), "ret", &ours));
 	EXPECT_EQ("1000", ours["retention.ms"]) << flat(ours);
 }
 
@@ -230,7 +284,7 @@ TEST_F(KafkaOpsConfigs, SyncedRetentionDeletesOldSegments)
 TEST_F(KafkaOpsConfigs, AMirrorLoopIsRefused)
 {
 	ASSERT_EQ("", broker_->create_topic("loop", 1));
-	ASSERT_EQ("", broker_->producer_perf("loop", 50, 100, { "acks=all" }));
+	ASSERT_EQ("", produce(broker_->bootstrap(), idempotent("loop", 0, 50, 5)));
 	TempDir da("km-opsloop-a"), db("km-opsloop-b");
 	Daemon a(da.path(), { "source.bootstrap.servers=" + broker_->bootstrap(),
 			      "topics=loop" });
