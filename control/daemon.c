@@ -392,6 +392,7 @@ static void cleanup(struct km_daemon *d)
 		close(d->ctl_efd);
 	if (d->sig_fd >= 0)
 		close(d->sig_fd);
+	km_daemon_configs_free(d); /* they hang off the table's parts */
 	km_part_table_fini(&d->table);
 	free(d->table.parts);
 	free(d->mirrored);
@@ -405,7 +406,6 @@ static void cleanup(struct km_daemon *d)
 	km_daemon_discover_fini(d);
 	km_daemon_throttle_free(d); /* after stop_workers: they use them */
 	km_daemon_planned_free(d);
-	km_daemon_configs_free(d);
 }
 
 /* ---- the control loop ---------------------------------------------------- */

@@ -411,6 +411,7 @@ static int run_round(struct km_daemon *d)
 	uint32_t *topics = calloc(d->table.n ? d->table.n : 1, sizeof(*topics));
 	struct call_arrays *a = malloc(sizeof(*a));
 	struct km_kclient c;
+	bool speaks = false;
 	uint32_t n;
 	int rc = -ENOMEM;
 
@@ -422,7 +423,14 @@ static int run_round(struct km_daemon *d)
 	}
 	if ((rc = open_source(d, &c)) < 0)
 		goto out;
-	for (uint32_t k = 0; rc == 0 && k < n; k += TOPICS_PER_CALL)
+	rc = km_kclient_supports(&c, KM_API_DESCRIBE_CONFIGS, DCONFIGS_VERSION,
+				 &speaks);
+	if (rc == 0 && !speaks && !d->csync_unsupported)
+		KM_INFO("daemon", "config sync: the source serves no "
+			"DescribeConfigs v%d; topic configs are not synced",
+			DCONFIGS_VERSION);
+	d->csync_unsupported = rc == 0 && !speaks;
+	for (uint32_t k = 0; rc == 0 && speaks && k < n; k += TOPICS_PER_CALL)
 		rc = ask(d, &c, a, topics + k,
 			 n - k < TOPICS_PER_CALL ? n - k : TOPICS_PER_CALL);
 	km_kclient_close(&c);
@@ -450,4 +458,16 @@ void km_daemon_sync_configs(struct km_daemon *d)
 	if (rc < 0)
 		d->csync_errors++;
 	d->csync_rc = rc;
+}
+
+json_t *km_daemon_configs_status(const struct km_daemon *d)
+{
+	const char *last = d->csync_rounds == 0 ? "not run yet"
+			   : d->csync_unsupported ? "the source serves no DescribeConfigs"
+			   : d->csync_rc < 0 ? km_strerror(d->csync_rc) : "ok";
+
+	return json_pack("{s:I, s:I, s:I, s:s}", "interval_ms",
+			 (json_int_t)d->cfg->config_sync_interval_ms, "rounds",
+			 (json_int_t)d->csync_rounds, "errors",
+			 (json_int_t)d->csync_errors, "last", last);
 }

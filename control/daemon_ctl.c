@@ -192,6 +192,7 @@ static int on_status(void *ctx, const json_t *req, json_t *resp)
 		"mirroring_paused", km_daemon_disk_pausing(d)));
 	json_object_set_new(resp, "partitions", rows);
 	json_object_set_new(resp, "groups", km_daemon_groups_status(d, now));
+	json_object_set_new(resp, "config_sync", km_daemon_configs_status(d));
 	km_daemon_net_status(d, resp);
 	km_daemon_throttle_status(d, resp);
 	return 0;

@@ -130,6 +130,7 @@ struct km_daemon {
 	uint64_t csync_next_ms;
 	uint64_t csync_rounds, csync_errors;
 	int csync_rc;		/* of the last round */
+	bool csync_unsupported;	/* the source lists no DescribeConfigs */
 };
 
 /* daemon_lock.c: one kmirrord per data.dir */
@@ -269,6 +270,8 @@ void km_daemon_configs_free(struct km_daemon *d);
 void km_daemon_configs_limits(const struct km_daemon *d, uint32_t i,
 			      struct km_log_config *lc);
 void km_daemon_sync_configs(struct km_daemon *d);
+/** Status: the sync's rounds and errors, and the last round's outcome. */
+json_t *km_daemon_configs_status(const struct km_daemon *d);
 
 /* daemon_loop.c: a source that mirrors from us is refused (issue 19) */
 /** Partitions about to fetch from a kmirror host that mirrors from this

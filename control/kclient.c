@@ -165,3 +165,33 @@ void km_kclient_close(struct km_kclient *c)
 	free(c->resp);
 	c->resp = NULL;
 }
+
+static int enc_apiversions(struct km_wire_wr *w, int16_t v, const void *m)
+{
+	return km_apiversions_req_encode(w, v, m);
+}
+
+int km_kclient_supports(struct km_kclient *c, int16_t api_key,
+			int16_t version, bool *yes)
+{
+	static struct km_api_range keys[512]; /* the control thread's only */
+	struct km_apiversions_req req = { 0 };
+	struct km_apiversions_resp m = { 0, keys, 512, 0, 0 };
+	struct km_wire_rd r;
+	int rc;
+
+	km_wire_name_set_null(&req.sw_name);
+	km_wire_name_set_null(&req.sw_version);
+	*yes = false;
+	if ((rc = km_kclient_call(c, KM_API_API_VERSIONS, 0, enc_apiversions,
+				  &req, &r)) < 0 ||
+	    (rc = km_apiversions_resp_decode(&r, 0, &m)) < 0)
+		return rc;
+	if (m.error_code != 0)
+		return KM_ESOURCE;
+	for (uint32_t i = 0; i < m.n_keys; i++)
+		*yes |= keys[i].api_key == api_key &&
+			keys[i].min_version <= version &&
+			keys[i].max_version >= version;
+	return 0;
+}

@@ -55,6 +55,15 @@ int km_kclient_call(struct km_kclient *c, int16_t api_key, int16_t version,
 				  const void *req),
 		    const void *req, struct km_wire_rd *r);
 
+/**
+ * Does the peer serve api_key at version? (ApiVersions v0; a peer that
+ * does not list the key is not asked it, so neither a Kafka too old nor a
+ * test peer that serves less ever sees a request it cannot answer.)
+ * @return 0 and *yes, or what km_kclient_call returns.
+ */
+int km_kclient_supports(struct km_kclient *c, int16_t api_key,
+			int16_t version, bool *yes);
+
 void km_kclient_close(struct km_kclient *c);
 
 #ifdef __cplusplus

@@ -31,6 +31,18 @@ static int cmp_entry(const void *a, const void *b)
 		      ((const struct km_tconfig_entry *)b)->name);
 }
 
+/* Entries compare by their strings: the bytes after a NUL are whatever
+ * the caller's buffer held. */
+static bool same(const struct km_tconfig_entry *a,
+		 const struct km_tconfig_entry *b, uint32_t n)
+{
+	for (uint32_t i = 0; i < n; i++)
+		if (strcmp(a[i].name, b[i].name) != 0 ||
+		    strcmp(a[i].value, b[i].value) != 0)
+			return false;
+	return true;
+}
+
 int km_tconfig_replace(struct km_tconfig *t, const struct km_tconfig_entry *e,
 		       uint32_t n)
 {
@@ -39,12 +51,16 @@ int km_tconfig_replace(struct km_tconfig *t, const struct km_tconfig_entry *e,
 
 	if (n > KM_TCONFIG_ENTRIES_MAX)
 		n = KM_TCONFIG_ENTRIES_MAX;
-	if ((sorted = malloc(sizeof(*sorted) * (n ? n : 1))) == NULL)
+	if ((sorted = calloc(n ? n : 1, sizeof(*sorted))) == NULL)
 		return -ENOMEM;
-	memcpy(sorted, e, sizeof(*sorted) * n);
+	for (uint32_t i = 0; i < n; i++) {
+		snprintf(sorted[i].name, sizeof(sorted[i].name), "%s", e[i].name);
+		snprintf(sorted[i].value, sizeof(sorted[i].value), "%s",
+			 e[i].value);
+	}
 	qsort(sorted, n, sizeof(*sorted), cmp_entry);
 	pthread_mutex_lock(&t->lock);
-	changed = t->n != n || memcmp(t->e, sorted, sizeof(*sorted) * n) != 0;
+	changed = t->n != n || !same(t->e, sorted, n);
 	if (changed) {
 		memcpy(t->e, sorted, sizeof(*sorted) * n);
 		t->n = n;

@@ -226,6 +226,7 @@ TEST_F(KafkaOpsConfigs, AlteredConfigsAreFollowedButTheExcludedOnes)
 	 * synced (nothing listens on port 1). */
 	ChildResult res;
 	ASSERT_EQ("", d.stop(30000, &res));
+	ASSERT_EQ(0, res.exit_code) << res.describe();
 	Daemon again(dir.path(), { "source.bootstrap.servers=127.0.0.1:1", "topics=cfg",
 				   "config.sync.interval.ms=300" });
 	ASSERT_EQ("", again.start());
@@ -303,6 +304,7 @@ TEST_F(KafkaOpsConfigs, AMirrorLoopIsRefused)
 	ASSERT_NE("", b_id);
 	ChildResult res;
 	ASSERT_EQ("", a.stop(30000, &res));
+	ASSERT_EQ(0, res.exit_code) << res.describe();
 
 	Daemon a2(da.path(), { "source.bootstrap.servers=" + b.bootstrap(),
 			       "topics=loop" });
