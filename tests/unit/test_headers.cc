@@ -35,6 +35,7 @@
 #include "dataplane/fetch/throttle.h"
 #include "dataplane/net/kframe.h"
 #include "dataplane/serve/local_write.h"
+#include "dataplane/serve/tconfig.h"
 #include "dataplane/net/net.h"
 #include "control/config.h"
 #include "control/cluster_id.h"
