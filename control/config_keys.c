@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 
 #include "common/errors.h"
 #include "common/km_assert.h"
@@ -433,21 +434,24 @@ static void format_topic_throttle(const struct km_config *cfg,
 	format_limits(cfg->topic_throttle, cfg->topic_throttle_count, s);
 }
 
-/* "" excludes nothing; a list replaces the default one, as MM2's
- * config.properties.exclude does. */
+/* A list replaces the default one, as MM2's config.properties.exclude
+ * does; "none" excludes nothing (an empty value is the default list, as
+ * for every key), and no Kafka config is called that. */
 static int apply_config_sync_exclude(const struct km_config_ctx *c)
 {
-	if (c->value[0] == '\0') {
+	if (strcasecmp(c->value, "none") == 0) {
 		CFG(c)->config_sync_exclude_count = 0;
 		return 0;
 	}
-	return km_config_parse_groups(c, CFG(c)->config_sync_exclude,
-				      &CFG(c)->config_sync_exclude_count);
+	return km_config_parse_config_names(c, CFG(c)->config_sync_exclude,
+					    &CFG(c)->config_sync_exclude_count);
 }
 
 static void format_config_sync_exclude(const struct km_config *cfg,
 				       struct km_config_sink *s)
 {
+	if (cfg->config_sync_exclude_count == 0)
+		km_config_emit(s, "none");
 	for (uint32_t i = 0; i < cfg->config_sync_exclude_count; i++)
 		km_config_emit(s, "%s%s", i == 0 ? "" : ",",
 			       cfg->config_sync_exclude[i]);

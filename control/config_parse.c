@@ -684,3 +684,29 @@ int km_config_parse_cluster_id(const struct km_config_ctx *c, char *dst,
 	strcpy(dst, c->value);
 	return 0;
 }
+
+/* A config name of config.sync.exclude: checked as groups are, worded for
+ * what it is. */
+static int config_name_item(const struct km_config_ctx *c, const char *item,
+			    uint32_t index, void *arg)
+{
+	char (*names)[KM_CONFIG_GROUP_BYTES_MAX] = arg;
+	size_t n = strlen(item);
+
+	if (n > KM_CONFIG_GROUP_BYTES_MAX - 1)
+		return km_config_bad(c, "name %u is longer than %u bytes",
+				     index + 1, KM_CONFIG_GROUP_BYTES_MAX - 1);
+	for (uint32_t i = 0; i < index; i++)
+		if (strcmp(names[i], item) == 0)
+			return km_config_bad(c, "\"%s\" is listed twice", item);
+	memcpy(names[index], item, n + 1);
+	return 0;
+}
+
+int km_config_parse_config_names(const struct km_config_ctx *c,
+				 char (*names)[KM_CONFIG_GROUP_BYTES_MAX],
+				 uint32_t *count)
+{
+	return for_each_item(c, KM_CONFIG_GROUPS_MAX, config_name_item, names,
+			     count);
+}

@@ -64,6 +64,10 @@ int km_config_parse_topics(const struct km_config_ctx *c,
 int km_config_parse_groups(const struct km_config_ctx *c,
 			   char (*groups)[KM_CONFIG_GROUP_BYTES_MAX],
 			   uint32_t *count);
+/* Topic config names (config.sync.exclude), up to KM_CONFIG_GROUPS_MAX. */
+int km_config_parse_config_names(const struct km_config_ctx *c,
+				 char (*names)[KM_CONFIG_GROUP_BYTES_MAX],
+				 uint32_t *count);
 int km_config_parse_local_topics(const struct km_config_ctx *c,
 				 char (*topics)[KM_CONFIG_TOPIC_BYTES_MAX],
 				 uint32_t *partitions, uint32_t *count);

@@ -241,6 +241,22 @@ static int put_extra(struct km_wire_wr *w, const struct cfg_scope *s,
 	return km_dconfigs_resp_enc_entry(w, s->version, &e);
 }
 
+/* Is id one of the comma-separated ids in list? */
+static bool listed(const char *list, const char *id)
+{
+	size_t n = strlen(id);
+
+	for (const char *p = list; *p != '\0';) {
+		const char *comma = strchr(p, ',');
+		size_t len = comma ? (size_t)(comma - p) : strlen(p);
+
+		if (len == n && strncmp(p, id, n) == 0)
+			return true;
+		p += len + (comma != NULL);
+	}
+	return false;
+}
+
 /* The distinct source cluster ids of the partitions mirroring here (a
  * stopped one is writable and mirrors from nobody), comma-separated. */
 static void source_ids(const struct km_frontend *fe, char out[SOURCES_BYTES])
@@ -255,7 +271,7 @@ static void source_ids(const struct km_frontend *fe, char out[SOURCES_BYTES])
 		if (atomic_load_explicit(&p->mode, memory_order_acquire) !=
 			    KM_PART_MIRROR ||
 		    !km_part_source_read(&p->stats.source, &v) ||
-		    v.cluster_id[0] == '\0' || strstr(out, v.cluster_id) != NULL)
+		    v.cluster_id[0] == '\0' || listed(out, v.cluster_id))
 			continue;
 		if (len + strlen(v.cluster_id) + 2 > SOURCES_BYTES)
 			break;

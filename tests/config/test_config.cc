@@ -225,6 +225,14 @@ TEST(Config, GoodValues)
 		{ "dpdk.netmask=0", [](const km_config &c) { EXPECT_EQ(0u, c.dpdk.netmask_be); } },
 		{ "dpdk.netmask=255.255.255.128", [](const km_config &c) { EXPECT_EQ(ip("255.255.255.128"), c.dpdk.netmask_be); } },
 		{ "dpdk.eal.args=-l 0\t--no-pci", [](const km_config &c) { EXPECT_STREQ("-l 0\t--no-pci", c.dpdk.eal_args); } },
+		{ "config.sync.interval.ms=0", [](const km_config &c) { EXPECT_EQ(0u, c.config_sync_interval_ms); } },
+		{ "config.sync.interval.ms=5s", [](const km_config &c) { EXPECT_EQ(5000u, c.config_sync_interval_ms); } },
+		{ "config.sync.exclude=retention.ms, segment.bytes", [](const km_config &c) {
+			  ASSERT_EQ(2u, c.config_sync_exclude_count);
+			  EXPECT_STREQ("retention.ms", c.config_sync_exclude[0]);
+			  EXPECT_STREQ("segment.bytes", c.config_sync_exclude[1]);
+		  } },
+		{ "config.sync.exclude=None", [](const km_config &c) { EXPECT_EQ(0u, c.config_sync_exclude_count); } },
 	};
 	for (const Good &g : cases) {
 		Loaded l = load(nullptr, { "data.dir=/d", g.set });
@@ -360,6 +368,9 @@ TEST(Config, BadValues)
 		{ "log.level=trace", "expected error, warn, info or debug" },
 		{ "groups.include=app-(", "a comma-separated list of POSIX extended regular expressions, each matching a whole name: \"app-(\": Unmatched ( or \\(" },
 		{ "groups.exclude=a{2,1}", "a comma-separated list of POSIX extended regular expressions, each matching a whole name: \"a{2,1}\": Invalid content of \\{\\}" },
+		{ "config.sync.exclude=a,a", "\"a\" is listed twice" },
+		{ "config.sync.exclude=a,,b", "empty entry in the list" },
+		{ "config.sync.interval.ms=2147483648", "must be between 0 and 2147483647" },
 	};
 	for (const Bad &b : cases) {
 		Loaded l = load(nullptr, { "data.dir=/d", b.set });
@@ -731,6 +742,23 @@ TEST(Config, FormatReadsBackToTheSameStruct)
 			<< text.data();
 		EXPECT_EQ(-ENOSPC, km_config_format(a.cfg.get(), text.data(), n));
 	}
+}
+
+// config.sync.exclude=none (exclude nothing) is written back as "none":
+// left out, it would read back as the default list.
+TEST(Config, SyncExcludeNoneReadsBack)
+{
+	TempDir d;
+	Loaded a = load(nullptr, { "data.dir=/d", "config.sync.exclude=none" });
+	ASSERT_EQ(0, a.rc) << a.err;
+	std::vector<char> text(64 * 1024);
+	int n = km_config_format(a.cfg.get(), text.data(), text.size());
+	ASSERT_GT(n, 0);
+	EXPECT_NE(nullptr, strstr(text.data(), "\nconfig.sync.exclude=none\n")) << text.data();
+	std::string again = d.file("again.properties", std::string(text.data(), n));
+	Loaded b = load(again.c_str());
+	ASSERT_EQ(0, b.rc) << b.err;
+	EXPECT_EQ(0u, b->config_sync_exclude_count);
 }
 
 TEST(Config, FormatText)
