@@ -137,6 +137,24 @@ static void configs_path(const struct km_daemon *d, const struct km_part *first,
 	snprintf(out, cap, "%s/%s", dir, CONFIGS_FILE);
 }
 
+/* The rename lasts once the directory holding it is synced. */
+static int sync_dir(const char *path)
+{
+	char dir[4200];
+	char *slash;
+	int fd, rc = 0;
+
+	snprintf(dir, sizeof(dir), "%s", path);
+	if ((slash = strrchr(dir, '/')) != NULL)
+		*slash = '\0';
+	if ((fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
+		return -errno;
+	if (fsync(fd) != 0)
+		rc = -errno;
+	close(fd);
+	return rc;
+}
+
 /* Written whole to a temporary file, synced, renamed over the old one: a
  * crash leaves either set, never a mix. */
 static int save_file(const struct km_daemon *d, const struct km_part *first,
@@ -165,7 +183,7 @@ static int save_file(const struct km_daemon *d, const struct km_part *first,
 		rc = -errno;
 	if (rc < 0)
 		unlink(tmp);
-	return rc;
+	return rc < 0 ? rc : sync_dir(path);
 }
 
 struct loaded {
