@@ -6,7 +6,9 @@
  * kafka-configs --describe against kmirrord then lists the source's
  * dynamic configs but for the excluded ones (min.insync.replicas), a
  * --delete-config is followed too, and a synced retention.ms really
- * deletes kmirrord's old segments; a restart without the source keeps
+ * deletes kmirrord's old segments, but not those of a topic made
+ * compact-only at the source nor of one kmirrord's config file gives a
+ * retention; a restart without the source keeps
  * the synced configs. And a kmirrord configured to mirror
  * from a kmirror host that mirrors from it refuses, naming both clusters.
  *
@@ -277,6 +279,55 @@ TEST_F(KafkaOpsConfigs, SyncedRetentionDeletesOldSegments)
 	std::map<std::string, std::string> ours;
 	ASSERT_EQ("", dynamic_configs(d.bootstrap(), "ret", &ours));
 	EXPECT_EQ("1000", ours["retention.ms"]) << flat(ours);
+}
+
+/* Where a synced retention.ms must not delete: a topic whose synced
+ * cleanup.policy is compact only (Kafka deletes such a topic by no age),
+ * and a topic kmirrord's own config file gives a retention (the file
+ * wins). One worker, and the alters in order, the control topic last:
+ * the control thread sends each round's limits to the worker and waits
+ * for its reply before the next round, and the worker runs a retention
+ * pass right after any new limits, so once the last topic has lost
+ * segments the first two have had their pass under the synced values. */
+TEST_F(KafkaOpsConfigs, CompactedAndFileSetTopicsKeepTheirSegments)
+{
+	const std::vector<std::string> topics = { "rca", "rcb", "rcz" };
+	for (const std::string &t : topics) {
+		ASSERT_EQ("", broker_->create_topic(t, 1));
+		ProduceSpec spec = idempotent(t, 0, 1000, 7);
+		spec.compression = "none";
+		ASSERT_EQ("", produce(broker_->bootstrap(), spec));
+	}
+	TempDir dir("km-opskeep");
+	Daemon d(dir.path(), { "source.bootstrap.servers=" + broker_->bootstrap(),
+			       "topics=rca,rcb,rcz", "workers=1", "segment.bytes=16384",
+			       "topic.retention.ms=rcb:-1", "config.sync.interval.ms=300" });
+	ASSERT_EQ("", d.start());
+	ASSERT_EQ("", d.wait_status([&](const std::map<std::string, PartStatus> &st) {
+		for (const std::string &t : topics)
+			if (!st.count(t + ":0") || st.at(t + ":0").hw != 1000)
+				return false;
+		return true;
+	}, 60000));
+	auto synced = [&](const std::string &t, const std::string &k, const std::string &v) {
+		std::map<std::string, std::string> m;
+		return poll_until([&] {
+			return dynamic_configs(d.bootstrap(), t, &m) == "" && m[k] == v;
+		}, 30000);
+	};
+	ASSERT_EQ("", alter(broker_->bootstrap(), "rca", "--add-config",
+			    "cleanup.policy=compact,retention.ms=1000"));
+	ASSERT_TRUE(synced("rca", "cleanup.policy", "compact"));
+	ASSERT_EQ("", alter(broker_->bootstrap(), "rcb", "--add-config", "retention.ms=1000"));
+	ASSERT_TRUE(synced("rcb", "retention.ms", "1000"));
+	ASSERT_EQ("", alter(broker_->bootstrap(), "rcz", "--add-config", "retention.ms=1000"));
+	ASSERT_EQ("", d.wait_status([&](const std::map<std::string, PartStatus> &s) {
+		return s.count("rcz:0") && s.at("rcz:0").log_start > 0;
+	}, 60000)) << "the control topic kept every segment";
+	std::map<std::string, PartStatus> st;
+	ASSERT_EQ("", d.status(&st));
+	EXPECT_EQ(0, st.at("rca:0").log_start) << "a compacted topic lost segments by age";
+	EXPECT_EQ(0, st.at("rcb:0").log_start) << "the synced value beat the config file";
 }
 
 /* A mirrors the broker, B mirrors A; A restarted with B as its source is
