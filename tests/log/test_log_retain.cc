@@ -131,6 +131,38 @@ TEST(Retain, SizeAndAgeCapsNeverTakeTheActiveSegment)
 	EXPECT_EQ(0u, out.segments);
 }
 
+// km_log_set_limits (a topic config synced from the source): the next
+// km_log_retain_policy follows the new caps, the next roll the new size,
+// and a size the log cannot take is refused with nothing changed.
+TEST(Retain, SetLimitsChangesTheNextPassAndRoll)
+{
+	TempDir td;
+	Log l(td.path, Small);
+	Fill(l, 40);
+	const int64_t now = 1800000000000;
+	km_log_retained out;
+	ASSERT_EQ(0, km_log_retain_policy(l.log, -1, now, &out));
+	EXPECT_EQ(0u, out.segments) << "no caps yet";
+
+	km_log_limits bad = { 86400000, -1, 1023 };
+	EXPECT_EQ(-EINVAL, km_log_set_limits(l.log, &bad));
+	EXPECT_EQ(-1, km_log_config_get(l.log)->retention_ms);
+	km_log_limits lim = { 86400000, -1, 4096 };
+	ASSERT_EQ(0, km_log_set_limits(l.log, &lim));
+	ASSERT_EQ(0, km_log_retain_policy(l.log, -1, now, &out));
+	EXPECT_GT(out.segments, 0u) << "every batch is from 1970";
+
+	// The next segments roll at 4 KiB: fewer files for the same bytes.
+	size_t before = Bases(l.dir, ".log").size();
+	for (int i = 0; i < 40; i++) {
+		Batch b(Plain(120 + 3 * i, 3));
+		EXPECT_EQ(1, l.Append(b));
+	}
+	size_t added = Bases(l.dir, ".log").size() - before;
+	EXPECT_GT(added, 0u);
+	EXPECT_LT(added, 8u) << "40 batches of ~450 B roll about 9 times at 2 KiB";
+}
+
 // A reader on another thread reads from the log start in a loop while the
 // owner appends and deletes: every read is whole CRC-valid batches or
 // -ERANGE (the start moved past it), never an error or torn bytes.
