@@ -554,6 +554,8 @@ static void publish_counts(struct km_part_stats *s,
 			      memory_order_relaxed);
 	publish_data_loss(s, fs->data_loss_events ? fs : gone,
 			  gone->data_loss_events + fs->data_loss_events);
+	atomic_store_explicit(&s->fetch_answers, gone->fetches + fs->fetches,
+			      memory_order_relaxed);
 }
 
 /* Time lag (metrics): the moment the log end last reached the source's
@@ -566,8 +568,6 @@ static void publish_caught_up(struct km_part_stats *s, int64_t source_hw)
 	if (source_hw >= 0 && leo >= source_hw)
 		atomic_store_explicit(&s->caught_up_ms, km_clock_ms(),
 				      memory_order_relaxed);
-	atomic_store_explicit(&s->fetch_answers, gone->fetches + fs->fetches,
-			      memory_order_relaxed);
 }
 
 static void publish_fetch(struct km_part *p, const struct km_fetcher *f,
