@@ -103,7 +103,7 @@ void km_daemon_configs_limits(const struct km_daemon *d, uint32_t i,
 	struct km_part *first;
 	bool compact_only;
 
-	if (km_part_topic(&d->table, p->topic, &first) == 0 ||
+	if ((first = km_part_topic_first(&d->table, p->topic)) == NULL ||
 	    first->tconfig == NULL)
 		return;
 	compact_only = km_tconfig_get(first->tconfig, "cleanup.policy", policy,
@@ -248,6 +248,20 @@ int km_daemon_configs_init(struct km_daemon *d)
 	return 0;
 }
 
+int km_daemon_configs_add(struct km_daemon *d, uint32_t i)
+{
+	struct km_part *first = km_part_topic_first(&d->table,
+						    d->table.parts[i].topic);
+	int rc;
+
+	if (!d->mirrored[i] || first == NULL || first->tconfig != NULL)
+		return 0;
+	if ((rc = km_tconfig_new(&first->tconfig)) < 0)
+		return rc;
+	load_file(d, first);
+	return 0;
+}
+
 void km_daemon_configs_free(struct km_daemon *d)
 {
 	for (uint32_t i = 0; d->table.parts != NULL && i < d->table.n; i++) {
@@ -334,7 +348,7 @@ static void take_result(struct km_daemon *d, const struct km_dconfigs_resp *m,
 	uint32_t n, t;
 	int rc;
 
-	if (km_part_topic(&d->table, res->name.s, &first) == 0 ||
+	if ((first = km_part_topic_first(&d->table, res->name.s)) == NULL ||
 	    first->tconfig == NULL)
 		return;
 	if (res->error_code != 0) {
@@ -415,7 +429,8 @@ static uint32_t topics_to_sync(const struct km_daemon *d, uint32_t *out)
 		struct km_part *first;
 
 		if (!follows(d, i) ||
-		    km_part_topic(&d->table, d->table.parts[i].topic, &first) == 0 ||
+		    (first = km_part_topic_first(&d->table,
+						 d->table.parts[i].topic)) == NULL ||
 		    first->tconfig == NULL)
 			continue;
 		if (n == 0 || out[n - 1] != (uint32_t)(first - d->table.parts))

@@ -181,6 +181,9 @@ static int add_part(struct km_daemon *d, const char *topic, int32_t partition)
 	if ((rc = km_part_table_publish(&d->table)) < 0)
 		return rc; /* opened, not served: a restart serves it */
 	km_daemon_settle_role(d, i);
+	if ((rc = km_daemon_configs_add(d, i)) < 0)
+		KM_WARN("daemon", "partition %s-%d: its topic's synced configs: "
+			"%s", topic, partition, km_strerror(rc));
 	if ((rc = km_daemon_record_role(d, i)) < 0)
 		KM_WARN("daemon", "partition %s-%d: cannot record its role: %s",
 			topic, partition, km_strerror(rc));

@@ -265,6 +265,8 @@ char *km_daemon_groups_metrics(struct km_daemon *d);
 
 /* daemon_configs.c: topic configs synced from the source (issue 19) */
 int km_daemon_configs_init(struct km_daemon *d);
+/** Partition i was added by discovery: its topic's synced configs. */
+int km_daemon_configs_add(struct km_daemon *d, uint32_t i);
 void km_daemon_configs_free(struct km_daemon *d);
 /** Lay partition i's synced configs over lc (kmirrord's for its topic). */
 void km_daemon_configs_limits(const struct km_daemon *d, uint32_t i,

@@ -265,8 +265,10 @@ static void source_ids(const struct km_frontend *fe, char out[SOURCES_BYTES])
 	size_t len = 0;
 
 	out[0] = '\0';
-	for (uint32_t i = 0; i < fe->table->n; i++) {
-		struct km_part *p = &fe->table->parts[i];
+	const struct km_part_index *ix = km_part_index_get(fe->table);
+
+	for (uint32_t i = 0; i < ix->n; i++) {
+		const struct km_part *p = ix->p[i];
 
 		if (atomic_load_explicit(&p->mode, memory_order_acquire) !=
 			    KM_PART_MIRROR ||
@@ -466,7 +468,7 @@ static int take_snaps(const struct km_frontend *fe,
 		const struct km_dconfigs_resource *r = &req->resources[i];
 
 		if (r->type != KM_CONFIG_RESOURCE_TOPIC ||
-		    km_part_topic(fe->table, r->name.s, &first) == 0 ||
+		    (first = km_part_topic_first(fe->table, r->name.s)) == NULL ||
 		    first->tconfig == NULL)
 			continue;
 		snaps[i].n = km_tconfig_copy(first->tconfig, tmp,

@@ -272,6 +272,16 @@ struct km_part *km_part_find(const struct km_part_table *t, const char *topic,
 uint32_t km_part_topic(const struct km_part_index *ix, const char *topic,
 		       struct km_part *const **first);
 
+/** The first partition of topic in the current view, or NULL. */
+static inline struct km_part *km_part_topic_first(const struct km_part_table *t,
+						  const char *topic)
+{
+	struct km_part *const *first;
+
+	return km_part_topic(km_part_index_get(t), topic, &first) ? first[0]
+								  : NULL;
+}
+
 static inline enum km_part_mode km_part_get_mode(const struct km_part *p)
 {
 	return (enum km_part_mode)atomic_load_explicit(&p->mode,
