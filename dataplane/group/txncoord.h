@@ -1,0 +1,154 @@
+/* Kafka transaction coordinator as pure logic (issue 20): the state of each
+ * transactional.id and the answers of InitProducerId (with a
+ * transactional id), AddPartitionsToTxn, AddOffsetsToTxn and EndTxn, the
+ * transaction.version 1 protocol (KIP-98, KIP-360 for InitProducerId v3+).
+ * No I/O and no clock of its own: the front-end decodes a request, calls in
+ * with the time, encodes the Kafka error code that comes back, and writes
+ * the COMMIT/ABORT markers a completed EndTxn or an expired transaction
+ * names (through each partition's owner), then calls
+ * km_txncoord_markers_written().
+ *
+ * Model (Kafka's TransactionCoordinator / TransactionMetadata): per
+ * transactional id a producer id and epoch, a state Empty -> Ongoing ->
+ * PrepareCommit | PrepareAbort -> CompleteCommit | CompleteAbort (-> Ongoing
+ * again), the partitions of the open transaction, its timeout and start.
+ * Kafka rules kept:
+ *  - InitProducerId: a new id gets a fresh producer id (the caller's
+ *    allocator: R4 step 6, above every id seen) at epoch 0; a known one in
+ *    Empty or Complete* gets its epoch bumped (a new producer id at epoch 0
+ *    once the epoch would pass 32766); in Ongoing the transaction is
+ *    aborted under a bumped epoch (the old producer is fenced) and the
+ *    answer is CONCURRENT_TRANSACTIONS, so the client retries and bumps a
+ *    second time; in Prepare* CONCURRENT_TRANSACTIONS. With v3+'s expected
+ *    producer id and epoch, anything but the current pair (or the one
+ *    before the last bump, a retry) is PRODUCER_FENCED. A timeout of 0 or
+ *    over the maximum is INVALID_TRANSACTION_TIMEOUT.
+ *  - AddPartitionsToTxn / AddOffsetsToTxn / EndTxn: an unknown id or
+ *    another producer id is INVALID_PRODUCER_ID_MAPPING, another epoch
+ *    PRODUCER_FENCED (the caller maps it to INVALID_PRODUCER_EPOCH below
+ *    the version that knows it), Prepare* CONCURRENT_TRANSACTIONS.
+ *  - EndTxn: Ongoing -> Prepare*; the same decision again once complete
+ *    (a retry) is NONE; the other decision, or EndTxn on Empty, is
+ *    INVALID_TXN_STATE (Kafka answers an abort of an Empty TV1 transaction
+ *    the same way).
+ *  - An Ongoing transaction older than its timeout is aborted under a
+ *    bumped epoch (km_txncoord_expire), fencing its producer.
+ *
+ * Not here yet (later phases of issue 20): durability (the records of
+ * __transaction_state), TxnOffsetCommit's pending offsets, TV2's epoch
+ * bump per transaction.
+ *
+ * Threading: single-threaded, the front-end's worker. Memory: everything at
+ * km_txncoord_create() (ids_max ids of parts_max partitions each).
+ */
+#ifndef KM_DATAPLANE_TXNCOORD_H
+#define KM_DATAPLANE_TXNCOORD_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* transaction.max.timeout.ms's default. */
+#define KM_TXNCOORD_TIMEOUT_MAX_MS 900000
+/* Longest transactional id / topic name kept (Kafka's topic limit). */
+#define KM_TXNCOORD_NAME_MAX 249
+
+enum km_txn_state {
+	KM_TXN_EMPTY = 0,
+	KM_TXN_ONGOING,
+	KM_TXN_PREPARE_COMMIT,
+	KM_TXN_PREPARE_ABORT,
+	KM_TXN_COMPLETE_COMMIT,
+	KM_TXN_COMPLETE_ABORT,
+};
+
+/* Hands out a producer id above every one seen (epoch ignored). */
+typedef int (*km_txncoord_pid_fn)(void *ctx, int64_t *pid, int16_t *epoch);
+
+struct km_txncoord_config {
+	uint32_t ids_max;	/* transactional ids kept */
+	uint32_t parts_max;	/* partitions in one transaction */
+	km_txncoord_pid_fn alloc_pid;
+	void *alloc_ctx;
+};
+
+struct km_txn_part {
+	char topic[KM_TXNCOORD_NAME_MAX + 1];
+	int32_t partition;
+};
+
+/* The markers an ended transaction needs: one control batch of this
+ * producer and epoch on each partition. Valid until the next call. */
+struct km_txn_markers {
+	const char *transactional_id;
+	int64_t producer_id;
+	int16_t producer_epoch;
+	bool commit;
+	const struct km_txn_part *parts;
+	uint32_t n_parts;
+};
+
+struct km_txncoord; /* opaque */
+
+int km_txncoord_create(const struct km_txncoord_config *cfg,
+		       struct km_txncoord **out);
+void km_txncoord_destroy(struct km_txncoord *c);
+
+/**
+ * InitProducerId with a transactional id. expect_pid/expect_epoch: v3+'s
+ * ProducerId/ProducerEpoch, else -1/-1. On NONE *pid and *epoch are the
+ * producer's; when an Ongoing transaction was aborted (answer
+ * CONCURRENT_TRANSACTIONS) *markers names its abort.
+ * @return a Kafka error code (0: NONE).
+ */
+int16_t km_txncoord_init_pid(struct km_txncoord *c, const char *txn_id,
+			     int32_t timeout_ms, int64_t expect_pid,
+			     int16_t expect_epoch, int64_t now_ms,
+			     int64_t *pid, int16_t *epoch,
+			     struct km_txn_markers *markers);
+
+/** AddPartitionsToTxn for one partition (call once per partition: the
+ *  answer is per partition). @return a Kafka error code. */
+int16_t km_txncoord_add_partition(struct km_txncoord *c, const char *txn_id,
+				  int64_t pid, int16_t epoch,
+				  const char *topic, int32_t partition,
+				  int64_t now_ms);
+
+/** EndTxn. On NONE with *markers->n_parts > 0 the caller writes them and
+ *  then calls km_txncoord_markers_written(); n_parts 0 means nothing to
+ *  write (a retry, or a transaction with no partition).
+ *  @return a Kafka error code. */
+int16_t km_txncoord_end(struct km_txncoord *c, const char *txn_id,
+			int64_t pid, int16_t epoch, bool commit,
+			struct km_txn_markers *markers);
+
+/** Every marker of txn_id's Prepare* transaction is durable: Complete*.
+ *  @return 0, or -ENOENT (unknown id) / -EINVAL (not Prepare*). */
+int km_txncoord_markers_written(struct km_txncoord *c, const char *txn_id);
+
+/**
+ * Abort the first Ongoing transaction past its timeout at now_ms under a
+ * bumped epoch (its producer is fenced).
+ * @return 1 and *markers (write them, then km_txncoord_markers_written), or
+ *         0 when none expired.
+ */
+int km_txncoord_expire(struct km_txncoord *c, int64_t now_ms,
+		       struct km_txn_markers *markers);
+
+/** May pid at epoch write transactional batches to topic/partition: an
+ *  Ongoing transaction holds it. */
+bool km_txncoord_may_write(const struct km_txncoord *c, int64_t pid,
+			   int16_t epoch, const char *topic,
+			   int32_t partition);
+
+/** The state of txn_id, or -ENOENT. */
+int km_txncoord_state(const struct km_txncoord *c, const char *txn_id);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
