@@ -10,6 +10,7 @@
 #include "common/km_limits.h"
 #include "common/log.h"
 #include "dataplane/serve/part.h"
+#include "kafka/control.h"
 #include "kafka/inflate.h"
 #include "kafka/validate.h"
 #include "iouring_log/log.h"
@@ -43,6 +44,7 @@ struct lw_entry {
 	int64_t hold_offset;	/* last offset written from the copy, or -1 */
 	km_part_produced_fn done;
 	void *arg;
+	bool marker;		/* the coordinator's COMMIT/ABORT marker */
 };
 
 struct km_local_write {
@@ -59,6 +61,7 @@ struct km_local_write {
 	uint32_t head;
 	uint32_t count;
 	bool pumping;		/* a roll inside an append polls the ring */
+	bool txn_coordinated;	/* cfg: transactional batches accepted */
 	struct km_local_write_stats st;
 };
 
@@ -84,6 +87,7 @@ int km_local_write_create(const struct km_local_write_config *cfg,
 						   : KM_BATCH_BYTES_MAX;
 	lw->mem_bytes = cfg->mem_bytes;
 	lw->ents_max = cfg->pending_max;
+	lw->txn_coordinated = cfg->txn_coordinated;
 	lw->mem = malloc(cfg->mem_bytes);
 	lw->ents = calloc(cfg->pending_max, sizeof(*lw->ents));
 	lw->inflate = cfg->inflate;
@@ -159,9 +163,10 @@ static int mem_alloc(struct km_local_write *lw, uint32_t len, uint32_t *off)
  *    ("Clients are not allowed to write control records"); a client marker
  *    or MIRROR_PID_RESET barrier would end others' transactions or forget
  *    producers (R3);
- *  - transactional batches: there is no transaction coordinator behind the
- *    front-end, so nothing would ever end the transaction and the LSO would
- *    stay behind it for good;
+ *  - transactional batches, unless the writer's config says a transaction
+ *    coordinator stands behind the front-end (txn_coordinated): without
+ *    one nothing would ever end the transaction and the LSO would stay
+ *    behind it for good;
  *  - producer ids below -1: they are mirrored producers' (R1), whose state
  *    a local client must never touch. */
 static int check_client_batch(const struct km_local_write *lw,
@@ -171,7 +176,7 @@ static int check_client_batch(const struct km_local_write *lw,
 
 	if (km_batch_is_control(b))
 		why = "control batch";
-	else if (km_batch_is_transactional(b))
+	else if (km_batch_is_transactional(b) && !lw->txn_coordinated)
 		why = "transactional batch (transactions not supported here)";
 	else if (km_batch_producer_id(b) < -1)
 		why = "producer id of a mirrored producer";
@@ -220,8 +225,10 @@ static int parse_all(const struct km_local_write *lw, struct lw_entry *e)
 			return KM_EWIRETRUNC; /* the records end inside it */
 		if (rc < 0)
 			return rc;
-		if ((rc = check_client_batch(lw, b)) < 0 ||
-		    (rc = check_records(lw, b, e->n_batches)) < 0)
+		/* A marker is built here, not sent by a client. */
+		if (!e->marker &&
+		    ((rc = check_client_batch(lw, b)) < 0 ||
+		     (rc = check_records(lw, b, e->n_batches)) < 0))
 			return rc;
 		e->n_batches++;
 		(void)km_chain_advance(&e->chain, &cur, km_batch_size(b));
@@ -268,7 +275,9 @@ static bool append_entry(struct km_local_write *lw, struct lw_entry *e)
 		struct km_log_append_result res;
 		int rc = km_log_append_burst(lw->log, &e->batches[e->n_done],
 					     e->n_batches - e->n_done,
-					     KM_ORIGIN_CLIENT, &res);
+					     e->marker ? KM_ORIGIN_CONTROL
+						       : KM_ORIGIN_CLIENT,
+					     &res);
 
 		if (rc == 0)
 			return false;
@@ -351,6 +360,7 @@ static struct lw_entry *push_entry(struct km_local_write *lw, uint8_t *records,
 	e->base_offset = e->wait_offset = e->hold_offset = -1;
 	e->done = done;
 	e->arg = arg;
+	e->marker = false;
 	lw->st.submits++;
 	return e;
 }
@@ -380,6 +390,33 @@ int km_local_write_submit(struct km_local_write *lw, const struct km_chain *c,
 	e = push_entry(lw, lw->mem + off, off, len, acks, done, arg);
 	/* The one copy (local_write.h says why): receive chain -> ring. */
 	(void)km_chain_copy(c, cur, lw->mem + off, len);
+	validate(lw, e);
+	return 0;
+}
+
+int km_local_write_marker(struct km_local_write *lw, int64_t producer_id,
+			  int16_t producer_epoch, bool commit,
+			  int32_t coordinator_epoch, int64_t timestamp_ms,
+			  km_part_produced_fn done, void *arg)
+{
+	struct km_ctrl_spec s = { .base_offset = 0, .leader_epoch = -1,
+				  .timestamp = timestamp_ms };
+	struct lw_entry *e;
+	uint32_t off;
+	int len, rc = check_submit(lw, KM_CTRL_MARKER_BATCH_BYTES, -1, done);
+
+	if (rc < 0)
+		return rc;
+	if (mem_alloc(lw, KM_CTRL_MARKER_BATCH_BYTES, &off) < 0) {
+		lw->st.refused_full++;
+		return -ENOBUFS;
+	}
+	len = km_ctrl_build_marker(lw->mem + off, KM_CTRL_MARKER_BATCH_BYTES,
+				   &s, producer_id, producer_epoch, commit,
+				   coordinator_epoch);
+	KM_ASSERT(len == KM_CTRL_MARKER_BATCH_BYTES);
+	e = push_entry(lw, lw->mem + off, off, (uint32_t)len, -1, done, arg);
+	e->marker = true;
 	validate(lw, e);
 	return 0;
 }

@@ -82,6 +82,9 @@ struct km_local_write_config {
 				     * thread (a worker's); outlives the
 				     * writer. NULL: the writer creates its
 				     * own of KM_INFLATE_BYTES_MAX */
+	bool txn_coordinated;	   /* a transaction coordinator answers this
+				    * partition's producers: their
+				    * transactional batches are accepted */
 };
 
 struct km_local_write_stats {
@@ -127,13 +130,29 @@ void km_local_write_destroy(struct km_local_write *lw);
  * KM_ERECCOUNT, KM_EVARINT, KM_EINFLATE, KM_EINFLATEMAX (a batch's header
  * disagrees with its records, see kafka/validate.h; nothing is appended); KM_EWIRETRUNC (the records end inside a batch);
  * -E2BIG (more than KM_LOCAL_WRITE_BATCHES_MAX batches); -EPERM (a control
- * batch, a transactional batch, or a producer id below -1: clients may not
+ * batch, a transactional batch unless txn_coordinated, or a producer id
+ * below -1: clients may not
  * write those here, see local_write.c); the producer-state codes
  * (KM_EOUTOFORDERSEQ, KM_EPRODUCERFENCED, KM_EINVALIDTXNSTATE,
  * KM_EPSTATEFULL); or the log's error (-ENOSPC, -EIO, KM_ESEGMENTS, ...).
  */
 int km_local_write_submit(struct km_local_write *lw, const struct km_chain *c,
 			  struct km_chain_cur cur, uint32_t len, int16_t acks,
+			  km_part_produced_fn done, void *arg);
+
+/**
+ * Queue the transaction coordinator's COMMIT (commit) or ABORT marker of
+ * producer_id at producer_epoch, in submit order after everything submitted
+ * before it, appended with KM_ORIGIN_CONTROL (Kafka's COORDINATOR origin:
+ * the epoch is checked, not the sequence) and reported as acks -1: once
+ * durable, so the coordinator completes a transaction only when every
+ * marker of it is on disk.
+ * @return as km_local_write_submit(); the outcome may also be the producer
+ *         state's refusal (KM_EPRODUCERFENCED for an older epoch).
+ */
+int km_local_write_marker(struct km_local_write *lw, int64_t producer_id,
+			  int16_t producer_epoch, bool commit,
+			  int32_t coordinator_epoch, int64_t timestamp_ms,
 			  km_part_produced_fn done, void *arg);
 
 /** Gives adopted records back (km_local_write_adopt()). */

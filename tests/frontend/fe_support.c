@@ -174,3 +174,10 @@ int fe_lw_adopt(struct km_local_write *lw, void *records, uint32_t len,
 	return km_local_write_adopt(lw, records, len, acks, on_outcome, out,
 				    release);
 }
+
+int fe_lw_marker(struct km_local_write *lw, int64_t pid, int16_t epoch,
+		 bool commit, struct fe_outcome *out)
+{
+	return km_local_write_marker(lw, pid, epoch, commit, 0,
+				     1700000000000LL, on_outcome, out);
+}

@@ -7,6 +7,7 @@
 #ifndef KM_TESTS_FRONTEND_FE_SUPPORT_H
 #define KM_TESTS_FRONTEND_FE_SUPPORT_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #ifdef __cplusplus
@@ -56,6 +57,10 @@ int fe_lw_submit_split(struct km_local_write *lw, const void *records,
 /* km_local_write_adopt() with that callback. */
 int fe_lw_adopt(struct km_local_write *lw, void *records, uint32_t len,
 		int16_t acks, struct fe_outcome *out, void (*release)(void *));
+
+/* km_local_write_marker() (coordinator epoch 0) with that callback. */
+int fe_lw_marker(struct km_local_write *lw, int64_t pid, int16_t epoch,
+		 bool commit, struct fe_outcome *out);
 
 #ifdef __cplusplus
 }

@@ -93,7 +93,7 @@ protected:
 			EXPECT_EQ(0, system(("rm -rf " + dir_).c_str()));
 		}
 	}
-	void Create(uint32_t mem, uint32_t pending)
+	void Create(uint32_t mem, uint32_t pending, bool txn = false)
 	{
 		km_local_write_destroy(lw_);
 		lw_ = nullptr;
@@ -101,7 +101,14 @@ protected:
 		c.log = log_;
 		c.mem_bytes = mem;
 		c.pending_max = pending;
+		c.txn_coordinated = txn;
 		ASSERT_EQ(0, km_local_write_create(&c, &lw_));
+	}
+	int Marker(int64_t pid, int16_t epoch, bool commit, fe_outcome *o)
+	{
+		*o = {};
+		o->log = log_;
+		return fe_lw_marker(lw_, pid, epoch, commit, o);
 	}
 	int Submit(const Bytes &b, int16_t acks, fe_outcome *o)
 	{
@@ -432,3 +439,56 @@ TEST_F(LocalWrite, AdoptedRecordsAreReleasedOnceWritten)
 }
 
 } // namespace
+
+// Issue 20: behind a transaction coordinator (txn_coordinated) a
+// producer's transactional batches are taken, and the coordinator's
+// COMMIT/ABORT markers (km_local_write_marker) end its transactions in
+// submit order, answered once durable: the LSO stays at the open
+// transaction's first offset until its marker, then passes it, and an
+// aborted transaction is listed for read_committed Fetch with the offsets
+// it took. A client's own marker is still refused.
+TEST_F(LocalWrite, CoordinatorMarkersEndTransactionalBatches)
+{
+	// Three slots: the client's marker below reuses a marker's slot.
+	ASSERT_NO_FATAL_FAILURE(Create(1 << 20, 3, true));
+	const int64_t pid = 1000;
+	fe_outcome a, m;
+	ASSERT_EQ(0, Submit(Batch(3, pid, 0, 0, KM_BATCH_ATTR_TRANSACTIONAL),
+			    -1, &a));
+	ASSERT_NO_FATAL_FAILURE(Done(a));
+	ASSERT_EQ(0, a.err) << km_strerror(a.err);
+	const int64_t first = a.base_offset;
+	EXPECT_EQ(first, km_log_lso(log_)) << "open transaction not held";
+	ASSERT_EQ(0, Marker(pid, 0, true, &m));
+	ASSERT_NO_FATAL_FAILURE(Done(m));
+	ASSERT_EQ(0, m.err) << km_strerror(m.err);
+	EXPECT_EQ(first + 3, m.base_offset);
+	EXPECT_GE(m.durable_at_done, m.base_offset + 1);
+	EXPECT_EQ(km_log_end_offset(log_), km_log_lso(log_));
+
+	ASSERT_EQ(0, Submit(Batch(2, pid, 0, 3, KM_BATCH_ATTR_TRANSACTIONAL),
+			    -1, &a));
+	ASSERT_NO_FATAL_FAILURE(Done(a));
+	ASSERT_EQ(0, a.err) << km_strerror(a.err);
+	const int64_t second = a.base_offset;
+	EXPECT_EQ(second, km_log_lso(log_));
+	ASSERT_EQ(0, Marker(pid, 0, false, &m));
+	ASSERT_NO_FATAL_FAILURE(Done(m));
+	ASSERT_EQ(0, m.err) << km_strerror(m.err);
+	EXPECT_EQ(km_log_end_offset(log_), km_log_lso(log_));
+	km_aborted_txn ab[4];
+	ASSERT_EQ(1, km_log_aborted_txns(log_, 0, km_log_end_offset(log_), ab,
+					 4));
+	EXPECT_EQ(pid, ab[0].producer_id);
+	EXPECT_EQ(second, ab[0].first_offset);
+	EXPECT_EQ(m.base_offset, ab[0].last_offset);
+
+	Bytes marker(KM_CTRL_MARKER_BATCH_BYTES);
+	km_ctrl_spec cs = {0, 0, 1700000000000LL};
+	ASSERT_EQ((int)marker.size(),
+		  km_ctrl_build_marker(marker.data(), marker.size(), &cs, pid,
+				       0, true, 0));
+	ASSERT_EQ(0, Submit(marker, -1, &a));
+	ASSERT_NO_FATAL_FAILURE(Done(a));
+	EXPECT_EQ(-EPERM, a.err);
+}
