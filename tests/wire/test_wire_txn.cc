@@ -8,12 +8,17 @@
 // compared byte for byte with what kmirror's encoders write for the same
 // message, and decoded back, split at every byte, to the same fields.
 // AddPartitionsToTxnRequest.Builder.forClient answered 0-3 in jshell.
+// The records of __transaction_state (kafka/txnrec.h) the same way,
+// against TransactionLog.keyToBytes and TransactionLogValue.
 #include <gtest/gtest.h>
 
+#include <cerrno>
+#include <cstring>
 #include <functional>
 #include <string>
 
 #include "kafka/proto_txn.h"
+#include "kafka/txnrec.h"
 #include "wire_util.h"
 
 namespace {
@@ -499,6 +504,130 @@ TEST(WireTxn, VersionsOutsideTheClientPathAreRefused)
 	km_wire_wr_init(&w, buf, sizeof(buf));
 	EXPECT_EQ(KM_EWIREAPIKEY, km_txn_resp_encode(&w, KM_API_TXN_OFFSET_COMMIT,
 						     3, &p));
+}
+
+// ---- __transaction_state records (kafka/txnrec.h) ----
+// TransactionLog.keyToBytes("tx-1"); values by
+// MessageUtil.toVersionPrefixedBytes over TransactionLogValue: producer
+// 4000 epoch 3, timeout 60000, PrepareCommit (2), "local" [0, 2], "out"
+// [1], updated 1700000000123, started 1700000000000; v1 the same with
+// PreviousProducerId 3999 and ClientTransactionVersion 1 (tags 0 and 2);
+// the Empty value: epoch 4, null partitions, updated 1700000000500,
+// started -1.
+const Bytes kTxnKey = {
+	0x00, 0x00, 0x00, 0x04, 0x74, 0x78, 0x2d, 0x31,
+};
+const Bytes kTxnValV0 = {
+	0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x0f, 0xa0, 0x00, 0x03,
+	0x00, 0x00, 0xea, 0x60, 0x02, 0x00, 0x00, 0x00, 0x02, 0x00, 0x05, 0x6c,
+	0x6f, 0x63, 0x61, 0x6c, 0x00, 0x00, 0x00, 0x02, 0x00, 0x00, 0x00, 0x00,
+	0x00, 0x00, 0x00, 0x02, 0x00, 0x03, 0x6f, 0x75, 0x74, 0x00, 0x00, 0x00,
+	0x01, 0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x01, 0x8b, 0xcf, 0xe5, 0x68,
+	0x7b, 0x00, 0x00, 0x01, 0x8b, 0xcf, 0xe5, 0x68, 0x00,
+};
+const Bytes kTxnValV1 = {
+	0x00, 0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x0f, 0xa0, 0x00, 0x03,
+	0x00, 0x00, 0xea, 0x60, 0x02, 0x03, 0x06, 0x6c, 0x6f, 0x63, 0x61, 0x6c,
+	0x03, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x02, 0x00, 0x04, 0x6f,
+	0x75, 0x74, 0x02, 0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x01, 0x8b,
+	0xcf, 0xe5, 0x68, 0x7b, 0x00, 0x00, 0x01, 0x8b, 0xcf, 0xe5, 0x68, 0x00,
+	0x02, 0x00, 0x08, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x0f, 0x9f, 0x02,
+	0x02, 0x00, 0x01,
+};
+const Bytes kTxnValEmpty = {
+	0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x0f, 0xa0, 0x00, 0x04,
+	0x00, 0x00, 0xea, 0x60, 0x00, 0xff, 0xff, 0xff, 0xff, 0x00, 0x00, 0x01,
+	0x8b, 0xcf, 0xe5, 0x69, 0xf4, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+	0xff,
+};
+
+km_txnrec_value PrepareCommit()
+{
+	km_txnrec_value v = {};
+	v.producer_id = 4000;
+	v.producer_epoch = 3;
+	v.timeout_ms = 60000;
+	v.status = KM_TXNREC_PREPARE_COMMIT;
+	strcpy(v.parts[0].topic, "local");
+	v.parts[0].partition = 0;
+	strcpy(v.parts[1].topic, "local");
+	v.parts[1].partition = 2;
+	strcpy(v.parts[2].topic, "out");
+	v.parts[2].partition = 1;
+	v.n_parts = 3;
+	v.last_update_ms = 1700000000123LL;
+	v.start_ms = 1700000000000LL;
+	v.prev_producer_id = -1;
+	v.next_producer_id = -1;
+	return v;
+}
+
+std::string Dump(const km_txnrec_value &v)
+{
+	std::string s = "v" + std::to_string(v.version) + " " +
+			std::to_string(v.producer_id) + "/" +
+			std::to_string(v.producer_epoch) + " t=" +
+			std::to_string(v.timeout_ms) + " s=" +
+			std::to_string(v.status) + " [";
+	for (uint32_t i = 0; i < v.n_parts; i++)
+		s += std::string(v.parts[i].topic) + "-" +
+		     std::to_string(v.parts[i].partition) + " ";
+	return s + "] " + std::to_string(v.last_update_ms) + " " +
+	       std::to_string(v.start_ms) + " prev=" +
+	       std::to_string(v.prev_producer_id) + " next=" +
+	       std::to_string(v.next_producer_id) + " tv=" +
+	       std::to_string(v.client_txn_version);
+}
+
+TEST(WireTxn, TransactionLogRecordsAreKafkasBytes)
+{
+	uint8_t buf[512];
+	int n = km_txnrec_key_encode(buf, sizeof(buf), "tx-1");
+	ASSERT_GT(n, 0);
+	EXPECT_EQ(kTxnKey, Bytes(buf, buf + n));
+	char id[KM_TXNREC_NAME_MAX + 1];
+	ASSERT_EQ(0, km_txnrec_key_decode(kTxnKey.data(), kTxnKey.size(), id));
+	EXPECT_STREQ("tx-1", id);
+
+	km_txnrec_value v = PrepareCommit();
+	n = km_txnrec_value_encode(buf, sizeof(buf), &v);
+	ASSERT_GT(n, 0);
+	EXPECT_EQ(kTxnValV0, Bytes(buf, buf + n));
+	km_txnrec_value got;
+	ASSERT_EQ(0, km_txnrec_value_decode(kTxnValV0.data(), kTxnValV0.size(),
+					    &got));
+	EXPECT_EQ(Dump(v), Dump(got));
+
+	// Version 1 (what Kafka writes at transaction.version 2) is read,
+	// its tagged fields included.
+	v.version = 1;
+	v.prev_producer_id = 3999;
+	v.client_txn_version = 1;
+	ASSERT_EQ(0, km_txnrec_value_decode(kTxnValV1.data(), kTxnValV1.size(),
+					    &got));
+	EXPECT_EQ(Dump(v), Dump(got));
+
+	// Empty: a null partition array, whatever the table still holds.
+	km_txnrec_value e = PrepareCommit();
+	e.producer_epoch = 4;
+	e.status = KM_TXNREC_EMPTY;
+	e.last_update_ms = 1700000000500LL;
+	e.start_ms = -1;
+	n = km_txnrec_value_encode(buf, sizeof(buf), &e);
+	ASSERT_GT(n, 0);
+	EXPECT_EQ(kTxnValEmpty, Bytes(buf, buf + n));
+	ASSERT_EQ(0, km_txnrec_value_decode(kTxnValEmpty.data(),
+					    kTxnValEmpty.size(), &got));
+	EXPECT_EQ(0u, got.n_parts);
+
+	// Every cut of a value is refused, never read past.
+	for (size_t cut = 0; cut < kTxnValV1.size(); cut++) {
+		Bytes part(kTxnValV1.begin(), kTxnValV1.begin() + cut);
+		EXPECT_EQ(-EBADMSG, km_txnrec_value_decode(part.data(),
+							   part.size(), &got))
+			<< "cut " << cut;
+	}
+	EXPECT_EQ(KM_ENOSPACE, km_txnrec_value_encode(buf, 20, &v));
 }
 
 } // namespace
