@@ -972,6 +972,7 @@ static int setup(struct km_worker *w)
 		return rc;
 	w->ops.produce = km_worker_fe_produce;
 	w->ops.alloc_pid = km_worker_fe_alloc_pid;
+	w->ops.write_marker = km_worker_fe_write_marker;
 	w->ops.ctx = w;
 	w->now_ms = now_ms();
 	return 0;

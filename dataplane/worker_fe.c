@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/clock.h"
 #include "common/errors.h"
 #include "common/log.h"
 #include "dataplane/serve/frontend.h"
@@ -28,6 +29,9 @@ int km_worker_fe_open_writer(struct km_worker *w, struct wpart *wp)
 		.mem_bytes = LW_MEM_BYTES,
 		.pending_max = LW_PENDING_MAX,
 		.inflate = w->inflate,
+		/* The front-end checks each transactional batch against its
+		 * coordinator (frontend_txn.c) before it gets here. */
+		.txn_coordinated = true,
 	};
 
 	if (km_part_get_mode(wp->part) != KM_PART_WRITABLE)
@@ -66,6 +70,11 @@ void km_worker_fe_on_produce(struct km_worker *w, struct wmsg *m)
 	m->u.produce.owner = w;
 	if (km_part_get_mode(m->part) != KM_PART_WRITABLE)
 		rc = KM_EMIRRORED; /* a failback began after it was sent */
+	else if (wp != NULL && wp->lw != NULL && !w->done && m->u.produce.marker)
+		rc = km_local_write_marker(wp->lw, m->u.produce.pid,
+					   m->u.produce.epoch,
+					   m->u.produce.commit, 0,
+					   km_clock_wall_ms(), on_forward_done, m);
 	else if (wp != NULL && wp->lw != NULL && !w->done)
 		rc = km_local_write_adopt(wp->lw, m->u.produce.bytes,
 					  m->u.produce.len, m->u.produce.acks,
@@ -144,6 +153,41 @@ int km_worker_fe_produce(void *ctx, struct km_part *p, const struct km_chain *c,
 	if (wp == NULL || wp->lw == NULL)
 		return KM_EPARTOFFLINE;
 	return km_local_write_submit(wp->lw, c, cur, len, acks, done, arg);
+}
+
+int km_worker_fe_write_marker(void *ctx, struct km_part *p, int64_t pid,
+			      int16_t epoch, bool commit,
+			      km_part_produced_fn done, void *arg)
+{
+	struct km_worker *w = ctx;
+	struct wpart *wp;
+	struct wmsg *m;
+
+	if (km_part_get_mode(p) != KM_PART_WRITABLE)
+		return KM_EMIRRORED;
+	if (p->owner == w->cfg.id) {
+		wp = km_worker_find(w, p);
+		if (wp == NULL || wp->lw == NULL)
+			return KM_EPARTOFFLINE;
+		return km_local_write_marker(wp->lw, pid, epoch, commit, 0,
+					     km_clock_wall_ms(), done, arg);
+	}
+	/* The owner's writer orders it after the producer's data, which
+	 * went the same way (PRODUCE messages, in order). */
+	if ((m = calloc(1, sizeof(*m))) == NULL)
+		return -ENOMEM;
+	m->type = WMSG_PRODUCE;
+	m->part = p;
+	m->u.produce.from = w->cfg.id;
+	m->u.produce.marker = true;
+	m->u.produce.commit = commit;
+	m->u.produce.pid = pid;
+	m->u.produce.epoch = epoch;
+	m->u.produce.done = done;
+	m->u.produce.arg = arg;
+	w->fwd_pending++;
+	km_worker_send(w, p->owner, m);
+	return 0;
 }
 
 /* ---- the front-end ---------------------------------------------------------- */

@@ -58,6 +58,11 @@ struct wmsg {
 			struct km_part_produced res;
 			uint8_t *bytes;	/* the records' copy, which the
 					 * owner's writer adopts */
+			/* A coordinator's marker instead (bytes NULL). */
+			bool marker;
+			bool commit;
+			int16_t epoch;
+			int64_t pid;
 		} produce;
 	} u;
 };
@@ -125,6 +130,9 @@ void km_worker_fe_on_produce(struct km_worker *w, struct wmsg *m);
 void km_worker_fe_on_produced(struct km_worker *w, struct wmsg *m);
 void km_worker_fe_on_group_sync(struct km_worker *w, struct wmsg *m);
 int km_worker_fe_alloc_pid(void *ctx, int64_t *pid, int16_t *epoch);
+int km_worker_fe_write_marker(void *ctx, struct km_part *p, int64_t pid,
+			      int16_t epoch, bool commit,
+			      km_part_produced_fn done, void *arg);
 int km_worker_fe_produce(void *ctx, struct km_part *p, const struct km_chain *c,
 		   struct km_chain_cur cur, uint32_t len, int16_t acks,
 		   km_part_produced_fn done, void *arg);

@@ -84,6 +84,10 @@ enum km_api_key {
 	KM_API_LIST_GROUPS = 16,
 	KM_API_API_VERSIONS = 18,
 	KM_API_INIT_PRODUCER_ID = 22,
+	KM_API_ADD_PARTITIONS_TO_TXN = 24, /* kafka/proto_txn.h */
+	KM_API_ADD_OFFSETS_TO_TXN = 25,
+	KM_API_END_TXN = 26,
+	KM_API_TXN_OFFSET_COMMIT = 28,
 	KM_API_DESCRIBE_CONFIGS = 32,
 	KM_API_DELETE_GROUPS = 42,
 	KM_API_OFFSET_DELETE = 47,
@@ -140,6 +144,7 @@ enum km_kerr {
 	KM_KERR_CONCURRENT_TRANSACTIONS = 51,
 	KM_KERR_TRANSACTION_COORDINATOR_FENCED = 52,
 	KM_KERR_TRANSACTIONAL_ID_AUTHORIZATION_FAILED = 53,
+	KM_KERR_OPERATION_NOT_ATTEMPTED = 55,
 	KM_KERR_KAFKA_STORAGE_ERROR = 56,
 	KM_KERR_UNKNOWN_PRODUCER_ID = 59,
 	KM_KERR_NON_EMPTY_GROUP = 68,
@@ -177,7 +182,7 @@ struct km_api_range {
 };
 
 enum {
-	KM_PROTO_APIS = 20,	  /* APIs this codec speaks, and kmirrord's
+	KM_PROTO_APIS = 22,	  /* APIs this codec speaks, and kmirrord's
 				   * front end serves (and advertises): the
 				   * spoken rows of kafka/proto_header.c's
 				   * table, checked at build time */

@@ -40,6 +40,9 @@ static const struct api_info apis[] = {
 	{ KM_API_LIST_GROUPS, "ListGroups", 0, 5, 3, true },
 	{ KM_API_API_VERSIONS, "ApiVersions", 0, 3, 3, true },
 	{ KM_API_INIT_PRODUCER_ID, "InitProducerId", 0, 4, 2, true },
+	/* v4+ is broker-to-broker; EndTxn v5 is transaction.version 2's. */
+	{ KM_API_ADD_PARTITIONS_TO_TXN, "AddPartitionsToTxn", 0, 3, 3, true },
+	{ KM_API_END_TXN, "EndTxn", 0, 4, 3, true },
 	{ KM_API_DESCRIBE_CONFIGS, "DescribeConfigs", 1, 4, 4, true },
 	{ KM_API_DELETE_GROUPS, "DeleteGroups", 0, 2, 2, true },
 	{ KM_API_OFFSET_DELETE, "OffsetDelete", 0, 0, INT16_MAX, true },
@@ -270,7 +273,7 @@ const char *km_kerr_name(int code)
 	KERR(INVALID_TRANSACTION_TIMEOUT); KERR(CONCURRENT_TRANSACTIONS);
 	KERR(TRANSACTION_COORDINATOR_FENCED);
 	KERR(TRANSACTIONAL_ID_AUTHORIZATION_FAILED);
-	KERR(KAFKA_STORAGE_ERROR); KERR(UNKNOWN_PRODUCER_ID);
+	KERR(OPERATION_NOT_ATTEMPTED); KERR(KAFKA_STORAGE_ERROR); KERR(UNKNOWN_PRODUCER_ID);
 	KERR(NON_EMPTY_GROUP);
 	KERR(GROUP_ID_NOT_FOUND);
 	KERR(FETCH_SESSION_ID_NOT_FOUND); KERR(INVALID_FETCH_SESSION_EPOCH);

@@ -8,9 +8,10 @@
  * part 2) versions, which a client uses only when the broker advertises
  * that feature.
  *
- * A header of its own so the codecs land before the API table
- * (KM_PROTO_APIS, kafka/proto.h) lists them: their versions are checked
- * against km_txn_versions(), not km_proto_check(). Conventions as
+ * A header of its own (the keys are kafka/proto.h's); their versions are
+ * checked against km_txn_versions(), the client path Kafka's clients use,
+ * not km_proto_check(), which holds what kmirrord serves (AddPartitionsToTxn
+ * and EndTxn so far). Conventions as
  * kafka/proto.h: topics name runs of a flat partition array, decoders fill
  * caller arrays (KM_EWIRECAPACITY when full), strings stay in place. */
 #ifndef KM_KAFKA_PROTO_TXN_H
@@ -21,13 +22,6 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-enum {
-	KM_API_ADD_PARTITIONS_TO_TXN = 24,
-	KM_API_ADD_OFFSETS_TO_TXN = 25,
-	KM_API_END_TXN = 26,
-	KM_API_TXN_OFFSET_COMMIT = 28,
-};
 
 /**
  * The versions these codecs speak for api_key.

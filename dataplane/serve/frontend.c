@@ -189,6 +189,7 @@ static void free_all(struct km_frontend *fe)
 	free(fe->ab_tmp);
 	free(fe->dc_res);
 	km_frontend_groups_free(fe);
+	km_frontend_txn_free(fe);
 	free(fe);
 }
 
@@ -222,7 +223,8 @@ int km_frontend_create(const struct km_frontend_config *cfg,
 	km_frontend_rx_init(fe, cfg);
 	fe->staging_bytes = fe->limits.frame_bytes_max;
 	if ((rc = alloc_conns(fe)) < 0 || (rc = alloc_buffers(fe)) < 0 ||
-	    (rc = km_frontend_groups_init(fe, cfg)) < 0) {
+	    (rc = km_frontend_groups_init(fe, cfg)) < 0 ||
+	    (rc = km_frontend_txn_init(fe)) < 0) {
 		free_all(fe);
 		return rc;
 	}
@@ -316,6 +318,7 @@ void km_frontend_tick(struct km_frontend *fe, uint64_t now_ms)
 	uint32_t left = fe->conns_used;
 
 	km_frontend_groups_tick(fe, now_ms);
+	km_frontend_txn_tick(fe, now_ms);
 	for (uint32_t i = 0; i < fe->conns_max && left > 0; i++) {
 		struct fe_conn *fc = &fe->conns[i];
 

@@ -72,9 +72,13 @@
  *    KM_EWORKERQ) -> NOT_ENOUGH_REPLICAS (retriable and "not persisted" in
  *    librdkafka), disk errors -> KAFKA_STORAGE_ERROR.
  *  - InitProducerId: a null transactional id gets ops->alloc_pid's id; a
- *    transactional id gets TRANSACTIONAL_ID_AUTHORIZATION_FAILED (53),
- *    which librdkafka 2.0.2 treats as fatal (rd_kafka_idemp_check_error):
- *    transactions through the front-end are not supported yet.
+ *    transactional id is the transaction coordinator's (frontend_txn.c,
+ *    issue 20) when the daemon gives ops->write_marker, with
+ *    FindCoordinator(transaction), AddPartitionsToTxn and EndTxn; without
+ *    it TRANSACTIONAL_ID_AUTHORIZATION_FAILED (53), which librdkafka 2.0.2
+ *    treats as fatal (rd_kafka_idemp_check_error). A transactional batch
+ *    is taken only from a producer whose open transaction holds the
+ *    partition, else INVALID_TXN_STATE.
  *  - DescribeConfigs, DescribeCluster (frontend_configs.c): the settings
  *    kmirror follows, under Kafka's topic and broker config names, all
  *    read-only; this node and cluster id. What kafka-topics --describe,

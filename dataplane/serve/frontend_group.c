@@ -324,9 +324,10 @@ static int handle_findcoord(struct fe_conn *fc, const struct km_reqhdr *h,
 		return decode_failed(fc, h, rc);
 	km_wire_name_set(&m.host, fe->host);
 	km_wire_name_set_null(&m.error_message);
-	if (q.key_type != 0) {
-		/* Transactions are not coordinated here (InitProducerId
-		 * refuses transactional ids). */
+	if (q.key_type != 0 &&
+	    (q.key_type != 1 || !km_frontend_txn_enabled(fe))) {
+		/* Transactions are coordinated here only when the daemon
+		 * writes their markers (frontend_txn.c). */
 		m.error_code = KM_KERR_COORDINATOR_NOT_AVAILABLE;
 		m.node_id = -1;
 		m.port = -1;

@@ -487,6 +487,15 @@ static void initpid_answer(struct fe_conn *fc, const struct km_initpid_req *q,
 	m->error_code = KM_KERR_NONE;
 	m->producer_id = -1;
 	m->producer_epoch = -1;
+	if (q->transactional_id.len >= 0 && km_frontend_txn_enabled(fc->fe)) {
+		m->error_code = km_frontend_txn_init_pid(
+			fc->fe, q, &m->producer_id, &m->producer_epoch);
+		if (m->error_code != KM_KERR_NONE) {
+			m->producer_id = -1;
+			m->producer_epoch = -1;
+		}
+		return;
+	}
 	if (q->transactional_id.len >= 0) {
 		m->error_code = KM_KERR_TRANSACTIONAL_ID_AUTHORIZATION_FAILED;
 		KM_WARN("frontend", "connection %u (client id \"%s\"): "

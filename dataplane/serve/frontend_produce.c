@@ -270,6 +270,10 @@ static void produce_one(struct fe_conn *fc, uint32_t slot, uint32_t i,
 	int16_t err = precheck(fc, p, topic, pp->partition, acks, &pp->records);
 	int rc;
 
+	if (err == KM_KERR_NONE)
+		err = km_frontend_txn_check_records(fc, ch, topic, pp->partition,
+						    &pp->records);
+
 	a->partition = pp->partition;
 	a->base_offset = a->log_append_time_ms = a->log_start_offset = -1;
 	a->error_code = err;
@@ -335,6 +339,11 @@ static int produce_noack(struct fe_conn *fc, struct km_wire_rd *r,
 		int16_t err = precheck(fc, p, it.cur.topic.s, pp.partition, 0,
 				       &pp.records);
 		int rc = 0;
+
+		if (err == KM_KERR_NONE)
+			err = km_frontend_txn_check_records(
+				fc, r->chain, it.cur.topic.s, pp.partition,
+				&pp.records);
 
 		if (err == KM_KERR_NONE)
 			rc = fe->ops->produce(fe->ops->ctx, p, r->chain,

@@ -201,6 +201,7 @@ struct km_frontend {
 	struct km_dconfigs_resource *dc_res;	/* topics_max */
 	struct km_log_config broker_log;	/* DescribeConfigs */
 	struct km_frontend_stats st;
+	struct fe_txn *txn;		/* frontend_txn.c; NULL: refused */
 	struct km_group *groups;	/* membership (frontend_group.c) */
 	struct fe_gmem *gmem;		/* its tables (frontend_group.c) */
 	/* The group coordinator's committed offsets (frontend_offsets.c). */
@@ -315,6 +316,24 @@ uint64_t km_frontend_groups_deadline(const struct km_frontend *fe);
 void km_frontend_groups_conn_closed(struct fe_conn *fc);
 int km_frontend_handle_group(struct fe_conn *fc, const struct km_reqhdr *h,
 		    struct km_wire_rd *r);
+
+/* frontend_txn.c: the transaction coordinator (issue 20). */
+struct km_initpid_req;
+int km_frontend_txn_init(struct km_frontend *fe);
+void km_frontend_txn_free(struct km_frontend *fe);
+bool km_frontend_txn_enabled(const struct km_frontend *fe);
+int16_t km_frontend_txn_init_pid(struct km_frontend *fe,
+				 const struct km_initpid_req *q,
+				 int64_t *pid, int16_t *epoch);
+void km_frontend_txn_tick(struct km_frontend *fe, uint64_t now_ms);
+int16_t km_frontend_txn_check_records(struct fe_conn *fc,
+				      const struct km_chain *c,
+				      const char *topic, int32_t partition,
+				      const struct km_wire_span *records);
+int km_frontend_handle_addparts(struct fe_conn *fc, const struct km_reqhdr *h,
+				struct km_wire_rd *r);
+int km_frontend_handle_endtxn(struct fe_conn *fc, const struct km_reqhdr *h,
+			      struct km_wire_rd *r);
 
 /* frontend_produce.c */
 int km_frontend_handle_produce(struct fe_conn *fc, const struct km_reqhdr *h,

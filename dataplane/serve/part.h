@@ -326,6 +326,17 @@ struct km_part_ops {
 	 * @return 0 and *pid, *epoch, or a negative code.
 	 */
 	int (*alloc_pid)(void *ctx, int64_t *pid, int16_t *epoch);
+	/**
+	 * The transaction coordinator's COMMIT (commit) or ABORT marker of
+	 * producer_id at producer_epoch, appended to p by its owner after
+	 * what was produced to it before, answered through done once
+	 * durable (km_local_write_marker). NULL: the daemon coordinates no
+	 * transactions (transactional ids are refused).
+	 * @return 0 (done will run), or a negative code (it will not).
+	 */
+	int (*write_marker)(void *ctx, struct km_part *p, int64_t producer_id,
+			    int16_t producer_epoch, bool commit,
+			    km_part_produced_fn done, void *arg);
 	void *ctx;
 };
 

@@ -33,6 +33,21 @@ static int produce(void *ctx, struct km_part *p, const struct km_chain *c,
 	return km_local_write_submit(t->lws[i], c, cur, len, acks, done, arg);
 }
 
+static int write_marker(void *ctx, struct km_part *p, int64_t pid,
+			int16_t epoch, bool commit, km_part_produced_fn done,
+			void *arg)
+{
+	struct fe_parts *t = ctx;
+	uint32_t i = (uint32_t)(p - t->table.parts);
+
+	if (km_part_get_mode(p) != KM_PART_WRITABLE)
+		return KM_EMIRRORED;
+	if (t->lws[i] == NULL)
+		return KM_EPARTOFFLINE;
+	return km_local_write_marker(t->lws[i], pid, epoch, commit, 0,
+				     1700000000000LL, done, arg);
+}
+
 static int alloc_pid(void *ctx, int64_t *pid, int16_t *epoch)
 {
 	struct fe_parts *t = ctx;
@@ -54,6 +69,7 @@ struct fe_parts *fe_parts_new(uint32_t n, int64_t first_pid)
 	t->table.n = t->table.cap = n;
 	t->ops.produce = produce;
 	t->ops.alloc_pid = alloc_pid;
+	t->ops.write_marker = write_marker;
 	t->ops.ctx = t;
 	t->next_pid = first_pid;
 	if (!t->table.parts || !t->lws || !t->calls) {

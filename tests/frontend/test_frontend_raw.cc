@@ -206,7 +206,9 @@ TEST_F(Raw, ApiVersionsUnknownVersionGetsV0Body)
 		{KM_API_HEARTBEAT, 0, 3},    {KM_API_LEAVE_GROUP, 0, 3},
 		{KM_API_SYNC_GROUP, 0, 3},   {KM_API_DESCRIBE_GROUPS, 0, 4},
 		{KM_API_LIST_GROUPS, 0, 5},  {KM_API_API_VERSIONS, 0, 3},
-		{KM_API_INIT_PRODUCER_ID, 0, 4}, {KM_API_DESCRIBE_CONFIGS, 1, 4},
+		{KM_API_INIT_PRODUCER_ID, 0, 4},
+		{KM_API_ADD_PARTITIONS_TO_TXN, 0, 3}, {KM_API_END_TXN, 0, 4},
+		{KM_API_DESCRIBE_CONFIGS, 1, 4},
 		{KM_API_DELETE_GROUPS, 0, 2},
 		{KM_API_OFFSET_DELETE, 0, 0},
 		{KM_API_DESCRIBE_CLUSTER, 0, 2}, {KM_API_KMIRROR_BARRIER, 0, 0},
@@ -441,7 +443,9 @@ TEST_F(Raw, ProduceRefusalsHaveTheirCodesAndWriteNothing)
 	Bytes txn = Batch(1, 16, KM_BATCH_ATTR_TRANSACTIONAL, 1000);
 	EXPECT_EQ(KM_KERR_CORRUPT_MESSAGE, ProduceOne("alpha", 0, &bad));
 	EXPECT_EQ(KM_KERR_INVALID_RECORD, ProduceOne("alpha", 0, &marker));
-	EXPECT_EQ(KM_KERR_INVALID_RECORD, ProduceOne("alpha", 0, &txn));
+	// Issue 20: a transactional batch of a producer whose transaction does
+	// not hold the partition (here: no transaction at all).
+	EXPECT_EQ(KM_KERR_INVALID_TXN_STATE, ProduceOne("alpha", 0, &txn));
 	EXPECT_EQ(KM_KERR_INVALID_RECORD, ProduceOne("alpha", 0, nullptr));
 	EXPECT_EQ(KM_KERR_UNKNOWN_TOPIC_OR_PARTITION,
 		  ProduceOne("alpha", 9, &good));
@@ -508,9 +512,28 @@ TEST_F(Raw, InitProducerIdAndFetchErrors)
 			    [&](km_wire_wr *w) { km_initpid_req_encode(w, ver, &q); }),
 			KM_API_INIT_PRODUCER_ID, ver, &x));
 		ASSERT_EQ(0, km_initpid_resp_decode(&x.r, ver, &m));
-		EXPECT_EQ(KM_KERR_TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
-			  m.error_code);
+		// Issue 20: the coordinator checks the timeout as Kafka.
+		EXPECT_EQ(KM_KERR_INVALID_TRANSACTION_TIMEOUT, m.error_code);
 		EXPECT_EQ(-1, m.producer_id);
+	}
+	// A transactional id gets the allocator's next id at epoch 0, then
+	// the same id at the next epoch (issue 20).
+	for (int16_t epoch = 0; epoch < 2; epoch++) {
+		Resp x;
+		km_initpid_req q = {};
+		km_initpid_resp m = {};
+		km_wire_name_set(&q.transactional_id, "my-txn");
+		q.transaction_timeout_ms = 60000;
+		q.producer_id = -1;
+		q.producer_epoch = -1;
+		ASSERT_NO_FATAL_FAILURE(RoundTrip(
+			Req(KM_API_INIT_PRODUCER_ID, 4, 11,
+			    [&](km_wire_wr *w) { km_initpid_req_encode(w, 4, &q); }),
+			KM_API_INIT_PRODUCER_ID, 4, &x));
+		ASSERT_EQ(0, km_initpid_resp_decode(&x.r, 4, &m));
+		EXPECT_EQ(0, m.error_code);
+		EXPECT_EQ(1000 + 3, m.producer_id) << "after 1000..1002";
+		EXPECT_EQ(epoch, m.producer_epoch);
 	}
 	FetchOut f;
 	ASSERT_NO_FATAL_FAILURE(Fetch(FetchReq(1, 11, 0, 1 << 20,

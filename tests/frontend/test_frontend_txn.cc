@@ -1,0 +1,218 @@
+// Goal (issue 20, first phase): a transactional producer (librdkafka
+// 2.0.2's transactions API, as tools/kmirror-produce --mode transactional
+// uses it) commits and aborts transactions on writable partitions of the
+// front-end, a read_committed consumer reads exactly the committed records
+// and a read_uncommitted one every record, and a second producer with the
+// same transactional.id fences the first: its commit fails as fenced and
+// its open transaction is aborted.
+// Method: the in-process front-end (fe_harness) over real logs; records
+// carry their transaction's name, so what a consumer must see is derived
+// from which transactions were committed, never written down; waits poll
+// observable conditions with deadlines.
+#include <gtest/gtest.h>
+#include <librdkafka/rdkafka.h>
+
+#include <set>
+#include <string>
+#include <vector>
+
+#include "fe_harness.h"
+
+namespace {
+
+using fetest::Consumer;
+using fetest::Msg;
+using fetest::PartSpec;
+using fetest::Props;
+using fetest::Server;
+
+const std::vector<PartSpec> kParts = {
+	{"tx", 0, true}, {"tx", 1, true}, {"mirrored", 0, false},
+};
+const int kTimeoutMs = 30000;
+
+// A transactional librdkafka producer.
+class TxnProducer {
+public:
+	~TxnProducer()
+	{
+		if (rk_)
+			rd_kafka_destroy(rk_);
+	}
+	std::string Create(const std::string &bootstrap, const std::string &id)
+	{
+		char err[512];
+		rd_kafka_conf_t *c = rd_kafka_conf_new();
+		const char *kv[][2] = {{"bootstrap.servers", bootstrap.c_str()},
+				       {"transactional.id", id.c_str()},
+				       {"linger.ms", "5"},
+				       {"transaction.timeout.ms", "60000"},
+				       {"message.timeout.ms", "30000"}};
+		for (auto &p : kv)
+			if (rd_kafka_conf_set(c, p[0], p[1], err, sizeof(err)) !=
+			    RD_KAFKA_CONF_OK)
+				return err;
+		rk_ = rd_kafka_new(RD_KAFKA_PRODUCER, c, err, sizeof(err));
+		if (rk_ == nullptr)
+			return err;
+		return Check(rd_kafka_init_transactions(rk_, kTimeoutMs));
+	}
+	std::string Begin() { return Check(rd_kafka_begin_transaction(rk_)); }
+	std::string Send(const std::string &topic, int32_t partition,
+			 const std::string &value)
+	{
+		rd_kafka_resp_err_t e = rd_kafka_producev(
+			rk_, RD_KAFKA_V_TOPIC(topic.c_str()),
+			RD_KAFKA_V_PARTITION(partition),
+			RD_KAFKA_V_VALUE((void *)value.data(), value.size()),
+			RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_END);
+		return e == RD_KAFKA_RESP_ERR_NO_ERROR ? "" : rd_kafka_err2str(e);
+	}
+	std::string Commit()
+	{
+		return Check(rd_kafka_commit_transaction(rk_, kTimeoutMs));
+	}
+	std::string Abort()
+	{
+		return Check(rd_kafka_abort_transaction(rk_, kTimeoutMs));
+	}
+	std::string Flush()
+	{
+		return rd_kafka_flush(rk_, kTimeoutMs) == RD_KAFKA_RESP_ERR_NO_ERROR
+			       ? "" : "flush timed out";
+	}
+	bool fenced_ = false;
+
+private:
+	std::string Check(rd_kafka_error_t *e)
+	{
+		if (e == nullptr)
+			return "";
+		std::string s = rd_kafka_error_string(e);
+		fenced_ = rd_kafka_error_is_fatal(e) &&
+			  rd_kafka_error_code(e) == RD_KAFKA_RESP_ERR__FENCED;
+		if (rd_kafka_error_is_fatal(e)) {
+			char why[256];
+			rd_kafka_resp_err_t code =
+				rd_kafka_fatal_error(rk_, why, sizeof(why));
+			fenced_ = fenced_ ||
+				  code == RD_KAFKA_RESP_ERR_PRODUCER_FENCED ||
+				  code == RD_KAFKA_RESP_ERR_INVALID_PRODUCER_EPOCH;
+			s += std::string(" (fatal: ") + why + ")";
+		}
+		rd_kafka_error_destroy(e);
+		return s;
+	}
+	rd_kafka_t *rk_ = nullptr;
+};
+
+class Transactions : public ::testing::Test {
+protected:
+	void SetUp() override { ASSERT_EQ("", srv_.Start(kParts)); }
+	void TearDown() override
+	{
+		srv_.Stop();
+		EXPECT_EQ("", srv_.LoopError());
+	}
+	// Every value in partitions 0 and 1 of "tx" up to their log end, read
+	// at the isolation level given.
+	std::multiset<std::string> Read(const char *isolation)
+	{
+		std::multiset<std::string> got;
+		Consumer con;
+		EXPECT_EQ("", con.Start(srv_.bootstrap(), "tx", {0, 1}, 0,
+					{{"isolation.level", isolation}}));
+		bool ok = con.PollUntil([&] {
+			return con.Eof(0) >= 0 && con.Eof(1) >= 0;
+		}, kTimeoutMs);
+		EXPECT_TRUE(ok) << "no end of partition";
+		for (const Msg &m : con.msgs)
+			got.insert(m.value);
+		con.Stop();
+		return got;
+	}
+	Server srv_;
+};
+
+std::vector<std::string> Values(const std::string &txn, int n)
+{
+	std::vector<std::string> v;
+	for (int i = 0; i < n; i++)
+		v.push_back(txn + "-" + std::to_string(i));
+	return v;
+}
+
+// Committed, aborted, committed again, over two partitions, each
+// transaction's records delivered before it ends: read_committed returns
+// exactly the committed transactions' records, read_uncommitted all of
+// them (so the aborted ones are on disk and left out, not missing).
+TEST_F(Transactions, CommittedAndAbortedTransactionsReadCommitted)
+{
+	TxnProducer p;
+	ASSERT_EQ("", p.Create(srv_.bootstrap(), "app-1"));
+	struct Plan {
+		std::string name;
+		bool commit;
+	};
+	const Plan plans[] = {{"t1", true}, {"t2", false}, {"t3", true}};
+	std::multiset<std::string> committed, all;
+	for (const Plan &pl : plans) {
+		ASSERT_EQ("", p.Begin());
+		std::vector<std::string> vals = Values(pl.name, 6);
+		for (size_t i = 0; i < vals.size(); i++) {
+			ASSERT_EQ("", p.Send("tx", (int32_t)(i % 2), vals[i]));
+			all.insert(vals[i]);
+			if (pl.commit)
+				committed.insert(vals[i]);
+		}
+		// Delivered first: an abort purges what is not yet sent, and
+		// then there would be nothing on disk to leave out.
+		ASSERT_EQ("", p.Flush());
+		ASSERT_EQ("", pl.commit ? p.Commit() : p.Abort()) << pl.name;
+	}
+	EXPECT_EQ(committed, Read("read_committed"));
+	EXPECT_EQ(all, Read("read_uncommitted"));
+}
+
+// A second instance with the same transactional.id fences the first: the
+// first's open transaction is aborted (never read_committed, and no longer
+// holding the LSO back), its commit fails as fenced, and the second
+// commits.
+TEST_F(Transactions, ASecondInstanceFencesTheFirst)
+{
+	TxnProducer a, b;
+	ASSERT_EQ("", a.Create(srv_.bootstrap(), "app-2"));
+	ASSERT_EQ("", a.Begin());
+	for (const std::string &v : Values("old", 4))
+		ASSERT_EQ("", a.Send("tx", 0, v));
+	// The records are delivered before the second instance starts, so
+	// its init meets an open transaction with data.
+	ASSERT_EQ("", a.Flush());
+	ASSERT_EQ("", b.Create(srv_.bootstrap(), "app-2"));
+	ASSERT_EQ("", b.Begin());
+	// Both partitions: on 0 the new records follow the old ones, so they
+	// are read_committed only if the old transaction was ended.
+	std::multiset<std::string> committed;
+	int i = 0;
+	for (const std::string &v : Values("new", 4)) {
+		ASSERT_EQ("", b.Send("tx", i++ % 2, v));
+		committed.insert(v);
+	}
+	ASSERT_EQ("", b.Commit());
+	EXPECT_NE("", a.Commit());
+	EXPECT_TRUE(a.fenced_) << "the old instance was not fenced";
+	EXPECT_EQ(committed, Read("read_committed"));
+}
+
+// Writes to a mirrored partition cannot join a transaction.
+TEST_F(Transactions, AMirroredPartitionCannotJoin)
+{
+	TxnProducer p;
+	ASSERT_EQ("", p.Create(srv_.bootstrap(), "app-3"));
+	ASSERT_EQ("", p.Begin());
+	ASSERT_EQ("", p.Send("mirrored", 0, "x"));
+	EXPECT_NE("", p.Commit());
+	EXPECT_EQ(0, srv_.EndOffset(srv_.index("mirrored", 0)));
+}
+
+} // namespace
