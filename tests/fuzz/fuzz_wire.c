@@ -22,6 +22,7 @@
 #include "common/km_assert.h"
 #include "kafka/proto.h"
 #include "kafka/proto_group.h"
+#include "kafka/proto_txn.h"
 #include "kafka/wire.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -112,6 +113,11 @@ static struct {
 	struct km_delgroups_resp dep;
 	struct km_offdelete_req odq;
 	struct km_offdelete_resp odp;
+	/* The transactional producer's (kafka/proto_txn.h). */
+	struct km_addparts_req apq;
+	struct km_addparts_resp app;
+	struct km_endtxn_req etq;
+	struct km_txn_resp etp;
 	uint8_t garena[ARENA];
 	uint32_t garena_used;
 } st;
@@ -145,6 +151,10 @@ static void reset_group_storage(void)
 	st.odq.topics_max = st.odp.topics_max = CAP;
 	st.odq.parts = st.nodes, st.odq.parts_max = CAP;
 	st.odp.parts = st.ocp_parts, st.odp.parts_max = CAP;
+	st.apq.topics = st.app.topics = st.topics;
+	st.apq.topics_max = st.app.topics_max = CAP;
+	st.apq.parts = st.nodes, st.apq.parts_max = CAP;
+	st.app.parts = st.ocp_parts, st.app.parts_max = CAP;
 	st.garena_used = 0;
 }
 
@@ -412,6 +422,12 @@ static int decode(struct km_wire_rd *r, int req, int16_t key, int16_t v)
 	case KM_API_INIT_PRODUCER_ID:
 		return req ? km_initpid_req_decode(r, v, &st.ipq)
 			   : km_initpid_resp_decode(r, v, &st.ipp);
+	case KM_API_ADD_PARTITIONS_TO_TXN:
+		return req ? km_addparts_req_decode(r, v, &st.apq)
+			   : km_addparts_resp_decode(r, v, &st.app);
+	case KM_API_END_TXN:
+		return req ? km_endtxn_req_decode(r, v, &st.etq)
+			   : km_txn_resp_decode(r, KM_API_END_TXN, v, &st.etp);
 	case KM_API_DESCRIBE_CONFIGS:
 		return req ? km_dconfigs_req_decode(r, v, &st.dcq)
 			   : km_dconfigs_resp_decode(r, v, &st.dcp);
@@ -522,6 +538,12 @@ static int encode(struct km_wire_wr *w, int req, int16_t key, int16_t v)
 	case KM_API_INIT_PRODUCER_ID:
 		return req ? km_initpid_req_encode(w, v, &st.ipq)
 			   : km_initpid_resp_encode(w, v, &st.ipp);
+	case KM_API_ADD_PARTITIONS_TO_TXN:
+		return req ? km_addparts_req_encode(w, v, &st.apq)
+			   : km_addparts_resp_encode(w, v, &st.app);
+	case KM_API_END_TXN:
+		return req ? km_endtxn_req_encode(w, v, &st.etq)
+			   : km_txn_resp_encode(w, KM_API_END_TXN, v, &st.etp);
 	case KM_API_DESCRIBE_CONFIGS:
 		return req ? km_dconfigs_req_encode(w, v, &st.dcq)
 			   : encode_dconfigs_resp(w, v);
