@@ -31,6 +31,9 @@
 #define TXN_JOBS 64u	 /* transactions whose markers are being written */
 #define ADD_TOPICS_MAX 64u
 #define ADD_PARTS_MAX 256u
+/* Timeouts are seconds long: a scan of the table every loop turn of a
+ * polling worker would cost more than it finds. */
+#define EXPIRE_EVERY_MS 100u
 
 /* One transaction's markers in flight, and the EndTxn waiting on them. */
 struct fe_txn_job {
@@ -49,6 +52,7 @@ struct fe_txn {
 	struct km_proto_topic topics[ADD_TOPICS_MAX];
 	int32_t parts[ADD_PARTS_MAX];
 	struct km_offcommit_resp_part results[ADD_PARTS_MAX];
+	uint64_t next_expire_ms;
 };
 
 static int alloc_pid(void *ctx, int64_t *pid, int16_t *epoch)
@@ -211,8 +215,9 @@ void km_frontend_txn_tick(struct km_frontend *fe, uint64_t now_ms)
 {
 	struct km_txn_markers mk;
 
-	if (fe->txn == NULL)
+	if (fe->txn == NULL || now_ms < fe->txn->next_expire_ms)
 		return;
+	fe->txn->next_expire_ms = now_ms + EXPIRE_EVERY_MS;
 	/* Bounded: one expiry per tick is enough for timeouts of seconds. */
 	if (km_txncoord_expire(fe->txn->coord, (int64_t)now_ms, &mk) == 1) {
 		KM_INFO("frontend", "transaction \"%s\" timed out: aborted, "

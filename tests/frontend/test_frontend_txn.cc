@@ -12,6 +12,7 @@
 #include <gtest/gtest.h>
 #include <librdkafka/rdkafka.h>
 
+#include <algorithm>
 #include <set>
 #include <string>
 #include <vector>
@@ -39,15 +40,19 @@ public:
 		if (rk_)
 			rd_kafka_destroy(rk_);
 	}
-	std::string Create(const std::string &bootstrap, const std::string &id)
+	std::string Create(const std::string &bootstrap, const std::string &id,
+			   const std::string &timeout_ms = "60000")
 	{
 		char err[512];
 		rd_kafka_conf_t *c = rd_kafka_conf_new();
+		// librdkafka: message.timeout.ms <= transaction.timeout.ms.
+		const std::string msg_timeout =
+			std::to_string(std::min(30000, std::stoi(timeout_ms)));
 		const char *kv[][2] = {{"bootstrap.servers", bootstrap.c_str()},
 				       {"transactional.id", id.c_str()},
 				       {"linger.ms", "5"},
-				       {"transaction.timeout.ms", "60000"},
-				       {"message.timeout.ms", "30000"}};
+				       {"transaction.timeout.ms", timeout_ms.c_str()},
+				       {"message.timeout.ms", msg_timeout.c_str()}};
 		for (auto &p : kv)
 			if (rd_kafka_conf_set(c, p[0], p[1], err, sizeof(err)) !=
 			    RD_KAFKA_CONF_OK)
@@ -202,6 +207,53 @@ TEST_F(Transactions, ASecondInstanceFencesTheFirst)
 	EXPECT_NE("", a.Commit());
 	EXPECT_TRUE(a.fenced_) << "the old instance was not fenced";
 	EXPECT_EQ(committed, Read("read_committed"));
+}
+
+// librdkafka's high watermark of tx-0 at an isolation level: the LSO for
+// read_committed (ListOffsets), or -1.
+int64_t HighWatermark(const std::string &bootstrap, const char *isolation)
+{
+	char err[512];
+	rd_kafka_conf_t *c = rd_kafka_conf_new();
+	rd_kafka_conf_set(c, "bootstrap.servers", bootstrap.c_str(), err,
+			  sizeof(err));
+	rd_kafka_conf_set(c, "isolation.level", isolation, err, sizeof(err));
+	rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_CONSUMER, c, err, sizeof(err));
+	int64_t lo = -1, hi = -1;
+	if (rk == nullptr)
+		return -1;
+	if (rd_kafka_query_watermark_offsets(rk, "tx", 0, &lo, &hi, 5000) !=
+	    RD_KAFKA_RESP_ERR_NO_ERROR)
+		hi = -1;
+	rd_kafka_destroy(rk);
+	return hi;
+}
+
+// A transaction left open past its transaction.timeout.ms (1 s, the least
+// librdkafka takes) is aborted by the coordinator: the LSO passes it
+// without any EndTxn, its records are never read_committed, and its
+// producer, fenced, cannot commit it.
+TEST_F(Transactions, ATimedOutTransactionIsAbortedAndItsProducerFenced)
+{
+	TxnProducer p;
+	ASSERT_EQ("", p.Create(srv_.bootstrap(), "app-4", "1000"));
+	ASSERT_EQ("", p.Begin());
+	for (const std::string &v : Values("late", 3))
+		ASSERT_EQ("", p.Send("tx", 0, v));
+	ASSERT_EQ("", p.Flush());
+	EXPECT_EQ(0, HighWatermark(srv_.bootstrap(), "read_committed"))
+		<< "the open transaction does not hold the LSO";
+	int64_t lso = 0, hw = -1;
+	const uint64_t deadline = fetest::MonoMs() + 20000;
+	while (fetest::MonoMs() < deadline) {
+		hw = HighWatermark(srv_.bootstrap(), "read_uncommitted");
+		lso = HighWatermark(srv_.bootstrap(), "read_committed");
+		if (lso > 0 && lso == hw)
+			break;
+	}
+	ASSERT_EQ(4, lso) << "3 records and the ABORT marker (hw " << hw << ")";
+	EXPECT_NE("", p.Commit()) << "a timed-out transaction was committed";
+	EXPECT_TRUE(Read("read_committed").empty());
 }
 
 // Writes to a mirrored partition cannot join a transaction.
