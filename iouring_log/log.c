@@ -33,6 +33,8 @@ void km_log_config_defaults(struct km_log_config *cfg, const char *data_dir,
 	cfg->retention_bytes = -1;
 	cfg->pstate.producers_max = 4096;
 	cfg->pstate.txns_max = 1024;
+	cfg->delete_retention_ms = 86400000;	   /* delete.retention.ms */
+	cfg->cleaner_map_bytes = 128ull << 20;	   /* dedupe.buffer.size */
 }
 
 static int alloc_state(struct km_log *log)
@@ -168,6 +170,7 @@ int km_log_open(struct km_log **out, const struct km_log_config *cfg,
 	log->cfg.index_bytes_max = index_bytes_for(cfg);
 	log->ring = ring;
 	log->dir_fd = -1;
+	log->clean_horizon = INT64_MAX;
 	log->last_flush_ms = km_log_now_ms();
 	if ((rc = alloc_state(log)) < 0 || (rc = open_dir(log)) < 0 ||
 	    (rc = km_log_write_metadata(log)) < 0 ||

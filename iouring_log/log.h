@@ -66,6 +66,11 @@ struct km_log_config {
 	int64_t retention_ms;
 	int64_t retention_bytes;
 	struct km_pstate_config pstate;
+	/* Compaction (log_clean.c), for a topic whose cleanup.policy is
+	 * compact: km_log_clean does nothing without it. */
+	bool compact;
+	int64_t delete_retention_ms;	/* delete.retention.ms: 1 day */
+	uint64_t cleaner_map_bytes;	/* log.cleaner.dedupe.buffer.size */
 };
 
 /** Kafka's defaults, for the given dir/topic/partition. */
@@ -372,6 +377,50 @@ int km_log_reset_to(struct km_log *log, int64_t offset);
  * or after c, repeated). @return the cut offset, or a negative code.
  */
 int64_t km_log_clean_cut(struct km_log *log);
+
+/* Compaction (log_clean.c). */
+struct km_log_clean_stats {
+	uint32_t segments;	/* rewritten */
+	uint64_t bytes_read;
+	uint64_t bytes_written;
+	uint64_t records_read;
+	uint64_t records_kept;
+	uint32_t batches_removed;
+	uint32_t batches_emptied; /* kept header-only for producer state */
+	int64_t dirty_from;	/* the section the key map covers: */
+	int64_t dirty_to;	/* [dirty_from, dirty_to) */
+	int64_t clean_to;	/* segments below this were cleaned */
+	bool map_full;		/* the map stopped short of dirty_to */
+};
+
+/**
+ * Kafka's log compaction (LogCleaner / Cleaner) on the segments below the
+ * active one whose offsets are all below the LSO: the latest record per key
+ * stays; an older one goes; a tombstone (null value) and a transaction
+ * marker whose transaction has no data left get a delete horizon (now +
+ * delete_retention_ms, KIP-534: attributes bit 6, baseTimestamp) the first
+ * time they are cleaned and go once it has passed; aborted transactional
+ * data goes (its ABORT marker and .txnindex entry stay until it has); the
+ * MIRROR_PID_RESET barrier and other control types always stay; the last
+ * batch of each producer in producer state stays, emptied if need be.
+ * Records without a key stay (Kafka drops them: it refuses them on a
+ * compacted topic, kmirror's front end does not). Batches keep their
+ * offsets, base offsets and producer fields; a rewritten one is
+ * uncompressed with a new CRC. Each segment is rewritten to a new one with
+ * new indexes and swapped in crash-safely (log_clean_swap.c) and safely
+ * for readers on other threads (the segment lock, as retention).
+ *
+ * Runs when cfg.compact and there is a dirty section (offsets appended
+ * since the last clean, below the cleanable end) or a delete horizon has
+ * passed. The key map holds at most cleaner_map_bytes / 24 keys; when
+ * full, the segments up to where it stopped are cleaned and the next call
+ * goes on. Synchronous I/O on the owner thread.
+ * @return 1 if segments were rewritten (out filled), 0 if there was
+ *         nothing to do, or a negative code (the log is unchanged, or
+ *         consistent with some segments cleaned).
+ */
+int km_log_clean(struct km_log *log, int64_t now_ms,
+		 struct km_log_clean_stats *out);
 
 #ifdef __cplusplus
 }

@@ -99,6 +99,11 @@ struct km_log {
 	 * the log at the first local write after mirrored data (R6). */
 	int32_t local_epoch;
 	bool local_epoch_chosen;
+	/* Compaction (log_clean.c): offsets below clean_dirty were cleaned
+	 * with a key map covering them (0 after an open: all is dirty); the
+	 * earliest delete horizon a kept batch carries (INT64_MAX: none). */
+	int64_t clean_dirty;
+	int64_t clean_horizon;
 };
 
 static inline struct km_segment *log_active(struct km_log *log)
@@ -186,5 +191,9 @@ int km_log_write_text_atomic(struct km_log *log, const char *name,
 /* log_reset.c: finish a reset a crash interrupted (RESET_MARKER), before
  * the segments are opened. @return 0 (also when there was none) or error. */
 int km_log_reset_redo(struct km_log *log);
+
+/* log_clean_swap.c: finish or roll back a segment swap a crash
+ * interrupted, before the segments are opened. @return 0 or -errno. */
+int km_log_clean_redo(struct km_log *log);
 
 #endif

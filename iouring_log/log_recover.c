@@ -457,7 +457,12 @@ int km_log_recover(struct km_log *log, struct km_log_recovery *rec)
 {
 	/* A reset the last run began is finished before anything is read. */
 	int rc = km_log_reset_redo(log);
-	bool clean = rc == 0 && km_log_clean_marker_exists(log);
+	bool clean;
+
+	/* So is a segment swap of the cleaner's (log_clean_swap.c). */
+	if (rc == 0)
+		rc = km_log_clean_redo(log);
+	clean = rc == 0 && km_log_clean_marker_exists(log);
 
 	if (rc < 0)
 		return rc;
