@@ -154,6 +154,13 @@ struct km_config {
 	} topic_retention_ms[KM_CONFIG_TOPICS_MAX],
 	  topic_retention_bytes[KM_CONFIG_TOPICS_MAX];
 	uint32_t topic_retention_ms_count, topic_retention_bytes_count;
+	/* Compaction (issue 19): topic.cleanup.policy NAME:compact|delete
+	 * (value 1: compact), delete.retention.ms for every compacted topic,
+	 * and the cleaner's key map bound per cleaning pass. */
+	struct km_config_topic_value topic_cleanup_policy[KM_CONFIG_TOPICS_MAX];
+	uint32_t topic_cleanup_policy_count;
+	uint64_t delete_retention_ms;
+	uint64_t cleaner_map_bytes;
 	/* Mirroring pauses while data.dir has less free space than this. */
 	uint64_t disk_free_min_bytes;
 	/* Consumer groups: `groups` names the source's groups whose committed

@@ -457,6 +457,22 @@ static void format_config_sync_exclude(const struct km_config *cfg,
 			       cfg->config_sync_exclude[i]);
 }
 
+static int apply_topic_cleanup_policy(const struct km_config_ctx *c)
+{
+	return km_config_parse_topic_policies(c, CFG(c)->topic_cleanup_policy,
+					      &CFG(c)->topic_cleanup_policy_count);
+}
+
+static void format_topic_cleanup_policy(const struct km_config *cfg,
+					struct km_config_sink *s)
+{
+	for (uint32_t i = 0; i < cfg->topic_cleanup_policy_count; i++)
+		km_config_emit(s, "%s%s:%s", i == 0 ? "" : ",",
+			       cfg->topic_cleanup_policy[i].topic,
+			       cfg->topic_cleanup_policy[i].value ? "compact"
+								   : "delete");
+}
+
 /* ---- the table: every key, in README order ---- */
 
 #define OFF(field) offsetof(struct km_config, field)
@@ -549,6 +565,11 @@ static const struct key_def keys[] = {
 	NUMBER("config.sync.interval.ms", K_U32, config_sync_interval_ms,
 	       KM_CONFIG_UNITS_MS, 0, INT32_MAX),
 	CUSTOM("config.sync.exclude", config_sync_exclude),
+	CUSTOM("topic.cleanup.policy", topic_cleanup_policy),
+	NUMBER("delete.retention.ms", K_U64, delete_retention_ms,
+	       KM_CONFIG_UNITS_MS, 0, INT64_MAX),
+	NUMBER("log.cleaner.dedupe.buffer.size", K_U64, cleaner_map_bytes,
+	       KM_CONFIG_UNITS_BYTES, 1u << 16, 1ull << 40),
 };
 
 _Static_assert(sizeof(keys) / sizeof(keys[0]) == KM_CONFIG_KEYS_COUNT,

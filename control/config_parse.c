@@ -710,3 +710,31 @@ int km_config_parse_config_names(const struct km_config_ctx *c,
 	return for_each_item(c, KM_CONFIG_GROUPS_MAX, config_name_item, names,
 			     count);
 }
+
+/* NAME:compact|delete; the name obeys the same rules as `topics`. */
+static int policy_item(const struct km_config_ctx *c, const char *item,
+		       uint32_t index, void *arg)
+{
+	struct km_config_topic_value *out = arg;
+	const char *colon = strrchr(item, ':');
+	char name[KM_CONFIG_TOPIC_BYTES_MAX + 16];
+
+	if (colon == NULL || colon == item ||
+	    (size_t)(colon - item) >= sizeof(name))
+		return km_config_bad(c, "\"%s\" is not TOPIC:POLICY", item);
+	if (strcmp(colon + 1, "compact") != 0 &&
+	    strcmp(colon + 1, "delete") != 0)
+		return km_config_bad(c, "\"%s\": the policy is compact or "
+				     "delete", item);
+	memcpy(name, item, (size_t)(colon - item));
+	name[colon - item] = '\0';
+	out[index].value = strcmp(colon + 1, "compact") == 0;
+	return topic_item(c, name, 0, &out[index].topic);
+}
+
+int km_config_parse_topic_policies(const struct km_config_ctx *c,
+				   struct km_config_topic_value *out,
+				   uint32_t *count)
+{
+	return for_each_item(c, KM_CONFIG_TOPICS_MAX, policy_item, out, count);
+}

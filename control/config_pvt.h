@@ -82,6 +82,11 @@ int km_config_parse_topic_limits(const struct km_config_ctx *c,
 				 uint32_t *count);
 int km_config_parse_ipv4(const struct km_config_ctx *c, bool is_mask,
 			 uint32_t *be);
+/* NAME:compact or NAME:delete entries (topic.cleanup.policy): value 1 for
+ * compact, 0 for delete. */
+int km_config_parse_topic_policies(const struct km_config_ctx *c,
+				   struct km_config_topic_value *out,
+				   uint32_t *count);
 int km_config_parse_mac(const struct km_config_ctx *c, uint8_t mac[6]);
 int km_config_parse_dpdk_port(const struct km_config_ctx *c, char *dst,
 			      size_t cap);
@@ -97,7 +102,7 @@ bool km_config_host_is_any(const char *host);
 
 /* Keys in the table; config_keys.c asserts the count at compile time, so
  * the loader can size its per-key arrays with it. */
-#define KM_CONFIG_KEYS_COUNT 55u
+#define KM_CONFIG_KEYS_COUNT 58u
 
 /** @return the index of the key called name, or KM_ECFGKEY. */
 int km_config_key_find(const char *name);

@@ -267,6 +267,8 @@ static const struct metric metrics[] = {
 	M("kmirror_partition_data_loss_events_total", "counter", "Times the source's log start was found past our log end (offsets deleted before they were mirrored), whatever mirror.offset.reset did.", data_loss_events, false),
 	M("kmirror_partition_data_loss_last_from_offset", "gauge", "First offset the last data-loss event lost (-1: none).", data_loss_from, true),
 	M("kmirror_partition_data_loss_last_to_offset", "gauge", "Last offset the last data-loss event lost (-1: none).", data_loss_to, true),
+	M("kmirror_partition_cleaner_runs_total", "counter", "Compaction passes that rewrote segments (cleanup.policy=compact, writable partitions).", cleaner_runs, false),
+	M("kmirror_partition_cleaner_bytes_removed_total", "counter", "Bytes compaction removed from the partition's segments.", cleaner_bytes_removed, false),
 };
 
 static int64_t stat_value(const struct km_part *p, const struct metric *m)

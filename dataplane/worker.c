@@ -666,6 +666,8 @@ int km_worker_clear_space_error(struct wpart *wp)
 	return km_log_clear_error(wp->log);
 }
 
+static void compact(struct wpart *wp);
+
 /* Retention, once a second: what the source dropped (its log start, from
  * the fetch session) and the local caps (issue 7). */
 static void retain(struct km_worker *w, struct wpart *wp)
@@ -691,6 +693,33 @@ static void retain(struct km_worker *w, struct wpart *wp)
 	if (rc < 0)
 		KM_WARN("worker", "partition %s-%d: retention: %s",
 			wp->part->topic, wp->part->partition, km_strerror(rc));
+	compact(wp);
+}
+
+/* Compaction (issue 19): a compacted topic's partition stays compacted
+ * once it is writable. Mirrored partitions are the source's bytes (R6):
+ * the source's cleaner compacts them. Runs at retention's pace; the log
+ * does nothing when there is nothing new to clean. */
+static void compact(struct wpart *wp)
+{
+	struct km_log_clean_stats st;
+	int rc;
+
+	if (km_part_get_mode(wp->part) != KM_PART_WRITABLE ||
+	    !km_log_config_get(wp->log)->compact)
+		return;
+	rc = km_log_clean(wp->log, km_clock_wall_ms(), &st);
+	if (rc < 0)
+		KM_WARN("worker", "partition %s-%d: compaction: %s",
+			wp->part->topic, wp->part->partition, km_strerror(rc));
+	if (rc <= 0)
+		return;
+	atomic_fetch_add_explicit(&wp->part->stats.cleaner_runs, 1,
+				  memory_order_relaxed);
+	if (st.bytes_read > st.bytes_written)
+		atomic_fetch_add_explicit(&wp->part->stats.cleaner_bytes_removed,
+					  st.bytes_read - st.bytes_written,
+					  memory_order_relaxed);
 }
 
 /* The fetch network's figures for status; skipped this tick if the

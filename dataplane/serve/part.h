@@ -199,6 +199,9 @@ struct km_part_stats {
 	 * opened: a planned stop waits for one that comes after our log end
 	 * reached source_hw, so that the HW it compares is a fresh one. */
 	_Atomic uint64_t fetch_answers;
+	/* Compaction of a writable compacted partition (km_log_clean). */
+	_Atomic uint64_t cleaner_runs;
+	_Atomic uint64_t cleaner_bytes_removed;
 };
 
 struct km_part {

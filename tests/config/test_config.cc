@@ -684,6 +684,36 @@ TEST(Config, LogConfigForAPartition)
 	EXPECT_EQ(def.pstate.producers_max, lc.pstate.producers_max);
 }
 
+// Compaction (issue 19): topic.cleanup.policy names the compacted topics;
+// the log gets cfg.compact and the cleaner's settings.
+TEST(Config, CleanupPolicyPerTopic)
+{
+	Loaded l = load(nullptr, { "data.dir=/d",
+				   "topic.cleanup.policy=users:compact,orders:delete",
+				   "delete.retention.ms=5s",
+				   "log.cleaner.dedupe.buffer.size=1M" });
+	ASSERT_EQ(0, l.rc) << l.err;
+	km_log_config lc;
+	km_config_log_config(l.cfg.get(), "users", 0, &lc);
+	EXPECT_TRUE(lc.compact);
+	EXPECT_EQ(5000, lc.delete_retention_ms);
+	EXPECT_EQ(1ull << 20, lc.cleaner_map_bytes);
+	km_config_log_config(l.cfg.get(), "orders", 0, &lc);
+	EXPECT_FALSE(lc.compact);
+	km_config_log_config(l.cfg.get(), "other", 0, &lc);
+	EXPECT_FALSE(lc.compact);
+	std::vector<char> text(64 * 1024);
+	int n = km_config_format(l.cfg.get(), text.data(), text.size());
+	ASSERT_GT(n, 0);
+	EXPECT_NE(std::string::npos,
+		  std::string(text.data(), n)
+			  .find("topic.cleanup.policy=users:compact,orders:delete\n"));
+	EXPECT_NE(0, load(nullptr, { "data.dir=/d",
+				     "topic.cleanup.policy=users:gone" }).rc);
+	EXPECT_NE(0, load(nullptr, { "data.dir=/d",
+				     "topic.cleanup.policy=users" }).rc);
+}
+
 TEST(Config, DefaultsMatchTheLogsDefaults)
 {
 	Loaded l = load(nullptr, { "data.dir=/d" });
@@ -696,6 +726,9 @@ TEST(Config, DefaultsMatchTheLogsDefaults)
 	EXPECT_EQ(def.flush_bytes, lc.flush_bytes);
 	EXPECT_EQ(def.flush_always, lc.flush_always);
 	EXPECT_EQ(def.batch_bytes_max, lc.batch_bytes_max);
+	EXPECT_EQ(def.delete_retention_ms, lc.delete_retention_ms);
+	EXPECT_EQ(def.cleaner_map_bytes, lc.cleaner_map_bytes);
+	EXPECT_FALSE(lc.compact);
 }
 
 TEST(Config, EalArgv)
@@ -800,7 +833,9 @@ TEST(Config, FormatText)
 			      "config.sync.exclude=follower.replication.throttled.replicas,"
 			      "leader.replication.throttled.replicas,min.insync.replicas,"
 			      "unclean.leader.election.enable,message.timestamp.before.max.ms,"
-			      "message.timestamp.after.max.ms\n"),
+			      "message.timestamp.after.max.ms\n"
+			      "delete.retention.ms=86400000\n"
+			      "log.cleaner.dedupe.buffer.size=134217728\n"),
 		  text);
 }
 
