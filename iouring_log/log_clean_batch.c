@@ -284,7 +284,7 @@ static int put_batch(struct km_cleaner *c, struct km_segment *out,
 			KM_BATCH_ATTR_DELETE_HORIZON)) {
 		int64_t h = (int64_t)km_load_be64(p + KM_BATCH_OFF_BASE_TIMESTAMP);
 
-		if (h > c->now_ms && h < c->horizon_min)
+		if (h >= c->now_ms && h < c->horizon_min)
 			c->horizon_min = h;
 	}
 	return rc;

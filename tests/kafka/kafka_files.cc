@@ -324,3 +324,24 @@ void give_kafka_ours(const std::string &ours, const std::string &theirs)
 }
 
 } // namespace kmtest
+
+namespace kmtest {
+
+void expect_indexes_pass_kafkas_checks(const std::string &dir)
+{
+	std::vector<std::string> idx = paths_of(dir, { "index", "timeindex" });
+	ASSERT_FALSE(idx.empty()) << dir;
+	ChildResult a = dump_files(idx, { "--index-sanity-check" });
+	EXPECT_EQ(0, a.exit_code) << a.describe();
+	size_t passed = 0;
+	for (const char *ok : { "passed sanity check", "is empty." })
+		for (size_t at = 0; (at = a.out.find(ok, at)) != std::string::npos; at++)
+			passed++;
+	EXPECT_EQ(idx.size(), passed) << a.out << a.err;
+	ChildResult v = dump_files(idx, { "--verify-index-only" });
+	EXPECT_EQ(0, v.exit_code) << v.describe();
+	EXPECT_EQ(std::string::npos, v.out.find("Mismatches")) << v.out;
+	EXPECT_EQ(std::string::npos, v.err.find("Exception")) << v.err;
+}
+
+} // namespace kmtest

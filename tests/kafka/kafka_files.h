@@ -86,4 +86,14 @@ void give_kafka_ours(const std::string &ours, const std::string &theirs);
 
 } // namespace kmtest
 
+
+namespace kmtest {
+
+/* Kafka's checks of a partition directory's indexes (DumpLogSegments
+ * --index-sanity-check passes or finds it empty for every .index and
+ * .timeindex; --verify-index-only finds no entry mismatching the .log). */
+void expect_indexes_pass_kafkas_checks(const std::string &dir);
+
+} // namespace kmtest
+
 #endif
