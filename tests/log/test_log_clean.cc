@@ -8,13 +8,22 @@
 // goes; the MIRROR_PID_RESET barrier always stays; a producer's last batch
 // stays (emptied); and a crash at each step of the segment swap leaves,
 // after the next open, either the old log or the cleaned one, never a mix.
+// Also: a compressed batch that loses records is rewritten uncompressed
+// with the rest at their offsets; a key map too small for the dirty
+// section cleans as far as it reached and the next passes go on; readers
+// on another thread keep reading whole, CRC-valid batches while segments
+// are swapped under them.
 // Method: real files and io_uring, 1 KiB segments; batches built with
 // km_records_build; what the log holds is read back through km_log_read
 // (the front end's path) and decoded record by record; the expectation is
 // derived from what was appended and the offsets the log reports (its
 // active segment's base), not written out by hand.
+#include <zlib.h>
+
+#include <atomic>
 #include <map>
 #include <set>
+#include <thread>
 
 #include "log_check.h"
 
@@ -321,6 +330,154 @@ TEST(LogClean, AProducersLastBatchStaysEmpty)
 	EXPECT_GE(st.batches_emptied, 1u);
 	for (auto &x : r.recs)
 		EXPECT_FALSE(x.key == "k" && x.off == 0);
+}
+
+// The records of an uncompressed batch, gzip'd into a codec-1 batch.
+std::vector<uint8_t> Gzipped(std::vector<uint8_t> b)
+{
+	std::vector<uint8_t> recs(b.begin() + KM_BATCH_HEADER_BYTES, b.end());
+	std::vector<uint8_t> z(compressBound(recs.size()) + 64);
+	z_stream zs{};
+	EXPECT_EQ(Z_OK, deflateInit2(&zs, 6, Z_DEFLATED, 31, 8, Z_DEFAULT_STRATEGY));
+	zs.next_in = recs.data();
+	zs.avail_in = (uInt)recs.size();
+	zs.next_out = z.data();
+	zs.avail_out = (uInt)z.size();
+	EXPECT_EQ(Z_STREAM_END, deflate(&zs, Z_FINISH));
+	z.resize(zs.total_out);
+	deflateEnd(&zs);
+	std::vector<uint8_t> out(b.begin(), b.begin() + KM_BATCH_HEADER_BYTES);
+	out.insert(out.end(), z.begin(), z.end());
+	uint32_t len = (uint32_t)out.size() - 12;
+	for (int i = 0; i < 4; i++)
+		out[8 + i] = (uint8_t)(len >> (24 - 8 * i));
+	out[22] = (uint8_t)((out[22] & ~7) | KM_CODEC_GZIP);
+	uint32_t crc = RefCrc32c(out.data() + 21, out.size() - 21);
+	for (int i = 0; i < 4; i++)
+		out[17 + i] = (uint8_t)(crc >> (24 - 8 * i));
+	return out;
+}
+
+TEST(LogClean, ACompressedBatchLosingRecordsIsRewrittenUncompressed)
+{
+	FastTempDir t;
+	Log l(t.path, Tiny);
+	std::string v = "value";
+	std::vector<km_record_spec> recs = {
+		{ "a", 1, v.data(), 5, 5000, nullptr, 0 },
+		{ "b", 1, v.data(), 5, 5001, nullptr, 0 },
+		{ "c", 1, v.data(), 5, 5002, nullptr, 0 },
+	};
+	km_batch_spec spec = { 0, 0, 0, -1, -1, -1 };
+	std::vector<uint8_t> plain(km_records_build_size(recs.data(), 3));
+	km_records_build(plain.data(), plain.size(), &spec, recs.data(), 3);
+	Put(l, Gzipped(plain));
+	Put(l, KV(3, "a", "newer"));
+	Fill(l, 4, 40, 5, "f");
+	km_log_clean_stats st;
+	ASSERT_EQ(1, km_log_clean(l.log, 1000, &st));
+	Read r = ReadBack(l.log); // km_records_begin refuses a compressed one
+	ASSERT_TRUE(r.attrs.count(0));
+	EXPECT_EQ(0, r.attrs[0] & KM_BATCH_ATTR_CODEC_MASK);
+	ASSERT_GE(r.recs.size(), 3u);
+	EXPECT_EQ(1, r.recs[0].off);
+	EXPECT_EQ("b", r.recs[0].key);
+	EXPECT_EQ(2, r.recs[1].off);
+	EXPECT_EQ("c", r.recs[1].key);
+	EXPECT_EQ(3, r.recs[2].off);
+	EXPECT_EQ("newer", r.recs[2].value);
+	EXPECT_EQ(2, BatchAt(r, 0)->last) << "lastOffsetDelta kept";
+	EXPECT_EQ(5001, r.base_ts[0]) << "the first kept record's timestamp";
+}
+
+TEST(LogClean, AFullKeyMapCleansWhatItReachedAndTheNextPassesGoOn)
+{
+	FastTempDir t;
+	Log l(t.path, [](km_log_config &c) {
+		Tiny(c);
+		c.segment_bytes = 16384;
+		c.cleaner_map_bytes = 24 * 1024; // 1024 slots, ~920 keys
+	});
+	// 3000 distinct keys, each written twice, far apart.
+	std::vector<Written> w = Fill(l, 0, 1500, 1500, "a");
+	std::vector<Written> w2 = Fill(l, 1500, 1500, 1500, "b");
+	w.insert(w.end(), w2.begin(), w2.end());
+	std::vector<Written> pad = Fill(l, 3000, 200, 200, "pad"); // a roll
+	w.insert(w.end(), pad.begin(), pad.end());
+	int64_t end = ActiveBase(l);
+	ASSERT_GT(end, 3000);
+	km_log_clean_stats st;
+	ASSERT_EQ(1, km_log_clean(l.log, 1000, &st));
+	EXPECT_TRUE(st.map_full);
+	EXPECT_LT(st.dirty_to, end);
+	EXPECT_GT(st.dirty_to, 0);
+	int passes = 1;
+	while (km_log_clean(l.log, 1000, &st) == 1 && passes < 20)
+		passes++;
+	EXPECT_GT(passes, 2);
+	std::map<std::string, int64_t> latest;
+	Read r = ReadBack(l.log);
+	for (auto &x : r.recs) {
+		if (x.off < end) {
+			EXPECT_TRUE(latest.emplace(x.key, x.off).second)
+				<< x.key << " twice, at " << latest[x.key]
+				<< " and " << x.off;
+		}
+	}
+	std::map<std::string, int64_t> want;
+	for (auto &x : w)
+		if (x.off < end)
+			want[x.key] = x.off;
+	EXPECT_EQ(want, latest);
+}
+
+TEST(LogClean, ReadersOnAnotherThreadSeeWholeBatchesThroughSwaps)
+{
+	FastTempDir t;
+	Log l(t.path, Tiny);
+	Fill(l, 0, 60, 7, "v");
+	std::atomic<bool> stop{ false };
+	std::atomic<long> reads{ 0 }, bad{ 0 };
+	std::thread reader([&] {
+		std::vector<uint8_t> buf(1 << 16);
+		while (!stop.load()) {
+			km_log_read_result rd;
+			int64_t from = km_log_start_offset(l.log);
+			int rc = km_log_read(l.log, from, INT64_MAX, 1 << 16,
+					     buf.data(), buf.size(), &rd);
+			if (rc != 0) {
+				bad++;
+				continue;
+			}
+			size_t pos = 0;
+			int64_t next = from;
+			while (pos < rd.bytes) {
+				iovec iov = { buf.data() + pos, rd.bytes - pos };
+				km_chain ch = { &iov, 1 };
+				km_batch b;
+				int n = km_batch_parse(&b, &ch, km_chain_start(&ch),
+						       KM_BATCH_BYTES_MAX);
+				if (n <= 0 || km_batch_base_offset(&b) < next) {
+					bad++;
+					break;
+				}
+				next = km_batch_last_offset(&b) + 1;
+				pos += (size_t)n;
+			}
+			reads++;
+		}
+	});
+	km_log_clean_stats st;
+	int cleaned = 0;
+	for (int round = 0; round < 30; round++) {
+		Fill(l, km_log_end_offset(l.log), 15, 7, "r");
+		cleaned += km_log_clean(l.log, 1000, &st) == 1;
+	}
+	stop = true;
+	reader.join();
+	EXPECT_EQ(0, bad.load());
+	EXPECT_GT(reads.load(), 30);
+	EXPECT_GT(cleaned, 20);
 }
 
 #ifdef KM_TEST_HOOKS
