@@ -30,7 +30,7 @@
  *   included) from both, in both isolation levels, as librdkafka does;
  *   high watermark and LSO equal the source's.
  * - Mirrored before the cleaner ran and on after it: kmirror keeps what it
- *   fetched (it has no cleaner; docs/design.md says why) and serves every
+ *   fetched (it never cleans a mirrored partition; docs/design.md says why) and serves every
  *   record the source still serves at the same offset plus the ones the
  *   cleaner dropped; stopped, and restarted after the source cleaned past
  *   its log end, its fetch offset lands in a gap and what it fetches from
