@@ -36,6 +36,7 @@ void km_config_defaults(struct km_config *cfg)
 	cfg->retention_bytes = -1;
 	cfg->delete_retention_ms = (uint64_t)log.delete_retention_ms;
 	cfg->cleaner_map_bytes = log.cleaner_map_bytes;
+	cfg->min_cleanable_ratio = log.min_cleanable_ratio;
 	cfg->disk_free_min_bytes = 256ull << 20;
 	cfg->group_sync_interval_ms = 5000;
 	/* MirrorMaker 2's topics.exclude keeps Kafka's internal topics out. */
@@ -417,6 +418,7 @@ void km_config_log_config(const struct km_config *cfg, const char *topic,
 				cfg->topic_cleanup_policy_count, topic, 0) == 1;
 	out->delete_retention_ms = (int64_t)cfg->delete_retention_ms;
 	out->cleaner_map_bytes = cfg->cleaner_map_bytes;
+	out->min_cleanable_ratio = cfg->min_cleanable_ratio;
 	if (strcmp(topic, KM_CONFIG_OFFSETS_TOPIC) == 0) {
 		/* Committed offsets go only by compaction (the coordinator
 		 * rewrites what is live), never by age or size; small

@@ -161,6 +161,7 @@ struct km_config {
 	uint32_t topic_cleanup_policy_count;
 	uint64_t delete_retention_ms;
 	uint64_t cleaner_map_bytes;
+	double min_cleanable_ratio;
 	/* Mirroring pauses while data.dir has less free space than this. */
 	uint64_t disk_free_min_bytes;
 	/* Consumer groups: `groups` names the source's groups whose committed

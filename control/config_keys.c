@@ -8,6 +8,7 @@
 #include <inttypes.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
@@ -473,6 +474,27 @@ static void format_topic_cleanup_policy(const struct km_config *cfg,
 								   : "delete");
 }
 
+/* Kafka's topic setting is a double in [0, 1]. */
+static int apply_min_cleanable_ratio(const struct km_config_ctx *c)
+{
+	char *end;
+	double v;
+
+	errno = 0;
+	v = strtod(c->value, &end);
+	if (end == c->value || *end != '\0' || errno != 0 || !(v >= 0.0) ||
+	    v > 1.0)
+		return km_config_bad(c, "a ratio from 0 to 1, such as 0.5");
+	CFG(c)->min_cleanable_ratio = v;
+	return 0;
+}
+
+static void format_min_cleanable_ratio(const struct km_config *cfg,
+				       struct km_config_sink *s)
+{
+	km_config_emit(s, "%.17g", cfg->min_cleanable_ratio);
+}
+
 /* ---- the table: every key, in README order ---- */
 
 #define OFF(field) offsetof(struct km_config, field)
@@ -570,6 +592,7 @@ static const struct key_def keys[] = {
 	       KM_CONFIG_UNITS_MS, 0, INT64_MAX),
 	NUMBER("log.cleaner.dedupe.buffer.size", K_U64, cleaner_map_bytes,
 	       KM_CONFIG_UNITS_BYTES, 1u << 16, 1ull << 40),
+	CUSTOM("min.cleanable.dirty.ratio", min_cleanable_ratio),
 };
 
 _Static_assert(sizeof(keys) / sizeof(keys[0]) == KM_CONFIG_KEYS_COUNT,

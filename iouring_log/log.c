@@ -35,6 +35,7 @@ void km_log_config_defaults(struct km_log_config *cfg, const char *data_dir,
 	cfg->pstate.txns_max = 1024;
 	cfg->delete_retention_ms = 86400000;	   /* delete.retention.ms */
 	cfg->cleaner_map_bytes = 128ull << 20;	   /* dedupe.buffer.size */
+	cfg->min_cleanable_ratio = 0.5;		   /* min.cleanable.dirty.ratio */
 }
 
 static int alloc_state(struct km_log *log)

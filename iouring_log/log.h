@@ -71,6 +71,9 @@ struct km_log_config {
 	bool compact;
 	int64_t delete_retention_ms;	/* delete.retention.ms: 1 day */
 	uint64_t cleaner_map_bytes;	/* log.cleaner.dedupe.buffer.size */
+	/* min.cleanable.dirty.ratio (0.5): a pass runs once the dirty
+	 * section's bytes are more than this part of the cleanable ones. */
+	double min_cleanable_ratio;
 };
 
 /** Kafka's defaults, for the given dir/topic/partition. */
@@ -410,8 +413,9 @@ struct km_log_clean_stats {
  * new indexes and swapped in crash-safely (log_clean_swap.c) and safely
  * for readers on other threads (the segment lock, as retention).
  *
- * Runs when cfg.compact and there is a dirty section (offsets appended
- * since the last clean, below the cleanable end) or a delete horizon has
+ * Runs when cfg.compact and the dirty section (offsets appended since the
+ * last clean, below the cleanable end; whole segments counted) holds more
+ * than min_cleanable_ratio of the cleanable bytes, or a delete horizon has
  * passed. The key map holds at most cleaner_map_bytes / 24 keys; when
  * full, the segments up to where it stopped are cleaned and the next call
  * goes on. Synchronous I/O on the owner thread.

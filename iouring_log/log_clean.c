@@ -34,6 +34,20 @@ static void cleanable(struct km_log *log, uint32_t *n, int64_t *end)
 	*end = log->segs[*n].base_offset;
 }
 
+/* Kafka's cleanableRatio: dirty bytes over all the cleanable ones. */
+static bool dirty_enough(const struct km_log *log, uint32_t n_clean)
+{
+	uint64_t dirty = 0, total = 0;
+
+	for (uint32_t i = 0; i < n_clean; i++) {
+		total += log->segs[i].size_bytes;
+		if (log->segs[i].next_offset > log->clean_dirty)
+			dirty += log->segs[i].size_bytes;
+	}
+	return dirty > 0 &&
+	       (double)dirty > log->cfg.min_cleanable_ratio * (double)total;
+}
+
 static int build_map(struct km_cleaner *c, uint32_t n_clean, int64_t end)
 {
 	struct km_log *log = c->log;
@@ -134,7 +148,8 @@ int km_log_clean(struct km_log *log, int64_t now_ms,
 	if (log->clean_dirty < log_start(log) || log->clean_dirty > log->leo)
 		log->clean_dirty = log_start(log);
 	if (n_clean == 0 ||
-	    (log->clean_dirty >= end && now_ms < log->clean_horizon))
+	    ((log->clean_dirty >= end || !dirty_enough(log, n_clean)) &&
+	     now_ms < log->clean_horizon))
 		return 0;
 	memset(&c, 0, sizeof(c));
 	c.log = log;

@@ -691,13 +691,15 @@ TEST(Config, CleanupPolicyPerTopic)
 	Loaded l = load(nullptr, { "data.dir=/d",
 				   "topic.cleanup.policy=users:compact,orders:delete",
 				   "delete.retention.ms=5s",
-				   "log.cleaner.dedupe.buffer.size=1M" });
+				   "log.cleaner.dedupe.buffer.size=1M",
+				   "min.cleanable.dirty.ratio=0.01" });
 	ASSERT_EQ(0, l.rc) << l.err;
 	km_log_config lc;
 	km_config_log_config(l.cfg.get(), "users", 0, &lc);
 	EXPECT_TRUE(lc.compact);
 	EXPECT_EQ(5000, lc.delete_retention_ms);
 	EXPECT_EQ(1ull << 20, lc.cleaner_map_bytes);
+	EXPECT_EQ(0.01, lc.min_cleanable_ratio);
 	km_config_log_config(l.cfg.get(), "orders", 0, &lc);
 	EXPECT_FALSE(lc.compact);
 	km_config_log_config(l.cfg.get(), "other", 0, &lc);
@@ -712,6 +714,10 @@ TEST(Config, CleanupPolicyPerTopic)
 				     "topic.cleanup.policy=users:gone" }).rc);
 	EXPECT_NE(0, load(nullptr, { "data.dir=/d",
 				     "topic.cleanup.policy=users" }).rc);
+	EXPECT_NE(0, load(nullptr, { "data.dir=/d",
+				     "min.cleanable.dirty.ratio=1.5" }).rc);
+	EXPECT_NE(0, load(nullptr, { "data.dir=/d",
+				     "min.cleanable.dirty.ratio=half" }).rc);
 }
 
 TEST(Config, DefaultsMatchTheLogsDefaults)
@@ -728,6 +734,7 @@ TEST(Config, DefaultsMatchTheLogsDefaults)
 	EXPECT_EQ(def.batch_bytes_max, lc.batch_bytes_max);
 	EXPECT_EQ(def.delete_retention_ms, lc.delete_retention_ms);
 	EXPECT_EQ(def.cleaner_map_bytes, lc.cleaner_map_bytes);
+	EXPECT_EQ(def.min_cleanable_ratio, lc.min_cleanable_ratio);
 	EXPECT_FALSE(lc.compact);
 }
 
@@ -835,7 +842,8 @@ TEST(Config, FormatText)
 			      "unclean.leader.election.enable,message.timestamp.before.max.ms,"
 			      "message.timestamp.after.max.ms\n"
 			      "delete.retention.ms=86400000\n"
-			      "log.cleaner.dedupe.buffer.size=134217728\n"),
+			      "log.cleaner.dedupe.buffer.size=134217728\n"
+			      "min.cleanable.dirty.ratio=0.5\n"),
 		  text);
 }
 

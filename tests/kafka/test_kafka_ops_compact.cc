@@ -256,7 +256,8 @@ TEST_F(KafkaOpsCompact, AFailedOverCompactedTopicIsCompactedByKmirrord)
 	TempDir dir("km-kopsc-d");
 	Daemon d(dir.path(), { "source.bootstrap.servers=" + broker_->bootstrap(),
 			       "topics=users", "topic.cleanup.policy=users:compact",
-			       "delete.retention.ms=2000", "segment.bytes=1024" });
+			       "delete.retention.ms=2000", "segment.bytes=1024",
+			       "min.cleanable.dirty.ratio=0.01" });
 	ASSERT_EQ("", d.start());
 	ASSERT_EQ("", d.wait_status(
 			      [&](const std::map<std::string, PartStatus> &st) {

@@ -127,6 +127,7 @@ void Tiny(km_log_config &c)
 	c.prealloc_bytes = 4096;
 	c.compact = true;
 	c.delete_retention_ms = kRetention;
+	c.min_cleanable_ratio = 0; // every sealed segment makes a pass
 }
 
 int64_t ActiveBase(const Log &l)
@@ -206,6 +207,28 @@ TEST(LogClean, KeepsTheLatestRecordPerKeyAtItsOffset)
 	EXPECT_EQ(0u, st.segments);
 	EXPECT_EQ(want.size(), ReadBack(l.log).recs.size());
 	EXPECT_EQ(0, km_log_clean(l.log, 1000, &st));
+}
+
+// Kafka's min.cleanable.dirty.ratio: no pass until the dirty segments
+// hold more than that part of the cleanable bytes.
+TEST(LogClean, APassWaitsForTheDirtyRatio)
+{
+	FastTempDir t;
+	Log l(t.path, [](km_log_config &c) {
+		Tiny(c);
+		c.min_cleanable_ratio = 0.5;
+	});
+	Fill(l, 0, 60, 60, "v"); // distinct keys: cleaning keeps them all
+	km_log_clean_stats st;
+	ASSERT_EQ(1, km_log_clean(l.log, 1000, &st)) << "all of it is dirty";
+	const int64_t end = st.clean_to;
+	// One more sealed segment: dirty, but a small part of the whole.
+	for (int64_t at = km_log_end_offset(l.log); ActiveBase(l) == end; at++)
+		Put(l, KV(at, "n" + std::to_string(at), "w"));
+	EXPECT_EQ(0, km_log_clean(l.log, 1000, &st));
+	// Many more: the dirty part outweighs the cleaned one.
+	Fill(l, km_log_end_offset(l.log), 60, 7, "x");
+	EXPECT_EQ(1, km_log_clean(l.log, 1000, &st));
 }
 
 TEST(LogClean, TombstonesStayUntilTheirDeleteHorizon)
