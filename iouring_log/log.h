@@ -426,6 +426,15 @@ struct km_log_clean_stats {
 int km_log_clean(struct km_log *log, int64_t now_ms,
 		 struct km_log_clean_stats *out);
 
+/**
+ * Follow a topic's cleanup settings from the next km_log_clean on (a
+ * config synced from the source: cleanup.policy, delete.retention.ms,
+ * min.cleanable.dirty.ratio). Owner thread.
+ * @return 0, or -EINVAL (a negative retention, a ratio outside [0, 1]).
+ */
+int km_log_set_compaction(struct km_log *log, bool compact,
+			  int64_t delete_retention_ms, double min_cleanable_ratio);
+
 #ifdef __cplusplus
 }
 #endif

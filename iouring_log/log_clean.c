@@ -172,3 +172,15 @@ int km_log_clean(struct km_log *log, int64_t now_ms,
 	report(log, out);
 	return 1;
 }
+
+int km_log_set_compaction(struct km_log *log, bool compact,
+			  int64_t delete_retention_ms, double min_cleanable_ratio)
+{
+	if (delete_retention_ms < 0 || !(min_cleanable_ratio >= 0.0) ||
+	    min_cleanable_ratio > 1.0)
+		return -EINVAL;
+	log->cfg.compact = compact;
+	log->cfg.delete_retention_ms = delete_retention_ms;
+	log->cfg.min_cleanable_ratio = min_cleanable_ratio;
+	return 0;
+}

@@ -226,8 +226,13 @@ TEST(LogClean, APassWaitsForTheDirtyRatio)
 	for (int64_t at = km_log_end_offset(l.log); ActiveBase(l) == end; at++)
 		Put(l, KV(at, "n" + std::to_string(at), "w"));
 	EXPECT_EQ(0, km_log_clean(l.log, 1000, &st));
-	// Many more: the dirty part outweighs the cleaned one.
+	// Many more: the dirty part outweighs the cleaned one - unless the
+	// topic stopped being compacted (a synced cleanup.policy=delete).
 	Fill(l, km_log_end_offset(l.log), 60, 7, "x");
+	EXPECT_EQ(-EINVAL, km_log_set_compaction(l.log, true, 1, 1.5));
+	ASSERT_EQ(0, km_log_set_compaction(l.log, false, kRetention, 0.5));
+	EXPECT_EQ(0, km_log_clean(l.log, 1000, &st));
+	ASSERT_EQ(0, km_log_set_compaction(l.log, true, kRetention, 0.5));
 	EXPECT_EQ(1, km_log_clean(l.log, 1000, &st));
 }
 
