@@ -82,8 +82,8 @@ static const struct cfg_def defs[] = {
 #define N_DEFS (sizeof(defs) / sizeof(defs[0]))
 
 /* A setting's value as Kafka prints it. compact: the offsets topic, which
- * the coordinator compacts (kmirror never deletes a mirrored topic's data
- * but by retention). */
+ * the coordinator compacts, or a topic.cleanup.policy=compact topic, whose
+ * writable partitions the log cleaner compacts. */
 static void cfg_value(enum cfg_which which, const struct km_log_config *c,
 		      bool compact, char out[VALUE_BYTES])
 {
@@ -408,7 +408,7 @@ static int put_resource(struct km_wire_wr *w, struct cfg_scope *s)
 			return put_error(w, s->version, s->res,
 					 KM_KERR_LEADER_NOT_AVAILABLE, NULL);
 		s->topic = km_log_config_get(p->log);
-		s->compact = p->internal;
+		s->compact = p->internal || s->topic->compact;
 		return put_configs(w, s);
 	case KM_CONFIG_RESOURCE_BROKER:
 		return put_broker(w, s);

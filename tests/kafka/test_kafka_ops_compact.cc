@@ -306,6 +306,18 @@ TEST_F(KafkaOpsCompact, AFailedOverCompactedTopicIsCompactedByKmirrord)
 		<< "a pass, then one when the tombstone's horizon passed";
 	EXPECT_GT(metric(d, "kmirror_partition_cleaner_bytes_removed_total"), 0);
 
+	/* kafka-configs names the policy kmirrord compacts by, as the broker
+	 * names the source topic's. */
+	for (const std::string &b : { broker_->bootstrap(), d.bootstrap() }) {
+		ChildResult c = kafka_tool(
+			"kafka.admin.ConfigCommand",
+			{ "--bootstrap-server", b, "--describe", "--entity-type", "topics",
+			  "--entity-name", "users", "--all" },
+			120000);
+		EXPECT_EQ(0, c.exit_code) << c.describe();
+		EXPECT_NE(std::string::npos, c.out.find("  cleanup.policy=compact "))
+			<< b << "\n" << c.out;
+	}
 	ASSERT_EQ("", d.stop(30000, &r));
 	ChildResult deep = dump_files(paths_of(pdir, { "log" }), { "--deep-iteration" });
 	EXPECT_EQ(0, deep.exit_code) << deep.describe();
