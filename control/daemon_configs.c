@@ -98,7 +98,7 @@ void km_daemon_configs_limits(const struct km_daemon *d, uint32_t i,
 {
 	const struct km_config *cfg = d->cfg;
 	const struct km_part *p = &d->table.parts[i];
-	char policy[KM_TCONFIG_VALUE_BYTES];
+	char policy[KM_TCONFIG_VALUE_BYTES] = "";
 	int64_t ms = lc->retention_ms, bytes = lc->retention_bytes, v;
 	struct km_part *first;
 	bool compact_only;
@@ -121,6 +121,14 @@ void km_daemon_configs_limits(const struct km_daemon *d, uint32_t i,
 	if (!file_override(cfg->topic_retention_bytes,
 			   cfg->topic_retention_bytes_count, p->topic))
 		lc->retention_bytes = bytes;
+	/* A compacted source topic is compacted here once writable
+	 * (log_clean.c), unless topic.cleanup.policy names the topic. */
+	if (policy[0] != '\0' &&
+	    !file_override(cfg->topic_cleanup_policy,
+			   cfg->topic_cleanup_policy_count, p->topic))
+		lc->compact = strstr(policy, "compact") != NULL;
+	if (synced_i64(first->tconfig, "delete.retention.ms", &v) && v >= 0)
+		lc->delete_retention_ms = v;
 	if (synced_i64(first->tconfig, "segment.bytes", &v) && v >= 1024 &&
 	    v <= INT32_MAX)
 		lc->segment_bytes = (uint64_t)v;
@@ -291,7 +299,9 @@ static void apply_topic(struct km_daemon *d, uint32_t t)
 		km_config_log_config(d->cfg, p->topic, p->partition, &lc);
 		km_daemon_configs_limits(d, i, &lc);
 		l = (struct km_log_limits){ lc.retention_ms, lc.retention_bytes,
-					    lc.segment_bytes };
+					    lc.segment_bytes, true, lc.compact,
+					    lc.delete_retention_ms,
+					    lc.min_cleanable_ratio };
 		if ((rc = km_worker_set_limits(d->workers[p->owner], p, &l, &r)) < 0 ||
 		    (rc = km_worker_wait(d->ctl_efd, &r, LIMITS_TIMEOUT_MS)) < 0)
 			KM_WARN("daemon", "partition %s-%d: synced configs: %s",

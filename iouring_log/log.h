@@ -331,12 +331,19 @@ struct km_log_limits {
 	int64_t retention_ms;	/* -1: none */
 	int64_t retention_bytes; /* -1: none */
 	uint64_t segment_bytes;	/* next rolls; 1 KiB .. 2 GiB */
+	/* With compaction_set, the next cleaning passes follow these too
+	 * (km_log_set_compaction). */
+	bool compaction_set;
+	bool compact;
+	int64_t delete_retention_ms;
+	double min_cleanable_ratio;
 };
 
 /**
  * Use l from now on: the next retention pass and the next roll follow it
  * (the active segment is not cut short). Owner thread.
- * @return 0, or -EINVAL for a segment size the log cannot take.
+ * @return 0, or -EINVAL for a segment size the log cannot take (or
+ *         compaction settings km_log_set_compaction refuses).
  */
 int km_log_set_limits(struct km_log *log, const struct km_log_limits *l);
 

@@ -101,6 +101,10 @@ int km_log_set_limits(struct km_log *log, const struct km_log_limits *l)
 {
 	if (l->segment_bytes < 1024 || l->segment_bytes > (1ull << 31))
 		return -EINVAL;
+	if (l->compaction_set &&
+	    km_log_set_compaction(log, l->compact, l->delete_retention_ms,
+				  l->min_cleanable_ratio) < 0)
+		return -EINVAL;
 	log->cfg.retention_ms = l->retention_ms;
 	log->cfg.retention_bytes = l->retention_bytes;
 	log->cfg.segment_bytes = l->segment_bytes;
