@@ -26,6 +26,31 @@ static int compile_one(regex_t *re, const char *expr, size_t len, char *err,
 	return 0;
 }
 
+/* The comma that ends the expression at s, or NULL: one inside (), []
+ * or {} belongs to the expression ("a{2,5}", "[,;]"), as does an escaped
+ * one. */
+static const char *next_comma(const char *s)
+{
+	int depth = 0;
+	bool in_class = false;
+
+	for (; *s != '\0'; s++) {
+		if (*s == '\\' && s[1] != '\0')
+			s++;
+		else if (in_class)
+			in_class = *s != ']';
+		else if (*s == '[')
+			in_class = true;
+		else if (*s == '(' || *s == '{')
+			depth++;
+		else if ((*s == ')' || *s == '}') && depth > 0)
+			depth--;
+		else if (*s == ',' && depth == 0)
+			return s;
+	}
+	return NULL;
+}
+
 int km_namefilter_compile(struct km_namefilter *f, const char *list,
 			  char *err, size_t err_len)
 {
@@ -39,7 +64,7 @@ int km_namefilter_compile(struct km_namefilter *f, const char *list,
 		return -EINVAL;
 	}
 	while (*list != '\0') {
-		const char *comma = strchr(s, ',');
+		const char *comma = next_comma(s);
 		size_t len = comma ? (size_t)(comma - s) : strlen(s);
 
 		while (len > 0 && *s == ' ')

@@ -1,7 +1,8 @@
 /* Name filters for topic discovery: `topics.include` / `topics.exclude`.
  *
  * A filter is a comma-separated list of POSIX extended regular
- * expressions (regcomp(3), REG_EXTENDED), each matched against the whole
+ * expressions (regcomp(3), REG_EXTENDED; a comma inside (), [] or {}
+ * belongs to its expression: "a{2,5}"), each matched against the whole
  * name (anchored, as Java's Pattern.matches in MirrorMaker 2's
  * topics/topics.exclude): `orders\..*` takes orders.eu, not xorders.eu.
  * ERE is close to Java's syntax for the patterns operators write (., *,

@@ -932,6 +932,14 @@ TEST(Config, TopicsIncludeIsAnAnchoredExpressionList)
 	EXPECT_TRUE(km_namefilter_match(&f, "payouts"));
 	EXPECT_FALSE(km_namefilter_match(&f, "payments2"));
 	km_namefilter_free(&f);
+	/* A comma inside {}, [] or () is the expression's, not the list's. */
+	ASSERT_EQ(0, km_namefilter_compile(&f, "x{2,3},y[,;]z,(p|q,r)", why, sizeof(why))) << why;
+	EXPECT_EQ(3u, f.n);
+	EXPECT_TRUE(km_namefilter_match(&f, "xxx"));
+	EXPECT_FALSE(km_namefilter_match(&f, "xxxx"));
+	EXPECT_TRUE(km_namefilter_match(&f, "y,z"));
+	EXPECT_TRUE(km_namefilter_match(&f, "q,r"));
+	km_namefilter_free(&f);
 
 	Loaded bad = load(nullptr, { "data.dir=/d", "topics.include=a,(b" });
 	EXPECT_EQ(KM_ECFGVALUE, bad.rc);
