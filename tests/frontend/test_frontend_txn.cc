@@ -229,14 +229,16 @@ int64_t HighWatermark(const std::string &bootstrap, const char *isolation)
 	return hi;
 }
 
-// A transaction left open past its transaction.timeout.ms (1 s, the least
-// librdkafka takes) is aborted by the coordinator: the LSO passes it
-// without any EndTxn, its records are never read_committed, and its
-// producer, fenced, cannot commit it.
+// A transaction left open past its transaction.timeout.ms is aborted by
+// the coordinator: the LSO passes it without any EndTxn, its records are
+// never read_committed, and its producer, fenced, cannot commit it. 3 s,
+// not librdkafka's least (1 s): its message.timeout.ms may not exceed the
+// transaction's, and under ASan on a loaded machine 1 s timed the records
+// out in the client before they were sent (only the marker was written).
 TEST_F(Transactions, ATimedOutTransactionIsAbortedAndItsProducerFenced)
 {
 	TxnProducer p;
-	ASSERT_EQ("", p.Create(srv_.bootstrap(), "app-4", "1000"));
+	ASSERT_EQ("", p.Create(srv_.bootstrap(), "app-4", "3000"));
 	ASSERT_EQ("", p.Begin());
 	for (const std::string &v : Values("late", 3))
 		ASSERT_EQ("", p.Send("tx", 0, v));
