@@ -184,7 +184,8 @@ static struct km_group_sync_part *rows_of(const struct km_daemon_gsync *g,
 	*n = 0;
 	if (all == NULL)
 		return NULL;
-	memcpy(all, g->s.parts, g->s.n_parts * sizeof(*all));
+	if (g->s.n_parts > 0) /* parts is NULL before the first answer */
+		memcpy(all, g->s.parts, g->s.n_parts * sizeof(*all));
 	*n = g->s.n_parts;
 	for (uint32_t t = 0; extra > 0 && t < l->m.n_topics; t++)
 		for (uint32_t k = l->topics[t].first;
