@@ -185,8 +185,11 @@ TEST_F(Status, PauseResumeStopRefuseUnknownPartitionsByName)
 	}
 	std::map<std::string, PartStatus> st;
 	ASSERT_EQ("", d_->status(&st));
-	EXPECT_EQ("MIRRORING", st["t:0"].state) << "nothing was paused or stopped";
-	EXPECT_EQ("MIRRORING", st["t:1"].state);
+	/* Still following the source: a reconnect in between may show it
+	 * CONNECTING (seen once in a full run), never PAUSED or STOPPED. */
+	for (const char *k : { "t:0", "t:1" })
+		EXPECT_TRUE(st[k].state == "MIRRORING" || st[k].state == "CONNECTING")
+			<< k << " " << st[k].state << ": nothing was paused or stopped";
 }
 
 } // namespace
