@@ -32,6 +32,9 @@ int km_worker_fe_open_writer(struct km_worker *w, struct wpart *wp)
 		/* The front-end checks each transactional batch against its
 		 * coordinator (frontend_txn.c) before it gets here. */
 		.txn_coordinated = true,
+		/* The front-end refuses clients' Produce to an internal
+		 * partition: its writes are the group coordinator's. */
+		.coordinator_only = wp->part->internal,
 	};
 
 	if (km_part_get_mode(wp->part) != KM_PART_WRITABLE)

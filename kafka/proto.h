@@ -182,7 +182,7 @@ struct km_api_range {
 };
 
 enum {
-	KM_PROTO_APIS = 22,	  /* APIs this codec speaks, and kmirrord's
+	KM_PROTO_APIS = 24,	  /* APIs this codec speaks, and kmirrord's
 				   * front end serves (and advertises): the
 				   * spoken rows of kafka/proto_header.c's
 				   * table, checked at build time */

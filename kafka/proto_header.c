@@ -42,7 +42,10 @@ static const struct api_info apis[] = {
 	{ KM_API_INIT_PRODUCER_ID, "InitProducerId", 0, 4, 2, true },
 	/* v4+ is broker-to-broker; EndTxn v5 is transaction.version 2's. */
 	{ KM_API_ADD_PARTITIONS_TO_TXN, "AddPartitionsToTxn", 0, 3, 3, true },
+	/* v5 (transaction.version 2) adds the partition implicitly. */
+	{ KM_API_ADD_OFFSETS_TO_TXN, "AddOffsetsToTxn", 0, 4, 3, true },
 	{ KM_API_END_TXN, "EndTxn", 0, 4, 3, true },
+	{ KM_API_TXN_OFFSET_COMMIT, "TxnOffsetCommit", 0, 4, 3, true },
 	{ KM_API_DESCRIBE_CONFIGS, "DescribeConfigs", 1, 4, 4, true },
 	{ KM_API_DELETE_GROUPS, "DeleteGroups", 0, 2, 2, true },
 	{ KM_API_OFFSET_DELETE, "OffsetDelete", 0, 0, INT16_MAX, true },

@@ -13,6 +13,7 @@
 #include "common/log.h"
 #include "iouring_log/log.h"
 #include "kafka/batch.h"
+#include "kafka/control.h"
 #include "kafka/records.h"
 
 struct entry {
@@ -26,10 +27,27 @@ struct entry {
 	char names[];
 };
 
+/* A record of an open transaction (TxnOffsetCommit), kept apart until its
+ * producer's COMMIT or ABORT marker; in log order. */
+struct pend {
+	struct pend *next;
+	int64_t pid;
+	int64_t log_offset;
+	int32_t partition;
+	bool del;		/* a tombstone */
+	struct km_gorec_value v; /* metadata in names[] */
+	char *group;		/* names[]: group \0 topic \0 metadata */
+	char *topic;
+	char names[];
+};
+
 struct km_goffsets {
 	struct entry **slots;
 	uint32_t n_slots;	/* a power of two */
 	uint32_t count;
+	struct pend *pend;	/* oldest first */
+	struct pend **pend_tail;
+	uint32_t n_pend;
 };
 
 /* Batches the load reads at a time. */
@@ -50,6 +68,7 @@ int km_goffsets_create(struct km_goffsets **out)
 	if (t == NULL)
 		return -ENOMEM;
 	t->n_slots = 64;
+	t->pend_tail = &t->pend;
 	t->slots = calloc(t->n_slots, sizeof(*t->slots));
 	if (t->slots == NULL) {
 		free(t);
@@ -74,6 +93,10 @@ void km_goffsets_destroy(struct km_goffsets *t)
 			n = e->next;
 			entry_free(e);
 		}
+	for (struct pend *p = t->pend, *n; p; p = n) {
+		n = p->next;
+		free(p);
+	}
 	free(t->slots);
 	free(t);
 }
@@ -153,9 +176,20 @@ static int set_value(struct entry *e, const struct km_gorec_value *v)
 	return 0;
 }
 
+static int put_at(struct km_goffsets *t, const char *group, const char *topic,
+		  int32_t partition, const struct km_gorec_value *v,
+		  int64_t log_offset);
+
 int km_goffsets_put(struct km_goffsets *t, const char *group,
 		    const char *topic, int32_t partition,
 		    const struct km_gorec_value *v)
+{
+	return put_at(t, group, topic, partition, v, -1);
+}
+
+static int put_at(struct km_goffsets *t, const char *group, const char *topic,
+		  int32_t partition, const struct km_gorec_value *v,
+		  int64_t log_offset)
 {
 	uint32_t hash = key_hash(group, topic, partition);
 	struct entry **pe = find(t, group, topic, partition, hash), *e = *pe;
@@ -178,11 +212,13 @@ int km_goffsets_put(struct km_goffsets *t, const char *group,
 			entry_free(e);
 			return -ENOMEM;
 		}
+		e->o.log_offset = log_offset;
 		*pe = e;
 		t->count++;
 		grow(t);
 		return 0;
 	}
+	e->o.log_offset = log_offset;
 	return set_value(e, v);
 }
 
@@ -218,10 +254,121 @@ uint32_t km_goffsets_count(const struct km_goffsets *t)
 
 /* ---- records --------------------------------------------------------------- */
 
+/* ---- pending transactional commits ----------------------------------------- */
+
+static bool pend_is(const struct pend *p, const char *group,
+		    const char *topic, int32_t partition)
+{
+	return p->partition == partition && strcmp(p->group, group) == 0 &&
+	       strcmp(p->topic, topic) == 0;
+}
+
+/* A tombstone deletes the key's pending commits too (Kafka's
+ * OffsetMetadataManager.replay: an offset deleted while a transaction
+ * holds one is not brought back by its COMMIT). */
+static void pend_drop_key(struct km_goffsets *t, const char *group,
+			  const char *topic, int32_t partition)
+{
+	struct pend **pp = &t->pend;
+
+	while (*pp != NULL) {
+		struct pend *p = *pp;
+
+		if (!pend_is(p, group, topic, partition)) {
+			pp = &p->next;
+			continue;
+		}
+		*pp = p->next;
+		free(p);
+		t->n_pend--;
+	}
+	for (t->pend_tail = &t->pend; *t->pend_tail;
+	     t->pend_tail = &(*t->pend_tail)->next)
+		;
+}
+
+static int pend_add(struct km_goffsets *t, int64_t pid, int64_t log_offset,
+		    const struct km_gorec_key *k,
+		    const struct km_gorec_value *v)
+{
+	size_t gl = strlen(k->group), tl = strlen(k->topic);
+	size_t ml = v ? v->metadata_len : 0;
+	struct pend *p = calloc(1, sizeof(*p) + gl + tl + ml + 3);
+
+	if (p == NULL)
+		return -ENOMEM;
+	p->pid = pid;
+	p->log_offset = log_offset;
+	p->partition = k->partition;
+	p->group = p->names;
+	memcpy(p->group, k->group, gl + 1);
+	p->topic = p->group + gl + 1;
+	memcpy(p->topic, k->topic, tl + 1);
+	p->del = v == NULL;
+	if (v != NULL) {
+		p->v = *v;
+		p->v.metadata = p->topic + tl + 1;
+		memcpy(p->topic + tl + 1, v->metadata, ml);
+	}
+	*t->pend_tail = p;
+	t->pend_tail = &p->next;
+	t->n_pend++;
+	return 0;
+}
+
+int km_goffsets_end_txn(struct km_goffsets *t, int64_t producer_id,
+			bool commit)
+{
+	struct pend **pp = &t->pend;
+	int n = 0, rc = 0;
+
+	while (*pp != NULL) {
+		struct pend *p = *pp;
+		const struct km_goffset *o;
+
+		if (p->pid != producer_id) {
+			pp = &p->next;
+			continue;
+		}
+		o = km_goffsets_get(t, p->group, p->topic, p->partition);
+		/* Kafka's replayEndTransactionMarker: a commit stored after
+		 * the transaction's record in the log stays. */
+		if (commit && (o == NULL || o->log_offset < p->log_offset) &&
+		    rc == 0)
+			rc = put_at(t, p->group, p->topic, p->partition,
+				    p->del ? NULL : &p->v, p->log_offset);
+		*pp = p->next;
+		free(p);
+		t->n_pend--;
+		n++;
+	}
+	for (t->pend_tail = &t->pend; *t->pend_tail;
+	     t->pend_tail = &(*t->pend_tail)->next)
+		;
+	return rc < 0 ? rc : n;
+}
+
+bool km_goffsets_pending(const struct km_goffsets *t, const char *group,
+			 const char *topic, int32_t partition)
+{
+	for (const struct pend *p = t->pend; p != NULL; p = p->next)
+		if (pend_is(p, group, topic, partition))
+			return true;
+	return false;
+}
+
+uint32_t km_goffsets_pending_count(const struct km_goffsets *t)
+{
+	return t->n_pend;
+}
+
+/* ---- records --------------------------------------------------------------- */
+
 static int apply_record(struct km_goffsets *t, const struct km_batch *b,
 			const struct km_record *r)
 {
 	uint8_t kbuf[KM_GOREC_KEY_MAX], vbuf[KM_GOREC_VALUE_MAX];
+	bool txn = km_batch_is_transactional(b);
 	struct km_gorec_key k;
 	struct km_gorec_value v;
 	int rc;
@@ -234,12 +381,36 @@ static int apply_record(struct km_goffsets *t, const struct km_batch *b,
 		return rc;
 	if (k.version == 2)
 		return 0; /* group metadata: membership is not kept */
+	if (r->value_len >= 0) {
+		km_chain_copy(b->chain, r->value, vbuf, (size_t)r->value_len);
+		rc = km_gorec_value_decode(vbuf, (size_t)r->value_len, &v);
+		if (rc < 0)
+			return rc;
+	}
+	if (txn)
+		return pend_add(t, km_batch_producer_id(b), r->offset, &k,
+				r->value_len < 0 ? NULL : &v);
 	if (r->value_len < 0)
-		return km_goffsets_put(t, k.group, k.topic, k.partition, NULL);
-	km_chain_copy(b->chain, r->value, vbuf, (size_t)r->value_len);
-	if ((rc = km_gorec_value_decode(vbuf, (size_t)r->value_len, &v)) < 0)
+		pend_drop_key(t, k.group, k.topic, k.partition);
+	return put_at(t, k.group, k.topic, k.partition,
+		      r->value_len < 0 ? NULL : &v, r->offset);
+}
+
+/* A COMMIT or ABORT marker ends its producer's pending commits; other
+ * control records (the barrier) change nothing here. */
+static int apply_control(struct km_goffsets *t, const struct km_batch *b)
+{
+	struct km_ctrl c;
+	int rc;
+
+	if (!km_batch_is_transactional(b))
+		return 0;
+	if ((rc = km_ctrl_parse(b, &c)) < 0)
 		return rc;
-	return km_goffsets_put(t, k.group, k.topic, k.partition, &v);
+	if (c.type != KM_CTRL_COMMIT && c.type != KM_CTRL_ABORT)
+		return 0;
+	return km_goffsets_end_txn(t, km_batch_producer_id(b),
+				   c.type == KM_CTRL_COMMIT);
 }
 
 int km_goffsets_apply_batch(struct km_goffsets *t, const struct km_batch *b)
@@ -249,7 +420,7 @@ int km_goffsets_apply_batch(struct km_goffsets *t, const struct km_batch *b)
 	int n = 0, rc;
 
 	if (km_batch_is_control(b))
-		return 0;
+		return apply_control(t, b);
 	if ((rc = km_records_begin(&it, b)) < 0)
 		return rc;
 	while ((rc = km_records_next(&it, &r)) > 0) {
@@ -377,11 +548,37 @@ static int place_record(uint8_t *buf, size_t *low,
  * staged at the end of buf (the room km_goffsets_build_size counts), and
  * km_records_build writes the batch from the start, below everything it
  * reads. */
+static int build_spec(void *buf, size_t cap, const struct km_goffsets_commit *c,
+		      uint32_t n, int64_t now_ms,
+		      const struct km_batch_spec *spec);
+
 int km_goffsets_build(void *buf, size_t cap, const struct km_goffsets_commit *c,
 		      uint32_t n, int64_t now_ms)
 {
-	uint8_t *b = buf;
 	struct km_batch_spec spec = { 0, -1, 0, -1, -1, -1 };
+
+	return build_spec(buf, cap, c, n, now_ms, &spec);
+}
+
+/* As Kafka's coordinator writes a transactional offset commit
+ * (MemoryRecords.withTransactionalRecords): the producer's id and epoch,
+ * no sequence (the coordinator's own write). */
+int km_goffsets_build_txn(void *buf, size_t cap,
+			  const struct km_goffsets_commit *c, uint32_t n,
+			  int64_t now_ms, int64_t producer_id,
+			  int16_t producer_epoch)
+{
+	struct km_batch_spec spec = { 0, -1, KM_BATCH_ATTR_TRANSACTIONAL,
+				      producer_id, producer_epoch, -1 };
+
+	return build_spec(buf, cap, c, n, now_ms, &spec);
+}
+
+static int build_spec(void *buf, size_t cap, const struct km_goffsets_commit *c,
+		      uint32_t n, int64_t now_ms,
+		      const struct km_batch_spec *spec)
+{
+	uint8_t *b = buf;
 	size_t align = _Alignof(struct km_record_spec);
 	size_t specs = (size_t)n * sizeof(struct km_record_spec);
 	struct km_record_spec *recs;
@@ -398,7 +595,7 @@ int km_goffsets_build(void *buf, size_t cap, const struct km_goffsets_commit *c,
 		rc = place_record(b, &low, &c[i], now_ms, &recs[i]);
 	if (rc < 0)
 		return rc;
-	return km_records_build(buf, low, &spec, recs, (int32_t)n);
+	return km_records_build(buf, low, spec, recs, (int32_t)n);
 }
 
 struct collect {

@@ -19,6 +19,7 @@
 #ifndef KM_DATAPLANE_GOFFSETS_H
 #define KM_DATAPLANE_GOFFSETS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -40,6 +41,7 @@ struct km_goffset {
 	int64_t commit_ts;
 	uint16_t metadata_len;
 	char *metadata;		/* metadata_len bytes, NUL-terminated */
+	int64_t log_offset;	/* of the record that set it; -1: put */
 };
 
 /* A commit to build into records: value NULL deletes the key. */
@@ -82,12 +84,34 @@ uint32_t km_goffsets_count(const struct km_goffsets *t);
 
 /**
  * Apply one batch of the partition (replay): each record's key and value.
- * Group-metadata keys (version 2) are skipped; control batches too.
+ * Group-metadata keys (version 2) are skipped. A transactional batch's
+ * commits (TxnOffsetCommit) are pending: not in the table until its
+ * producer's COMMIT marker, dropped by its ABORT (Kafka's
+ * OffsetMetadataManager); a marker batch applies km_goffsets_end_txn, other
+ * control batches nothing. The batch's base offset must be its offset in
+ * the log: a pending commit goes in at its COMMIT only over a commit older
+ * in the log.
  * @return records applied, or KM_EGOREC / KM_ECOMPRESSED for a record this
  *         table cannot read (the caller logs it with the offset; the rest
  *         of the log still replays).
  */
 int km_goffsets_apply_batch(struct km_goffsets *t, const struct km_batch *b);
+
+/**
+ * The COMMIT (commit) or ABORT marker of producer_id: its pending commits
+ * go into the table (each over a commit older in the log) or are dropped.
+ * @return how many pending commits it ended, or -ENOMEM.
+ */
+int km_goffsets_end_txn(struct km_goffsets *t, int64_t producer_id,
+			bool commit);
+
+/** Does an open transaction hold a commit of this key (OffsetFetch's
+ *  UNSTABLE_OFFSET_COMMIT)? */
+bool km_goffsets_pending(const struct km_goffsets *t, const char *group,
+			 const char *topic, int32_t partition);
+
+/** Pending commits of every open transaction. */
+uint32_t km_goffsets_pending_count(const struct km_goffsets *t);
 
 /**
  * Rebuild the table from the log, [log start, appended offset). Any thread
@@ -115,6 +139,13 @@ size_t km_goffsets_build_size(const struct km_goffsets_commit *c, uint32_t n);
  */
 int km_goffsets_build(void *buf, size_t cap, const struct km_goffsets_commit *c,
 		      uint32_t n, int64_t now_ms);
+
+/** km_goffsets_build as a transactional batch of producer_id at
+ *  producer_epoch (baseSequence -1), for TxnOffsetCommit. */
+int km_goffsets_build_txn(void *buf, size_t cap,
+			  const struct km_goffsets_commit *c, uint32_t n,
+			  int64_t now_ms, int64_t producer_id,
+			  int16_t producer_epoch);
 
 /**
  * Every live commit of the table as batches of at most max_records records,

@@ -302,6 +302,19 @@ int16_t km_group_commit_check(struct km_group *g, const char *group_id,
 			      const char *member_id, const char *instance_id,
 			      int32_t generation, uint64_t now_ms);
 
+/**
+ * May this TxnOffsetCommit (v3+: member, generation, instance) store
+ * pending offsets? Kafka's transactional rules: a request naming no member
+ * (generation < 0, no ids) is taken in any state; a member's is checked as
+ * OffsetCommit's, but CompletingRebalance is no error and its session is
+ * not refreshed.
+ * @return NONE, INVALID_GROUP_ID, ILLEGAL_GENERATION, FENCED_INSTANCE_ID,
+ *         UNKNOWN_MEMBER_ID.
+ */
+int16_t km_group_txn_commit_check(struct km_group *g, const char *group_id,
+				  const char *member_id,
+				  const char *instance_id, int32_t generation);
+
 struct km_group_leave_member {
 	const char *member_id;	  /* "" with an instance id: by instance */
 	const char *instance_id;  /* NULL: none (v0-2) */

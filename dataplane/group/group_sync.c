@@ -271,3 +271,29 @@ int16_t km_group_leave(struct km_group *g, const char *group_id,
 	km_group_settle(g, gr, now_ms);
 	return KM_GROUP_ERR_NONE;
 }
+
+/* ClassicGroup.validateOffsetCommit with isTransactional: no session
+ * refresh, no REBALANCE_IN_PROGRESS for CompletingRebalance, and a request
+ * naming no member (generation < 0, no member or instance id) is taken
+ * whatever the group's state. */
+int16_t km_group_txn_commit_check(struct km_group *g, const char *group_id,
+				  const char *member_id,
+				  const char *instance_id, int32_t generation)
+{
+	const char *mid = member_id == NULL ? "" : member_id;
+	struct gmember *m = NULL;
+	struct grp *gr;
+
+	KM_ASSERT(!g->in_cb);
+	if (group_id == NULL)
+		return KM_GROUP_ERR_INVALID_GROUP_ID;
+	gr = km_group_find(g, group_id);
+	if (gr == NULL)
+		return generation < 0 ? KM_GROUP_ERR_NONE :
+					KM_GROUP_ERR_ILLEGAL_GENERATION;
+	if (generation < 0 && gr->state == KM_GROUP_EMPTY)
+		return KM_GROUP_ERR_NONE;
+	if (generation < 0 && mid[0] == '\0' && instance_id == NULL)
+		return KM_GROUP_ERR_NONE;
+	return member_check(gr, mid, instance_id, generation, &m);
+}

@@ -340,3 +340,16 @@ int km_txncoord_state(const struct km_txncoord *c, const char *txn_id)
 
 	return t == NULL ? -ENOENT : (int)t->state;
 }
+
+int16_t km_txncoord_verify(const struct km_txncoord *c, const char *txn_id,
+			   int64_t pid, int16_t epoch, const char *topic,
+			   int32_t partition)
+{
+	const struct txn *t = find(c, txn_id);
+	int16_t err = producer_check(t, pid, epoch);
+
+	if (err != 0)
+		return err;
+	return t->state == KM_TXN_ONGOING && holds(t, topic, partition)
+		       ? 0 : KM_KERR_INVALID_TXN_STATE;
+}

@@ -144,6 +144,15 @@ bool km_txncoord_may_write(const struct km_txncoord *c, int64_t pid,
 			   int16_t epoch, const char *topic,
 			   int32_t partition);
 
+/** Kafka's transaction verification (handleVerifyPartitionsInTransaction)
+ *  of a write for txn_id's producer at pid/epoch into topic/partition
+ *  (TxnOffsetCommit's offsets partition): INVALID_PRODUCER_ID_MAPPING,
+ *  PRODUCER_FENCED, CONCURRENT_TRANSACTIONS (Prepare*), INVALID_TXN_STATE
+ *  (not Ongoing, or the partition was not added), or 0. */
+int16_t km_txncoord_verify(const struct km_txncoord *c, const char *txn_id,
+			   int64_t pid, int16_t epoch, const char *topic,
+			   int32_t partition);
+
 /** The state of txn_id, or -ENOENT. */
 int km_txncoord_state(const struct km_txncoord *c, const char *txn_id);
 

@@ -190,6 +190,7 @@ static void free_all(struct km_frontend *fe)
 	free(fe->dc_res);
 	km_frontend_groups_free(fe);
 	km_frontend_txn_free(fe);
+	km_frontend_txnoff_free(fe);
 	free(fe);
 }
 
@@ -224,7 +225,8 @@ int km_frontend_create(const struct km_frontend_config *cfg,
 	fe->staging_bytes = fe->limits.frame_bytes_max;
 	if ((rc = alloc_conns(fe)) < 0 || (rc = alloc_buffers(fe)) < 0 ||
 	    (rc = km_frontend_groups_init(fe, cfg)) < 0 ||
-	    (rc = km_frontend_txn_init(fe)) < 0) {
+	    (rc = km_frontend_txn_init(fe)) < 0 ||
+	    (rc = km_frontend_txnoff_init(fe)) < 0) {
 		free_all(fe);
 		return rc;
 	}

@@ -42,6 +42,8 @@ static const struct handler_row handlers[] = {
 	{ KM_API_INIT_PRODUCER_ID, km_frontend_handle_initpid },
 	{ KM_API_ADD_PARTITIONS_TO_TXN, km_frontend_handle_addparts },
 	{ KM_API_END_TXN, km_frontend_handle_endtxn },
+	{ KM_API_ADD_OFFSETS_TO_TXN, km_frontend_handle_addoffsets },
+	{ KM_API_TXN_OFFSET_COMMIT, km_frontend_handle_txn_offset_commit },
 	{ KM_API_DESCRIBE_CONFIGS, km_frontend_handle_describe_configs },
 	{ KM_API_DELETE_GROUPS, km_frontend_handle_delete_groups },
 	{ KM_API_OFFSET_DELETE, km_frontend_handle_offset_delete },

@@ -240,7 +240,18 @@ int km_frontend_handle_offset_commit(struct fe_conn *fc, const struct km_reqhdr 
 struct fetch_all {
 	struct km_offfetch_resp *m;
 	uint32_t cap;
+	const struct km_goffsets *table;
+	bool require_stable;
 };
+
+/* Kafka's answer for a partition an open transaction holds a commit of,
+ * when stable offsets are required (OffsetFetch v7+, a read_committed
+ * consumer): UNSTABLE_OFFSET_COMMIT, no offset; the client asks again. */
+static bool unstable(const struct km_goffsets *t, bool require_stable,
+		     const char *group, const char *topic, int32_t partition)
+{
+	return require_stable && km_goffsets_pending(t, group, topic, partition);
+}
 
 static void fetch_part(struct km_offfetch_resp_part *rp, int32_t partition,
 		       const struct km_goffset *o, int16_t err)
@@ -260,8 +271,8 @@ static void add_any(void *arg, const char *group, const char *topic,
 	struct fetch_all *a = arg;
 	struct km_offfetch_resp *m = a->m;
 	struct km_proto_topic *t = m->n_topics ? &m->topics[m->n_topics - 1] : NULL;
+	bool u = unstable(a->table, a->require_stable, group, topic, partition);
 
-	(void)group;
 	if (m->n_parts == a->cap)
 		return;
 	if (t == NULL || strcmp(t->name.s, topic) != 0 ||
@@ -273,7 +284,8 @@ static void add_any(void *arg, const char *group, const char *topic,
 		t->first = m->n_parts;
 		t->count = 0;
 	}
-	fetch_part(&m->parts[m->n_parts++], partition, o, KM_KERR_NONE);
+	fetch_part(&m->parts[m->n_parts++], partition, u ? NULL : o,
+		   u ? KM_KERR_UNSTABLE_OFFSET_COMMIT : KM_KERR_NONE);
 	t->count++;
 }
 
@@ -290,7 +302,7 @@ static uint32_t fetch_bound(const struct km_offfetch_resp *m)
 static void fetch_fill(struct km_frontend *fe, const struct km_offfetch_req *q,
 		       struct km_offfetch_resp *m, int16_t err, int16_t version)
 {
-	struct fetch_all a = { m, m->parts_max };
+	struct fetch_all a = { m, m->parts_max, fe->go.table, q->require_stable };
 
 	if (q->all_topics) {
 		if (err == KM_KERR_NONE)
@@ -302,13 +314,21 @@ static void fetch_fill(struct km_frontend *fe, const struct km_offfetch_req *q,
 	m->n_parts = q->n_parts;
 	for (uint32_t i = 0; i < q->n_topics; i++)
 		for (uint32_t k = q->topics[i].first;
-		     k < q->topics[i].first + q->topics[i].count; k++)
+		     k < q->topics[i].first + q->topics[i].count; k++) {
+			bool u = err == KM_KERR_NONE &&
+				 unstable(fe->go.table, q->require_stable,
+					  q->group_id.s, q->topics[i].name.s,
+					  q->parts[k]);
+
 			fetch_part(&m->parts[k], q->parts[k],
-				   err ? NULL : km_goffsets_get(fe->go.table,
-							   q->group_id.s,
-							   q->topics[i].name.s,
-							   q->parts[k]),
-				   version < 2 ? err : KM_KERR_NONE);
+				   err || u ? NULL
+					    : km_goffsets_get(fe->go.table,
+							      q->group_id.s,
+							      q->topics[i].name.s,
+							      q->parts[k]),
+				   u ? KM_KERR_UNSTABLE_OFFSET_COMMIT
+				     : version < 2 ? err : KM_KERR_NONE);
+		}
 }
 
 int km_frontend_handle_offset_fetch(struct fe_conn *fc, const struct km_reqhdr *h,

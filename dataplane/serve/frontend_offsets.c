@@ -32,6 +32,7 @@
 #include <string.h>
 
 #include "common/clock.h"
+#include "common/endian.h"
 #include "common/errors.h"
 #include "common/km_assert.h"
 #include "common/km_limits.h"
@@ -241,8 +242,11 @@ int km_frontend_offsets_wr_build(struct km_frontend *fe, struct fe_owrite *o,
 				 uint32_t n)
 {
 	struct fe_omem *om = fe->go.mem;
-	int rc = km_goffsets_build(om->ring + o->off, o->len, c, n,
-				   km_clock_wall_ms());
+	int rc = o->txn ? km_goffsets_build_txn(om->ring + o->off, o->len, c,
+						n, km_clock_wall_ms(), o->pid,
+						o->epoch)
+			: km_goffsets_build(om->ring + o->off, o->len, c, n,
+					    km_clock_wall_ms());
 
 	if (rc < 0)
 		return rc;
@@ -267,14 +271,18 @@ int km_frontend_offsets_wr_submit(struct km_frontend *fe, struct fe_owrite *o)
 	return rc;
 }
 
-/* The durable batch into the table, as a replay would apply it. */
-static int wr_apply(struct km_frontend *fe, const struct fe_owrite *o)
+/* The durable batch into the table, as a replay would apply it: at its
+ * offset in the log (the header's base offset is not in the CRC). */
+static int wr_apply(struct km_frontend *fe, const struct fe_owrite *o,
+		    int64_t base_offset)
 {
 	struct iovec iov = { fe->go.mem->ring + o->off, o->len };
 	struct km_chain ch = { &iov, 1 };
 	struct km_batch b;
-	int rc = km_batch_parse(&b, &ch, km_chain_start(&ch), o->len);
+	int rc;
 
+	km_store_be64(fe->go.mem->ring + o->off, (uint64_t)base_offset);
+	rc = km_batch_parse(&b, &ch, km_chain_start(&ch), o->len);
 	if (rc <= 0)
 		return rc < 0 ? rc : KM_EWIRETRUNC; /* our own batch: a bug */
 	rc = km_goffsets_apply_batch(fe->go.table, &b);
@@ -315,7 +323,7 @@ static void on_written(void *arg, const struct km_part_produced *res)
 
 	if (o->kind == OW_COMPACT)
 		compact_outcome(fe, o, res);
-	else if (rc == 0 && (rc = wr_apply(fe, o)) == 0)
+	else if (rc == 0 && (rc = wr_apply(fe, o, res->base_offset)) == 0)
 		fe->go.since_compact += n;
 	if (rc < 0)
 		KM_WARN("groups", "%s-0: writing %u commits: %s",
@@ -447,7 +455,10 @@ static void maybe_compact(struct km_frontend *fe)
 
 	/* A write in flight would land below the copy, in a segment that
 	 * may go, while the copy does not hold it yet. */
+	/* A pending transactional commit below the copy would go with its
+	 * segment, and its COMMIT marker would then find nothing. */
 	if (fe->go.compacting || fe->go.writes > 0 ||
+	    km_goffsets_pending_count(fe->go.table) > 0 ||
 	    fe->go.since_compact < COMPACT_MIN_RECORDS ||
 	    fe->go.since_compact < (uint64_t)live * COMPACT_RATIO)
 		return;

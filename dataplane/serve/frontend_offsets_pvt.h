@@ -27,6 +27,9 @@ struct fe_owrite {
 	void *arg;
 	bool compact_first;	/* compaction: the copy starts here */
 	bool compact_last;	/* ... and is whole once this is durable */
+	bool txn;		/* TxnOffsetCommit: a transactional batch */
+	int64_t pid;		/* ... of this producer and epoch */
+	int16_t epoch;
 };
 
 /* The tables of the handlers (one request at a time) and the rings. */

@@ -216,6 +216,7 @@ struct km_frontend {
 		bool compacting;
 		int64_t compact_from;
 	} go;
+	struct fe_txnoff *txnoff;	/* frontend_txnoff.c */
 };
 
 /* frontend_rx.c: what a connection may hold of the receive pool. */
@@ -334,6 +335,19 @@ int km_frontend_handle_addparts(struct fe_conn *fc, const struct km_reqhdr *h,
 				struct km_wire_rd *r);
 int km_frontend_handle_endtxn(struct fe_conn *fc, const struct km_reqhdr *h,
 			      struct km_wire_rd *r);
+struct km_txncoord *km_frontend_txn_coord(struct km_frontend *fe);
+
+/* frontend_txnoff.c: a transaction's consumer offsets (issue 20). */
+int km_frontend_txnoff_init(struct km_frontend *fe);
+void km_frontend_txnoff_free(struct km_frontend *fe);
+int km_frontend_txnoff_marker(struct km_frontend *fe, struct km_part *p,
+			      int64_t pid, int16_t epoch, bool commit,
+			      km_part_produced_fn done, void *arg);
+int km_frontend_handle_addoffsets(struct fe_conn *fc, const struct km_reqhdr *h,
+				  struct km_wire_rd *r);
+int km_frontend_handle_txn_offset_commit(struct fe_conn *fc,
+					 const struct km_reqhdr *h,
+					 struct km_wire_rd *r);
 
 /* frontend_produce.c */
 int km_frontend_handle_produce(struct fe_conn *fc, const struct km_reqhdr *h,

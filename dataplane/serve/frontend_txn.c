@@ -94,6 +94,11 @@ bool km_frontend_txn_enabled(const struct km_frontend *fe)
 	return fe->txn != NULL;
 }
 
+struct km_txncoord *km_frontend_txn_coord(struct km_frontend *fe)
+{
+	return fe->txn->coord;
+}
+
 static void endtxn_respond(struct fe_conn *fc, uint32_t slot, int16_t err)
 {
 	struct km_txn_resp m = { 0, err, -1, -1 };
@@ -167,11 +172,16 @@ static void job_run(struct fe_txn_job *j, const struct km_txn_markers *mk)
 		struct km_part *p = km_part_find(j->fe->table,
 						 mk->parts[i].topic,
 						 mk->parts[i].partition);
+		/* The offsets partition's marker also ends the pending
+		 * offsets of the group coordinator's table. */
 		int rc = p == NULL ? KM_EPARTOFFLINE
-				   : ops->write_marker(ops->ctx, p,
-						       mk->producer_id,
-						       mk->producer_epoch,
-						       mk->commit, on_marker, j);
+			 : p == j->fe->go.part
+			 ? km_frontend_txnoff_marker(j->fe, p, mk->producer_id,
+						     mk->producer_epoch,
+						     mk->commit, on_marker, j)
+			 : ops->write_marker(ops->ctx, p, mk->producer_id,
+					     mk->producer_epoch, mk->commit,
+					     on_marker, j);
 
 		if (rc < 0 && j->err == 0)
 			j->err = rc;

@@ -62,6 +62,7 @@ struct km_local_write {
 	uint32_t count;
 	bool pumping;		/* a roll inside an append polls the ring */
 	bool txn_coordinated;	/* cfg: transactional batches accepted */
+	bool coordinator_only;	/* cfg: every batch has COORDINATOR origin */
 	struct km_local_write_stats st;
 };
 
@@ -88,6 +89,7 @@ int km_local_write_create(const struct km_local_write_config *cfg,
 	lw->mem_bytes = cfg->mem_bytes;
 	lw->ents_max = cfg->pending_max;
 	lw->txn_coordinated = cfg->txn_coordinated;
+	lw->coordinator_only = cfg->coordinator_only;
 	lw->mem = malloc(cfg->mem_bytes);
 	lw->ents = calloc(cfg->pending_max, sizeof(*lw->ents));
 	lw->inflate = cfg->inflate;
@@ -225,8 +227,11 @@ static int parse_all(const struct km_local_write *lw, struct lw_entry *e)
 			return KM_EWIRETRUNC; /* the records end inside it */
 		if (rc < 0)
 			return rc;
-		/* A marker is built here, not sent by a client. */
-		if (!e->marker &&
+		/* A marker is built here, not sent by a client; so is
+		 * every batch of a coordinator_only writer (Kafka's
+		 * LogValidator checks only CLIENT appends: a coordinator's
+		 * transactional batch has no sequence). */
+		if (!e->marker && !lw->coordinator_only &&
 		    ((rc = check_client_batch(lw, b)) < 0 ||
 		     (rc = check_records(lw, b, e->n_batches)) < 0))
 			return rc;
@@ -275,8 +280,9 @@ static bool append_entry(struct km_local_write *lw, struct lw_entry *e)
 		struct km_log_append_result res;
 		int rc = km_log_append_burst(lw->log, &e->batches[e->n_done],
 					     e->n_batches - e->n_done,
-					     e->marker ? KM_ORIGIN_CONTROL
-						       : KM_ORIGIN_CLIENT,
+					     e->marker || lw->coordinator_only
+						     ? KM_ORIGIN_CONTROL
+						     : KM_ORIGIN_CLIENT,
 					     &res);
 
 		if (rc == 0)

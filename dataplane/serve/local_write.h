@@ -85,6 +85,13 @@ struct km_local_write_config {
 	bool txn_coordinated;	   /* a transaction coordinator answers this
 				    * partition's producers: their
 				    * transactional batches are accepted */
+	bool coordinator_only;	   /* only the front-end's coordinators write
+				    * here (an internal partition clients
+				    * cannot produce to): batches are
+				    * appended as Kafka's COORDINATOR origin
+				    * (epoch checked, no sequence), as its
+				    * group coordinator writes a
+				    * TxnOffsetCommit's batch */
 };
 
 struct km_local_write_stats {
