@@ -105,6 +105,7 @@ std::string Server::Open(const std::vector<PartSpec> &parts)
 			wc.mem_bytes = 8 << 20;
 			wc.pending_max = 256;
 			wc.txn_coordinated = true; /* as the daemon's writers */
+			wc.coordinator_only = parts[i].internal;
 			if ((rc = km_local_write_create(&wc, &lw)) < 0)
 				return Why("km_local_write_create", rc);
 		}

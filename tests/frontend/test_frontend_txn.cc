@@ -17,7 +17,11 @@
 #include <string>
 #include <vector>
 
+#include "dataplane/group/goffsets.h"
 #include "fe_harness.h"
+#include "fe_raw.h"
+#include "kafka/proto_group.h"
+#include "kafka/proto_txn.h"
 
 namespace {
 
@@ -85,6 +89,22 @@ public:
 	{
 		return rd_kafka_flush(rk_, kTimeoutMs) == RD_KAFKA_RESP_ERR_NO_ERROR
 			       ? "" : "flush timed out";
+	}
+	// sendOffsetsToTransaction: group's offset of topic/partition.
+	std::string SendOffsets(const std::string &group, const std::string &topic,
+				int32_t partition, int64_t offset)
+	{
+		rd_kafka_topic_partition_list_t *l =
+			rd_kafka_topic_partition_list_new(1);
+		rd_kafka_topic_partition_list_add(l, topic.c_str(), partition)
+			->offset = offset;
+		rd_kafka_consumer_group_metadata_t *md =
+			rd_kafka_consumer_group_metadata_new(group.c_str());
+		std::string r = Check(rd_kafka_send_offsets_to_transaction(
+			rk_, l, md, kTimeoutMs));
+		rd_kafka_consumer_group_metadata_destroy(md);
+		rd_kafka_topic_partition_list_destroy(l);
+		return r;
 	}
 	bool fenced_ = false;
 
@@ -267,6 +287,241 @@ TEST_F(Transactions, AMirroredPartitionCannotJoin)
 	ASSERT_EQ("", p.Send("mirrored", 0, "x"));
 	EXPECT_NE("", p.Commit());
 	EXPECT_EQ(0, srv_.EndOffset(srv_.index("mirrored", 0)));
+}
+
+// ---- a transaction's consumer offsets (AddOffsetsToTxn, TxnOffsetCommit) ----
+
+const std::vector<PartSpec> kOffParts = {
+	{"tx", 0, true}, {"tx", 1, true}, {"__consumer_offsets", 0, true, true},
+};
+
+// OffsetFetch v7 of group g on tx-1: (offset, error code).
+std::pair<int64_t, int16_t> FetchTx1(fetest::RawConn *c, const std::string &g,
+				     bool stable)
+{
+	static int32_t corr = 100;
+	int32_t parts[1] = { 1 };
+	km_proto_topic t[1];
+	km_wire_name_set(&t[0].name, "tx");
+	t[0].first = 0;
+	t[0].count = 1;
+	km_offfetch_req fq = {};
+	km_wire_name_set(&fq.group_id, g.c_str());
+	fq.topics = t;
+	fq.topics_max = fq.n_topics = 1;
+	fq.parts = parts;
+	fq.parts_max = fq.n_parts = 1;
+	fq.require_stable = stable;
+	fetest::Resp x;
+	EXPECT_TRUE(c->Send(fetest::Req(KM_API_OFFSET_FETCH, 7, ++corr,
+		[&](km_wire_wr *w) { km_offfetch_req_encode(w, 7, &fq); })));
+	EXPECT_EQ("", c->ReadFrame(&x.body));
+	fetest::Open(&x, KM_API_OFFSET_FETCH, 7);
+	km_proto_topic rt[2];
+	km_offfetch_resp_part rp[2];
+	km_offfetch_resp fr = {};
+	fr.topics = rt;
+	fr.topics_max = 2;
+	fr.parts = rp;
+	fr.parts_max = 2;
+	EXPECT_EQ(0, km_offfetch_resp_decode(&x.r, 7, &fr));
+	if (fr.n_parts != 1)
+		return { -2, -2 };
+	return { rp[0].committed_offset, rp[0].error_code };
+}
+
+class TxnOffsets : public ::testing::Test {
+protected:
+	void SetUp() override
+	{
+		ASSERT_EQ("", srv_.Start(kOffParts));
+		ASSERT_EQ("", c_.Connect(srv_.port()));
+	}
+	void TearDown() override
+	{
+		c_.Close();
+		srv_.Stop();
+		EXPECT_EQ("", srv_.LoopError());
+	}
+	// The committed offsets partition replayed into a new table, as a
+	// restart rebuilds it: group g's offset of tx-1 (-1: none) and
+	// whether an open transaction holds one.
+	std::pair<int64_t, bool> Replayed(const std::string &g)
+	{
+		km_goffsets *t = nullptr;
+		EXPECT_EQ(0, km_goffsets_create(&t));
+		EXPECT_LE(0, km_goffsets_load(
+			t, srv_.log(srv_.index("__consumer_offsets", 0))));
+		const km_goffset *o = km_goffsets_get(t, g.c_str(), "tx", 1);
+		std::pair<int64_t, bool> r = { o ? o->offset : -1,
+					       km_goffsets_pending(t, g.c_str(), "tx", 1) };
+		km_goffsets_destroy(t);
+		return r;
+	}
+	Server srv_;
+	fetest::RawConn c_;
+};
+
+// sendOffsetsToTransaction (librdkafka 2.0.2: AddOffsetsToTxn, then
+// TxnOffsetCommit to the group coordinator): the offsets of a committed
+// transaction become the group's, those of an aborted one never do, and
+// while the transaction is open they are pending: OffsetFetch without
+// require_stable answers the last committed offset, with it (v7+, a
+// read_committed consumer) UNSTABLE_OFFSET_COMMIT. A replay of the
+// partition (what a restart does) gives the same answers at every step.
+TEST_F(TxnOffsets, OnlyACommittedTransactionsOffsetsAreTheGroups)
+{
+	typedef std::pair<int64_t, int16_t> R;
+	TxnProducer p;
+	ASSERT_EQ("", p.Create(srv_.bootstrap(), "app-o"));
+	ASSERT_EQ("", p.Begin());
+	ASSERT_EQ("", p.Send("tx", 0, "t1"));
+	ASSERT_EQ("", p.SendOffsets("g", "tx", 1, 5));
+	ASSERT_EQ("", p.Commit());
+	EXPECT_EQ(R(5, 0), FetchTx1(&c_, "g", true));
+	EXPECT_EQ((std::pair<int64_t, bool>(5, false)), Replayed("g"));
+
+	ASSERT_EQ("", p.Begin());
+	ASSERT_EQ("", p.Send("tx", 0, "t2"));
+	ASSERT_EQ("", p.SendOffsets("g", "tx", 1, 9));
+	ASSERT_EQ("", p.Abort());
+	EXPECT_EQ(R(5, 0), FetchTx1(&c_, "g", true));
+	EXPECT_EQ(R(5, 0), FetchTx1(&c_, "g", false));
+	EXPECT_EQ((std::pair<int64_t, bool>(5, false)), Replayed("g"));
+
+	ASSERT_EQ("", p.Begin());
+	ASSERT_EQ("", p.Send("tx", 0, "t3"));
+	ASSERT_EQ("", p.SendOffsets("g", "tx", 1, 12));
+	EXPECT_EQ(R(-1, KM_KERR_UNSTABLE_OFFSET_COMMIT), FetchTx1(&c_, "g", true));
+	EXPECT_EQ(R(5, 0), FetchTx1(&c_, "g", false));
+	EXPECT_EQ((std::pair<int64_t, bool>(5, true)), Replayed("g"));
+	ASSERT_EQ("", p.Commit());
+	EXPECT_EQ(R(12, 0), FetchTx1(&c_, "g", true));
+	EXPECT_EQ((std::pair<int64_t, bool>(12, false)), Replayed("g"));
+}
+
+// Raw requests of a transactional producer (kafka/proto_txn.h), answered
+// by the front-end: the first error code of the answer.
+class TxnRaw {
+public:
+	explicit TxnRaw(fetest::RawConn *c) : c_(c) {}
+	int16_t InitPid(const char *id, int64_t *pid, int16_t *epoch)
+	{
+		km_initpid_req q = {};
+		km_initpid_resp m = {};
+		km_wire_name_set(&q.transactional_id, id);
+		q.transaction_timeout_ms = 60000;
+		q.producer_id = -1;
+		q.producer_epoch = -1;
+		fetest::Resp x;
+		Trip(KM_API_INIT_PRODUCER_ID, 3, [&](km_wire_wr *w) {
+			km_initpid_req_encode(w, 3, &q); }, &x);
+		EXPECT_EQ(0, km_initpid_resp_decode(&x.r, 3, &m));
+		*pid = m.producer_id;
+		*epoch = m.producer_epoch;
+		return m.error_code;
+	}
+	int16_t AddOffsets(const char *id, int64_t pid, int16_t epoch,
+			   const char *group)
+	{
+		km_addoffsets_req q = {};
+		km_txn_resp m = {};
+		km_wire_name_set(&q.transactional_id, id);
+		km_wire_name_set(&q.group_id, group);
+		q.producer_id = pid;
+		q.producer_epoch = epoch;
+		fetest::Resp x;
+		Trip(KM_API_ADD_OFFSETS_TO_TXN, 3, [&](km_wire_wr *w) {
+			km_addoffsets_req_encode(w, 3, &q); }, &x);
+		EXPECT_EQ(0, km_txn_resp_decode(&x.r, KM_API_ADD_OFFSETS_TO_TXN, 3, &m));
+		return m.error_code;
+	}
+	// TxnOffsetCommit at version ver of group's offset 3 on tx-1.
+	int16_t Commit(int16_t ver, const char *id, int64_t pid, int16_t epoch,
+		       const char *group, int32_t gen, const char *member)
+	{
+		km_proto_topic t[1];
+		km_txncommit_part pp[1] = {{1, 3, -1, {"", 0, {}}}};
+		km_txncommit_req q = {};
+		km_wire_name_set(&q.transactional_id, id);
+		km_wire_name_set(&q.group_id, group);
+		q.producer_id = pid;
+		q.producer_epoch = epoch;
+		q.generation_id = gen;
+		km_wire_name_set(&q.member_id, member);
+		km_wire_name_set_null(&q.group_instance_id);
+		km_wire_name_set(&t[0].name, "tx");
+		t[0].first = 0;
+		t[0].count = 1;
+		q.topics = t;
+		q.topics_max = q.n_topics = 1;
+		q.parts = pp;
+		q.parts_max = q.n_parts = 1;
+		fetest::Resp x;
+		Trip(KM_API_TXN_OFFSET_COMMIT, ver, [&](km_wire_wr *w) {
+			km_txncommit_req_encode(w, ver, &q); }, &x);
+		km_proto_topic rt[1];
+		km_offcommit_resp_part rp[1] = {};
+		km_addparts_resp m = { 0, rt, 1, 0, rp, 1, 0 };
+		EXPECT_EQ(0, km_txncommit_resp_decode(&x.r, ver, &m));
+		return m.n_parts == 1 ? rp[0].error_code : -2;
+	}
+	int16_t End(const char *id, int64_t pid, int16_t epoch, bool commit)
+	{
+		km_endtxn_req q = {};
+		km_txn_resp m = {};
+		km_wire_name_set(&q.transactional_id, id);
+		q.producer_id = pid;
+		q.producer_epoch = epoch;
+		q.committed = commit;
+		fetest::Resp x;
+		Trip(KM_API_END_TXN, 3, [&](km_wire_wr *w) {
+			km_endtxn_req_encode(w, 3, &q); }, &x);
+		EXPECT_EQ(0, km_txn_resp_decode(&x.r, KM_API_END_TXN, 3, &m));
+		return m.error_code;
+	}
+
+private:
+	void Trip(int16_t key, int16_t ver, const fetest::BodyFn &fn,
+		  fetest::Resp *x)
+	{
+		EXPECT_TRUE(c_->Send(fetest::Req(key, ver, ++corr_, fn)));
+		EXPECT_EQ("", c_->ReadFrame(&x->body));
+		fetest::Open(x, key, ver);
+	}
+	fetest::RawConn *c_;
+	int32_t corr_ = 500;
+};
+
+// TxnOffsetCommit's checks, as Kafka's: the transaction must hold the
+// offsets partition (AddOffsetsToTxn first: INVALID_TXN_STATE), the
+// producer id and epoch must be the transaction's
+// (INVALID_PRODUCER_ID_MAPPING; PRODUCER_FENCED, INVALID_PRODUCER_EPOCH
+// below v2), a generation of a group the coordinator does not know is
+// ILLEGAL_GENERATION, an empty group id INVALID_GROUP_ID; what passes is
+// pending until EndTxn, which drops it on abort.
+TEST_F(TxnOffsets, TxnOffsetCommitChecksAsKafka)
+{
+	TxnRaw t(&c_);
+	int64_t pid = -1;
+	int16_t ep = -1;
+	ASSERT_EQ(0, t.InitPid("raw", &pid, &ep));
+	EXPECT_EQ(KM_KERR_INVALID_TXN_STATE, t.Commit(3, "raw", pid, ep, "rg", -1, ""));
+	ASSERT_EQ(0, t.AddOffsets("raw", pid, ep, "rg"));
+	EXPECT_EQ(KM_KERR_INVALID_PRODUCER_ID_MAPPING,
+		  t.Commit(3, "raw", pid + 1, ep, "rg", -1, ""));
+	EXPECT_EQ(KM_KERR_PRODUCER_FENCED, t.Commit(3, "raw", pid, ep + 1, "rg", -1, ""));
+	EXPECT_EQ(KM_KERR_INVALID_PRODUCER_EPOCH,
+		  t.Commit(1, "raw", pid, ep + 1, "rg", -1, ""));
+	EXPECT_EQ(KM_KERR_ILLEGAL_GENERATION, t.Commit(3, "raw", pid, ep, "rg", 4, "m"));
+	EXPECT_EQ(KM_KERR_INVALID_GROUP_ID, t.Commit(3, "raw", pid, ep, "", -1, ""));
+	EXPECT_EQ((std::pair<int64_t, int16_t>(-1, 0)), FetchTx1(&c_, "rg", true));
+	EXPECT_EQ(0, t.Commit(3, "raw", pid, ep, "rg", -1, ""));
+	EXPECT_EQ((std::pair<int64_t, int16_t>(-1, KM_KERR_UNSTABLE_OFFSET_COMMIT)),
+		  FetchTx1(&c_, "rg", true));
+	ASSERT_EQ(0, t.End("raw", pid, ep, false));
+	EXPECT_EQ((std::pair<int64_t, int16_t>(-1, 0)), FetchTx1(&c_, "rg", true));
+	EXPECT_EQ((std::pair<int64_t, bool>(-1, false)), Replayed("rg"));
 }
 
 } // namespace

@@ -184,6 +184,13 @@ struct Harness {
 					     instance, gen, now);
 	}
 
+	int16_t txn(const std::string &grp, const std::string &member,
+		    int32_t gen, const char *instance = nullptr)
+	{
+		return km_group_txn_commit_check(g, grp.c_str(), member.c_str(),
+						 instance, gen);
+	}
+
 	int16_t leave(const std::string &grp, const std::string &member,
 		      const char *instance = nullptr)
 	{
@@ -629,6 +636,40 @@ TEST(Group, SimpleCommitOnlyWithoutMembers)
 	EXPECT_EQ(KM_GROUP_ERR_NONE, h.leave("g", id));
 	EXPECT_EQ(KM_GROUP_EMPTY, h.describe("g").state);
 	EXPECT_EQ(KM_GROUP_ERR_NONE, h.commit("g", "", -1));
+}
+
+// TxnOffsetCommit v3+ (issue 20): Kafka's transactional validation
+// (ClassicGroup.validateOffsetCommit with isTransactional) - a stale
+// generation is ILLEGAL_GENERATION, an unknown member UNKNOWN_MEMBER_ID, a
+// replaced static member FENCED_INSTANCE_ID, as OffsetCommit; but a request
+// naming no member is taken from a group with members (OffsetCommit:
+// UNKNOWN_MEMBER_ID), and CompletingRebalance is no error (OffsetCommit:
+// REBALANCE_IN_PROGRESS).
+TEST(Group, TxnOffsetCommitValidation)
+{
+	Harness h;
+	Two t = two_stable(h);
+
+	EXPECT_EQ(KM_GROUP_ERR_NONE, h.txn("g", t.a, 2));
+	EXPECT_EQ(KM_GROUP_ERR_ILLEGAL_GENERATION, h.txn("g", t.a, 1));
+	EXPECT_EQ(KM_GROUP_ERR_UNKNOWN_MEMBER_ID, h.txn("g", "ghost", 2));
+	EXPECT_EQ(KM_GROUP_ERR_ILLEGAL_GENERATION, h.txn("nogroup", "x", 3));
+	EXPECT_EQ(KM_GROUP_ERR_NONE, h.txn("nogroup", "", -1));
+	EXPECT_EQ(KM_GROUP_ERR_UNKNOWN_MEMBER_ID, h.commit("g", "", -1));
+	EXPECT_EQ(KM_GROUP_ERR_NONE, h.txn("g", "", -1));
+	EXPECT_EQ(KM_GROUP_ERR_ILLEGAL_GENERATION, h.txn("g", t.a, -1));
+	h.join("g", t.a, {{"range", "ma2"}}, 5);
+	h.join("g", t.b, {{"range", "mb2"}}, 5);
+	EXPECT_EQ(KM_GROUP_ERR_REBALANCE_IN_PROGRESS, h.commit("g", t.b, 3));
+	EXPECT_EQ(KM_GROUP_ERR_NONE, h.txn("g", t.b, 3));
+
+	const Answer a = h.ans(h.join("s", "", {{"range", "ma"}}, 5, "inst-a"));
+	h.sync("s", a.member_id, a.gen, {{a.member_id, "pa"}}, "inst-a");
+	const Answer n = h.ans(h.join("s", "", {{"range", "ma"}}, 5, "inst-a"));
+	ASSERT_NE(a.member_id, n.member_id);
+	EXPECT_EQ(KM_GROUP_ERR_FENCED_INSTANCE_ID,
+		  h.txn("s", a.member_id, a.gen, "inst-a"));
+	EXPECT_EQ(KM_GROUP_ERR_NONE, h.txn("s", n.member_id, n.gen, "inst-a"));
 }
 
 TEST(Group, CommitRefreshesSession)
