@@ -16,7 +16,9 @@ extern "C" {
 #include "common/errors.h"
 #include "common/km_limits.h"
 #include "dataplane/group/goffsets.h"
+#include "common/endian.h"
 #include "kafka/batch.h"
+#include "kafka/control.h"
 #include "kafka/gorec.h"
 #include "kafka/records.h"
 }
@@ -283,6 +285,83 @@ TEST(Goffsets, AMalformedRecordIsRefused)
 	ASSERT_GT(n, 0);
 	EXPECT_EQ(KM_EGOREC, replay(a.t, buf, (size_t)n));
 	EXPECT_EQ(0u, km_goffsets_count(a.t));
+}
+
+/* One batch of commits (transactional for pid >= 0) at base offset base,
+ * appended to log. */
+void append_commits(Bytes *log, int64_t base, int64_t pid,
+		    const std::vector<std::tuple<int32_t, int64_t>> &parts)
+{
+	std::vector<km_gorec_value> v(parts.size());
+	std::vector<km_goffsets_commit> c(parts.size());
+	for (size_t i = 0; i < parts.size(); i++) {
+		v[i] = { std::get<1>(parts[i]), -1, 1700000000000LL, "", 0 };
+		c[i] = { "g", "t", std::get<0>(parts[i]), &v[i] };
+	}
+	Bytes buf(km_goffsets_build_size(c.data(), (uint32_t)c.size()));
+	int n = pid < 0 ? km_goffsets_build(buf.data(), buf.size(), c.data(),
+					    (uint32_t)c.size(), 1700000000000LL)
+			: km_goffsets_build_txn(buf.data(), buf.size(), c.data(),
+						(uint32_t)c.size(), 1700000000000LL,
+						pid, 3);
+	ASSERT_GT(n, 0);
+	km_store_be64(buf.data(), (uint64_t)base);
+	log->insert(log->end(), buf.begin(), buf.begin() + n);
+}
+
+void append_marker(Bytes *log, int64_t base, int64_t pid, bool commit)
+{
+	uint8_t m[KM_CTRL_MARKER_BATCH_BYTES];
+	km_ctrl_spec s = { base, -1, 1700000000000LL };
+	ASSERT_EQ((int)sizeof(m), km_ctrl_build_marker(m, sizeof(m), &s, pid, 3,
+						       commit, 0));
+	log->insert(log->end(), m, m + sizeof(m));
+}
+
+int64_t offset_of(const km_goffsets *t, int32_t part)
+{
+	const km_goffset *o = km_goffsets_get(t, "g", "t", part);
+	return o ? o->offset : -1;
+}
+
+/* TxnOffsetCommit's records (issue 20) as Kafka's OffsetMetadataManager
+ * replays them: a transactional batch's commits are pending (not in the
+ * table, but km_goffsets_pending) until their producer's marker; a COMMIT
+ * puts each one in unless a plain commit of the key lies after it in the
+ * log (replayEndTransactionMarker compares record offsets), an ABORT drops
+ * them, another producer's marker leaves them. */
+TEST(Goffsets, TransactionalCommitsWaitForTheirMarker)
+{
+	Bytes log;
+	append_commits(&log, 0, -1, { { 0, 10 } });
+	append_commits(&log, 1, 7, { { 0, 20 }, { 1, 21 } });
+	append_commits(&log, 3, 8, { { 2, 30 } });
+	append_commits(&log, 4, -1, { { 1, 99 } });
+	const size_t open_end = log.size();
+	append_marker(&log, 5, 7, true);
+	append_marker(&log, 6, 8, false);
+
+	km_goffsets *t = nullptr;
+	ASSERT_EQ(0, km_goffsets_create(&t));
+	ASSERT_EQ(5, replay(t, log.data(), open_end));
+	EXPECT_EQ(10, offset_of(t, 0));
+	EXPECT_EQ(99, offset_of(t, 1));
+	EXPECT_EQ(-1, offset_of(t, 2));
+	EXPECT_TRUE(km_goffsets_pending(t, "g", "t", 0));
+	EXPECT_TRUE(km_goffsets_pending(t, "g", "t", 2));
+	EXPECT_FALSE(km_goffsets_pending(t, "g", "t", 3));
+	EXPECT_EQ(3u, km_goffsets_pending_count(t));
+	EXPECT_EQ(0, km_goffsets_end_txn(t, 9, true)) << "no such producer";
+	km_goffsets_destroy(t);
+
+	ASSERT_EQ(0, km_goffsets_create(&t));
+	ASSERT_EQ(5 + 2 + 1, replay(t, log.data(), log.size()));
+	EXPECT_EQ(20, offset_of(t, 0)) << "committed";
+	EXPECT_EQ(99, offset_of(t, 1)) << "the later plain commit stays";
+	EXPECT_EQ(-1, offset_of(t, 2)) << "aborted";
+	EXPECT_EQ(0u, km_goffsets_pending_count(t));
+	EXPECT_EQ(2u, km_goffsets_count(t));
+	km_goffsets_destroy(t);
 }
 
 } // namespace
