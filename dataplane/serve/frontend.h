@@ -79,6 +79,11 @@
  *    treats as fatal (rd_kafka_idemp_check_error). A transactional batch
  *    is taken only from a producer whose open transaction holds the
  *    partition, else INVALID_TXN_STATE.
+ *  - AddOffsetsToTxn, TxnOffsetCommit (frontend_txnoff.c): a
+ *    transaction's consumer offsets, in __consumer_offsets-0 as a
+ *    transactional batch, the group's only once its COMMIT marker is
+ *    durable; OffsetFetch with require_stable answers UNSTABLE_OFFSET_COMMIT
+ *    for them until then.
  *  - DescribeConfigs, DescribeCluster (frontend_configs.c): the settings
  *    kmirror follows, under Kafka's topic and broker config names, all
  *    read-only; this node and cluster id. What kafka-topics --describe,
