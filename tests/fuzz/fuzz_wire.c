@@ -118,6 +118,11 @@ static struct {
 	struct km_addparts_resp app;
 	struct km_endtxn_req etq;
 	struct km_txn_resp etp;
+	struct km_addoffsets_req aoq;
+	struct km_txn_resp aop;
+	struct km_txncommit_req tcq;
+	struct km_txncommit_part tcq_parts[CAP];
+	struct km_addparts_resp tcp;
 	uint8_t garena[ARENA];
 	uint32_t garena_used;
 } st;
@@ -155,6 +160,10 @@ static void reset_group_storage(void)
 	st.apq.topics_max = st.app.topics_max = CAP;
 	st.apq.parts = st.nodes, st.apq.parts_max = CAP;
 	st.app.parts = st.ocp_parts, st.app.parts_max = CAP;
+	st.tcq.topics = st.tcp.topics = st.topics;
+	st.tcq.topics_max = st.tcp.topics_max = CAP;
+	st.tcq.parts = st.tcq_parts, st.tcq.parts_max = CAP;
+	st.tcp.parts = st.ocp_parts, st.tcp.parts_max = CAP;
 	st.garena_used = 0;
 }
 
@@ -428,6 +437,13 @@ static int decode(struct km_wire_rd *r, int req, int16_t key, int16_t v)
 	case KM_API_END_TXN:
 		return req ? km_endtxn_req_decode(r, v, &st.etq)
 			   : km_txn_resp_decode(r, KM_API_END_TXN, v, &st.etp);
+	case KM_API_ADD_OFFSETS_TO_TXN:
+		return req ? km_addoffsets_req_decode(r, v, &st.aoq)
+			   : km_txn_resp_decode(r, KM_API_ADD_OFFSETS_TO_TXN, v,
+						&st.aop);
+	case KM_API_TXN_OFFSET_COMMIT:
+		return req ? km_txncommit_req_decode(r, v, &st.tcq)
+			   : km_txncommit_resp_decode(r, v, &st.tcp);
 	case KM_API_DESCRIBE_CONFIGS:
 		return req ? km_dconfigs_req_decode(r, v, &st.dcq)
 			   : km_dconfigs_resp_decode(r, v, &st.dcp);
@@ -544,6 +560,13 @@ static int encode(struct km_wire_wr *w, int req, int16_t key, int16_t v)
 	case KM_API_END_TXN:
 		return req ? km_endtxn_req_encode(w, v, &st.etq)
 			   : km_txn_resp_encode(w, KM_API_END_TXN, v, &st.etp);
+	case KM_API_ADD_OFFSETS_TO_TXN:
+		return req ? km_addoffsets_req_encode(w, v, &st.aoq)
+			   : km_txn_resp_encode(w, KM_API_ADD_OFFSETS_TO_TXN, v,
+						&st.aop);
+	case KM_API_TXN_OFFSET_COMMIT:
+		return req ? km_txncommit_req_encode(w, v, &st.tcq)
+			   : km_txncommit_resp_encode(w, v, &st.tcp);
 	case KM_API_DESCRIBE_CONFIGS:
 		return req ? km_dconfigs_req_encode(w, v, &st.dcq)
 			   : encode_dconfigs_resp(w, v);
