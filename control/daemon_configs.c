@@ -12,7 +12,9 @@
  *   - applies those kmirror behaves by to each partition's log, through
  *     its owner (km_worker_set_limits): retention.ms, retention.bytes,
  *     segment.bytes, and cleanup.policy without `delete` turning time and
- *     size retention off, as Kafka does for a compacted topic;
+ *     size retention off, as Kafka does for a compacted topic; and
+ *     max.message.bytes and message.timestamp.type, which the partition's
+ *     local writer applies to client batches once it is writable;
  *   - keeps them in the topic's first partition directory
  *     (kmirror.configs), so that a restart after a failover, with the
  *     source gone, still has them.
@@ -90,6 +92,22 @@ static bool synced_i64(struct km_tconfig *t, const char *name, int64_t *out)
 	return true;
 }
 
+/* max.message.bytes and message.timestamp.type, for local Produce once
+ * the partition is writable (local_write.c): a client that fails over
+ * meets the limits and timestamps the source topic gave it. */
+static void client_rules(struct km_tconfig *t, struct km_log_config *lc)
+{
+	char type[KM_TCONFIG_VALUE_BYTES];
+	int64_t v;
+
+	lc->client_batch_bytes_max = 0;
+	if (synced_i64(t, "max.message.bytes", &v) && v > 0 && v <= UINT32_MAX)
+		lc->client_batch_bytes_max = (uint32_t)v;
+	lc->client_log_append_time =
+		km_tconfig_get(t, "message.timestamp.type", type, sizeof(type)) &&
+		strcmp(type, "LogAppendTime") == 0;
+}
+
 /* What partition i's log is to use: kmirrord's config for the topic (lc
  * on entry), with the synced values laid over it where the file names no
  * value of the topic's own. */
@@ -132,6 +150,7 @@ void km_daemon_configs_limits(const struct km_daemon *d, uint32_t i,
 	if (synced_i64(first->tconfig, "segment.bytes", &v) && v >= 1024 &&
 	    v <= INT32_MAX)
 		lc->segment_bytes = (uint64_t)v;
+	client_rules(first->tconfig, lc);
 }
 
 /* ---- kmirror.configs: what was synced, across restarts ---- */
@@ -301,7 +320,9 @@ static void apply_topic(struct km_daemon *d, uint32_t t)
 		l = (struct km_log_limits){ lc.retention_ms, lc.retention_bytes,
 					    lc.segment_bytes, true, lc.compact,
 					    lc.delete_retention_ms,
-					    lc.min_cleanable_ratio };
+					    lc.min_cleanable_ratio,
+					    lc.client_batch_bytes_max,
+					    lc.client_log_append_time };
 		if ((rc = km_worker_set_limits(d->workers[p->owner], p, &l, &r)) < 0 ||
 		    (rc = km_worker_wait(d->ctl_efd, &r, LIMITS_TIMEOUT_MS)) < 0)
 			KM_WARN("daemon", "partition %s-%d: synced configs: %s",

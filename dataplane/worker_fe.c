@@ -85,7 +85,8 @@ void km_worker_fe_on_produce(struct km_worker *w, struct wmsg *m)
 	if (rc < 0) {
 		struct km_part_produced res = { .err = rc,
 						.base_offset = -1,
-						.log_start = -1 };
+						.log_start = -1,
+						.log_append_time = -1 };
 
 		free(m->u.produce.bytes); /* not adopted */
 		on_forward_done(m, &res);

@@ -74,6 +74,13 @@ struct km_log_config {
 	/* min.cleanable.dirty.ratio (0.5): a pass runs once the dirty
 	 * section's bytes are more than this part of the cleanable ones. */
 	double min_cleanable_ratio;
+	/* The topic's rules for client writes, kept with the log's other
+	 * topic settings as Kafka's LogConfig keeps them; the local writer
+	 * (dataplane/serve/local_write.c) applies them, the log does not:
+	 * a mirrored batch is the source's bytes and passes whatever they
+	 * say (R6). */
+	uint32_t client_batch_bytes_max; /* max.message.bytes; 0: none */
+	bool client_log_append_time;	 /* message.timestamp.type */
 };
 
 /** Kafka's defaults, for the given dir/topic/partition. */
@@ -337,6 +344,9 @@ struct km_log_limits {
 	bool compact;
 	int64_t delete_retention_ms;
 	double min_cleanable_ratio;
+	/* As km_log_config's: for the local writer's next batches. */
+	uint32_t client_batch_bytes_max;
+	bool client_log_append_time;
 };
 
 /**
@@ -346,6 +356,14 @@ struct km_log_limits {
  *         compaction settings km_log_set_compaction refuses).
  */
 int km_log_set_limits(struct km_log *log, const struct km_log_limits *l);
+
+/**
+ * The topic's rules for client writes (km_log_config's client_*): the
+ * largest client batch (0: no cap of the topic's own) and whether its
+ * batches take the broker's time. Owner thread.
+ */
+void km_log_client_rules(const struct km_log *log, uint32_t *batch_bytes_max,
+			 bool *log_append_time);
 
 /** Bytes of the .log files (disk usage, for status). Owner thread. */
 uint64_t km_log_size_bytes(const struct km_log *log);

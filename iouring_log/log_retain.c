@@ -108,5 +108,14 @@ int km_log_set_limits(struct km_log *log, const struct km_log_limits *l)
 	log->cfg.retention_ms = l->retention_ms;
 	log->cfg.retention_bytes = l->retention_bytes;
 	log->cfg.segment_bytes = l->segment_bytes;
+	log->cfg.client_batch_bytes_max = l->client_batch_bytes_max;
+	log->cfg.client_log_append_time = l->client_log_append_time;
 	return 0;
+}
+
+void km_log_client_rules(const struct km_log *log, uint32_t *batch_bytes_max,
+			 bool *log_append_time)
+{
+	*batch_bytes_max = log->cfg.client_batch_bytes_max;
+	*log_append_time = log->cfg.client_log_append_time;
 }

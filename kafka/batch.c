@@ -151,6 +151,28 @@ int km_batch_map_pid(struct km_batch *b)
 	return 1;
 }
 
+void km_batch_set_log_append_time(struct km_batch *b, int64_t now_ms)
+{
+	/* attributes .. maxTimestamp: one region, one patch */
+	enum { FROM = KM_BATCH_OFF_ATTRIBUTES, TO = KM_BATCH_OFF_PRODUCER_ID };
+	uint8_t old_be[TO - FROM], new_be[TO - FROM], crc_be[4];
+	uint16_t attrs = (uint16_t)km_batch_attributes(b) | KM_BATCH_ATTR_LOG_APPEND_TIME;
+	uint32_t crc;
+
+	if (km_batch_is_log_append_time(b) && km_batch_max_timestamp(b) == now_ms)
+		return;
+	memcpy(old_be, b->hdr + FROM, sizeof(old_be));
+	memcpy(new_be, old_be, sizeof(new_be));
+	km_store_be16(new_be, attrs);
+	km_store_be64(new_be + (KM_BATCH_OFF_MAX_TIMESTAMP - FROM), (uint64_t)now_ms);
+	crc = km_crc32c_patch(km_batch_crc(b), b->size_bytes - TO, old_be, new_be,
+			      sizeof(new_be));
+	km_store_be32(crc_be, crc);
+	store_header(b, FROM, new_be, sizeof(new_be));
+	store_header(b, KM_BATCH_OFF_CRC, crc_be, sizeof(crc_be));
+	KM_ASSERT_HOT(km_batch_verify_crc(b) == 0);
+}
+
 void km_batch_set_base_offset(struct km_batch *b, int64_t base_offset)
 {
 	uint8_t be[8];

@@ -120,6 +120,15 @@ int km_pid_map(int64_t p, int64_t *out);
  */
 int km_batch_verify_crc(const struct km_batch *b);
 
+/**
+ * Kafka's LogValidator for a topic whose message.timestamp.type is
+ * LogAppendTime: maxTimestamp becomes now_ms and the timestamp-type
+ * attribute bit is set (consumers then read now_ms as every record's
+ * timestamp), the CRC patched in O(1). A batch that says so already is
+ * left as it is, as Kafka's setMaxTimestamp leaves it.
+ */
+void km_batch_set_log_append_time(struct km_batch *b, int64_t now_ms);
+
 /** Overwrite baseOffset (not covered by the CRC) in the chain and view. */
 void km_batch_set_base_offset(struct km_batch *b, int64_t base_offset);
 

@@ -229,6 +229,8 @@ static void on_produced(void *arg, const struct km_part_produced *res)
 	a->error_code = km_frontend_kerr_from_km(res->err);
 	a->base_offset = res->err != 0 ? -1 : res->base_offset;
 	a->log_start_offset = res->log_start;
+	a->log_append_time_ms = res->err == 0 && res->log_append_time > 0
+					? res->log_append_time : -1;
 	if (res->err != 0) {
 		fc->fe->st.partition_errors++;
 		log_outcome(fc, topic_of(fc, s, t->part), a->partition,

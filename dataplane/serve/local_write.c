@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/clock.h"
 #include "common/errors.h"
 #include "common/km_assert.h"
 #include "common/km_limits.h"
@@ -42,6 +43,7 @@ struct lw_entry {
 	int64_t base_offset;	/* of batch 0: assigned, or the original's */
 	int64_t wait_offset;	/* last offset the outcome waits for, or -1 */
 	int64_t hold_offset;	/* last offset written from the copy, or -1 */
+	int64_t append_time;	/* LogAppendTime given to its batches, or -1 */
 	km_part_produced_fn done;
 	void *arg;
 	bool marker;		/* the coordinator's COMMIT/ABORT marker */
@@ -209,12 +211,40 @@ static int check_records(const struct km_local_write *lw,
 	return rc;
 }
 
+/* The topic's max.message.bytes (synced from the source, kept with the
+ * log): Kafka's UnifiedLog refuses a batch over it with
+ * RecordTooLargeException (MESSAGE_TOO_LARGE), which KM_EBATCHMAX is to
+ * the front-end. Only here: mirrored batches are never held to it. */
+static int check_topic_rules(const struct km_local_write *lw,
+			     const struct km_batch *b, uint32_t cap)
+{
+	if (cap == 0 || km_batch_size(b) <= cap)
+		return 0;
+	KM_WARN("local_write", "%s: produce refused (MESSAGE_TOO_LARGE): a "
+		"batch of %u bytes, over the topic's max.message.bytes %u",
+		km_log_dir(lw->log), km_batch_size(b), cap);
+	return KM_EBATCHMAX;
+}
+
+/* message.timestamp.type=LogAppendTime: every batch of the request gets
+ * the same broker time, as Kafka's LogValidator gives it, and the answer
+ * says which (log_append_time_ms). Only once every batch passed. */
+static void stamp_all(struct lw_entry *e)
+{
+	e->append_time = km_clock_wall_ms();
+	for (uint32_t i = 0; i < e->n_batches; i++)
+		km_batch_set_log_append_time(&e->batches[i], e->append_time);
+}
+
 /* Frame and validate every batch of the copy (STYLE 13: bounded by
  * KM_LOCAL_WRITE_BATCHES_MAX). Nothing is appended if one fails. */
 static int parse_all(const struct km_local_write *lw, struct lw_entry *e)
 {
 	struct km_chain_cur cur = km_chain_start(&e->chain);
-	uint32_t left = e->len;
+	uint32_t left = e->len, cap;
+	bool append_time;
+
+	km_log_client_rules(lw->log, &cap, &append_time);
 
 	while (left > 0) {
 		struct km_batch *b = &e->batches[e->n_batches];
@@ -233,12 +263,15 @@ static int parse_all(const struct km_local_write *lw, struct lw_entry *e)
 		 * transactional batch has no sequence). */
 		if (!e->marker && !lw->coordinator_only &&
 		    ((rc = check_client_batch(lw, b)) < 0 ||
+		     (rc = check_topic_rules(lw, b, cap)) < 0 ||
 		     (rc = check_records(lw, b, e->n_batches)) < 0))
 			return rc;
 		e->n_batches++;
 		(void)km_chain_advance(&e->chain, &cur, km_batch_size(b));
 		left -= km_batch_size(b);
 	}
+	if (append_time && !e->marker)
+		stamp_all(e);
 	return 0;
 }
 
@@ -364,6 +397,7 @@ static struct lw_entry *push_entry(struct km_local_write *lw, uint8_t *records,
 	e->chain.n_iov = 1;
 	e->n_batches = e->n_done = 0;
 	e->base_offset = e->wait_offset = e->hold_offset = -1;
+	e->append_time = -1;
 	e->done = done;
 	e->arg = arg;
 	e->marker = false;
@@ -476,6 +510,7 @@ static void make_report(struct km_local_write *lw, struct lw_entry *e,
 	r->arg = e->arg;
 	r->res.err = e->err;
 	r->res.base_offset = e->err != 0 ? -1 : e->base_offset;
+	r->res.log_append_time = e->err != 0 ? -1 : e->append_time;
 	r->res.log_start = km_log_start_offset(lw->log);
 	lw->st.errors += e->err != 0;
 	e->state = LW_REPORTED;

@@ -298,6 +298,8 @@ struct km_part_produced {
 	int64_t base_offset;	/* offset given to the batch (or to the
 				 * original, for a duplicate) */
 	int64_t log_start;
+	int64_t log_append_time; /* the broker time a LogAppendTime topic
+				  * gave the batches, else -1 */
 };
 
 /** Called once per produce, on the thread that called ops->produce, from

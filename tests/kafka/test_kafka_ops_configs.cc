@@ -24,6 +24,7 @@
  */
 #include <jansson.h>
 
+#include <chrono>
 #include <map>
 #include <regex>
 #include <string>
@@ -378,6 +379,148 @@ TEST_F(KafkaOpsConfigs, AMirrorLoopIsRefused)
 	EXPECT_NE(std::string::npos, said.find(b_id)) << said;
 	ASSERT_EQ("", a2.status(&st));
 	EXPECT_EQ("FAILED", st.at("loop:0").state);
+}
+
+int64_t wall_ms()
+{
+	return std::chrono::duration_cast<std::chrono::milliseconds>(
+		       std::chrono::system_clock::now().time_since_epoch())
+		.count();
+}
+
+/* One record of value_size bytes, timestamp ts (CreateTime as the
+ * client gives it), to topic:0 with librdkafka: "" and the delivery
+ * report's timestamp and type, or the delivery's error name. */
+std::string produce_stamped(const std::string &bootstrap, const std::string &topic,
+			    size_t value_size, int64_t ts, int64_t *ts_out,
+			    rd_kafka_timestamp_type_t *type_out)
+{
+	struct Dr {
+		std::string err = "no delivery report";
+		int64_t ts = -1;
+		rd_kafka_timestamp_type_t type = RD_KAFKA_TIMESTAMP_NOT_AVAILABLE;
+	} dr;
+	std::string err;
+	rd_kafka_t *rk = client_new(
+		RD_KAFKA_PRODUCER, { { "bootstrap.servers", bootstrap }, { "linger.ms", "0" } },
+		&err, [&](rd_kafka_conf_t *c) {
+			rd_kafka_conf_set_opaque(c, &dr);
+			rd_kafka_conf_set_dr_msg_cb(c, [](rd_kafka_t *, const rd_kafka_message_t *m,
+							  void *o) {
+				Dr *d = static_cast<Dr *>(o);
+				d->err = m->err ? rd_kafka_err2name(m->err) : "";
+				d->ts = rd_kafka_message_timestamp(m, &d->type);
+			});
+		});
+	if (rk == nullptr)
+		return err;
+	std::string value(value_size, 'v');
+	rd_kafka_resp_err_t e = rd_kafka_producev(
+		rk, RD_KAFKA_V_TOPIC(topic.c_str()), RD_KAFKA_V_PARTITION(0),
+		RD_KAFKA_V_VALUE(value.data(), value.size()), RD_KAFKA_V_TIMESTAMP(ts),
+		RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_END);
+	if (e != RD_KAFKA_RESP_ERR_NO_ERROR)
+		dr.err = std::string("producev: ") + rd_kafka_err2name(e);
+	else
+		rd_kafka_flush(rk, 20000);
+	rd_kafka_destroy(rk);
+	*ts_out = dr.ts;
+	*type_out = dr.type;
+	return dr.err;
+}
+
+/* Kafka's ProducerPerformance (a Java producer) sending one record of
+ * size bytes: what it printed, errors included. */
+std::string java_produce_one(const std::string &bootstrap, const std::string &topic,
+			     int size)
+{
+	ChildResult r = kafka_tool("org.apache.kafka.tools.ProducerPerformance",
+				   { "--topic", topic, "--num-records", "1", "--record-size",
+				     std::to_string(size), "--throughput", "-1",
+				     "--producer-props", "bootstrap.servers=" + bootstrap,
+				     "acks=all", "retries=0" },
+				   120000);
+	return r.out + r.err;
+}
+
+/* Kafka's console consumer from offset 0 of topic:0, n records, each
+ * line "<TimestampType>:<ms>\tOffset:<n>\t..." as its formatter prints
+ * them with print.timestamp. */
+std::vector<std::string> timestamps(const std::string &bootstrap, const std::string &topic,
+				    int n)
+{
+	ChildResult r = kafka_tool(
+		"org.apache.kafka.tools.consumer.ConsoleConsumer",
+		{ "--bootstrap-server", bootstrap, "--topic", topic, "--partition", "0",
+		  "--offset", "earliest", "--max-messages", std::to_string(n),
+		  "--timeout-ms", "30000", "--formatter-property", "print.timestamp=true",
+		  "--formatter-property", "print.value=false" },
+		120000);
+	std::vector<std::string> v;
+	std::regex re("((CreateTime|LogAppendTime):-?[0-9]+)");
+	for (std::sregex_iterator it(r.out.begin(), r.out.end(), re), z; it != z; ++it)
+		v.push_back((*it)[1]);
+	return v;
+}
+
+/* max.message.bytes and message.timestamp.type, synced from the source,
+ * hold for local Produce once the partition is stopped: the same sends
+ * meet the same answers from kmirrord as from the broker. A batch over
+ * max.message.bytes is refused with MESSAGE_TOO_LARGE (librdkafka) and
+ * Kafka's Java producer reports RecordTooLargeException; a record sent
+ * with CreateTime 1000 is stamped with the broker's time, its Produce
+ * answer says so (log_append_time_ms: LOG_APPEND_TIME in the delivery
+ * report) and Kafka's console consumer prints LogAppendTime:<that time>. */
+TEST_F(KafkaOpsConfigs, SyncedMessageLimitsHoldForLocalProduce)
+{
+	ASSERT_EQ("", broker_->create_topic("lim", 1, { "max.message.bytes=4000",
+						       "message.timestamp.type=LogAppendTime" }));
+	int64_t ts = -1;
+	rd_kafka_timestamp_type_t type;
+	/* what the source answers: the expectations */
+	const std::string src_big = produce_stamped(broker_->bootstrap(), "lim", 6000, 1000,
+						    &ts, &type);
+	ASSERT_NE("", src_big) << "the broker took a record over max.message.bytes";
+	const std::string src_java = java_produce_one(broker_->bootstrap(), "lim", 6000);
+	ASSERT_NE(std::string::npos, src_java.find("RecordTooLargeException")) << src_java;
+	int64_t before = wall_ms();
+	ASSERT_EQ("", produce_stamped(broker_->bootstrap(), "lim", 100, 1000, &ts, &type));
+	ASSERT_EQ(RD_KAFKA_TIMESTAMP_LOG_APPEND_TIME, type);
+	ASSERT_GE(ts, before);
+	int64_t low = -1, end = -1;
+	ASSERT_EQ("", watermarks(broker_->bootstrap(), "lim", 0, &low, &end));
+
+	TempDir dir("km-opslim");
+	Daemon d(dir.path(), { "source.bootstrap.servers=" + broker_->bootstrap(),
+			       "topics=lim", "config.sync.interval.ms=300" });
+	ASSERT_EQ("", d.start());
+	std::map<std::string, std::string> ours;
+	ASSERT_NO_FATAL_FAILURE(expect_follows(d, "lim", &ours));
+	ASSERT_EQ("LogAppendTime", ours["message.timestamp.type"]) << flat(ours);
+	ASSERT_EQ("", d.wait_status([&](const std::map<std::string, PartStatus> &st) {
+		return st.count("lim:0") && st.at("lim:0").hw == end;
+	}, 60000));
+	ChildResult r;
+	ASSERT_EQ("", ctl(d, { "stop", "lim", "--json" }, &r));
+
+	EXPECT_EQ(src_big, produce_stamped(d.bootstrap(), "lim", 6000, 1000, &ts, &type));
+	const std::string ours_java = java_produce_one(d.bootstrap(), "lim", 6000);
+	EXPECT_NE(std::string::npos, ours_java.find("RecordTooLargeException")) << ours_java;
+	before = wall_ms();
+	ASSERT_EQ("", produce_stamped(d.bootstrap(), "lim", 100, 1000, &ts, &type));
+	const int64_t after = wall_ms();
+	EXPECT_EQ(RD_KAFKA_TIMESTAMP_LOG_APPEND_TIME, type);
+	EXPECT_GE(ts, before);
+	EXPECT_LE(ts, after);
+
+	/* The mirrored record as the broker's consumer reads it, then the
+	 * barrier's offset, then ours stamped with the time the answer gave. */
+	const std::vector<std::string> theirs = timestamps(broker_->bootstrap(), "lim", 1);
+	const std::vector<std::string> read = timestamps(d.bootstrap(), "lim", 2);
+	ASSERT_EQ(1u, theirs.size());
+	ASSERT_EQ(2u, read.size());
+	EXPECT_EQ(theirs[0], read[0]);
+	EXPECT_EQ("LogAppendTime:" + std::to_string(ts), read[1]);
 }
 
 } // namespace

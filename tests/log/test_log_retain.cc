@@ -144,10 +144,10 @@ TEST(Retain, SetLimitsChangesTheNextPassAndRoll)
 	ASSERT_EQ(0, km_log_retain_policy(l.log, -1, now, &out));
 	EXPECT_EQ(0u, out.segments) << "no caps yet";
 
-	km_log_limits bad = { 86400000, -1, 1023, false, false, 0, 0 };
+	km_log_limits bad = { 86400000, -1, 1023, false, false, 0, 0, 0, false };
 	EXPECT_EQ(-EINVAL, km_log_set_limits(l.log, &bad));
 	EXPECT_EQ(-1, km_log_config_get(l.log)->retention_ms);
-	km_log_limits lim = { 86400000, -1, 4096, false, false, 0, 0 };
+	km_log_limits lim = { 86400000, -1, 4096, false, false, 0, 0, 0, false };
 	ASSERT_EQ(0, km_log_set_limits(l.log, &lim));
 	ASSERT_EQ(0, km_log_retain_policy(l.log, -1, now, &out));
 	EXPECT_GT(out.segments, 0u) << "every batch is from 1970";
