@@ -108,6 +108,36 @@ static int check_stale(const char *path)
 	return rc;
 }
 
+/* The socket's directory is to be one only the daemon's user can enter
+ * (issue 16): ours with group or other bits loses them (logged); one we
+ * do not own (/tmp) is left as it is, with a warning - the socket's 0600
+ * and the peer check still keep other users out. */
+static void private_dir(const char *path)
+{
+	char copy[PATH_MAX];
+	const char *dir;
+	struct stat st;
+
+	snprintf(copy, sizeof(copy), "%s", path);
+	dir = dirname(copy);
+	if (stat(dir, &st) < 0)
+		return; /* bind will say why */
+	if ((st.st_mode & 077) == 0)
+		return;
+	if (st.st_uid != geteuid()) {
+		KM_WARN(MOD, "the control socket's directory %s (mode %04o, uid "
+			"%ld) is not private to kmirrord's user", dir,
+			(unsigned)(st.st_mode & 07777), (long)st.st_uid);
+		return;
+	}
+	if (chmod(dir, st.st_mode & 07700) < 0)
+		KM_WARN(MOD, "chmod %s: %s", dir, strerror(errno));
+	else
+		KM_INFO(MOD, "the control socket's directory %s: mode %04o -> "
+			"%04o (only kmirrord's user may enter)", dir,
+			(unsigned)(st.st_mode & 07777), (unsigned)(st.st_mode & 07700));
+}
+
 /* Bind and listen in a fresh 0700 directory beside path, chmod 0600, then
  * rename into place: the socket is never reachable with umask's mode. */
 static int bind_private(int fd, const char *path, dev_t *dev, ino_t *ino)
@@ -176,6 +206,7 @@ static int open_fds(struct km_ctlsock *s, const char *path)
 	rc = check_stale(path);
 	if (rc < 0)
 		return rc;
+	private_dir(path);
 	rc = bind_private(s->lfd, path, &s->dev, &s->ino);
 	if (rc < 0)
 		return rc;
@@ -601,6 +632,37 @@ static void refuse_busy(int fd)
 	close(fd);
 }
 
+/* The socket file's mode keeps other users out, but a copy of the
+ * directory or a mode changed by hand would let them in: the kernel's
+ * word on who connected (credentials taken at connect) decides. Only the
+ * daemon's own user and root may control it (issue 16). */
+static bool peer_allowed(int fd)
+{
+	struct ucred cred;
+	socklen_t len = sizeof(cred);
+	char msg[160];
+	json_t *e;
+	char *text;
+
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0 &&
+	    (cred.uid == geteuid() || cred.uid == 0))
+		return true;
+	snprintf(msg, sizeof(msg), "a client of uid %ld (pid %ld) may not control "
+		 "kmirrord: only uid %ld (kmirrord's) and root may",
+		 len == sizeof(cred) ? (long)cred.uid : -1L,
+		 len == sizeof(cred) ? (long)cred.pid : -1L, (long)geteuid());
+	KM_WARN(MOD, "refused: %s", msg);
+	e = km_ctlproto_error(-EACCES, msg);
+	text = e ? json_dumps(e, JSON_COMPACT) : NULL;
+	if (text != NULL && (send(fd, text, strlen(text), MSG_NOSIGNAL | MSG_DONTWAIT) < 0 ||
+			     send(fd, "\n", 1, MSG_NOSIGNAL | MSG_DONTWAIT) < 0))
+		KM_DEBUG(MOD, "refusal not sent: %s", strerror(errno));
+	free(text);
+	json_decref(e);
+	close(fd);
+	return false;
+}
+
 static void accept_one(struct km_ctlsock *s)
 {
 	int fd = accept4(s->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
@@ -611,6 +673,8 @@ static void accept_one(struct km_ctlsock *s)
 			KM_WARN(MOD, "accept: %s", strerror(errno));
 		return;
 	}
+	if (!peer_allowed(fd))
+		return;
 	for (i = 0; i < s->clients_max && s->conns[i].fd >= 0; i++)
 		;
 	if (i == s->clients_max) {

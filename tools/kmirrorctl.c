@@ -624,9 +624,16 @@ int main(int argc, char **argv)
 	}
 	if (text == NULL || send_all(fd, text, strlen(text)) < 0 ||
 	    send_all(fd, "\n", 1) < 0) {
-		fprintf(stderr, "kmirrorctl: cannot send to %s: %s\n", o.socket,
-			strerror(errno));
-		rc = EXIT_CONNECT;
+		int err = errno;
+
+		/* A daemon that refuses a client at once (busy, or not a user
+		 * allowed to control it) may close before the request went
+		 * out: its answer waits in our socket, and says why. */
+		rc = err == EPIPE || err == ECONNRESET ? read_replies(fd, &o)
+						       : EXIT_CONNECT;
+		if (rc == EXIT_CONNECT)
+			fprintf(stderr, "kmirrorctl: cannot send to %s: %s\n",
+				o.socket, strerror(err));
 	} else {
 		rc = read_replies(fd, &o);
 	}

@@ -1,5 +1,6 @@
 // Goal: the control socket server (control/ctlsock.c) creates an owner-only
-// socket, dispatches validated requests to registered handlers, answers
+// socket in a private directory, serves only its own user and root (by the
+// peer's credentials), dispatches validated requests to registered handlers, answers
 // every malformed line with a JSON error while keeping the connection
 // usable, streams progress lines before the final line, serves several
 // clients at once; and kmirrorctl (tools/kmirrorctl.c) sends the right
@@ -725,6 +726,51 @@ protected:
 		return r;
 	}
 };
+
+// Issue 16: the socket's directory is made private, and a client of
+// another uid is refused by its credentials (SO_PEERCRED), even when the
+// file modes were opened by hand so that it can connect: kmirrorctl run as
+// uid 65534 exits 1 with EACCES naming its uid, and no handler ran; root
+// (here also the server's user) is served. Needs root to run a client
+// under another uid (setpriv).
+TEST_F(CtlToolTest, OnlyTheDaemonsUserAndRootMayControlIt)
+{
+	if (geteuid() != 0)
+		GTEST_SKIP() << "a client of another uid needs root to start";
+	ASSERT_EQ(chmod(dir.path.c_str(), 0755), 0);
+	Server srv(sock);
+	struct stat st;
+	ASSERT_EQ(stat(dir.path.c_str(), &st), 0);
+	EXPECT_EQ(st.st_mode & 0777, 0700u) << "the socket's directory stayed open";
+	std::atomic<int> calls{ 0 };
+	srv.On(KM_CTL_STATUS, [&](const json_t *, json_t *) {
+		calls++;
+		return 0;
+	});
+	srv.Start();
+	// Opened by hand: the file modes alone would let anyone in.
+	ASSERT_EQ(chmod(dir.path.c_str(), 0755), 0);
+	ASSERT_EQ(chmod(sock.c_str(), 0666), 0);
+	Result mine = Run("status");
+	EXPECT_EQ(mine.status, 0) << mine.err;
+	Result other;
+	{
+		const char *exe = getenv("KM_KMIRRORCTL");
+		ASSERT_NE(exe, nullptr);
+		std::string out = dir.path + "/out", err = dir.path + "/err";
+		std::string cmd = "setpriv --reuid=65534 --regid=65534 --clear-groups '" +
+				  std::string(exe) + "' --socket '" + sock + "' status >'" +
+				  out + "' 2>'" + err + "'";
+		int stc = system(cmd.c_str());
+		other.status = WIFEXITED(stc) ? WEXITSTATUS(stc) : 128 + WTERMSIG(stc);
+		other.out = ReadFile(out);
+		other.err = ReadFile(err);
+	}
+	EXPECT_EQ(other.status, 1) << other.out << other.err;
+	EXPECT_NE(other.err.find("EACCES"), std::string::npos) << other.err;
+	EXPECT_NE(other.err.find("uid 65534"), std::string::npos) << other.err;
+	EXPECT_EQ(calls.load(), 1) << "root's status ran once, uid 65534's never";
+}
 
 TEST_F(CtlToolTest, StatusRendersATableOfWhateverFieldsCome)
 {
