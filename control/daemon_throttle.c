@@ -2,7 +2,9 @@
  * the buckets every worker's fetch sessions share (the host's, then one
  * per topic.mirror.throttle.bytes.per.sec entry), handed to each fetcher,
  * and their figures in status and metrics: the cap, the rate now (the
- * mirrored bytes of the partitions it covers between two looks), the time
+ * bytes the bucket was charged between two looks: what came from the
+ * source, the host's whole answers or a topic's record sets, which is
+ * what the cap holds; the mirrored bytes are the partitions' own), the time
  * Fetches were held back, and the source's own throttling (KIP-219
  * throttle_time_ms, counted on the host's bucket); and kmirrorctl
  * throttle, which changes a cap at once. */
@@ -76,22 +78,13 @@ static void scope_of(const struct km_daemon *d, uint32_t k, char *out,
 			 d->cfg->topic_throttle[k - 1].topic);
 }
 
-/* Mirrored bytes of the partitions bucket k covers (all, or its topic's). */
+/* Bytes received from the source that bucket k was charged. */
 static uint64_t covered_bytes(const struct km_daemon *d, uint32_t k)
 {
-	uint64_t sum = 0;
+	struct km_throttle_stats st;
 
-	for (uint32_t i = 0; i < d->table.n; i++) {
-		const struct km_part *p = &d->table.parts[i];
-
-		if (!d->mirrored[i] ||
-		    (k > 0 && strcmp(p->topic,
-				     d->cfg->topic_throttle[k - 1].topic) != 0))
-			continue;
-		sum += atomic_load_explicit(&p->stats.mirrored_bytes,
-					    memory_order_relaxed);
-	}
-	return sum;
+	km_throttle_get_stats(&d->throttles[k], &st);
+	return st.received_bytes;
 }
 
 /* Bytes per second since the last look at least a second ago: a capped
@@ -147,7 +140,8 @@ static void metric_head(FILE *f, const char *name, const char *type,
 	fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
 }
 
-/* One line per bucket: what 0 its cap, 1 its rate now, 2 its held ms. */
+/* One line per bucket: what 0 its cap, 1 its rate now, 2 its held ms,
+ * 3 the bytes it was charged. */
 static void metric_rows(FILE *f, struct km_daemon *d, const char *name,
 			int what)
 {
@@ -159,7 +153,8 @@ static void metric_rows(FILE *f, struct km_daemon *d, const char *name,
 		km_throttle_get_stats(&d->throttles[k], &st);
 		scope_of(d, k, scope, sizeof(scope));
 		v = what == 0 ? st.rate
-		    : what == 1 ? (uint64_t)current_rate(d, k) : st.throttled_ms;
+		    : what == 1 ? (uint64_t)current_rate(d, k)
+		    : what == 2 ? st.throttled_ms : st.received_bytes;
 		fprintf(f, "%s{scope=\"%s\"} %" PRIu64 "\n", name, scope, v);
 	}
 }
@@ -177,11 +172,14 @@ char *km_daemon_throttle_metrics(struct km_daemon *d)
 		    "The fetch rate cap (mirror.throttle.bytes.per.sec, per topic: topic.mirror.throttle.bytes.per.sec); 0: none.");
 	metric_rows(f, d, "kmirror_throttle_limit_bytes_per_sec", 0);
 	metric_head(f, "kmirror_throttle_bytes_per_sec", "gauge",
-		    "Bytes mirrored per second by the partitions under the cap, over the second or more since the previous look.");
+		    "Bytes received from the source per second under the cap (host: the fetch sessions' answers whole, framing and batches not mirrored included; topic: its partitions' record sets as received), over the second or more since the previous look.");
 	metric_rows(f, d, "kmirror_throttle_bytes_per_sec", 1);
 	metric_head(f, "kmirror_throttle_throttled_ms_total", "counter",
 		    "Milliseconds the cap held the next Fetch back.");
 	metric_rows(f, d, "kmirror_throttle_throttled_ms_total", 2);
+	metric_head(f, "kmirror_throttle_received_bytes_total", "counter",
+		    "Bytes received from the source that the cap counts (as kmirror_throttle_bytes_per_sec), whether a cap is set or not.");
+	metric_rows(f, d, "kmirror_throttle_received_bytes_total", 3);
 	km_throttle_get_stats(&d->throttles[0], &st);
 	metric_head(f, "kmirror_source_throttle_ms_total", "counter",
 		    "Milliseconds the source asked to wait (Fetch throttle_time_ms, its quotas), waited before the next request.");

@@ -273,16 +273,6 @@ static int submit(struct km_fetcher *f)
 			f->stats.records += records_of(&b[i]);
 	}
 	f->stats.bytes += bytes;
-	/* The caps count what is mirrored: a batch cut at the end of an
-	 * answer is fetched again whole and paid for once. */
-	if (bytes > 0 && (km_throttle_on(f->cfg.throttle) ||
-			  km_throttle_on(f->cfg.topic_throttle))) {
-		uint64_t now = km_throttle_now_us();
-
-		km_throttle_charge(f->cfg.throttle, bytes, f->asked_us, now);
-		km_throttle_charge(f->cfg.topic_throttle, bytes, f->asked_us,
-				   now);
-	}
 	f->stats.batches += res.appended;
 	f->stats.duplicates += res.duplicates;
 	if (rc > 0)

@@ -152,6 +152,7 @@ struct km_fsess {
 	int32_t corr;
 	int16_t inflight_ver;
 	uint64_t sent_at_ms;
+	uint64_t sent_us;	   /* the same, for the throttle's credit */
 	bool send_busy;		   /* req[] is being sent */
 	uint64_t meta_at_ms;	   /* discovery: next Metadata */
 	struct km_fetcher *asked[KM_FETCHER_ASK_MAX]; /* in request order */

@@ -369,6 +369,7 @@ void km_fsess_send(struct km_fsess *s)
 	s->send_busy = true;
 	s->inflight = r;
 	s->sent_at_ms = now;
+	s->sent_us = km_throttle_now_us();
 	count_request(s, r);
 }
 
@@ -424,6 +425,10 @@ static void handle_frame(struct km_fsess *s, const struct km_kframe_frame *fr)
 
 	km_wire_rd_init(&r, &fr->chain, fr->body, fr->body_len,
 			&km_wire_limits_default);
+	/* The cap is on the network: the whole answer, length prefix
+	 * included, whatever of it is mirrored (throttle.h). */
+	km_throttle_charge(s->throttle, 4u + (uint64_t)fr->body_len, s->sent_us,
+			   km_throttle_now_us());
 	if (req == KM_FREQ_NONE)
 		km_fsess_protocol_error(s, "a response with no request in "
 					"flight");

@@ -240,6 +240,11 @@ static int fetch_parts(struct km_fsess *s, struct km_fetch_resp_iter *it,
 		if (f == NULL)
 			continue; /* it left the session meanwhile */
 		km_fsess_unask(f);
+		/* A topic's cap: its record sets as they came (throttle.h). */
+		if (p.records.len > 0 && f->cfg.topic_throttle != NULL)
+			km_throttle_charge(f->cfg.topic_throttle,
+					   (uint64_t)p.records.len, f->asked_us,
+					   km_throttle_now_us());
 		km_fetcher_on_fetch(f, &p, fr);
 		users += f->in_frame;
 	}

@@ -20,6 +20,7 @@ void km_throttle_init(struct km_throttle *t, uint64_t rate)
 	atomic_init(&t->throttled_us, 0);
 	atomic_init(&t->source_ms, 0);
 	atomic_init(&t->source_n, 0);
+	atomic_init(&t->received, 0);
 }
 
 void km_throttle_set_rate(struct km_throttle *t, uint64_t rate)
@@ -72,8 +73,10 @@ void km_throttle_charge(struct km_throttle *t, uint64_t bytes,
 {
 	uint64_t rate, old, start, next, from, cost;
 
-	if (t == NULL || bytes == 0 ||
-	    (rate = atomic_load_explicit(&t->rate, memory_order_relaxed)) == 0)
+	if (t == NULL || bytes == 0)
+		return;
+	atomic_fetch_add_explicit(&t->received, bytes, memory_order_relaxed);
+	if ((rate = atomic_load_explicit(&t->rate, memory_order_relaxed)) == 0)
 		return;
 	cost = bytes * US_PER_S / rate;
 	old = atomic_load_explicit(&t->tat_us, memory_order_relaxed);
@@ -114,4 +117,6 @@ void km_throttle_get_stats(const struct km_throttle *t,
 						       memory_order_relaxed);
 	out->source_throttles = atomic_load_explicit(&t->source_n,
 						     memory_order_relaxed);
+	out->received_bytes = atomic_load_explicit(&t->received,
+						   memory_order_relaxed);
 }

@@ -3,8 +3,12 @@
  * own throttling (Fetch throttle_time_ms, KIP-219).
  *
  * One bucket is one atomic "theoretical arrival time" (GCRA, the token
- * bucket of ATM traffic shaping, RFC 2697's single-rate form): each Fetch
- * answer charges its records' bytes, moving the time forward by
+ * bucket of ATM traffic shaping, RFC 2697's single-rate form): what comes
+ * from the source is charged as it arrives - the host's bucket every
+ * answer of a fetch session whole (its length prefix, headers, every
+ * partition's part, aborted-transaction lists, batches skipped as
+ * duplicates or cut at the answer's end and fetched again), a topic's
+ * bucket its partitions' record sets as received - moving the time forward by
  * bytes / rate; no partition of the bucket is named in a Fetch while that
  * time is ahead of the clock. Every worker charges and checks the same word
  * with a compare-and-swap, so the rate holds across workers with no lock
@@ -50,6 +54,7 @@ struct km_throttle {
 	KM_THROTTLE_ATOMIC uint64_t throttled_us; /* a Fetch was held back */
 	KM_THROTTLE_ATOMIC uint64_t source_ms;	  /* the source's throttle_time_ms */
 	KM_THROTTLE_ATOMIC uint64_t source_n;	  /* ... answers carrying one */
+	KM_THROTTLE_ATOMIC uint64_t received;	  /* bytes charged, capped or not */
 };
 #undef KM_THROTTLE_ATOMIC
 
@@ -58,6 +63,7 @@ struct km_throttle_stats {
 	uint64_t throttled_ms;		/* held back by this cap */
 	uint64_t source_throttle_ms;	/* the source asked to wait */
 	uint64_t source_throttles;	/* answers that asked */
+	uint64_t received_bytes;	/* charged: received from the source */
 };
 
 /** The monotonic clock in microseconds. */
@@ -81,8 +87,9 @@ uint32_t km_throttle_wait_ms(struct km_throttle *t, uint64_t now_us);
 int32_t km_throttle_allow(struct km_throttle *t, uint64_t now_us,
 			  int32_t max);
 
-/** An answer to a Fetch sent at asked_us brought bytes of records: the
- *  next Fetch waits for them. The credit is reckoned at asked_us, so
+/** An answer to a request sent at asked_us brought bytes from the source:
+ *  counted (received_bytes) whether or not a cap is set, and with a cap
+ *  the next Fetch waits for them. The credit is reckoned at asked_us, so
  *  that the time the request was on the way is not lost credit. */
 void km_throttle_charge(struct km_throttle *t, uint64_t bytes,
 			uint64_t asked_us, uint64_t now_us);

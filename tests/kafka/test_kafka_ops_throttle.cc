@@ -12,7 +12,11 @@
  * `kmirrorctl metrics`) until they reach the bytes
  * of the broker's .log files (the total comes from the source), every
  * 25 ms (the sampling period of the measure; nothing waits on it). The
- * rate is the least-squares slope of the samples of a window.
+ * cap is on the network, so the rates judged are those of the bytes
+ * received from the source (kmirror_throttle_received_bytes_total: the
+ * host's answers whole, a topic's record sets, partial batches fetched
+ * again included), which are at least the bytes mirrored. The rate is
+ * the least-squares slope of the samples of a window.
  *  - capped at 1 MiB/s, then lifted while it runs (kmirrorctl throttle 0):
  *    first within 10% of 1 MiB/s, then at least 1.5 x 8 MiB/s (so that
  *    the next case's assertion can fail: a cap that did nothing would
@@ -94,6 +98,7 @@ int64_t scoped(const std::string &text, const std::string &name,
 /* One look at kmirrord's counters. */
 struct Sample {
 	int64_t ms, all, ta, host_rate;
+	int64_t rx, ta_rx; /* received from the source: host, topic:ta */
 };
 
 /* Bytes per second of the column `col` over the samples `in` keeps: the
@@ -221,7 +226,10 @@ protected:
 			Sample s{ now_ms(),
 				  metric_sum(r.out, "kmirror_partition_mirrored_bytes_total", ""),
 				  metric_sum(r.out, "kmirror_partition_mirrored_bytes_total", "ta"),
-				  scoped(r.out, "kmirror_throttle_bytes_per_sec", "host") };
+				  scoped(r.out, "kmirror_throttle_bytes_per_sec", "host"),
+				  scoped(r.out, "kmirror_throttle_received_bytes_total", "host"),
+				  scoped(r.out, "kmirror_throttle_received_bytes_total",
+					 "topic:ta") };
 			out->push_back(s);
 			if (s.all >= total)
 				return "";
@@ -290,7 +298,8 @@ TEST_F(KafkaOpsThrottle, CapLiftedAtRuntimeRunsFaster)
 	ASSERT_EQ("", d.start());
 	std::vector<Sample> s;
 	ASSERT_EQ("", sample(d, 2 * kMiB, &s));
-	double capped = rate_of(s, &Sample::all, [](auto &x) { return x.all >= kMiB / 2; });
+	double capped = rate_of(s, &Sample::rx, [](auto &x) { return x.all >= kMiB / 2; });
+	EXPECT_GE(s.back().rx, s.back().all) << "received less than mirrored";
 	ChildResult r;
 	EXPECT_NE("", ctl(d, { "throttle", "5M", "--topic", "ta" }, &r));
 	EXPECT_NE(r.err.find("has no cap in topic.mirror.throttle.bytes.per.sec"),
@@ -333,11 +342,13 @@ TEST_F(KafkaOpsThrottle, HostAndTopicCapsHoldTheRate)
 		return x.all - x.ta >= total - ta; });
 	ASSERT_NE(ub_done, s.end());
 	int64_t split = ub_done->ms;
-	double host = rate_of(s, &Sample::all, [&](auto &x) {
+	double host = rate_of(s, &Sample::rx, [&](auto &x) {
 		return x.all >= total / 10 && x.ms < split; });
-	double tar = rate_of(s, &Sample::ta, [&](auto &x) {
+	double tar = rate_of(s, &Sample::ta_rx, [&](auto &x) {
 		return x.ms > split + 100 && x.ta <= ta * 95 / 100; });
-	EXPECT_LE(rate_of(s, &Sample::ta, [&](auto &x) {
+	EXPECT_GE(s.back().rx, s.back().all) << "received less than mirrored";
+	EXPECT_GE(s.back().ta_rx, s.back().ta) << "ta received less than mirrored";
+	EXPECT_LE(rate_of(s, &Sample::ta_rx, [&](auto &x) {
 			return x.all >= total / 10 && x.ms < split; }),
 		  1.1 * (double)kTopicCap) << "ta over its cap beside ub";
 	fprintf(stderr, "capped: host %.2f MiB/s (cap 8), ta %.2f MiB/s (cap 3), "
