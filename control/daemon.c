@@ -23,6 +23,7 @@
 #include "control/cluster_id.h"
 #include "control/daemon.h"
 #include "control/daemon_pvt.h"
+#include "dataplane/serve/tconfig.h"
 #include "dataplane/net/dpdk/dpdk.h"
 
 /* How long the control thread waits for a worker's answer. Opening a log
@@ -117,6 +118,7 @@ static void worker_config(const struct km_daemon *d, uint32_t id,
 	/* A topic no override names: the broker-level settings. */
 	km_config_log_config(d->cfg, "", 0, &wc->broker_log);
 	wc->broker_log.data_dir = wc->broker_log.topic = NULL;
+	wc->upstream = d->upstream;
 	/* Connections are per broker: some room for the leaders of
 	 * partitions discovery adds, not one per partition it may add. */
 	parts = wc->parts_max + (wc->parts_extra < 64 ? wc->parts_extra : 64);
@@ -405,6 +407,8 @@ static void cleanup(struct km_daemon *d)
 	km_daemon_groups_free(d);
 	km_daemon_discover_fini(d);
 	km_daemon_throttle_free(d); /* after stop_workers: they use them */
+	km_tconfig_free(d->upstream); /* the same */
+	d->upstream = NULL;
 	km_daemon_planned_free(d);
 }
 
@@ -482,6 +486,8 @@ static int prepare(struct km_daemon *d)
 	if ((rc = setup_fds(d)) < 0)
 		return rc;
 	d->n_workers = d->cfg->workers ? d->cfg->workers : 1;
+	if ((rc = km_tconfig_new(&d->upstream)) < 0)
+		return rc;
 	return km_daemon_throttle_init(d);
 }
 

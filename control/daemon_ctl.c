@@ -141,9 +141,13 @@ static json_t *part_row(struct km_daemon *d, uint32_t i, uint64_t now)
 		km_daemon_disk_part_reason(d, i, why, sizeof(why));
 		json_object_set_new(row, "reason", json_string(why));
 	}
+	/* A loop found after the fetcher failed for its symptom (the source
+	 * cluster id it now meets) is the cause to show (daemon_loop.c). */
 	if (strcmp(state_name(d, i), "FAILED") == 0)
 		json_object_set_new(row, "reason",
-				    json_string(p->stats.reason[0]
+				    json_string(p->stats.reason[0] &&
+						!strstr(d->mstates[i].failed_reason,
+							"mirror loop")
 						? p->stats.reason
 						: d->mstates[i].failed_reason));
 	km_daemon_source_status(d, i, state_name(d, i), row);

@@ -275,6 +275,7 @@ void km_daemon_discover(struct km_daemon *d)
 	if (d->cfg->bootstrap_count == 0 || now < d->discover_next_ms)
 		return;
 	d->discover_next_ms = now + d->cfg->metadata_refresh_interval_ms;
+	km_daemon_recheck_loops(d);
 	if (km_srcmeta_list(d->cfg, LIST_TIMEOUT_MS, &l, err, sizeof(err)) < 0) {
 		KM_DEBUG("daemon", "topic discovery: %s", err);
 		return;

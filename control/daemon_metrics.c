@@ -133,6 +133,11 @@ static void emit_sync_errors(FILE *f, const struct km_daemon *d)
 	for (int k = 0; k < KM_DAEMON_SYNC_KINDS; k++)
 		fprintf(f, "kmirror_sync_errors_total{kind=\"%s\"} %" PRIu64 "\n",
 			sync_kinds[k], d->sync_errors[k]);
+	fprintf(f, "# HELP kmirror_mirror_loops_refused_total Partitions made "
+		"FAILED because their source mirrors, directly or up its chain, "
+		"from this cluster.\n# TYPE kmirror_mirror_loops_refused_total "
+		"counter\nkmirror_mirror_loops_refused_total %" PRIu64 "\n",
+		d->loops_refused);
 }
 
 char *km_daemon_part_metrics(struct km_daemon *d)

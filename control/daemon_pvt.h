@@ -131,6 +131,11 @@ struct km_daemon {
 	uint64_t csync_rounds, csync_errors;
 	int csync_rc;		/* of the last round */
 	bool csync_unsupported;	/* the source lists no DescribeConfigs */
+	/* Loop detection (daemon_loop.c): each kmirror source's own
+	 * upstream clusters, by its cluster id, for the front ends; and the
+	 * next re-check (with the topic discovery's refresh). */
+	struct km_tconfig *upstream;
+	uint64_t loops_refused;	/* partitions FAILED as a loop */
 };
 
 /* daemon_lock.c: one kmirrord per data.dir */
@@ -279,6 +284,9 @@ json_t *km_daemon_configs_status(const struct km_daemon *d);
 /** Partitions about to fetch from a kmirror host that mirrors from this
  *  cluster go FAILED (persisted), naming both cluster ids. */
 void km_daemon_refuse_loops(struct km_daemon *d);
+/** The same question for the partitions mirroring now, at every metadata
+ *  refresh: a ring closed after they started goes FAILED too. */
+void km_daemon_recheck_loops(struct km_daemon *d);
 struct km_upstream_answer;
 /** Why partition i may not mirror from a (which mirrors from us). */
 void km_daemon_loop_reason(const struct km_daemon *d, uint32_t i,

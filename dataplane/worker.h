@@ -73,6 +73,10 @@ struct km_worker_config {
 	uint32_t group_min_session_timeout_ms;
 	uint32_t group_max_session_timeout_ms;
 	struct km_log_config broker_log; /* the front end's DescribeConfigs */
+	/* The clusters each source mirrors from, by the source's cluster id
+	 * (control-owned, outlives the workers): the front end names them
+	 * with our own sources, so a loop is seen around any ring. */
+	struct km_tconfig *upstream;
 };
 
 /* What a stop did (R4), per partition. */

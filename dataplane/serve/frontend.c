@@ -217,6 +217,7 @@ int km_frontend_create(const struct km_frontend_config *cfg,
 	snprintf(fe->cluster_id, sizeof(fe->cluster_id), "%s", cfg->cluster_id);
 	snprintf(fe->host, sizeof(fe->host), "%s", cfg->advertised_host);
 	fe->broker_log = cfg->broker_log;
+	fe->upstream = cfg->upstream;
 	if (fe->broker_log.segment_bytes == 0)
 		km_log_config_defaults(&fe->broker_log, NULL, NULL, 0);
 	fe->broker_log.data_dir = fe->broker_log.topic = NULL;

@@ -121,6 +121,7 @@ extern "C" {
 /* dataplane/serve/part.h; only pointers here, so this header stays C++-clean. */
 struct km_part_table;
 struct km_part_ops;
+struct km_tconfig;
 
 enum {
 	/* Requests in process per connection (decoded, response not yet
@@ -184,6 +185,10 @@ struct km_frontend_config {
 	/* The logs' settings before any per-topic override (DescribeConfigs
 	 * names them as the broker's); segment_bytes 0: kmirror's defaults. */
 	struct km_log_config broker_log;
+	/* Our sources' own upstream clusters, by source cluster id (NULL:
+	 * none known); outlives us. DescribeConfigs of the broker names
+	 * them in kmirror.source.cluster.ids after our direct sources. */
+	struct km_tconfig *upstream;
 };
 
 struct km_frontend_stats {

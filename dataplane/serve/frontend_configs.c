@@ -12,8 +12,9 @@
  * value, including those kmirror only shows. No client may alter a config
  * here (IncrementalAlterConfigs is not served), so every entry is
  * read-only. The broker also names, under kmirror.source.cluster.ids, the
- * clusters it mirrors from: what another kmirror host asks to refuse a
- * loop. Errors are Kafka's
+ * clusters it mirrors from and, after each, the clusters that one said it
+ * mirrors from (the whole chain upstream): what another kmirror host asks
+ * to refuse a loop of any length. Errors are Kafka's
  * (ConfigHelper.describeConfigs): UNKNOWN_TOPIC_OR_PARTITION for a topic
  * not served, INVALID_REQUEST for another broker id or a resource type
  * kmirror has no configs of; ErrorMessage is "" where Kafka sets none (its
@@ -257,8 +258,51 @@ static bool listed(const char *list, const char *id)
 	return false;
 }
 
+/* Append id (n bytes) to the list unless it is there. @return false once
+ * the list is full. */
+static bool add_id(char out[SOURCES_BYTES], size_t *len, const char *id,
+		   size_t n)
+{
+	char one[KM_WIRE_NAME_BYTES_MAX + 1];
+
+	if (n == 0 || n >= sizeof(one))
+		return true;
+	memcpy(one, id, n);
+	one[n] = '\0';
+	if (listed(out, one))
+		return true;
+	if (*len + n + 2 > SOURCES_BYTES)
+		return false;
+	*len += (size_t)snprintf(out + *len, SOURCES_BYTES - *len, "%s%s",
+				 *len ? "," : "", one);
+	return true;
+}
+
+/* A source's own upstream clusters, as the control thread last heard
+ * them (its kmirror.source.cluster.ids): a ring of any length then shows
+ * our id to whoever would close it. */
+static bool add_chain(const struct km_frontend *fe, const char *source,
+		      char out[SOURCES_BYTES], size_t *len)
+{
+	char chain[KM_TCONFIG_VALUE_BYTES];
+
+	if (fe->upstream == NULL ||
+	    !km_tconfig_get(fe->upstream, source, chain, sizeof(chain)))
+		return true;
+	for (const char *p = chain; *p != '\0';) {
+		const char *comma = strchr(p, ',');
+		size_t n = comma ? (size_t)(comma - p) : strlen(p);
+
+		if (!add_id(out, len, p, n))
+			return false;
+		p += n + (comma != NULL);
+	}
+	return true;
+}
+
 /* The distinct source cluster ids of the partitions mirroring here (a
- * stopped one is writable and mirrors from nobody), comma-separated. */
+ * stopped one is writable and mirrors from nobody), each followed by the
+ * clusters it mirrors from, comma-separated. */
 static void source_ids(const struct km_frontend *fe, char out[SOURCES_BYTES])
 {
 	struct km_part_source_view v;
@@ -273,12 +317,11 @@ static void source_ids(const struct km_frontend *fe, char out[SOURCES_BYTES])
 		if (atomic_load_explicit(&p->mode, memory_order_acquire) !=
 			    KM_PART_MIRROR ||
 		    !km_part_source_read(&p->stats.source, &v) ||
-		    v.cluster_id[0] == '\0' || listed(out, v.cluster_id))
+		    v.cluster_id[0] == '\0')
 			continue;
-		if (len + strlen(v.cluster_id) + 2 > SOURCES_BYTES)
+		if (!add_id(out, &len, v.cluster_id, strlen(v.cluster_id)) ||
+		    !add_chain(fe, v.cluster_id, out, &len))
 			break;
-		len += (size_t)snprintf(out + len, SOURCES_BYTES - len, "%s%s",
-					len ? "," : "", v.cluster_id);
 	}
 }
 

@@ -217,6 +217,7 @@ struct km_frontend {
 		int64_t compact_from;
 	} go;
 	struct fe_txnoff *txnoff;	/* frontend_txnoff.c */
+	struct km_tconfig *upstream;	/* cfg's: kmirror.source.cluster.ids */
 };
 
 /* frontend_rx.c: what a connection may hold of the receive pool. */

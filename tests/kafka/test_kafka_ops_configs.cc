@@ -10,7 +10,11 @@
  * compact-only at the source nor of one kmirrord's config file gives a
  * retention; a restart without the source keeps
  * the synced configs. And a kmirrord configured to mirror
- * from a kmirror host that mirrors from it refuses, naming both clusters.
+ * from a kmirror host that mirrors from it refuses, naming both clusters,
+ * also around a ring of three (the chain upstream is named) and when the
+ * ring is closed after the partition started (re-checked at every
+ * metadata refresh). Local Produce after a stop meets the synced
+ * max.message.bytes and message.timestamp.type as the broker's does.
  *
  * Method: one KRaft broker for the suite (SetUpTestSuite), whose own
  * retention never runs during the suite (its first check is an hour
@@ -20,8 +24,16 @@
  * kafka-configs --describe against both, its watermarks. Every wait polls
  * kmirrorctl status or DescribeConfigs with a deadline. The loop case runs
  * two kmirrords, A mirroring the broker and B mirroring A, then restarts A
- * with B as its source.
+ * with B as its source; the ring cases three (A, B, C), and two on fixed
+ * ports restarted in turn. The limits case sends the same records to the
+ * broker and to kmirrord after `stop`: the broker's answers are the
+ * expectations.
  */
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <jansson.h>
 
 #include <chrono>
@@ -521,6 +533,201 @@ TEST_F(KafkaOpsConfigs, SyncedMessageLimitsHoldForLocalProduce)
 	ASSERT_EQ(2u, read.size());
 	EXPECT_EQ(theirs[0], read[0]);
 	EXPECT_EQ("LogAppendTime:" + std::to_string(ts), read[1]);
+}
+
+/* kmirror.source.cluster.ids of the one broker of bootstrap (librdkafka:
+ * Metadata for its id, then DescribeConfigs of it), into *ids. */
+std::string broker_sources(const std::string &bootstrap, std::string *ids)
+{
+	std::string err;
+	rd_kafka_t *rk = client_new(RD_KAFKA_PRODUCER, { { "bootstrap.servers", bootstrap } },
+				    &err);
+	if (rk == nullptr)
+		return err;
+	const rd_kafka_metadata_t *md = nullptr;
+	if (rd_kafka_metadata(rk, 0, nullptr, &md, 10000) != RD_KAFKA_RESP_ERR_NO_ERROR ||
+	    md->broker_cnt != 1) {
+		if (md != nullptr)
+			rd_kafka_metadata_destroy(md);
+		rd_kafka_destroy(rk);
+		return "Metadata: no one broker";
+	}
+	std::string id = std::to_string(md->brokers[0].id);
+	rd_kafka_metadata_destroy(md);
+	rd_kafka_ConfigResource_t *res =
+		rd_kafka_ConfigResource_new(RD_KAFKA_RESOURCE_BROKER, id.c_str());
+	rd_kafka_queue_t *q = rd_kafka_queue_new(rk);
+	rd_kafka_DescribeConfigs(rk, &res, 1, nullptr, q);
+	rd_kafka_event_t *ev = rd_kafka_queue_poll(q, 20000);
+	err = ev == nullptr ? "DescribeConfigs: no answer" : "";
+	const rd_kafka_DescribeConfigs_result_t *r =
+		ev ? rd_kafka_event_DescribeConfigs_result(ev) : nullptr;
+	size_t n = 0, nc = 0;
+	const rd_kafka_ConfigResource_t **rs =
+		r ? rd_kafka_DescribeConfigs_result_resources(r, &n) : nullptr;
+	const rd_kafka_ConfigEntry_t **es =
+		n == 1 ? rd_kafka_ConfigResource_configs(rs[0], &nc) : nullptr;
+	ids->clear();
+	for (size_t i = 0; i < nc; i++)
+		if (std::string(rd_kafka_ConfigEntry_name(es[i])) == "kmirror.source.cluster.ids")
+			*ids = rd_kafka_ConfigEntry_value(es[i]) ?: "";
+	if (ev != nullptr)
+		rd_kafka_event_destroy(ev);
+	rd_kafka_queue_destroy(q);
+	rd_kafka_ConfigResource_destroy(res);
+	rd_kafka_destroy(rk);
+	return err;
+}
+
+bool lists(const std::string &ids, const std::string &id)
+{
+	return ("," + ids + ",").find("," + id + ",") != std::string::npos;
+}
+
+/* A loopback port nobody listens on now. */
+uint16_t unused_port()
+{
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	struct sockaddr_in a = {};
+	socklen_t len = sizeof(a);
+	uint16_t port = 0;
+
+	a.sin_family = AF_INET;
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof(a)) == 0 &&
+	    getsockname(fd, (struct sockaddr *)&a, &len) == 0)
+		port = ntohs(a.sin_port);
+	if (fd >= 0)
+		close(fd);
+	return port;
+}
+
+auto caught_up_to(int64_t end)
+{
+	return [end](const std::map<std::string, PartStatus> &st) {
+		return st.count("ring:0") && st.at("ring:0").hw == end;
+	};
+}
+
+/* The ring's partition FAILED with a loop reason naming both ids. */
+void expect_loop_refused(Daemon &d, const std::string &ours, const std::string &theirs)
+{
+	ASSERT_EQ("", d.wait_status([&](const std::map<std::string, PartStatus> &st) {
+		return st.count("ring:0") && st.at("ring:0").state == "FAILED";
+	}, 30000));
+	std::map<std::string, PartStatus> st;
+	ASSERT_EQ("", d.status(&st));
+	const std::string why = st.at("ring:0").reason;
+	EXPECT_NE(std::string::npos, why.find("mirror loop")) << why;
+	EXPECT_NE(std::string::npos, why.find(ours)) << why;
+	EXPECT_NE(std::string::npos, why.find(theirs)) << why;
+	ChildResult r;
+	ASSERT_EQ("", ctl(d, { "metrics" }, &r));
+	EXPECT_NE(std::string::npos, r.out.find("kmirror_mirror_loops_refused_total 1"))
+		<< r.out.substr(0, 2000);
+	ChildResult res;
+	ASSERT_EQ("", d.stop(30000, &res));
+	EXPECT_NE(std::string::npos, res.err.find("mirror loop refused")) << res.err;
+}
+
+/* A three-host ring: A mirrors the broker, B mirrors A, C mirrors B; C
+ * names its whole chain (B, A and the broker's cluster) in
+ * kmirror.source.cluster.ids, so A restarted with C as its source is
+ * refused though C does not mirror from A directly. */
+TEST_F(KafkaOpsConfigs, ARingOfThreeIsRefused)
+{
+	ASSERT_EQ("", broker_->create_topic("ring", 1));
+	ASSERT_EQ("", produce(broker_->bootstrap(), idempotent("ring", 0, 30, 5)));
+	TempDir da("km-ring-a"), db("km-ring-b"), dc("km-ring-c");
+	const std::string fast = "metadata.refresh.interval.ms=300";
+	Daemon a(da.path(), { "source.bootstrap.servers=" + broker_->bootstrap(),
+			      "topics=ring", fast });
+	ASSERT_EQ("", a.start());
+	ASSERT_EQ("", a.wait_status(caught_up_to(30), 60000));
+	Daemon b(db.path(), { "source.bootstrap.servers=" + a.bootstrap(), "topics=ring", fast });
+	ASSERT_EQ("", b.start());
+	ASSERT_EQ("", b.wait_status(caught_up_to(30), 60000)) << "B from A is no loop";
+	Daemon c(dc.path(), { "source.bootstrap.servers=" + b.bootstrap(), "topics=ring", fast });
+	ASSERT_EQ("", c.start());
+	ASSERT_EQ("", c.wait_status(caught_up_to(30), 60000)) << "C from B is no loop";
+	const std::string a_id = status_field(a, "cluster_id"), b_id = status_field(b, "cluster_id"),
+			  c_id = status_field(c, "cluster_id"),
+			  k_id = status_field(a, "source_cluster_id");
+	ASSERT_NE("", k_id);
+	std::string ids;
+	EXPECT_TRUE(poll_until([&] {
+		return broker_sources(c.bootstrap(), &ids) == "" && lists(ids, b_id) &&
+		       lists(ids, a_id) && lists(ids, k_id);
+	}, 30000)) << "C names " << ids << "; want " << b_id << "," << a_id << "," << k_id;
+
+	ChildResult res;
+	ASSERT_EQ("", a.stop(30000, &res));
+	Daemon a2(da.path(), { "source.bootstrap.servers=" + c.bootstrap(), "topics=ring", fast });
+	ASSERT_EQ("", a2.start());
+	ASSERT_NO_FATAL_FAILURE(expect_loop_refused(a2, a_id, c_id));
+}
+
+/* A ring closed after its hosts started. A mirrors the broker, B mirrors
+ * A; both stop. A comes back with B as its source while B is down, so
+ * its check at start has nobody to ask, and is paused at once (its
+ * partition then names no source); B comes back mirroring from A, whose
+ * answer names nobody, and catches up. Resumed, A's partition meets B
+ * mirroring from A: at its next metadata refresh it is FAILED with the
+ * loop as its reason (whether or not the source cluster id check, which
+ * sees B answer for a log that mirrors the broker, failed it first),
+ * logged and counted in kmirror_mirror_loops_refused_total. */
+TEST_F(KafkaOpsConfigs, ARingClosedLaterIsRefusedAtTheNextRefresh)
+{
+	ASSERT_EQ("", broker_->create_topic("ring2", 1));
+	ASSERT_EQ("", produce(broker_->bootstrap(), idempotent("ring2", 0, 30, 5)));
+	TempDir da("km-ring2-a"), db("km-ring2-b");
+	const std::string fast = "metadata.refresh.interval.ms=300";
+	const std::string pa = "127.0.0.1:" + std::to_string(unused_port()),
+			  pb = "127.0.0.1:" + std::to_string(unused_port());
+	auto up = [](int64_t end) {
+		return [end](const std::map<std::string, PartStatus> &st) {
+			return st.count("ring2:0") && st.at("ring2:0").hw == end &&
+			       st.at("ring2:0").state == "MIRRORING";
+		};
+	};
+	Daemon a(da.path(), { "source.bootstrap.servers=" + broker_->bootstrap(),
+			      "topics=ring2", "listeners=" + pa, fast });
+	ASSERT_EQ("", a.start());
+	ASSERT_EQ("", a.wait_status(up(30), 60000));
+	Daemon b(db.path(), { "source.bootstrap.servers=" + pa, "topics=ring2",
+			      "listeners=" + pb, fast });
+	ASSERT_EQ("", b.start());
+	ASSERT_EQ("", b.wait_status(up(30), 60000));
+	const std::string a_id = status_field(a, "cluster_id"), b_id = status_field(b, "cluster_id");
+	ChildResult res;
+	ASSERT_EQ("", b.stop(30000, &res));
+	ASSERT_EQ("", a.stop(30000, &res));
+
+	Daemon a2(da.path(), { "source.bootstrap.servers=" + pb, "topics=ring2",
+			       "listeners=" + pa, fast });
+	ASSERT_EQ("", a2.start());
+	ChildResult r;
+	ASSERT_EQ("", ctl(a2, { "pause", "ring2:0" }, &r));
+	std::map<std::string, PartStatus> st;
+	ASSERT_EQ("", a2.status(&st));
+	ASSERT_EQ("PAUSED", st.at("ring2:0").state) << st.at("ring2:0").reason;
+	Daemon b2(db.path(), { "source.bootstrap.servers=" + pa, "topics=ring2",
+			       "listeners=" + pb, fast });
+	ASSERT_EQ("", b2.start());
+	ASSERT_EQ("", b2.wait_status(up(30), 60000)) << "B's check at start saw no loop yet";
+	ASSERT_EQ("", ctl(a2, { "resume", "ring2:0" }, &r));
+	ASSERT_EQ("", a2.wait_status([&](const std::map<std::string, PartStatus> &s) {
+		return s.count("ring2:0") && s.at("ring2:0").state == "FAILED" &&
+		       s.at("ring2:0").reason.find("mirror loop") != std::string::npos;
+	}, 30000));
+	ASSERT_EQ("", a2.status(&st));
+	const std::string why = st.at("ring2:0").reason;
+	EXPECT_NE(std::string::npos, why.find(a_id)) << why;
+	EXPECT_NE(std::string::npos, why.find(b_id)) << why;
+	ASSERT_EQ("", ctl(a2, { "metrics" }, &r));
+	EXPECT_NE(std::string::npos, r.out.find("kmirror_mirror_loops_refused_total 1"));
+	ASSERT_EQ("", a2.stop(30000, &res));
+	EXPECT_NE(std::string::npos, res.err.find("mirror loop refused")) << res.err;
 }
 
 } // namespace
