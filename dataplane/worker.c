@@ -25,13 +25,20 @@ static uint64_t now_ms(void)
 
 uint32_t km_worker_hash(const char *topic, int32_t partition, uint32_t n)
 {
-	/* CRC32C of the name, then the partition: stable across restarts and
-	 * builds, so a partition keeps its worker. */
-	uint32_t c = km_crc32c_update(0, topic, strlen(topic));
-	uint32_t p = (uint32_t)partition;
+	/* CRC32C of the name with the partition, through splitmix64's
+	 * finaliser: stable across restarts and builds, so a partition keeps
+	 * its worker. A CRC alone is linear over GF(2): the CRC of the name
+	 * then the partition's bytes changes by the same bits for p and p ^ 1
+	 * whatever the name, so with 2 or 4 workers they always shared one. */
+	uint64_t x = ((uint64_t)km_crc32c_update(0, topic, strlen(topic)) << 32) |
+		     (uint32_t)partition;
 
-	c = km_crc32c_update(c, &p, sizeof(p));
-	return n > 0 ? c % n : 0;
+	x ^= x >> 30;
+	x *= 0xbf58476d1ce4e5b9ull;
+	x ^= x >> 27;
+	x *= 0x94d049bb133111ebull;
+	x ^= x >> 31;
+	return n > 0 ? (uint32_t)(x % n) : 0;
 }
 
 /* ---- replies and rings ---------------------------------------------- */

@@ -21,8 +21,8 @@
  *    first within 10% of 1 MiB/s, then at least 1.5 x 8 MiB/s (so that
  *    the next case's assertion can fail: a cap that did nothing would
  *    measure this rate); a topic without a configured cap is refused;
- *  - host cap 8 MiB/s and topic ta capped at 3 MiB/s (ta on worker 0, ub
- *    on worker 1): while both topics run the host's rate is within 10%
+ *  - host cap 8 MiB/s and topic ta capped at 3 MiB/s (ta's partitions on
+ *    workers 1 and 0, ub's on worker 1): while both topics run the host's rate is within 10%
  *    of 8 MiB/s and ta's at most 3.3 MiB/s; once ub is done, ta alone is
  *    within 10% of 3 MiB/s; status and metrics show both caps, the rate
  *    now and the time each held Fetches back;
@@ -67,9 +67,9 @@ constexpr int kParts = 2;
 constexpr int kSampleMs = 25;
 constexpr size_t kValueBytes = 1024;
 /* 12 MiB each: under the caps ub is done in about 2.5 s, ta (held to
- * 3 MiB/s) in about 4. The names put ta's partitions on worker 0 and ub's
- * on worker 1 (the owner is a hash of topic and partition), so the host's
- * cap binds two workers. */
+ * 3 MiB/s) in about 4. The names put ta's partitions on workers 1 and 0
+ * and ub's on worker 1 (the owner is a hash of topic and partition), so
+ * the host's cap and ta's own each bind two workers (checked in status). */
 const std::vector<std::pair<std::string, int64_t>> kTopics = {
 	{ "ta", 6 * 1024 }, { "ub", 6 * 1024 } };
 
@@ -333,6 +333,9 @@ TEST_F(KafkaOpsThrottle, HostAndTopicCapsHoldTheRate)
 			      { "mirror.throttle.bytes.per.sec=8M",
 				"topic.mirror.throttle.bytes.per.sec=ta:3M" });
 	ASSERT_EQ("", d.start());
+	std::map<std::string, PartStatus> placed;
+	ASSERT_EQ("", d.status(&placed));
+	ASSERT_NE(placed["ta:0"].worker, placed["ta:1"].worker) << "ta's cap binds one worker";
 	std::vector<Sample> s;
 	ASSERT_EQ("", sample(d, total, &s));
 	/* While both topics run, the host's cap binds (ta's share of it is
