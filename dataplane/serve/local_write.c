@@ -270,7 +270,7 @@ static int parse_all(const struct km_local_write *lw, struct lw_entry *e)
 		(void)km_chain_advance(&e->chain, &cur, km_batch_size(b));
 		left -= km_batch_size(b);
 	}
-	if (append_time && !e->marker)
+	if (append_time && !e->marker && !lw->coordinator_only)
 		stamp_all(e);
 	return 0;
 }
