@@ -136,6 +136,12 @@ static const char *km_message(int code)
 		return "source batch baseOffset is not the next offset expected";
 	case KM_EGOREC:
 		return "malformed __consumer_offsets record (key or value)";
+	case KM_ETLS:
+		return "TLS handshake with the source failed";
+	case KM_EAUTH:
+		return "SASL authentication with the source failed";
+	case KM_ESASLMECH:
+		return "SASL mechanism not enabled by the source broker";
 	default:
 		return NULL;
 	}

@@ -97,7 +97,12 @@ enum km_error {
 				    next offset expected */
 	/* Committed offsets (kafka/gorec.c, dataplane/group/goffsets.c). */
 	KM_EGOREC = -10120,	 /* malformed __consumer_offsets record */
-	KM_ELAST = -10121,
+	/* Security to the source (dataplane/net/tls.c, kafka/sasl.c). */
+	KM_ETLS = -10130,	 /* TLS handshake failed (certificate, host
+				    name, protocol) */
+	KM_EAUTH = -10131,	 /* SASL authentication failed */
+	KM_ESASLMECH = -10132,	 /* SASL mechanism not enabled by the broker */
+	KM_ELAST = -10133,
 };
 
 /**

@@ -381,6 +381,9 @@ static const struct {
 	KM_NAME(KM_ESOURCEID),
 	KM_NAME(KM_EBASEOFFSET),
 	KM_NAME(KM_EGOREC),
+	KM_NAME(KM_ETLS),
+	KM_NAME(KM_EAUTH),
+	KM_NAME(KM_ESASLMECH),
 };
 
 const char *km_ctlproto_error_name(int code)

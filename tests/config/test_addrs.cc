@@ -102,7 +102,7 @@ TEST(Addrs, NewCodesAreNamedInRepliesAndExplained)
 {
 	EXPECT_EQ(-10086, KM_EDATADIRLOCK);
 	EXPECT_EQ(-10088, KM_ERESOLVE);
-	EXPECT_EQ(-10121, KM_ELAST);
+	EXPECT_EQ(-10133, KM_ELAST);
 	EXPECT_STREQ("KM_EDATADIRLOCK", km_ctlproto_error_name(KM_EDATADIRLOCK));
 	EXPECT_STREQ("KM_ERESOLVE", km_ctlproto_error_name(KM_ERESOLVE));
 	EXPECT_STREQ("data.dir is in use by another kmirrord (its .lock is held)",
