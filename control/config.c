@@ -66,6 +66,7 @@ void km_config_defaults(struct km_config *cfg)
 	cfg->failed_retry_max_attempts = 0;
 	cfg->config_sync_interval_ms = 600000; /* MM2's sync.topic.configs */
 	km_config_sync_exclude_defaults(cfg);
+	cfg->source_ssl_verify_host = true; /* Kafka's https default */
 }
 
 /* What the KIP-1279 prototype keeps from a mirror by default: replication

@@ -215,6 +215,23 @@ struct km_config {
 	uint32_t config_sync_interval_ms;
 	char config_sync_exclude[KM_CONFIG_GROUPS_MAX][KM_CONFIG_GROUP_BYTES_MAX];
 	uint32_t config_sync_exclude_count;
+	/* Security to the source (issue 16), Kafka's client settings with
+	 * source. in front: security.protocol (enum km_secproto,
+	 * dataplane/net/secconn.h), the PEM files, whether the broker's
+	 * certificate must name its host (ssl.endpoint.identification.
+	 * algorithm=https, the default), the SASL mechanism (enum
+	 * km_sasl_mech, kafka/sasl.h; 0: none), the user, and files holding
+	 * the key's and the user's passwords, never the passwords
+	 * themselves (they would show in `kmirrorctl config` and ps). */
+	int source_security_protocol;
+	char source_ssl_ca[KM_CONFIG_PATH_BYTES_MAX];
+	char source_ssl_cert[KM_CONFIG_PATH_BYTES_MAX];
+	char source_ssl_key[KM_CONFIG_PATH_BYTES_MAX];
+	char source_ssl_key_password_file[KM_CONFIG_PATH_BYTES_MAX];
+	bool source_ssl_verify_host;
+	int source_sasl_mechanism;
+	char source_sasl_username[256];
+	char source_sasl_password_file[KM_CONFIG_PATH_BYTES_MAX];
 };
 
 /* The highest throttle rate (a TiB/s): the bucket's arithmetic stays in

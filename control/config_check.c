@@ -134,6 +134,43 @@ int km_config_derive(struct km_config *cfg, const char *prefix, char *err,
 	return 0;
 }
 
+/* SASL needs its three keys, and they mean nothing without it (a
+ * mechanism set on a PLAINTEXT source is a mistake, not a default). */
+static int check_security(const struct km_config *cfg, const char *prefix,
+			  char *err, size_t err_len)
+{
+	int p = cfg->source_security_protocol;
+	bool sasl = p == 2 || p == 3; /* SASL_PLAINTEXT, SASL_SSL */
+	const char *missing = NULL;
+
+	if (sasl && cfg->source_sasl_mechanism == 0)
+		missing = "source.sasl.mechanism";
+	else if (sasl && cfg->source_sasl_username[0] == '\0')
+		missing = "source.sasl.username";
+	else if (sasl && cfg->source_sasl_password_file[0] == '\0')
+		missing = "source.sasl.password.file";
+	if (missing != NULL) {
+		km_config_errf(err, err_len, "%ssource.security.protocol=%s "
+			       "needs %s", prefix,
+			       p == 2 ? "SASL_PLAINTEXT" : "SASL_SSL", missing);
+		return KM_ECFGMISSING;
+	}
+	if (!sasl && cfg->source_sasl_mechanism != 0) {
+		km_config_errf(err, err_len, "%ssource.sasl.mechanism is set "
+			       "but source.security.protocol is not SASL_SSL "
+			       "or SASL_PLAINTEXT", prefix);
+		return KM_ECFGMISSING;
+	}
+	if ((cfg->source_ssl_cert[0] == '\0') !=
+	    (cfg->source_ssl_key[0] == '\0')) {
+		km_config_errf(err, err_len, "%ssource.ssl.certificate.location "
+			       "and source.ssl.key.location go together",
+			       prefix);
+		return KM_ECFGMISSING;
+	}
+	return 0;
+}
+
 int km_config_check(struct km_config *cfg, bool workers_set,
 		    const char *prefix, char *err, size_t err_len)
 {
@@ -141,5 +178,7 @@ int km_config_check(struct km_config *cfg, bool workers_set,
 
 	if (rc == 0)
 		rc = check_dpdk(cfg, workers_set, prefix, err, err_len);
+	if (rc == 0)
+		rc = check_security(cfg, prefix, err, err_len);
 	return rc;
 }

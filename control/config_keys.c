@@ -17,6 +17,7 @@
 #include "control/config_pvt.h"
 #include "control/namefilter.h"
 #include "kafka/batch.h"
+#include "kafka/sasl.h"
 
 static const char *const net_modes[] = { "kernel", "dpdk" };
 static const char *const stop_modes[] = { "truncate", "abort" };
@@ -495,6 +496,68 @@ static void format_min_cleanable_ratio(const struct km_config *cfg,
 	km_config_emit(s, "%.17g", cfg->min_cleanable_ratio);
 }
 
+/* ---- security to the source (issue 16) ---- */
+
+static const char *const protocols[] = { "PLAINTEXT", "SSL", "SASL_PLAINTEXT",
+					 "SASL_SSL" };
+
+#define PATH_KEY(f, field)                                                     \
+	static int apply_##f(const struct km_config_ctx *c)                    \
+	{                                                                      \
+		return km_config_parse_path(c, CFG(c)->field,                  \
+					    sizeof(CFG(c)->field));            \
+	}                                                                      \
+	static void format_##f(const struct km_config *cfg,                    \
+			       struct km_config_sink *s)                       \
+	{                                                                      \
+		km_config_emit_escaped(s, cfg->field);                         \
+	}
+
+PATH_KEY(ssl_ca, source_ssl_ca)
+PATH_KEY(ssl_cert, source_ssl_cert)
+PATH_KEY(ssl_key, source_ssl_key)
+PATH_KEY(ssl_key_password_file, source_ssl_key_password_file)
+PATH_KEY(sasl_username, source_sasl_username)
+PATH_KEY(sasl_password_file, source_sasl_password_file)
+
+/* Kafka's values: https (the broker's certificate must name the host it
+ * was reached by) or empty (not checked) - written "none" here, since an
+ * empty value restores a key's default in kmirrord.conf. */
+static int apply_ssl_endpoint(const struct km_config_ctx *c)
+{
+	bool https = strcasecmp(c->value, "https") == 0;
+
+	if (!https && strcasecmp(c->value, "none") != 0)
+		return km_config_bad(c, "https, or none for no host name "
+				     "check (an empty value is the default, "
+				     "https)");
+	CFG(c)->source_ssl_verify_host = https;
+	return 0;
+}
+
+static void format_ssl_endpoint(const struct km_config *cfg,
+				struct km_config_sink *s)
+{
+	km_config_emit(s, "%s", cfg->source_ssl_verify_host ? "https" : "none");
+}
+
+static int apply_sasl_mechanism(const struct km_config_ctx *c)
+{
+	enum km_sasl_mech m;
+
+	if (km_sasl_mech_parse(c->value, &m) < 0)
+		return km_config_bad(c, "PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512");
+	CFG(c)->source_sasl_mechanism = (int)m;
+	return 0;
+}
+
+static void format_sasl_mechanism(const struct km_config *cfg,
+				  struct km_config_sink *s)
+{
+	km_config_emit(s, "%s", km_sasl_mech_name(
+					(enum km_sasl_mech)cfg->source_sasl_mechanism));
+}
+
 /* ---- the table: every key, in README order ---- */
 
 #define OFF(field) offsetof(struct km_config, field)
@@ -593,6 +656,15 @@ static const struct key_def keys[] = {
 	NUMBER("log.cleaner.dedupe.buffer.size", K_U64, cleaner_map_bytes,
 	       KM_CONFIG_UNITS_BYTES, 1u << 16, 1ull << 40),
 	CUSTOM("min.cleanable.dirty.ratio", min_cleanable_ratio),
+	ENUM("source.security.protocol", source_security_protocol, protocols),
+	CUSTOM("source.ssl.ca.location", ssl_ca),
+	CUSTOM("source.ssl.certificate.location", ssl_cert),
+	CUSTOM("source.ssl.key.location", ssl_key),
+	CUSTOM("source.ssl.key.password.file", ssl_key_password_file),
+	CUSTOM("source.ssl.endpoint.identification.algorithm", ssl_endpoint),
+	CUSTOM("source.sasl.mechanism", sasl_mechanism),
+	CUSTOM("source.sasl.username", sasl_username),
+	CUSTOM("source.sasl.password.file", sasl_password_file),
 };
 
 _Static_assert(sizeof(keys) / sizeof(keys[0]) == KM_CONFIG_KEYS_COUNT,

@@ -127,6 +127,7 @@ static void worker_config(const struct km_daemon *d, uint32_t id,
 				&wc->fetch_net);
 	else
 		kernel_net_config(2 * parts + 8, &wc->fetch_net);
+	wc->source_sec = km_netsec_active(&d->netsec) ? &d->netsec : NULL;
 }
 
 static int start_workers(struct km_daemon *d)
@@ -518,7 +519,8 @@ static int start(struct km_daemon *d)
 {
 	int rc;
 
-	if ((rc = prepare(d)) < 0 || (rc = km_daemon_discover_init(d)) < 0 ||
+	if ((rc = km_daemon_security_init(d)) < 0 || (rc = prepare(d)) < 0 ||
+	    (rc = km_daemon_discover_init(d)) < 0 ||
 	    (rc = km_daemon_find_parts(d)) < 0 ||
 	    (rc = km_daemon_load_states(d)) < 0 ||
 	    (rc = km_daemon_load_sources(d)) < 0 ||
@@ -559,6 +561,7 @@ int km_daemon_run(struct km_config *cfg)
 	if (rc2 == 0 && rc == 0)
 		KM_INFO("daemon", "stopped cleanly");
 	cleanup(&d);
+	km_daemon_security_free(&d); /* after the workers that used it */
 	km_dpdk_eal_cleanup();
 	km_daemon_unlock(&d); /* last: every file in data.dir is closed */
 	return rc ? rc : rc2;

@@ -160,7 +160,8 @@ static struct live *live_all(struct km_daemon *d)
 	if (all == NULL)
 		return NULL;
 	self_addr(d, &self);
-	rc = d->n_gsync ? km_kclient_open(&c, &self, LIVE_TIMEOUT_MS) : -ENOENT;
+	rc = d->n_gsync ? km_kclient_open_plain(&c, &self, LIVE_TIMEOUT_MS)
+			 : -ENOENT;
 	for (uint32_t i = 0; i < d->n_gsync; i++) {
 		if (rc == 0)
 			live_fetch(d, &c, d->gsync[i].s.group, &all[i]);

@@ -67,6 +67,7 @@ static bool signalled(int sig_fd, int ms)
  * for it, saying what is missing. */
 static int ask_source(struct km_daemon *d, struct km_srcmeta *m)
 {
+	uint32_t wait_ms = SOURCE_RETRY_MS;
 	char err[512];
 
 	for (;;) {
@@ -83,9 +84,16 @@ static int ask_source(struct km_daemon *d, struct km_srcmeta *m)
 		if (rc == 0 && missing == 0)
 			return 0;
 		if (rc < 0)
-			KM_WARN("daemon", "%s; retrying", err);
-		if (signalled(d->sig_fd, SOURCE_RETRY_MS))
+			KM_WARN("daemon", "%s; retrying in %u ms", err,
+				(unsigned)wait_ms);
+		if (signalled(d->sig_fd, (int)wait_ms))
 			return KM_ESHUTDOWN;
+		/* A refused certificate or password needs someone to act:
+		 * back off as the partitions' FAILED retries do (issue 16). */
+		if (rc == KM_ETLS || rc == KM_EAUTH || rc == KM_ESASLMECH)
+			wait_ms = wait_ms * 2 > 60000 ? 60000 : wait_ms * 2;
+		else
+			wait_ms = SOURCE_RETRY_MS;
 	}
 }
 

@@ -8,6 +8,7 @@
 
 #include "control/cluster_id.h"
 #include "control/config.h"
+#include "dataplane/net/secconn.h"
 #include "control/ctlsock.h"
 #include "control/mstate.h"
 #include "control/namefilter.h"
@@ -136,6 +137,8 @@ struct km_daemon {
 	 * next re-check (with the topic discovery's refresh). */
 	struct km_tconfig *upstream;
 	uint64_t loops_refused;	/* partitions FAILED as a loop */
+	/* Security to the source (daemon_security.c). */
+	struct km_netsec netsec;
 };
 
 /* daemon_lock.c: one kmirrord per data.dir */
@@ -300,6 +303,13 @@ char *km_daemon_net_metrics(struct km_daemon *d); /* malloc'd, or NULL */
 
 /* daemon_retry.c: a transient FAILED retries by itself */
 int km_daemon_retry_init(struct km_daemon *d);
+
+/* daemon_security.c: the source.* security keys into d->netsec (the
+ * password files read and their mode checked), for the workers and
+ * kclient. @return 0, -errno (a file), KM_ECFGVALUE (a file others may
+ * read), KM_ETLS (a certificate or key that does not load). */
+int km_daemon_security_init(struct km_daemon *d);
+void km_daemon_security_free(struct km_daemon *d);
 /** Partition i (mirrored, MIRRORING) with its published fetch_state:
  *  true if a retry handles it (not to be persisted FAILED). */
 bool km_daemon_retry_watch(struct km_daemon *d, uint32_t i, int fetch_state);

@@ -12,7 +12,9 @@
 #include "common/clock.h"
 #include "common/endian.h"
 #include "common/errors.h"
+#include "common/log.h"
 #include "control/kclient.h"
+#include "dataplane/net/secconn.h"
 
 #define REQ_BYTES_MAX (64u * 1024)
 
@@ -51,6 +53,84 @@ static int connect_fd(struct km_kclient *c, const struct sockaddr_in *sa)
 	return -soerr;
 }
 
+static const struct km_netsec *source_sec;
+
+void km_kclient_set_security(const struct km_netsec *sec)
+{
+	source_sec = km_netsec_active(sec) ? sec : NULL;
+}
+
+static int raw_io(struct km_kclient *c, void *buf, size_t len, bool out);
+
+/* Everything the TLS session or SASL wrote, out. */
+static int sec_flush(struct km_kclient *c)
+{
+	uint8_t buf[16384];
+	size_t n;
+	int rc;
+
+	while ((n = km_secconn_output(c->sc, buf, sizeof(buf))) > 0)
+		if ((rc = raw_io(c, buf, n, true)) < 0)
+			return rc;
+	return 0;
+}
+
+/* What the socket has now (waiting for some first) into the session. */
+static int sec_fill(struct km_kclient *c)
+{
+	uint8_t buf[16384];
+	ssize_t n;
+	int rc;
+
+	for (;;) {
+		n = recv(c->fd, buf, sizeof(buf), 0);
+		if (n > 0)
+			return km_secconn_input(c->sc, buf, (size_t)n);
+		if (n == 0)
+			return -ECONNRESET;
+		if (errno != EAGAIN && errno != EINTR)
+			return -errno;
+		if ((rc = wait_fd(c, POLLIN)) < 0)
+			return rc;
+	}
+}
+
+static int sec_open(struct km_kclient *c, const struct km_config_addr *a)
+{
+	int rc = km_secconn_new(source_sec, a->host, &c->sc);
+
+	while (rc == 0) {
+		int frc;
+
+		rc = km_secconn_advance(c->sc, (int64_t)km_clock_ms());
+		frc = sec_flush(c); /* a TLS alert goes out too */
+		if (rc >= 0 && frc < 0)
+			rc = frc;
+		if (rc != 1)
+			break;
+		rc = sec_fill(c);
+	}
+	if (rc < 0 && c->sc != NULL) {
+		snprintf(c->why, sizeof(c->why), "%s: broker %s:%u: %s",
+			 km_strerror(rc), a->host, (unsigned)a->port,
+			 km_secconn_why(c->sc));
+		KM_WARN("kclient", "%s", c->why);
+	}
+	return rc;
+}
+
+int km_kclient_open_plain(struct km_kclient *c,
+			  const struct km_config_addr *a, int timeout_ms)
+{
+	const struct km_netsec *sec = source_sec;
+	int rc;
+
+	source_sec = NULL; /* the control thread's only: no race */
+	rc = km_kclient_open(c, a, timeout_ms);
+	source_sec = sec;
+	return rc;
+}
+
 int km_kclient_open(struct km_kclient *c, const struct km_config_addr *a,
 		    int timeout_ms)
 {
@@ -67,12 +147,43 @@ int km_kclient_open(struct km_kclient *c, const struct km_config_addr *a,
 	if (rc < 0)
 		return rc;
 	inet_pton(AF_INET, ip, &sa.sin_addr);
-	if ((rc = connect_fd(c, &sa)) < 0)
+	rc = connect_fd(c, &sa);
+	if (rc == 0 && source_sec != NULL)
+		rc = sec_open(c, a);
+	if (rc < 0)
 		km_kclient_close(c);
 	return rc;
 }
 
+/* Plaintext through the session: out, encrypted and sent; in, read
+ * until len bytes came. */
+static int sec_io(struct km_kclient *c, void *buf, size_t len, bool out)
+{
+	size_t done = 0;
+	int rc, n;
+
+	if (out)
+		return (rc = km_secconn_write(c->sc, buf, len)) < 0
+			       ? rc : sec_flush(c);
+	while (done < len) {
+		n = km_secconn_read(c->sc, (char *)buf + done, len - done);
+		if (n < 0)
+			return n;
+		if (n > 0)
+			done += (size_t)n;
+		else if ((rc = sec_fill(c)) < 0)
+			return rc;
+	}
+	return 0;
+}
+
 static int io_all(struct km_kclient *c, void *buf, size_t len, bool out)
+{
+	return c->sc != NULL ? sec_io(c, buf, len, out)
+			     : raw_io(c, buf, len, out);
+}
+
+static int raw_io(struct km_kclient *c, void *buf, size_t len, bool out)
 {
 	size_t done = 0;
 
@@ -162,6 +273,8 @@ void km_kclient_close(struct km_kclient *c)
 	if (c->fd >= 0)
 		close(c->fd);
 	c->fd = -1;
+	km_secconn_free(c->sc);
+	c->sc = NULL;
 	free(c->resp);
 	c->resp = NULL;
 }

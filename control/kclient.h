@@ -30,6 +30,8 @@ struct km_kclient {
 	/* After a failed km_kclient_open: why the host did not resolve
 	 * ("cannot resolve host 'foo': Name or service not known"), else "". */
 	char why[KM_RESOLVE_WHY_BYTES];
+	/* TLS and SASL (issue 16): NULL on a PLAINTEXT connection. */
+	struct km_secconn *sc;
 };
 
 /** Connect to a (a host name or IPv4 literal) within timeout_ms, which
@@ -65,6 +67,21 @@ int km_kclient_supports(struct km_kclient *c, int16_t api_key,
 			int16_t version, bool *yes);
 
 void km_kclient_close(struct km_kclient *c);
+
+struct km_netsec;
+
+/**
+ * The security every later km_kclient_open uses (the source's: TLS, SASL;
+ * NULL: PLAINTEXT). Set once by the control thread before its first
+ * connection; sec must outlive them. A failed handshake is KM_ETLS,
+ * KM_EAUTH or KM_ESASLMECH from km_kclient_open, c->why naming the broker
+ * and the cause, and logged.
+ */
+void km_kclient_set_security(const struct km_netsec *sec);
+
+/** As km_kclient_open, always PLAINTEXT: kmirrord's own listener. */
+int km_kclient_open_plain(struct km_kclient *c,
+			  const struct km_config_addr *a, int timeout_ms);
 
 #ifdef __cplusplus
 }

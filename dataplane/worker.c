@@ -16,6 +16,7 @@
 #include "common/log.h"
 #include "common/resolve.h"
 #include "dataplane/worker_pvt.h"
+#include "dataplane/net/snet.h"
 #include "kafka/inflate.h"
 
 static uint64_t now_ms(void)
@@ -262,6 +263,22 @@ static int resolve(void *ctx, const char *host,
 {
 	(void)ctx;
 	return km_resolve_ipv4(host, ipv4, KM_FETCHER_IPV4_BYTES);
+}
+
+/* A source behind TLS or SASL: the fetch sessions' own network, wrapped
+ * (the front end's listener stays as it is). */
+static int secure_fetch_net(struct km_worker *w)
+{
+	struct km_net *s;
+	int rc;
+
+	if (w->cfg.source_sec == NULL || w->fnet == w->net)
+		return 0;
+	if ((rc = km_snet_create(w->fnet, &w->cfg.fetch_net, w->cfg.source_sec,
+				 &s)) < 0)
+		return rc;
+	w->fnet = s;
+	return 0;
 }
 
 /* Fetch sessions: one per source broker (and bootstrap list), so at most
@@ -1004,6 +1021,8 @@ static int setup(struct km_worker *w)
 		w->fnet = NULL;
 		return rc;
 	}
+	if ((rc = secure_fetch_net(w)) < 0)
+		return rc;
 	if ((rc = fetch_pool_init(w)) < 0)
 		return rc;
 	w->ops.produce = km_worker_fe_produce;

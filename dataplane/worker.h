@@ -43,6 +43,8 @@ struct km_worker;
  * shared by all workers, so it locks (a rare call). */
 typedef int (*km_worker_pid_fn)(void *ctx, int64_t *pid, int16_t *epoch);
 
+struct km_netsec;
+
 struct km_worker_config {
 	uint32_t id;			/* 0..n_workers-1 */
 	uint32_t n_workers;
@@ -77,6 +79,9 @@ struct km_worker_config {
 	 * (control-owned, outlives the workers): the front end names them
 	 * with our own sources, so a loop is seen around any ring. */
 	struct km_tconfig *upstream;
+	/* TLS and SASL to the source (issue 16), NULL: PLAINTEXT. The fetch
+	 * network is wrapped (dataplane/net/snet.h). Outlives the worker. */
+	const struct km_netsec *source_sec;
 };
 
 /* What a stop did (R4), per partition. */

@@ -11,6 +11,7 @@
 #include "common/errors.h"
 #include "common/km_assert.h"
 #include "common/log.h"
+#include "dataplane/net/snet.h"
 
 static void on_connect(struct km_net_conn *c, int res);
 static void on_recv(struct km_net_conn *c, const struct km_chain *data,
@@ -128,12 +129,28 @@ void km_fsess_open(struct km_fsess *s)
 		frame_init(s);
 		rc = km_net_connect(s->pool->net, s->target_ip, s->target.port,
 				    &fsess_handler, s, &s->conn);
+		/* TLS checks the certificate against the name, not the IP. */
+		if (rc == 0)
+			km_snet_conn_set_host(s->conn, s->target.host);
 	}
 	if (rc < 0) {
 		s->conn = NULL;
 		s->connect_failed = true;
 		s->closed = true;
 	}
+}
+
+/* A refused certificate or password: the partitions FAIL, naming the
+ * broker and the cause, as transient failures, so that the daemon retries
+ * them with its backoff (an operator may fix the broker's users or
+ * certificates meanwhile) and never persists them FAILED (issue 16). */
+static void fail_security(struct km_fsess *s, int res, const char *why)
+{
+	for (struct km_fetcher *f = s->members; f != NULL; f = f->next) {
+		km_fetcher_fail(f, "%s: %s", km_strerror(res), why);
+		f->transient = true;
+	}
+	km_fsess_drop(s, false);
 }
 
 static void on_connect(struct km_net_conn *c, int res)
@@ -145,6 +162,9 @@ static void on_connect(struct km_net_conn *c, int res)
 		s->conn = NULL;
 		s->closed = true;
 		s->connect_failed = !s->dropping;
+		if (!s->dropping && (res == KM_ETLS || res == KM_EAUTH ||
+				     res == KM_ESASLMECH))
+			fail_security(s, res, km_snet_conn_why(c));
 		return;
 	}
 	s->phase = KM_FPH_READY;

@@ -843,7 +843,9 @@ TEST(Config, FormatText)
 			      "message.timestamp.after.max.ms\n"
 			      "delete.retention.ms=86400000\n"
 			      "log.cleaner.dedupe.buffer.size=134217728\n"
-			      "min.cleanable.dirty.ratio=0.5\n"),
+			      "min.cleanable.dirty.ratio=0.5\n"
+			      "source.security.protocol=PLAINTEXT\n"
+			      "source.ssl.endpoint.identification.algorithm=https\n"),
 		  text);
 }
 
@@ -987,4 +989,69 @@ TEST(Config, ThrottleKeys)
 		EXPECT_EQ(KM_ECFGVALUE, l.rc) << bad;
 		EXPECT_NE(l.err.find("throttle"), std::string::npos) << l.err;
 	}
+}
+
+// Issue 16: the source.* security keys - Kafka's names and values, read
+// back by the formatter; bad values and contradictions named; passwords
+// only as files (no key holds one).
+TEST(Config, SourceSecurityKeys)
+{
+	std::vector<std::string> base = { "data.dir=/d", "source.bootstrap.servers=h:9093",
+					  "topics=t" };
+	auto with = [&](std::vector<std::string> more) {
+		std::vector<std::string> v = base;
+		v.insert(v.end(), more.begin(), more.end());
+		return v;
+	};
+	Loaded l = load(nullptr, with({ "source.security.protocol=SASL_SSL",
+					"source.ssl.ca.location=/etc/k/ca.pem",
+					"source.ssl.certificate.location=/etc/k/me.pem",
+					"source.ssl.key.location=/etc/k/me.key",
+					"source.ssl.key.password.file=/etc/k/key.pw",
+					"source.ssl.endpoint.identification.algorithm=none",
+					"source.sasl.mechanism=SCRAM-SHA-512",
+					"source.sasl.username=mirror",
+					"source.sasl.password.file=/etc/k/pw" }));
+	ASSERT_EQ(0, l.rc) << l.err;
+	EXPECT_EQ(3, l->source_security_protocol); // SASL_SSL
+	EXPECT_STREQ("/etc/k/ca.pem", l->source_ssl_ca);
+	EXPECT_STREQ("/etc/k/me.key", l->source_ssl_key);
+	EXPECT_FALSE(l->source_ssl_verify_host);
+	EXPECT_EQ(3, l->source_sasl_mechanism); // SCRAM-SHA-512
+	EXPECT_STREQ("mirror", l->source_sasl_username);
+	std::vector<char> text(64 * 1024);
+	ASSERT_GT(km_config_format(l.cfg.get(), text.data(), text.size()), 0);
+	for (const char *line : { "\nsource.security.protocol=SASL_SSL\n",
+				  "\nsource.sasl.mechanism=SCRAM-SHA-512\n",
+				  "\nsource.sasl.password.file=/etc/k/pw\n",
+				  "\nsource.ssl.endpoint.identification.algorithm=none\n" })
+		EXPECT_NE(nullptr, strstr(text.data(), line)) << line << text.data();
+
+	l = load(nullptr, with({ "source.security.protocol=TLS" }));
+	EXPECT_EQ(KM_ECFGVALUE, l.rc);
+	EXPECT_NE(std::string::npos, l.err.find("source.security.protocol")) << l.err;
+	l = load(nullptr, with({ "source.ssl.endpoint.identification.algorithm=http" }));
+	EXPECT_EQ(KM_ECFGVALUE, l.rc);
+	EXPECT_NE(std::string::npos, l.err.find("https, or none")) << l.err;
+	l = load(nullptr, with({ "source.ssl.endpoint.identification.algorithm=" }));
+	ASSERT_EQ(0, l.rc) << l.err;
+	EXPECT_TRUE(l->source_ssl_verify_host) << "empty: the default, https";
+	l = load(nullptr, with({ "source.security.protocol=SASL_PLAINTEXT",
+				 "source.sasl.mechanism=GSSAPI" }));
+	EXPECT_EQ(KM_ECFGVALUE, l.rc);
+	EXPECT_NE(std::string::npos, l.err.find("PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512")) << l.err;
+	l = load(nullptr, with({ "source.security.protocol=SASL_SSL",
+				 "source.sasl.mechanism=PLAIN", "source.sasl.username=u" }));
+	EXPECT_EQ(KM_ECFGMISSING, l.rc);
+	EXPECT_EQ("source.security.protocol=SASL_SSL needs source.sasl.password.file", l.err);
+	l = load(nullptr, with({ "source.sasl.mechanism=PLAIN" }));
+	EXPECT_EQ(KM_ECFGMISSING, l.rc);
+	EXPECT_NE(std::string::npos, l.err.find("is not SASL_SSL or SASL_PLAINTEXT")) << l.err;
+	l = load(nullptr, with({ "source.security.protocol=SSL",
+				 "source.ssl.certificate.location=/c.pem" }));
+	EXPECT_EQ(KM_ECFGMISSING, l.rc);
+	EXPECT_NE(std::string::npos, l.err.find("go together")) << l.err;
+	// No key takes a password itself.
+	l = load(nullptr, with({ "source.sasl.password=x" }));
+	EXPECT_EQ(KM_ECFGKEY, l.rc);
 }

@@ -245,6 +245,36 @@ std::string KafkaBroker::log_tail(size_t bytes) const
 	return s.size() > bytes ? s.substr(s.size() - bytes) : s;
 }
 
+uint16_t KafkaBroker::add_listener(const std::string &name,
+				  const std::string &protocol)
+{
+	uint16_t port = free_port();
+
+	if (port != 0)
+		listeners_.push_back({ name, protocol, port });
+	return port;
+}
+
+/* The listeners add_listener() named, overriding the three lines above
+ * them (a later key wins in a properties file). */
+std::string KafkaBroker::extra_listeners(const std::string &lst,
+					 const std::string &ctl) const
+{
+	if (listeners_.empty())
+		return "";
+	std::string l = "listeners=PLAINTEXT://" + lst + ",CONTROLLER://" + ctl;
+	std::string a = "advertised.listeners=PLAINTEXT://" + lst;
+	std::string m = "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,"
+			"CONTROLLER:PLAINTEXT";
+	for (auto &x : listeners_) {
+		std::string at = "://127.0.0.1:" + std::to_string(x.port);
+		l += "," + x.name + at;
+		a += "," + x.name + at;
+		m += "," + x.name + ":" + x.protocol;
+	}
+	return l + "\n" + a + "\n" + m + "\n";
+}
+
 /* server.properties for one combined node, then kafka-storage format.
  * Internal topics get one partition and one replica, and the cleaner a
  * small buffer: the broker lives in -Xmx512m on a 2-core machine. */
@@ -286,16 +316,17 @@ std::string KafkaBroker::format()
 		"auto.create.topics.enable=false\nnum.partitions=1\n"
 		"num.network.threads=2\nnum.io.threads=2\nbackground.threads=2\n"
 		"log.cleaner.threads=1\nlog.cleaner.dedupe.buffer.size=8388608\n";
+	p += extra_listeners(lst, ctl);
 	for (auto &kv : props_)
 		p += kv + "\n";
 	if (!write_text(dir_.file("server.properties"), p) ||
 	    !write_text(dir_.file("log4j2.properties"),
 			log4j_config("info", dir_.file("server.log"))))
 		return "cannot write the broker's config in " + dir_.path();
-	ChildResult r = kafka_tool("kafka.tools.StorageTool",
-				   { "format", "-t", cluster_id_, "-c",
-				     dir_.file("server.properties") },
-				   120000);
+	std::vector<std::string> fargs = { "format", "-t", cluster_id_, "-c",
+					   dir_.file("server.properties") };
+	fargs.insert(fargs.end(), format_args_.begin(), format_args_.end());
+	ChildResult r = kafka_tool("kafka.tools.StorageTool", fargs, 120000);
 	if (r.exit_code != 0)
 		return "kafka-storage format: " + r.describe() + "\n" + r.out;
 	formatted_ = true;

@@ -108,8 +108,24 @@ public:
 	std::string get_offsets(const std::string &topic, int time,
 				std::string *out);
 
+	/* Before the first start(): one more listener NAME on a free loopback
+	 * port (advertised as 127.0.0.1), of security protocol `protocol`
+	 * (SSL, SASL_SSL, SASL_PLAINTEXT; its own ssl.* and sasl.* settings
+	 * go in props as listener.name.<name lower case>.KEY). The PLAINTEXT
+	 * listener stays: the harness's own clients use it. @return the
+	 * port, 0 if none was free. */
+	uint16_t add_listener(const std::string &name,
+			      const std::string &protocol);
+	/* More arguments to kafka-storage format (--add-scram ...). */
+	void add_format_args(std::vector<std::string> args)
+	{
+		format_args_.insert(format_args_.end(), args.begin(), args.end());
+	}
+
 private:
 	std::string format();
+	std::string extra_listeners(const std::string &lst,
+				    const std::string &ctl) const;
 
 	TempDir dir_{ "km-kafka" };
 	std::vector<std::string> props_;
@@ -120,6 +136,12 @@ private:
 	uint16_t port_ = 0, cport_ = 0;
 	bool formatted_ = false;
 	int64_t start_ms_ = -1;
+	struct Listener {
+		std::string name, protocol;
+		uint16_t port;
+	};
+	std::vector<Listener> listeners_;
+	std::vector<std::string> format_args_;
 };
 
 /* n KRaft nodes, each broker and controller (a quorum of n), on loopback:

@@ -1,0 +1,474 @@
+/* TLS and SASL to the source (issue 16, suite kafka-tls): kmirrord mirrors
+ * a real Apache Kafka 4.x broker over SSL, SASL_SSL and SASL_PLAINTEXT
+ * listeners, and refuses clearly what a real client would refuse.
+ *
+ * Method: the suite makes a CA and two broker certificates with `openssl`
+ * (one naming localhost and 127.0.0.1, one naming only other.example), and
+ * one KRaft broker (kafka_broker.h) with a PLAINTEXT listener for the
+ * harness's own clients plus SSL, SASL_SSL, SASL_PLAINTEXT and WRONGHOST
+ * (SSL with the other.example certificate) listeners; PLAIN users come
+ * from the listeners' JAAS config, SCRAM users are made with Kafka's own
+ * kafka-configs (--add-config 'SCRAM-SHA-256=[password=...]'). Topics are
+ * filled with kafka-producer-perf-test. Each case starts kmirrord with the
+ * source.* security keys against one listener and
+ * - right settings: waits until kmirrord's high watermark is the broker's
+ *   (ListOffsets), then compares every record through both listeners
+ *   (librdkafka, CRCs checked) and the segment files byte for byte
+ *   (kafka_files.h: only the mapped producer ids and CRCs may differ);
+ * - wrong password, a CA that did not sign the broker's certificate, a
+ *   certificate for another host: waits until the partition is FAILED with
+ *   a reason naming the broker and the cause (the TLS verify error, the
+ *   broker's SASL error), and checks that kmirrord wrote no record. */
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+
+#include <gtest/gtest.h>
+
+#include "tests/e2e/daemon.h"
+#include "tests/kafka/kafka_broker.h"
+#include "tests/kafka/kafka_files.h"
+#include "tests/support/kafka_peers.h"
+
+using namespace kmtest;
+
+namespace {
+
+const char *kScramUser = "bob", *kScramPass = "bob-secret";
+const char *kPlainUser = "alice", *kPlainPass = "alice-secret";
+
+bool put(const std::string &path, const std::string &text, mode_t mode)
+{
+	std::ofstream f(path, std::ios::trunc);
+	f << text;
+	f.close();
+	return f.good() && chmod(path.c_str(), mode) == 0;
+}
+
+/* openssl, or why it failed. */
+std::string openssl(const std::vector<std::string> &args)
+{
+	std::vector<std::string> argv = { "openssl" };
+	argv.insert(argv.end(), args.begin(), args.end());
+	ChildResult r = run_command(argv, 60000);
+	return r.exit_code == 0 ? "" : "openssl " + args[0] + ": " + r.describe();
+}
+
+/* A CA (name.ca.pem) and a certificate it signs for the names in san
+ * ("DNS:localhost,IP:127.0.0.1"): name.pem, name.key, and name.ks.pem
+ * (key and chain, Kafka's PEM keystore). */
+std::string make_cert(const std::string &dir, const std::string &ca,
+		      const std::string &name, const std::string &san)
+{
+	std::string why, p = dir + "/" + name;
+	if (!put(p + ".ext", "subjectAltName=" + san + "\n", 0644))
+		return "cannot write " + p + ".ext";
+	if (!(why = openssl({ "req", "-newkey", "rsa:2048", "-nodes", "-keyout",
+			      p + ".key", "-out", p + ".csr", "-subj",
+			      "/CN=" + name })).empty() ||
+	    !(why = openssl({ "x509", "-req", "-in", p + ".csr", "-CA",
+			      dir + "/" + ca + ".pem", "-CAkey",
+			      dir + "/" + ca + ".key", "-CAcreateserial", "-out",
+			      p + ".pem", "-days", "2", "-extfile", p + ".ext" }))
+		     .empty())
+		return why;
+	return put(p + ".ks.pem", read_file(p + ".key") + read_file(p + ".pem"),
+		   0600) ? "" : "cannot write " + p + ".ks.pem";
+}
+
+std::string make_ca(const std::string &dir, const std::string &name)
+{
+	return openssl({ "req", "-x509", "-newkey", "rsa:2048", "-nodes",
+			 "-keyout", dir + "/" + name + ".key", "-out",
+			 dir + "/" + name + ".pem", "-subj", "/CN=" + name,
+			 "-days", "2" });
+}
+
+/* listener.name.<l>.KEY=value lines of one secured listener. */
+std::vector<std::string> listener_props(const std::string &l,
+					const std::string &keystore, bool sasl)
+{
+	std::string p = "listener.name." + l + ".";
+	std::vector<std::string> v;
+	if (!keystore.empty()) {
+		v.push_back(p + "ssl.keystore.type=PEM");
+		v.push_back(p + "ssl.keystore.location=" + keystore);
+	}
+	if (!sasl)
+		return v;
+	v.push_back(p + "sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-256,SCRAM-SHA-512");
+	v.push_back(p + "plain.sasl.jaas.config=org.apache.kafka.common.security."
+		    "plain.PlainLoginModule required user_" +
+		    std::string(kPlainUser) + "=\"" + kPlainPass + "\";");
+	for (const char *m : { "scram-sha-256", "scram-sha-512" })
+		v.push_back(p + m + ".sasl.jaas.config=org.apache.kafka.common."
+			    "security.scram.ScramLoginModule required;");
+	return v;
+}
+
+} // namespace
+
+class KafkaTls : public ::testing::Test {
+protected:
+	static void SetUpTestSuite()
+	{
+		certs_ = new TempDir("km-tls-certs");
+		const std::string &d = certs_->path();
+		setup_error_ = make_ca(d, "ca");
+		if (setup_error_.empty())
+			setup_error_ = make_ca(d, "otherca");
+		if (setup_error_.empty())
+			setup_error_ = make_cert(d, "ca", "broker",
+						 "DNS:localhost,IP:127.0.0.1");
+		if (setup_error_.empty())
+			setup_error_ = make_cert(d, "ca", "stranger",
+						 "DNS:other.example");
+		std::vector<std::string> props;
+		for (auto &v : { listener_props("ssl", d + "/broker.ks.pem", false),
+				 listener_props("sasl_ssl", d + "/broker.ks.pem", true),
+				 listener_props("sasl_plaintext", "", true),
+				 /* KIP-368: sessions of 2 s on this listener's
+				  * SCRAM-SHA-512 (for every client of it). */
+				 std::vector<std::string>{
+					 "listener.name.sasl_plaintext.scram-sha-512."
+					 "connections.max.reauth.ms=2000" },
+				 listener_props("wronghost", d + "/stranger.ks.pem",
+						false) })
+			props.insert(props.end(), v.begin(), v.end());
+		broker_ = new KafkaBroker(props);
+		ssl_ = broker_->add_listener("SSL", "SSL");
+		sasl_ssl_ = broker_->add_listener("SASL_SSL", "SASL_SSL");
+		sasl_plain_ = broker_->add_listener("SASL_PLAINTEXT", "SASL_PLAINTEXT");
+		wronghost_ = broker_->add_listener("WRONGHOST", "SSL");
+	}
+	static void TearDownTestSuite()
+	{
+		delete broker_;
+		broker_ = nullptr;
+		delete certs_;
+		certs_ = nullptr;
+	}
+
+	void SetUp() override
+	{
+		ASSERT_EQ("", setup_error_);
+		ASSERT_EQ("", dir_.error());
+		if (broker_->running())
+			return;
+		ASSERT_EQ("", broker_->start()) << broker_->log_tail();
+		fprintf(stderr, "kafka broker up in %lld ms\n",
+			(long long)broker_->start_ms());
+		ASSERT_EQ("", add_scram_user());
+	}
+
+	/* Kafka's own tool, as an administrator would; one mechanism per
+	 * call (the broker refuses a user's two credentials in one request:
+	 * "A user credential cannot be altered twice in the same request"). */
+	static std::string add_scram_user()
+	{
+		for (const char *m : { "SCRAM-SHA-256=[iterations=4096,password=",
+				       "SCRAM-SHA-512=[password=" }) {
+			ChildResult r = kafka_tool(
+				"kafka.admin.ConfigCommand",
+				{ "--bootstrap-server", broker_->bootstrap(), "--alter",
+				  "--add-config", std::string(m) + kScramPass + "]",
+				  "--entity-type", "users", "--entity-name", kScramUser },
+				120000);
+			if (r.exit_code != 0)
+				return "kafka-configs: " + r.describe() + r.out;
+		}
+		return "";
+	}
+
+	static std::string at(uint16_t port)
+	{
+		return "127.0.0.1:" + std::to_string(port);
+	}
+
+	/* A topic of n records, and its end on the broker. */
+	int64_t fill(const std::string &topic, int n)
+	{
+		EXPECT_EQ("", broker_->create_topic(topic, 1));
+		EXPECT_EQ("", broker_->producer_perf(topic, n, 100,
+						      { "acks=all", "linger.ms=5" }));
+		int64_t lo = -1, hi = -1;
+		EXPECT_EQ("", watermarks(broker_->bootstrap(), topic, 0, &lo, &hi));
+		return hi;
+	}
+
+	std::string secret(const std::string &name, const std::string &pw)
+	{
+		std::string p = dir_.file(name);
+		return put(p, pw + "\n", 0600) ? p : "";
+	}
+
+	Daemon daemon_for(const std::string &topic, const std::string &source,
+			  std::vector<std::string> sets)
+	{
+		sets.push_back("source.bootstrap.servers=" + source);
+		sets.push_back("topics=" + topic);
+		sets.push_back("mirror.failed.retry.initial.backoff.ms=60000");
+		return Daemon(dir_.file("data-" + topic), sets);
+	}
+
+	/* Mirrored to the broker's end, then alike record for record and
+	 * byte for byte. */
+	void expect_mirrors(const std::string &topic, const std::string &source,
+			    const std::vector<std::string> &sets)
+	{
+		int64_t end = fill(topic, 3000);
+		ASSERT_GT(end, 0);
+		Daemon d = daemon_for(topic, source, sets);
+		ASSERT_EQ("", d.start());
+		std::string k = topic + ":0";
+		std::string why = d.wait_status(
+			[&](const std::map<std::string, PartStatus> &st) {
+				auto it = st.find(k);
+				return it != st.end() && it->second.hw == end;
+			},
+			60000);
+		std::map<std::string, PartStatus> st;
+		d.status(&st);
+		ASSERT_EQ("", why) << st[k].state << ": " << st[k].reason;
+		ASSERT_NO_FATAL_FAILURE(
+			expect_same_content(broker_->bootstrap(), d.bootstrap(), topic, 0,
+					    false));
+		ChildResult res;
+		ASSERT_EQ("", d.stop(30000, &res));
+		EXPECT_EQ(0, res.exit_code) << res.describe();
+		for (const char *pw : { kScramPass, kPlainPass })
+			EXPECT_EQ(std::string::npos, (res.out + res.err).find(pw))
+				<< "a password in kmirrord's output";
+		int mapped = 0;
+		expect_identical(d.data_dir() + "/" + topic + "-0",
+				 broker_->partition_dir(topic, 0), &mapped);
+	}
+
+	/* Wrong settings (bad) refused with every one of `want` said:
+	 * - at the first start (the source must name the topics before
+	 *   mirroring starts), kmirrord does not serve, its log says why
+	 *   and no partition directory is made;
+	 * - on a restart after the partition was mirrored with the right
+	 *   settings (good) and the broker got more records, the partition
+	 *   is FAILED with that reason, a transient one the daemon retries
+	 *   with its backoff, and kmirrord's log end stays where it was:
+	 *   nothing written. */
+	void expect_refused(const std::string &topic, const std::string &good_src,
+			    const std::vector<std::string> &good,
+			    const std::string &bad_src,
+			    const std::vector<std::string> &bad,
+			    const std::vector<std::string> &want)
+	{
+		int64_t end = fill(topic, 100);
+		ASSERT_GT(end, 0);
+		std::string k = topic + ":0", dir = dir_.file("data-" + topic);
+		{
+			Daemon d = daemon_for(topic, bad_src, bad);
+			std::string e = d.start(4000);
+			for (auto &w : want)
+				EXPECT_NE(std::string::npos, e.find(w))
+					<< "'" << w << "' not in: " << e;
+			struct stat st;
+			EXPECT_NE(0, stat((dir + "/" + topic + "-0").c_str(), &st));
+		}
+		{
+			Daemon d = daemon_for(topic, good_src, good);
+			ASSERT_EQ("", d.start());
+			ASSERT_EQ("", d.wait_status(
+					      [&](const std::map<std::string, PartStatus> &s) {
+						      auto it = s.find(k);
+						      return it != s.end() && it->second.hw == end;
+					      },
+					      60000));
+			ChildResult res;
+			ASSERT_EQ("", d.stop(30000, &res));
+		}
+		ASSERT_EQ("", broker_->producer_perf(topic, 100, 100, { "acks=all" }));
+		Daemon d = daemon_for(topic, bad_src, bad);
+		ASSERT_EQ("", d.start());
+		std::map<std::string, PartStatus> st;
+		std::string why = d.wait_status(
+			[&](const std::map<std::string, PartStatus> &s) {
+				auto it = s.find(k);
+				return it != s.end() && it->second.state == "FAILED";
+			},
+			30000);
+		d.status(&st);
+		ASSERT_EQ("", why) << st[k].state << ": " << st[k].reason;
+		for (auto &w : want)
+			EXPECT_NE(std::string::npos, st[k].reason.find(w))
+				<< "'" << w << "' not in: " << st[k].reason;
+		EXPECT_EQ(end, st[k].leo) << "nothing may be written";
+		ChildResult res;
+		ASSERT_EQ("", d.stop(30000, &res));
+		/* On the FAILED retry machinery, not persisted for an operator. */
+		EXPECT_NE(std::string::npos, res.err.find("transient FAILED")) << res.err;
+	}
+
+	std::string ca() const { return certs_->file("ca.pem"); }
+
+	static TempDir *certs_;
+	static KafkaBroker *broker_;
+	static std::string setup_error_;
+	static uint16_t ssl_, sasl_ssl_, sasl_plain_, wronghost_;
+	TempDir dir_{ "km-kafka-tls" };
+};
+
+TempDir *KafkaTls::certs_ = nullptr;
+KafkaBroker *KafkaTls::broker_ = nullptr;
+std::string KafkaTls::setup_error_;
+uint16_t KafkaTls::ssl_ = 0, KafkaTls::sasl_ssl_ = 0,
+	 KafkaTls::sasl_plain_ = 0, KafkaTls::wronghost_ = 0;
+
+/* SSL: the broker's certificate checked against the CA and, by default
+ * (https), against the address kmirrord reached it by (its IP SAN). */
+TEST_F(KafkaTls, SslSourceMirrorsByteForByte)
+{
+	expect_mirrors("tssl", at(ssl_),
+		       { "source.security.protocol=SSL",
+			 "source.ssl.ca.location=" + ca() });
+}
+
+/* SASL_SSL with SCRAM-SHA-256, the user made by kafka-configs. */
+TEST_F(KafkaTls, SaslSslScramSha256MirrorsByteForByte)
+{
+	expect_mirrors("tscram256", at(sasl_ssl_),
+		       { "source.security.protocol=SASL_SSL",
+			 "source.ssl.ca.location=" + ca(),
+			 "source.sasl.mechanism=SCRAM-SHA-256",
+			 std::string("source.sasl.username=") + kScramUser,
+			 "source.sasl.password.file=" + secret("pw", kScramPass) });
+}
+
+/* SASL_SSL with PLAIN (a JAAS user), SASL_PLAINTEXT with SCRAM-SHA-512. */
+TEST_F(KafkaTls, SaslPlainAndScramSha512Mirror)
+{
+	expect_mirrors("tplain", at(sasl_ssl_),
+		       { "source.security.protocol=SASL_SSL",
+			 "source.ssl.ca.location=" + ca(),
+			 "source.sasl.mechanism=PLAIN",
+			 std::string("source.sasl.username=") + kPlainUser,
+			 "source.sasl.password.file=" + secret("pw1", kPlainPass) });
+	expect_mirrors("tscram512", at(sasl_plain_),
+		       { "source.security.protocol=SASL_PLAINTEXT",
+			 "source.sasl.mechanism=SCRAM-SHA-512",
+			 std::string("source.sasl.username=") + kScramUser,
+			 "source.sasl.password.file=" + secret("pw2", kScramPass) });
+}
+
+std::vector<std::string> scram256(const std::string &pw_file)
+{
+	return { "source.security.protocol=SASL_SSL",
+		 "source.sasl.mechanism=SCRAM-SHA-256",
+		 std::string("source.sasl.username=") + kScramUser,
+		 "source.sasl.password.file=" + pw_file };
+}
+
+/* A wrong password: the broker's own words, the mechanism, the broker. */
+TEST_F(KafkaTls, WrongPasswordFailsClearlyAndWritesNothing)
+{
+	auto good = scram256(secret("pw", kScramPass));
+	auto bad = scram256(secret("badpw", "not-it"));
+	good.push_back("source.ssl.ca.location=" + ca());
+	bad.push_back("source.ssl.ca.location=" + ca());
+	expect_refused("twrongpw", at(sasl_ssl_), good, at(sasl_ssl_), bad,
+		       { "SASL authentication", at(sasl_ssl_), "SCRAM-SHA-256",
+			 "invalid credentials" });
+}
+
+/* A CA that did not sign the broker's certificate. */
+TEST_F(KafkaTls, WrongCaFailsClearlyAndWritesNothing)
+{
+	expect_refused("twrongca", at(ssl_),
+		       { "source.security.protocol=SSL",
+			 "source.ssl.ca.location=" + ca() },
+		       at(ssl_),
+		       { "source.security.protocol=SSL",
+			 "source.ssl.ca.location=" + certs_->file("otherca.pem") },
+		       { "TLS handshake", at(ssl_), "certificate verify failed",
+			 "unable to get local issuer certificate" });
+}
+
+/* A certificate signed by the right CA for another host: the listener
+ * whose certificate names only other.example, reached as 127.0.0.1. */
+TEST_F(KafkaTls, CertificateForAnotherHostFailsClearly)
+{
+	std::vector<std::string> ssl = { "source.security.protocol=SSL",
+					 "source.ssl.ca.location=" + ca() };
+	expect_refused("twronghost", at(ssl_), ssl, at(wronghost_), ssl,
+		       { "TLS handshake", at(wronghost_),
+			 "certificate verify failed", "IP address mismatch" });
+}
+
+/* KIP-368: the SASL_PLAINTEXT listener grants SCRAM-SHA-512 sessions of
+ * 2 s and closes a connection whose session ended. kmirrord mirrors a
+ * topic written to in rounds for 7 s (librdkafka, 50 records a round,
+ * each round waited for on kmirrord): it re-authenticates on its fetch
+ * connection (its log says so, more than once) and that connection is
+ * never lost (no reconnect of the partition). */
+TEST_F(KafkaTls, ReauthenticatesBeforeTheSessionEnds)
+{
+	const std::string topic = "treauth", k = topic + ":0";
+	ASSERT_GT(fill(topic, 100), 0);
+	Daemon d = daemon_for(
+		topic, at(sasl_plain_),
+		{ "source.security.protocol=SASL_PLAINTEXT",
+		  "source.sasl.mechanism=SCRAM-SHA-512",
+		  std::string("source.sasl.username=") + kScramUser,
+		  "source.sasl.password.file=" + secret("pw", kScramPass) });
+	ASSERT_EQ("", d.start());
+	int64_t t0 = now_ms(), seq = 0;
+	int rounds = 0;
+	std::map<std::string, PartStatus> st;
+	while (now_ms() - t0 < 7000) {
+		ProduceSpec ps;
+		ps.topic = topic;
+		ps.count = 50;
+		ps.first_seq = seq;
+		seq += 50;
+		ASSERT_EQ("", produce(broker_->bootstrap(), ps));
+		int64_t lo = -1, end = -1;
+		ASSERT_EQ("", watermarks(broker_->bootstrap(), topic, 0, &lo, &end));
+		std::string why = d.wait_status(
+			[&](const std::map<std::string, PartStatus> &s) {
+				auto it = s.find(k);
+				return it != s.end() && it->second.hw == end;
+			},
+			30000);
+		d.status(&st);
+		ASSERT_EQ("", why) << st[k].state << ": " << st[k].reason;
+		rounds++;
+	}
+	EXPECT_EQ(0, st[k].reconnects) << "the broker closed an expired session";
+	ChildResult res;
+	ASSERT_EQ("", d.stop(30000, &res));
+	size_t n = 0;
+	for (size_t at = 0; (at = res.err.find("re-authenticated", at)) !=
+			    std::string::npos; at++)
+		n++;
+	EXPECT_GE(n, 2u) << rounds << " rounds; " << res.err;
+	int mapped = 0;
+	expect_identical(d.data_dir() + "/" + topic + "-0",
+			 broker_->partition_dir(topic, 0), &mapped);
+}
+
+/* A password file group or others may read is refused at start, naming
+ * the key and the fix; kmirrord does not serve. */
+TEST_F(KafkaTls, PasswordFileOthersMayReadIsRefused)
+{
+	std::string pw = secret("pw-open", kScramPass);
+	ASSERT_EQ(0, chmod(pw.c_str(), 0644));
+	Daemon d = daemon_for("topen", at(sasl_ssl_),
+			      { "source.security.protocol=SASL_SSL",
+				"source.ssl.ca.location=" + ca(),
+				"source.sasl.mechanism=SCRAM-SHA-256",
+				std::string("source.sasl.username=") + kScramUser,
+				"source.sasl.password.file=" + pw });
+	std::string e = d.start(10000);
+	EXPECT_NE(std::string::npos, e.find("source.sasl.password.file")) << e;
+	EXPECT_NE(std::string::npos, e.find("mode 0644")) << e;
+	EXPECT_NE(std::string::npos, e.find("chmod 600")) << e;
+	EXPECT_EQ(std::string::npos, e.find(kScramPass)) << e;
+}
