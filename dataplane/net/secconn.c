@@ -31,6 +31,7 @@ struct km_secconn {
 	int32_t corr;
 	int64_t session_end_ms;
 	struct km_sasl_client sasl;
+	struct km_sasl_auth_resp auth;	/* 1 KiB+: here, not on the stack */
 	uint32_t flen;
 	uint8_t frame[FRAME_MAX];
 	char host[256];
@@ -446,30 +447,30 @@ static int on_handshake(struct km_secconn *sc, struct km_wire_rd *r)
 static int on_auth(struct km_secconn *sc, struct km_wire_rd *r,
 		   int64_t now_ms)
 {
-	static struct km_sasl_auth_resp m; /* 1 KiB+: not on the stack */
+	struct km_sasl_auth_resp *m = &sc->auth;
 	uint8_t out[KM_SASL_MSG_BYTES_MAX];
 	char what[700];
 	int rc;
 
-	if ((rc = km_sasl_auth_resp_decode(r, KM_SASL_AUTH_VERSION, &m)) < 0)
+	if ((rc = km_sasl_auth_resp_decode(r, KM_SASL_AUTH_VERSION, m)) < 0)
 		return fail(sc, rc, "malformed SaslAuthenticate answer: %s",
 			    km_strerror(rc));
-	if (m.error_code != 0) {
+	if (m->error_code != 0) {
 		snprintf(what, sizeof(what), "%s as '%s' refused: %s (Kafka "
 			 "error %d)", km_sasl_mech_name(sc->sec->mech),
-			 sc->sec->user, m.error_message[0] ? m.error_message
-							    : "no reason given",
-			 (int)m.error_code);
+			 sc->sec->user, m->error_message[0] ? m->error_message
+							     : "no reason given",
+			 (int)m->error_code);
 		return fail(sc, KM_EAUTH, "%s", what);
 	}
-	rc = km_sasl_client_step(&sc->sasl, m.auth, m.auth_len, out,
+	rc = km_sasl_client_step(&sc->sasl, m->auth, m->auth_len, out,
 				 sizeof(out));
 	if (rc < 0)
 		return fail(sc, rc, "SASL: %s", sc->sasl.why);
 	if (rc > 0)
 		return sasl_send_auth(sc, out, rc);
-	sc->session_end_ms = m.session_lifetime_ms > 0
-				     ? now_ms + m.session_lifetime_ms : 0;
+	sc->session_end_ms = m->session_lifetime_ms > 0
+				     ? now_ms + m->session_lifetime_ms : 0;
 	km_sasl_client_wipe(&sc->sasl);
 	sc->ph = PH_DONE;
 	return 0;
