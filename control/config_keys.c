@@ -593,6 +593,10 @@ static const struct key_def keys[] = {
 	NUMBER("log.cleaner.dedupe.buffer.size", K_U64, cleaner_map_bytes,
 	       KM_CONFIG_UNITS_BYTES, 1u << 16, 1ull << 40),
 	CUSTOM("min.cleanable.dirty.ratio", min_cleanable_ratio),
+	NUMBER("transaction.ids.max", K_U32, txn_ids_max,
+	       KM_CONFIG_UNITS_PLAIN, 1, 1u << 20),
+	NUMBER("transactional.id.expiration.ms", K_U64, txn_id_expiration_ms,
+	       KM_CONFIG_UNITS_MS, 1, INT32_MAX),
 };
 
 _Static_assert(sizeof(keys) / sizeof(keys[0]) == KM_CONFIG_KEYS_COUNT,

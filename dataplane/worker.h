@@ -73,6 +73,8 @@ struct km_worker_config {
 	uint32_t group_min_session_timeout_ms;
 	uint32_t group_max_session_timeout_ms;
 	struct km_log_config broker_log; /* the front end's DescribeConfigs */
+	uint32_t txn_ids_max;		/* 0: the front-end's default */
+	int64_t txn_id_expiration_ms;
 };
 
 /* What a stop did (R4), per partition. */

@@ -179,6 +179,11 @@ struct km_frontend_config {
 	/* The logs' settings before any per-topic override (DescribeConfigs
 	 * names them as the broker's); segment_bytes 0: kmirror's defaults. */
 	struct km_log_config broker_log;
+	/* The transaction coordinator: transactional ids kept
+	 * (transaction.ids.max; 0: 1024) and how long an idle one is
+	 * remembered (transactional.id.expiration.ms; 0: Kafka's 7 days). */
+	uint32_t txn_ids_max;
+	int64_t txn_id_expiration_ms;
 };
 
 struct km_frontend_stats {

@@ -320,6 +320,8 @@ TEST(Config, BadValues)
 		{ "node.id=abc", "not a whole number" },
 		{ "node.id=1K", "not a whole number" },
 		{ "workers=0", "must be between 1 and 64" },
+		{ "transaction.ids.max=0", "must be between 1 and 1048576" },
+		{ "topics=__transaction_state", "topic \"__transaction_state\" is kmirrord's own (the transaction coordinator's log)" },
 		{ "workers=65", "must be between 1 and 64" },
 		{ "workers=four", "not a whole number" },
 		{ "mirror.failed.retry.initial.backoff.ms=0", "must be between 1 and 2147483647" },
@@ -843,7 +845,9 @@ TEST(Config, FormatText)
 			      "message.timestamp.after.max.ms\n"
 			      "delete.retention.ms=86400000\n"
 			      "log.cleaner.dedupe.buffer.size=134217728\n"
-			      "min.cleanable.dirty.ratio=0.5\n"),
+			      "min.cleanable.dirty.ratio=0.5\n"
+			      "transaction.ids.max=1024\n"
+			      "transactional.id.expiration.ms=604800000\n"),
 		  text);
 }
 
