@@ -1,0 +1,183 @@
+/* The transaction coordinator's log on kmirrord (issue 20, phase 2a,
+ * suite kafka-txnlog): is kmirrord's `__transaction_state-0` Kafka's own
+ * format, so that Kafka's DumpLogSegments --transaction-log-decoder reads
+ * every record of it, and does it hold every step of Kafka's transaction
+ * state machine, in order, for what Kafka's Java producer did? Does a
+ * restart rebuild the coordinator from it, so that the same
+ * transactional.id goes on with its producer id at the next epoch?
+ *
+ * Method: kmirrord alone (no broker: nothing is mirrored) with a local
+ * topic; tests/kafka/TxnProducer.java (Kafka 4.3.1's KafkaProducer) runs
+ * its plan on it: commit c1, abort a1, leave o1 open, a second instance
+ * fences the first, commit c2. kmirrord is stopped and Kafka's
+ * DumpLogSegments decodes the partition: every batch's record is
+ * decoded (a payload per record, no decoder error), each names the
+ * transactional id, and the states follow from the plan by Kafka's
+ * transaction.version 1 rules (the decoder prints a state as its
+ * TransactionState id; the names here are Kafka's for those ids). kmirrord is started again, the program runs again on the
+ * same id and must succeed; the records it adds continue the first run's
+ * producer id at the next epochs (Kafka's decoder again). */
+#include <regex>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "tests/e2e/daemon.h"
+#include "tests/e2e/e2e_util.h"
+#include "tests/kafka/kafka_broker.h"
+#include "tests/kafka/kafka_files.h"
+
+using namespace kmtest;
+
+namespace {
+
+struct TxnRecord {
+	int64_t offset = -1;
+	std::string id, state, partitions;
+	int64_t producer_id = -1;
+	int epoch = -1;
+};
+
+/* Kafka's TransactionState for the id its decoder prints
+ * (TransactionState.fromId). */
+std::string state_name(int id)
+{
+	static const char *names[] = { "Empty", "Ongoing", "PrepareCommit",
+				       "PrepareAbort", "CompleteCommit",
+				       "CompleteAbort", "Dead",
+				       "PrepareEpochFence" };
+	return id >= 0 && id < 8 ? names[id] : "unknown " + std::to_string(id);
+}
+
+/* The records Kafka's decoder printed, and how many batches it saw. */
+std::vector<TxnRecord> decode(const std::string &dir, int *batches,
+			      std::string *raw)
+{
+	std::vector<std::string> files;
+	for (const std::string &n : files_of(dir, "log"))
+		files.push_back(dir + "/" + n);
+	std::string list;
+	for (auto &f : files)
+		list += (list.empty() ? "" : ",") + f;
+	ChildResult r = kafka_dump_log_segments(
+		{ "--transaction-log-decoder", "--files", list });
+	*raw = r.describe() + "\n" + r.out + r.err;
+	std::vector<TxnRecord> v;
+	*batches = 0;
+	std::regex batch("baseOffset: [0-9]+ lastOffset");
+	for (std::sregex_iterator it(r.out.begin(), r.out.end(), batch), z;
+	     it != z; ++it)
+		(*batches)++;
+	std::regex rec("\\| offset: ([0-9]+)[^\n]*key: [^\n]*"
+		       "\"transactionalId\":\"([^\"]*)\"[^\n]*payload: "
+		       "([^\n]*)");
+	for (std::sregex_iterator it(r.out.begin(), r.out.end(), rec), z;
+	     it != z; ++it) {
+		TxnRecord t;
+		std::string p = (*it)[3];
+		std::smatch m;
+		t.offset = std::stoll((*it)[1]);
+		t.id = (*it)[2];
+		if (std::regex_search(p, m, std::regex("\"producerId\":([0-9]+)")))
+			t.producer_id = std::stoll(m[1]);
+		if (std::regex_search(p, m, std::regex("\"producerEpoch\":([0-9]+)")))
+			t.epoch = std::stoi(m[1]);
+		if (std::regex_search(p, m, std::regex("\"transactionStatus\":([0-9]+)")))
+			t.state = state_name(std::stoi(m[1]));
+		if (std::regex_search(p, m, std::regex("\"transactionPartitions\":(null|\\[[^\\]]*\\]\\}?\\]?)")))
+			t.partitions = m[1];
+		v.push_back(t);
+	}
+	return v;
+}
+
+/* Kafka's transaction.version 1 states for TxnProducer.java's plan, and
+ * by how much the epoch moved before each record. */
+struct Step {
+	const char *state;
+	int epoch_bump;
+};
+const Step kPlan[] = {
+	{ "Empty", 0 },				/* p: InitProducerId */
+	{ "Ongoing", 0 }, { "PrepareCommit", 0 }, { "CompleteCommit", 0 }, /* c1 */
+	{ "Ongoing", 0 }, { "PrepareAbort", 0 }, { "CompleteAbort", 0 },    /* a1 */
+	{ "Ongoing", 0 },			/* o1 */
+	{ "PrepareAbort", 1 }, { "CompleteAbort", 0 }, /* q fences p */
+	{ "Empty", 1 },				/* q's retried init */
+	{ "Ongoing", 0 }, { "PrepareCommit", 0 }, { "CompleteCommit", 0 }, /* c2 */
+};
+
+std::string run_plan(const Daemon &d)
+{
+	const char *root = getenv("KM_SOURCE_ROOT");
+	if (root == nullptr)
+		return "KM_SOURCE_ROOT is not set (tests/kafka/meson.build)";
+	ChildResult p = kafka_tool(std::string(root) + "/tests/kafka/TxnProducer.java",
+				   { d.bootstrap(), "orders", "java-txn" }, 180000);
+	for (const char *line : { "COMMITTED c1", "ABORTED a1",
+				  "OLD INSTANCE FENCED", "COMMITTED c2" })
+		if (p.exit_code != 0 || p.out.find(line) == std::string::npos)
+			return std::string("no \"") + line + "\": " +
+			       p.describe() + "\n" + p.out;
+	return "";
+}
+
+/* recs[from, from + size of kPlan) follow the plan from producer pid at
+ * epoch: Kafka's names of the states, the partition named while a
+ * transaction holds it, the epoch bumps. */
+void expect_plan(const std::vector<TxnRecord> &recs, size_t from,
+		 int64_t pid, int epoch)
+{
+	const size_t n = sizeof(kPlan) / sizeof(kPlan[0]);
+	ASSERT_GE(recs.size(), from + n);
+	for (size_t i = 0; i < n; i++) {
+		const TxnRecord &r = recs[from + i];
+		SCOPED_TRACE("record at offset " + std::to_string(r.offset));
+		epoch += kPlan[i].epoch_bump;
+		EXPECT_EQ("java-txn", r.id);
+		EXPECT_EQ(kPlan[i].state, r.state);
+		EXPECT_EQ(pid, r.producer_id);
+		EXPECT_EQ(epoch, r.epoch);
+		const bool holds = r.state == "Ongoing" ||
+				   r.state.rfind("Prepare", 0) == 0;
+		EXPECT_EQ(holds ? "[{\"topic\":\"orders\",\"partitionIds\":[0]}]"
+				: r.state == "Empty" ? "null" : "[]",
+			  r.partitions);
+	}
+}
+
+TEST(KafkaTxnLog, KafkaDecodesOurTransactionLogAndARestartRebuildsIt)
+{
+	TempDir dir("km-ktxnlog");
+	Daemon d(dir.path(), { "local.topics=orders:1" });
+	ASSERT_EQ("", d.start());
+	ASSERT_EQ("", run_plan(d));
+	ChildResult res;
+	ASSERT_EQ("", d.stop(30000, &res));
+
+	const std::string tdir = dir.path() + "/__transaction_state-0";
+	int batches = 0;
+	std::string raw;
+	std::vector<TxnRecord> first = decode(tdir, &batches, &raw);
+	const size_t n = sizeof(kPlan) / sizeof(kPlan[0]);
+	ASSERT_EQ(n, first.size()) << raw;
+	EXPECT_EQ((int)n, batches) << "one record per batch, all decoded\n" << raw;
+	EXPECT_EQ(std::string::npos, raw.find("Exception")) << raw;
+	ASSERT_NE("", first[0].state) << raw;
+	ASSERT_NO_FATAL_FAILURE(expect_plan(first, 0, first[0].producer_id,
+					    first[0].epoch));
+	EXPECT_EQ(0, first[0].epoch);
+
+	// The rebuilt coordinator goes on with the same producer, the
+	// next epoch: what the log said, not a fresh id.
+	ASSERT_EQ("", d.start());
+	ASSERT_EQ("", run_plan(d));
+	ASSERT_EQ("", d.stop(30000, &res));
+	std::vector<TxnRecord> both = decode(tdir, &batches, &raw);
+	ASSERT_EQ(2 * n, both.size()) << raw;
+	ASSERT_NO_FATAL_FAILURE(expect_plan(both, n, first[0].producer_id,
+					    first[n - 1].epoch + 1));
+}
+
+} // namespace
