@@ -269,4 +269,34 @@ TEST_F(Transactions, AMirroredPartitionCannotJoin)
 	EXPECT_EQ(0, srv_.EndOffset(srv_.index("mirrored", 0)));
 }
 
+// A marker that cannot be handed to its partition's owner (its ring
+// full) is tried again with a backoff, not dropped: the commit completes
+// on both partitions once it is in, and the transaction is decided only
+// then (issue 20, phase 2a).
+TEST_F(Transactions, AFailedMarkerIsRetriedUntilTheCommitCompletes)
+{
+	TxnProducer p;
+	ASSERT_EQ("", p.Create(srv_.bootstrap(), "app-retry"));
+	ASSERT_EQ("", p.Begin());
+	std::multiset<std::string> committed;
+	for (const std::string &v : Values("r1", 4)) {
+		ASSERT_EQ("", p.Send("tx", (int32_t)(committed.size() % 2), v));
+		committed.insert(v);
+	}
+	ASSERT_EQ("", p.Flush());
+	const size_t t1 = srv_.index("tx", 1);
+	const uint64_t before = srv_.MarkerCalls(t1);
+	srv_.FailMarkers(t1, 3);
+	ASSERT_EQ("", p.Commit());
+	EXPECT_EQ(before + 4, srv_.MarkerCalls(t1))
+		<< "three refusals, then the marker that went in";
+	EXPECT_EQ(committed, Read("read_committed"));
+	// The same producer goes on: its transaction is over.
+	ASSERT_EQ("", p.Begin());
+	ASSERT_EQ("", p.Send("tx", 0, "r2-0"));
+	ASSERT_EQ("", p.Commit());
+	committed.insert("r2-0");
+	EXPECT_EQ(committed, Read("read_committed"));
+}
+
 } // namespace
