@@ -17,6 +17,10 @@
  * TransactionState id; the names here are Kafka's for those ids). kmirrord is started again, the program runs again on the
  * same id and must succeed; the records it adds continue the first run's
  * producer id at the next epochs (Kafka's decoder again). */
+#include <librdkafka/rdkafka.h>
+
+#include <map>
+#include <memory>
 #include <regex>
 #include <string>
 #include <vector>
@@ -37,6 +41,7 @@ struct TxnRecord {
 	std::string id, state, partitions;
 	int64_t producer_id = -1;
 	int epoch = -1;
+	bool tombstone = false;	/* Kafka's decoder: "payload: <DELETE>" */
 };
 
 /* Kafka's TransactionState for the id its decoder prints
@@ -70,7 +75,7 @@ std::vector<TxnRecord> decode(const std::string &dir, int *batches,
 	     it != z; ++it)
 		(*batches)++;
 	std::regex rec("\\| offset: ([0-9]+)[^\n]*key: [^\n]*"
-		       "\"transactionalId\":\"([^\"]*)\"[^\n]*payload: "
+		       "\"transactionalId\":\"([^\"]*)\"[^\n]*payload:"
 		       "([^\n]*)");
 	for (std::sregex_iterator it(r.out.begin(), r.out.end(), rec), z;
 	     it != z; ++it) {
@@ -79,6 +84,7 @@ std::vector<TxnRecord> decode(const std::string &dir, int *batches,
 		std::smatch m;
 		t.offset = std::stoll((*it)[1]);
 		t.id = (*it)[2];
+		t.tombstone = p == " <DELETE>";
 		if (std::regex_search(p, m, std::regex("\"producerId\":([0-9]+)")))
 			t.producer_id = std::stoll(m[1]);
 		if (std::regex_search(p, m, std::regex("\"producerEpoch\":([0-9]+)")))
@@ -178,6 +184,89 @@ TEST(KafkaTxnLog, KafkaDecodesOurTransactionLogAndARestartRebuildsIt)
 	ASSERT_EQ(2 * n, both.size()) << raw;
 	ASSERT_NO_FATAL_FAILURE(expect_plan(both, n, first[0].producer_id,
 					    first[n - 1].epoch + 1));
+}
+
+/* A librdkafka transactional producer's InitProducerId: "" or the
+ * error. */
+std::string init_txn(const std::string &bootstrap, const std::string &id,
+		     int timeout_ms = 20000)
+{
+	std::string err;
+	rd_kafka_t *rk = client_new(RD_KAFKA_PRODUCER,
+				    { { "bootstrap.servers", bootstrap },
+				      { "transactional.id", id } },
+				    &err);
+	if (rk == nullptr)
+		return err;
+	rd_kafka_error_t *e = rd_kafka_init_transactions(rk, timeout_ms);
+	if (e != nullptr) {
+		err = rd_kafka_error_string(e);
+		rd_kafka_error_destroy(e);
+	}
+	rd_kafka_destroy(rk);
+	return err;
+}
+
+/* transaction.ids.max and transactional.id.expiration.ms: a full table
+ * refuses a new id (POLICY_VIOLATION, which the client names, and the log
+ * says why) until the idle ids are forgotten, each with a tombstone
+ * Kafka's decoder reads as one; a restart replays the tombstones, so the
+ * ids that took their places are rebuilt and go on with their producers
+ * at the next epoch. */
+TEST(KafkaTxnLog, AFullTableRefusesUntilIdleIdsAreForgottenWithTombstones)
+{
+	constexpr int64_t kExpireMs = 3000;
+	TempDir dir("km-ktxnlog-full");
+	Daemon d(dir.path(), { "local.topics=orders:1", "transaction.ids.max=2",
+			       "transactional.id.expiration.ms=" +
+				       std::to_string(kExpireMs) });
+	ASSERT_EQ("", d.start());
+	ASSERT_EQ("", init_txn(d.bootstrap(), "a"));
+	ASSERT_EQ("", init_txn(d.bootstrap(), "b"));
+	const int64_t idle_from = now_ms();
+	std::string refused = init_txn(d.bootstrap(), "c", 1000);
+	EXPECT_NE(std::string::npos, refused.find("olicy")) << refused;
+	std::string last;
+	ASSERT_TRUE(poll_until([&] {
+		return (last = init_txn(d.bootstrap(), "c")).empty();
+	}, 30000)) << last;
+	// The coordinator's clock is the wall clock: 100 ms of slack.
+	EXPECT_GE(now_ms() - idle_from, kExpireMs - 100);
+	// Both idle ids go: room for a fourth.
+	ASSERT_TRUE(poll_until([&] {
+		return (last = init_txn(d.bootstrap(), "d")).empty();
+	}, 30000)) << last;
+	ChildResult res;
+	ASSERT_EQ("", d.stop(30000, &res));
+	EXPECT_NE(std::string::npos, res.err.find("transaction.ids.max=2"))
+		<< res.err;
+
+	const std::string tdir = dir.path() + "/__transaction_state-0";
+	int batches = 0;
+	std::string raw;
+	std::vector<TxnRecord> recs = decode(tdir, &batches, &raw);
+	std::map<std::string, int> tombstones;
+	const TxnRecord *c = nullptr;
+	for (const TxnRecord &r : recs) {
+		if (r.tombstone)
+			tombstones[r.id]++;
+		else if (r.id == "c")
+			c = &r;
+	}
+	EXPECT_EQ(1, tombstones["a"]) << raw;
+	EXPECT_EQ(1, tombstones["b"]) << raw;
+	EXPECT_EQ(0, tombstones["c"]) << raw;
+	ASSERT_NE(nullptr, c) << raw;
+	const TxnRecord first_c = *c;
+
+	ASSERT_EQ("", d.start());
+	ASSERT_EQ("", init_txn(d.bootstrap(), "c"));
+	ASSERT_EQ("", d.stop(30000, &res));
+	recs = decode(tdir, &batches, &raw);
+	ASSERT_FALSE(recs.empty()) << raw;
+	EXPECT_EQ("c", recs.back().id) << raw;
+	EXPECT_EQ(first_c.producer_id, recs.back().producer_id) << raw;
+	EXPECT_EQ(first_c.epoch + 1, recs.back().epoch) << raw;
 }
 
 } // namespace
