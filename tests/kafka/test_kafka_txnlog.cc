@@ -18,6 +18,7 @@
  * same id and must succeed; the records it adds continue the first run's
  * producer id at the next epochs (Kafka's decoder again). */
 #include <librdkafka/rdkafka.h>
+#include <unistd.h>
 
 #include <map>
 #include <memory>
@@ -267,6 +268,33 @@ TEST(KafkaTxnLog, AFullTableRefusesUntilIdleIdsAreForgottenWithTombstones)
 	EXPECT_EQ("c", recs.back().id) << raw;
 	EXPECT_EQ(first_c.producer_id, recs.back().producer_id) << raw;
 	EXPECT_EQ(first_c.epoch + 1, recs.back().epoch) << raw;
+}
+
+/* R4 step 6 for the coordinator's ids: a producer id handed out after a
+ * restart is above every id the transaction log names, even one no
+ * partition ever saw (a transactional id that only initialised) and with
+ * data.dir/producer-id-block lost (what a restart otherwise starts from). */
+TEST(KafkaTxnLog, ProducerIdsAfterARestartStayAboveTheTransactionLogs)
+{
+	TempDir dir("km-ktxnlog-pid");
+	Daemon d(dir.path(), { "local.topics=orders:1" });
+	ASSERT_EQ("", d.start());
+	ASSERT_EQ("", init_txn(d.bootstrap(), "x"));
+	ChildResult res;
+	ASSERT_EQ("", d.stop(30000, &res));
+	ASSERT_EQ(0, unlink((dir.path() + "/producer-id-block").c_str()));
+	ASSERT_EQ("", d.start());
+	ASSERT_EQ("", init_txn(d.bootstrap(), "y"));
+	ASSERT_EQ("", d.stop(30000, &res));
+
+	int batches = 0;
+	std::string raw;
+	std::vector<TxnRecord> recs =
+		decode(dir.path() + "/__transaction_state-0", &batches, &raw);
+	ASSERT_EQ(2u, recs.size()) << raw;
+	ASSERT_EQ("x", recs[0].id);
+	ASSERT_EQ("y", recs[1].id);
+	EXPECT_GT(recs[1].producer_id, recs[0].producer_id) << raw;
 }
 
 } // namespace
