@@ -20,6 +20,7 @@
 #include <librdkafka/rdkafka.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <map>
 #include <memory>
 #include <regex>
@@ -298,6 +299,86 @@ TEST(KafkaTxnLog, ProducerIdsAfterARestartStayAboveTheTransactionLogs)
 	ASSERT_EQ("x", recs[0].id);
 	ASSERT_EQ("y", recs[1].id);
 	EXPECT_GT(recs[1].producer_id, recs[0].producer_id) << raw;
+}
+
+/* Base offsets of a partition directory's segments, oldest first. */
+std::vector<int64_t> segment_bases(const std::string &dir)
+{
+	std::vector<int64_t> v;
+	for (const std::string &n : files_of(dir, "log"))
+		v.push_back(std::stoll(n));
+	std::sort(v.begin(), v.end());
+	return v;
+}
+
+/* Compaction of __transaction_state-0: once far more records were written
+ * than ids are live, every live id is written again and the segments below
+ * that copy go; a restart (kill -9) rebuilds from what is left both the
+ * busy id and one idle since its first record, each going on with its
+ * producer at the next epoch. */
+TEST(KafkaTxnLog, CompactionKeepsEveryLiveIdAndDropsOldSegments)
+{
+	constexpr int kTxns = 400; /* three records each */
+	TempDir dir("km-ktxnlog-compact");
+	Daemon d(dir.path(), { "local.topics=orders:1", "segment.bytes=16384" });
+	ASSERT_EQ("", d.start());
+	ASSERT_EQ("", init_txn(d.bootstrap(), "idle"));
+	std::string err;
+	rd_kafka_t *rk = client_new(RD_KAFKA_PRODUCER,
+				    { { "bootstrap.servers", d.bootstrap() },
+				      { "transactional.id", "busy" },
+				      { "linger.ms", "0" } },
+				    &err);
+	ASSERT_NE(nullptr, rk) << err;
+	std::unique_ptr<rd_kafka_t, void (*)(rd_kafka_t *)> guard(rk,
+								   rd_kafka_destroy);
+	auto ok = [](rd_kafka_error_t *e) {
+		std::string s = e ? rd_kafka_error_string(e) : "";
+		if (e)
+			rd_kafka_error_destroy(e);
+		return s;
+	};
+	ASSERT_EQ("", ok(rd_kafka_init_transactions(rk, 30000)));
+	for (int i = 0; i < kTxns; i++) {
+		ASSERT_EQ("", ok(rd_kafka_begin_transaction(rk))) << i;
+		std::string v = "t" + std::to_string(i);
+		ASSERT_EQ(RD_KAFKA_RESP_ERR_NO_ERROR,
+			  rd_kafka_producev(rk, RD_KAFKA_V_TOPIC("orders"),
+					    RD_KAFKA_V_PARTITION(0),
+					    RD_KAFKA_V_VALUE((void *)v.data(), v.size()),
+					    RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+					    RD_KAFKA_V_END)) << i;
+		ASSERT_EQ("", ok(rd_kafka_commit_transaction(rk, 30000))) << i;
+	}
+	guard.reset();
+	const std::string tdir = dir.path() + "/__transaction_state-0";
+	ASSERT_TRUE(poll_until([&] {
+		auto s = segment_bases(tdir);
+		return !s.empty() && s.front() > 0;
+	}, 30000)) << "no segment of __transaction_state-0 was deleted";
+	int batches = 0;
+	std::string raw;
+	std::vector<TxnRecord> before = decode(tdir, &batches, &raw);
+	std::map<std::string, TxnRecord> last;
+	for (const TxnRecord &r : before)
+		last[r.id] = r;
+	ASSERT_EQ(2u, last.size()) << raw;
+
+	ASSERT_EQ("", d.kill9());
+	ASSERT_EQ("", d.start());
+	ASSERT_EQ("", init_txn(d.bootstrap(), "busy"));
+	ASSERT_EQ("", init_txn(d.bootstrap(), "idle"));
+	ChildResult res;
+	ASSERT_EQ("", d.stop(30000, &res));
+	std::vector<TxnRecord> after = decode(tdir, &batches, &raw);
+	ASSERT_GE(after.size(), 2u) << raw;
+	for (const TxnRecord &r : { after[after.size() - 2], after.back() }) {
+		SCOPED_TRACE(r.id);
+		ASSERT_EQ(1u, last.count(r.id));
+		EXPECT_EQ(last[r.id].producer_id, r.producer_id);
+		EXPECT_EQ(last[r.id].epoch + 1, r.epoch);
+		EXPECT_EQ("Empty", r.state);
+	}
 }
 
 } // namespace
