@@ -355,6 +355,7 @@ uint64_t km_frontend_next_deadline_ms(const struct km_frontend *fe)
 
 void km_frontend_stop(struct km_frontend *fe)
 {
+	km_frontend_txn_stop(fe);
 	if (fe->lsn != NULL) {
 		km_net_unlisten(fe->lsn);
 		fe->lsn = NULL;

@@ -358,6 +358,10 @@ int km_frontend_txnlog_persist(struct km_frontend *fe, const char *id,
 int km_frontend_txnlog_answer(struct fe_conn *fc, uint32_t slot,
 			      struct km_wire_wr *w, const char *id);
 void km_frontend_txnlog_tick(struct km_frontend *fe, uint64_t now_ms);
+/* The front-end stops: answers held by a write waiting to retry are let
+ * go (unanswered), and so are those of later failures. */
+void km_frontend_txnlog_stop(struct km_frontend *fe);
+void km_frontend_txn_stop(struct km_frontend *fe);
 /* frontend_txn.c: a restart's Prepare* transaction, its markers written. */
 void km_frontend_txn_resume(struct km_frontend *fe,
 			    const struct km_txn_markers *mk);

@@ -75,6 +75,7 @@ struct fe_txn {
 	struct km_offcommit_resp_part results[ADD_PARTS_MAX];
 	uint64_t next_expire_ms;
 	uint32_t ids_max;
+	bool stopping;		/* km_frontend_txn_stop: nobody waits on retries */
 };
 
 static int alloc_pid(void *ctx, int64_t *pid, int16_t *epoch)
@@ -152,6 +153,20 @@ static void job_complete(struct km_frontend *fe, void *arg)
 	km_frontend_conn_maybe_free(fc);
 }
 
+/* The EndTxn waiting on j goes unanswered: the front-end stops, and a
+ * connection held by a retry would keep it from draining. */
+static void job_release(struct fe_txn_job *j)
+{
+	struct fe_conn *fc = j->fc;
+
+	if (fc == NULL)
+		return;
+	j->fc = NULL;
+	KM_ASSERT(fc->pending_ops > 0);
+	fc->pending_ops--;
+	km_frontend_conn_maybe_free(fc);
+}
+
 /* Every marker is in: the transaction completes once all are durable; a
  * failed one is tried again after a backoff (the transaction stays
  * Prepare*, its producer told CONCURRENT_TRANSACTIONS meanwhile). */
@@ -171,6 +186,8 @@ static void job_end(struct fe_txn_job *j)
 				km_strerror(j->err), backoff);
 		j->err = 0;
 		j->retry_at_ms = km_frontend_now_ms() + backoff;
+		if (j->fe->txn->stopping)
+			job_release(j);
 		return;
 	}
 	km_frontend_txn_crash_point("txn-after-markers");
@@ -296,6 +313,17 @@ void km_frontend_txn_resume(struct km_frontend *fe,
 	j->mk = *mk;
 	j->mk.transactional_id = j->id;
 	job_run(j);
+}
+
+void km_frontend_txn_stop(struct km_frontend *fe)
+{
+	if (fe->txn == NULL)
+		return;
+	fe->txn->stopping = true;
+	for (uint32_t i = 0; i < TXN_JOBS; i++)
+		if (fe->txn->jobs[i].used && fe->txn->jobs[i].retry_at_ms != 0)
+			job_release(&fe->txn->jobs[i]);
+	km_frontend_txnlog_stop(fe);
 }
 
 /* Markers whose backoff passed are tried again. */

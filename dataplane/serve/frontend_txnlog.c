@@ -66,6 +66,7 @@ struct fe_txnlog {
 	int64_t expiration_ms;
 	bool loaded;
 	int load_err;
+	bool stopping;		/* held answers are let go on a failure */
 	uint32_t restored_full;	/* ids the table had no room for */
 	struct tl_write *w;
 	uint32_t n_w;
@@ -193,6 +194,22 @@ int16_t km_frontend_txnlog_ready(struct km_frontend *fe)
 
 /* ---- writes ---- */
 
+static void release_answer(struct fe_conn *fc, uint32_t slot);
+
+/* A stopping front-end drains: the client's answer is not held by a
+ * record that may never be written. */
+static void let_go(struct tl_write *w)
+{
+	struct fe_conn *fc = w->fc;
+
+	if (fc == NULL)
+		return;
+	w->fc = NULL;
+	KM_ASSERT(fc->pending_ops > 0);
+	fc->pending_ops--;
+	km_frontend_conn_maybe_free(fc);
+}
+
 static void schedule_retry(struct fe_txnlog *tl, struct tl_write *w, int rc)
 {
 	uint32_t backoff = RETRY_FIRST_MS;
@@ -205,9 +222,10 @@ static void schedule_retry(struct fe_txnlog *tl, struct tl_write *w, int rc)
 		KM_WARN("txn", "%s-0: record of \"%s\": %s; trying again "
 			"every %u ms at most", KM_TXNLOG_TOPIC, w->id,
 			km_strerror(rc), backoff);
-	(void)tl;
 	w->in_flight = false;
 	w->retry_at_ms = km_frontend_now_ms() + backoff;
+	if (tl->stopping)
+		let_go(w);
 }
 
 static void on_written(void *arg, const struct km_part_produced *res);
@@ -375,6 +393,16 @@ int km_frontend_txn_handle_initpid(struct fe_conn *fc,
 	km_frontend_slot_begin(fc, slot, &w);
 	km_initpid_resp_encode(&w, h->api_version, &m);
 	return km_frontend_txnlog_answer(fc, slot, &w, q->transactional_id.s);
+}
+
+void km_frontend_txnlog_stop(struct km_frontend *fe)
+{
+	struct fe_txnlog *tl = fe->txnlog;
+
+	tl->stopping = true;
+	for (uint32_t i = 0; i < tl->n_w; i++)
+		if (tl->w[i].used && !tl->w[i].in_flight)
+			let_go(&tl->w[i]);
 }
 
 /* ---- compaction ---- */

@@ -73,9 +73,9 @@ public:
 			RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_END);
 		return e == RD_KAFKA_RESP_ERR_NO_ERROR ? "" : rd_kafka_err2str(e);
 	}
-	std::string Commit()
+	std::string Commit(int timeout_ms = kTimeoutMs)
 	{
-		return Check(rd_kafka_commit_transaction(rk_, kTimeoutMs));
+		return Check(rd_kafka_commit_transaction(rk_, timeout_ms));
 	}
 	std::string Abort()
 	{
@@ -297,6 +297,31 @@ TEST_F(Transactions, AFailedMarkerIsRetriedUntilTheCommitCompletes)
 	ASSERT_EQ("", p.Commit());
 	committed.insert("r2-0");
 	EXPECT_EQ(committed, Read("read_committed"));
+}
+
+// A marker that keeps failing does not keep the front-end from stopping:
+// the EndTxn waiting on it is let go (TearDown fails on a front-end that
+// does not drain).
+TEST_F(Transactions, AStopDoesNotWaitForAMarkerThatKeepsFailing)
+{
+	TxnProducer p;
+	ASSERT_EQ("", p.Create(srv_.bootstrap(), "app-stuck"));
+	ASSERT_EQ("", p.Begin());
+	ASSERT_EQ("", p.Send("tx", 1, "s-0"));
+	ASSERT_EQ("", p.Flush());
+	const size_t t1 = srv_.index("tx", 1);
+	const uint64_t before = srv_.MarkerCalls(t1);
+	srv_.FailMarkers(t1, UINT32_MAX);
+	std::thread commit([&] { (void)p.Commit(3000); });
+	const auto deadline = std::chrono::steady_clock::now() +
+			      std::chrono::milliseconds(kTimeoutMs);
+	while (srv_.MarkerCalls(t1) < before + 2 &&
+	       std::chrono::steady_clock::now() < deadline)
+		std::this_thread::sleep_for(std::chrono::milliseconds(10));
+	EXPECT_GE(srv_.MarkerCalls(t1), before + 2)
+		<< "the marker is not being retried";
+	srv_.Stop();
+	commit.join();
 }
 
 } // namespace
