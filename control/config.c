@@ -47,6 +47,8 @@ void km_config_defaults(struct km_config *cfg)
 	cfg->group_initial_rebalance_delay_ms = 3000;
 	cfg->group_min_session_timeout_ms = 6000;
 	cfg->group_max_session_timeout_ms = 1800000;
+	cfg->txn_ids_max = 1024;
+	cfg->txn_id_expiration_ms = 604800000; /* Kafka's 7 days */
 	cfg->request_bytes_max = 100u << 20;
 	cfg->request_timeout_ms = 30000;
 	cfg->dpdk.netmask_be = htonl(0xffffff00u);
@@ -420,10 +422,11 @@ void km_config_log_config(const struct km_config *cfg, const char *topic,
 	out->delete_retention_ms = (int64_t)cfg->delete_retention_ms;
 	out->cleaner_map_bytes = cfg->cleaner_map_bytes;
 	out->min_cleanable_ratio = cfg->min_cleanable_ratio;
-	if (strcmp(topic, KM_CONFIG_OFFSETS_TOPIC) == 0) {
-		/* Committed offsets go only by compaction (the coordinator
-		 * rewrites what is live), never by age or size; small
-		 * segments let that free space early. */
+	if (strcmp(topic, KM_CONFIG_OFFSETS_TOPIC) == 0 ||
+	    strcmp(topic, KM_CONFIG_TXN_TOPIC) == 0) {
+		/* Committed offsets and transactions go only by compaction
+		 * (the coordinator rewrites what is live), never by age or
+		 * size; small segments let that free space early. */
 		out->retention_ms = -1;
 		out->retention_bytes = -1;
 		if (out->segment_bytes > KM_CONFIG_OFFSETS_SEGMENT_BYTES)

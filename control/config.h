@@ -43,6 +43,8 @@ struct km_log_config; /* iouring_log/log.h: not included, so that this header
 #define KM_CONFIG_TOPIC_BYTES_MAX 250u	/* Kafka's 249 chars + NUL */
 /* The internal partition of committed offsets (dataplane/group/goffsets.h). */
 #define KM_CONFIG_OFFSETS_TOPIC "__consumer_offsets"
+/* The transaction coordinator's log (dataplane/group/txnlog.h). */
+#define KM_CONFIG_TXN_TOPIC "__transaction_state"
 #define KM_CONFIG_OFFSETS_SEGMENT_BYTES (8u << 20)
 #define KM_CONFIG_GROUPS_MAX 64u	/* `groups` entries */
 #define KM_CONFIG_GROUP_BYTES_MAX 256u	/* a group id or pattern + NUL */
@@ -232,6 +234,12 @@ struct km_config {
 	int source_sasl_mechanism;
 	char source_sasl_username[256];
 	char source_sasl_password_file[KM_CONFIG_PATH_BYTES_MAX];
+	/* The transaction coordinator (issue 20): transactional ids kept
+	 * (transaction.ids.max; a new one past it is refused with
+	 * POLICY_VIOLATION), and how long an idle one is remembered
+	 * (Kafka's transactional.id.expiration.ms, 7 days). */
+	uint32_t txn_ids_max;
+	uint64_t txn_id_expiration_ms;
 };
 
 /* The highest throttle rate (a TiB/s): the bucket's arithmetic stays in

@@ -665,6 +665,10 @@ static const struct key_def keys[] = {
 	CUSTOM("source.sasl.mechanism", sasl_mechanism),
 	CUSTOM("source.sasl.username", sasl_username),
 	CUSTOM("source.sasl.password.file", sasl_password_file),
+	NUMBER("transaction.ids.max", K_U32, txn_ids_max,
+	       KM_CONFIG_UNITS_PLAIN, 1, 1u << 20),
+	NUMBER("transactional.id.expiration.ms", K_U64, txn_id_expiration_ms,
+	       KM_CONFIG_UNITS_MS, 1, INT32_MAX),
 };
 
 _Static_assert(sizeof(keys) / sizeof(keys[0]) == KM_CONFIG_KEYS_COUNT,

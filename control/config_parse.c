@@ -394,6 +394,9 @@ static int topic_item(const struct km_config_ctx *c, const char *item,
 	if (strcmp(item, KM_CONFIG_OFFSETS_TOPIC) == 0)
 		return km_config_bad(c, "topic \"%s\" is kmirrord's own (the "
 				     "committed offsets of its groups)", item);
+	if (strcmp(item, KM_CONFIG_TXN_TOPIC) == 0)
+		return km_config_bad(c, "topic \"%s\" is kmirrord's own (the "
+				     "transaction coordinator's log)", item);
 	for (size_t i = 0; i < n; i++)
 		if (!isalnum((unsigned char)item[i]) && item[i] != '.' &&
 		    item[i] != '_' && item[i] != '-')

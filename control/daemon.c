@@ -23,6 +23,7 @@
 #include "control/cluster_id.h"
 #include "control/daemon.h"
 #include "control/daemon_pvt.h"
+#include "dataplane/group/txnlog.h"
 #include "dataplane/serve/tconfig.h"
 #include "dataplane/net/dpdk/dpdk.h"
 
@@ -115,6 +116,8 @@ static void worker_config(const struct km_daemon *d, uint32_t id,
 	wc->group_initial_rebalance_delay_ms = d->cfg->group_initial_rebalance_delay_ms;
 	wc->group_min_session_timeout_ms = d->cfg->group_min_session_timeout_ms;
 	wc->group_max_session_timeout_ms = d->cfg->group_max_session_timeout_ms;
+	wc->txn_ids_max = d->cfg->txn_ids_max;
+	wc->txn_id_expiration_ms = (int64_t)d->cfg->txn_id_expiration_ms;
 	/* A topic no override names: the broker-level settings. */
 	km_config_log_config(d->cfg, "", 0, &wc->broker_log);
 	wc->broker_log.data_dir = wc->broker_log.topic = NULL;
@@ -180,6 +183,24 @@ static void log_recovery(const struct km_part *p,
 			(unsigned long long)r->bytes_truncated);
 }
 
+/* The transaction coordinator's records name producer ids its
+ * transactions' partitions may no longer hold (R4 step 6): above them too. */
+static int64_t txn_max_pid(const struct km_part *p, int64_t max_pid)
+{
+	int64_t m;
+	int rc;
+
+	if (!p->internal || strcmp(p->topic, KM_CONFIG_TXN_TOPIC) != 0 ||
+	    p->log == NULL)
+		return max_pid;
+	if ((rc = km_txnlog_max_pid(p->log, &m)) < 0) {
+		KM_WARN("daemon", "%s-0: producer ids not read: %s",
+			KM_CONFIG_TXN_TOPIC, km_strerror(rc));
+		return max_pid;
+	}
+	return m > max_pid ? m : max_pid;
+}
+
 /* Open every log (in parallel across workers), then seed the producer id
  * allocator above every id seen. */
 static int open_parts(struct km_daemon *d)
@@ -220,6 +241,8 @@ static int open_parts(struct km_daemon *d)
 		rc = rc ? rc : rc2;
 		lost |= rc2 == -ETIMEDOUT;
 		max_pid = r[i].max_pid > max_pid ? r[i].max_pid : max_pid;
+		if (rc2 == 0)
+			max_pid = txn_max_pid(p, max_pid);
 	}
 	if (!lost) /* else a worker may still write into r: leak it */
 		free(r);

@@ -60,7 +60,8 @@ bool km_daemon_discovers(const struct km_daemon *d, const char *topic)
 {
 	/* Our own group offsets live in __consumer_offsets: never the
 	 * source's, whatever the expressions say. */
-	if (d->include.n == 0 || strcmp(topic, KM_CONFIG_OFFSETS_TOPIC) == 0)
+	if (d->include.n == 0 || strcmp(topic, KM_CONFIG_OFFSETS_TOPIC) == 0 ||
+	    strcmp(topic, KM_CONFIG_TXN_TOPIC) == 0)
 		return false;
 	for (uint32_t i = 0; i < d->cfg->local_topics_count; i++)
 		if (strcmp(topic, d->cfg->local_topics[i]) == 0)

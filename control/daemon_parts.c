@@ -183,6 +183,10 @@ static int add_local(struct km_daemon *d, struct plan *p)
 	if (rc == 0 && (rc = plan_add(p, KM_CONFIG_OFFSETS_TOPIC, 0, false,
 				      KM_PART_WRITABLE)) == 0)
 		p->parts[p->n - 1].internal = true;
+	/* The transaction coordinator's log (issue 20). */
+	if (rc == 0 && (rc = plan_add(p, KM_CONFIG_TXN_TOPIC, 0, false,
+				      KM_PART_WRITABLE)) == 0)
+		p->parts[p->n - 1].internal = true;
 	return rc;
 }
 

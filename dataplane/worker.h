@@ -82,6 +82,8 @@ struct km_worker_config {
 	/* TLS and SASL to the source (issue 16), NULL: PLAINTEXT. The fetch
 	 * network is wrapped (dataplane/net/snet.h). Outlives the worker. */
 	const struct km_netsec *source_sec;
+	uint32_t txn_ids_max;		/* 0: the front-end's default */
+	int64_t txn_id_expiration_ms;
 };
 
 /* What a stop did (R4), per partition. */

@@ -225,6 +225,8 @@ int km_worker_fe_listen(struct km_worker *w, const char *ipv4, uint16_t port,
 	c.group_max_session_timeout_ms = w->cfg.group_max_session_timeout_ms;
 	c.broker_log = w->cfg.broker_log;
 	c.upstream = w->cfg.upstream;
+	c.txn_ids_max = w->cfg.txn_ids_max;
+	c.txn_id_expiration_ms = w->cfg.txn_id_expiration_ms;
 	if ((rc = km_frontend_create(&c, &w->fe)) < 0)
 		return rc;
 	if ((rc = km_frontend_listen(w->fe, ipv4, port)) < 0) {

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "kafka/proto.h"
+#include "kafka/txnrec.h"
 
 /* Kafka bumps to a new producer id rather than reach Short.MaxValue
  * (TransactionMetadata.isEpochExhausted: epoch >= Short.MaxValue - 1). */
@@ -24,6 +25,13 @@ struct txn {
 	int64_t start_ms;	/* when it went Ongoing */
 	struct km_txn_part *parts;
 	uint32_t n_parts;
+	/* Persistence (km_txncoord_take_dirty): changed since its last
+	 * record; a record of it is being written (its producer waits);
+	 * forgotten once its tombstone is durable. */
+	bool dirty;
+	uint32_t pending;	/* records in flight */
+	bool dead;
+	int64_t last_ms;	/* its last record's time (wall clock) */
 };
 
 struct km_txncoord {
@@ -73,23 +81,15 @@ static struct txn *find(const struct km_txncoord *c, const char *id)
 	return NULL;
 }
 
-/* A free slot, else one whose transaction is over (Kafka expires such ids
- * after transactional.id.expiration.ms; here the table's bound decides). */
+/* A free slot. A finished id is not taken over: it would come back from
+ * the log at a restart (transactional.id.expiration.ms forgets it, with a
+ * tombstone, km_txncoord_expire_id). */
 static struct txn *slot_for_new(struct km_txncoord *c)
 {
-	struct txn *done = NULL;
-
-	for (uint32_t i = 0; i < c->cfg.ids_max; i++) {
-		struct txn *t = &c->txns[i];
-
-		if (!t->used)
-			return t;
-		if (done == NULL && (t->state == KM_TXN_EMPTY ||
-				     t->state == KM_TXN_COMPLETE_COMMIT ||
-				     t->state == KM_TXN_COMPLETE_ABORT))
-			done = t;
-	}
-	return done;
+	for (uint32_t i = 0; i < c->cfg.ids_max; i++)
+		if (!c->txns[i].used)
+			return &c->txns[i];
+	return NULL;
 }
 
 static bool prepared(const struct txn *t)
@@ -141,8 +141,11 @@ static int16_t new_id(struct km_txncoord *c, const char *txn_id,
 	int16_t ignored;
 
 	if (t == NULL)
-		return KM_KERR_COORDINATOR_NOT_AVAILABLE;
+		return KM_KERR_POLICY_VIOLATION;
 	memset(t, 0, offsetof(struct txn, parts)); /* parts: the slot's own */
+	t->dirty = false;
+	t->pending = 0;
+	t->dead = false;
 	if (c->cfg.alloc_pid(c->cfg.alloc_ctx, &t->pid, &ignored) < 0)
 		return KM_KERR_COORDINATOR_NOT_AVAILABLE;
 	t->used = true;
@@ -152,6 +155,8 @@ static int16_t new_id(struct km_txncoord *c, const char *txn_id,
 	t->n_parts = 0;
 	t->state = KM_TXN_EMPTY;
 	t->timeout_ms = timeout_ms;
+	t->start_ms = -1;
+	t->dirty = true;
 	*pid = t->pid;
 	*epoch = t->epoch;
 	return 0;
@@ -175,16 +180,20 @@ int16_t km_txncoord_init_pid(struct km_txncoord *c, const char *txn_id,
 {
 	struct txn *t;
 
-	(void)now_ms;
 	no_markers(markers);
 	if (timeout_ms <= 0 || timeout_ms > KM_TXNCOORD_TIMEOUT_MAX_MS)
 		return KM_KERR_INVALID_TRANSACTION_TIMEOUT;
 	if (strlen(txn_id) > KM_TXNCOORD_NAME_MAX)
 		return KM_KERR_INVALID_REQUEST;
 	t = find(c, txn_id);
-	if (t == NULL)
-		return new_id(c, txn_id, timeout_ms, pid, epoch);
-	if (prepared(t))
+	if (t == NULL) {
+		int16_t err = new_id(c, txn_id, timeout_ms, pid, epoch);
+
+		if (err == 0)
+			find(c, txn_id)->last_ms = now_ms;
+		return err;
+	}
+	if (prepared(t) || t->pending)
 		return KM_KERR_CONCURRENT_TRANSACTIONS;
 	if (!expected_ok(t, expect_pid, expect_epoch))
 		return KM_KERR_PRODUCER_FENCED;
@@ -196,6 +205,7 @@ int16_t km_txncoord_init_pid(struct km_txncoord *c, const char *txn_id,
 	}
 	if (bump(c, t, t->state == KM_TXN_ONGOING) < 0)
 		return KM_KERR_COORDINATOR_NOT_AVAILABLE;
+	t->dirty = true;
 	if (t->state == KM_TXN_ONGOING) {
 		t->state = KM_TXN_PREPARE_ABORT;
 		fill_markers(t, markers);
@@ -216,7 +226,7 @@ static int16_t producer_check(const struct txn *t, int64_t pid, int16_t epoch)
 		return KM_KERR_INVALID_PRODUCER_ID_MAPPING;
 	if (t->epoch != epoch)
 		return KM_KERR_PRODUCER_FENCED;
-	return prepared(t) ? KM_KERR_CONCURRENT_TRANSACTIONS : 0;
+	return prepared(t) || t->pending ? KM_KERR_CONCURRENT_TRANSACTIONS : 0;
 }
 
 static bool holds(const struct txn *t, const char *topic, int32_t partition)
@@ -244,6 +254,7 @@ int16_t km_txncoord_add_partition(struct km_txncoord *c, const char *txn_id,
 	if (t->state != KM_TXN_ONGOING) {
 		t->n_parts = 0;
 		t->start_ms = now_ms;
+		t->dirty = true;
 	}
 	if (!holds(t, topic, partition)) {
 		if (t->n_parts == c->cfg.parts_max)
@@ -251,6 +262,7 @@ int16_t km_txncoord_add_partition(struct km_txncoord *c, const char *txn_id,
 		p = &t->parts[t->n_parts++];
 		strcpy(p->topic, topic);
 		p->partition = partition;
+		t->dirty = true;
 	}
 	t->state = KM_TXN_ONGOING;
 	return 0;
@@ -282,6 +294,7 @@ int16_t km_txncoord_end(struct km_txncoord *c, const char *txn_id,
 	if (t->state != KM_TXN_ONGOING)
 		return end_not_ongoing(t, commit);
 	t->state = commit ? KM_TXN_PREPARE_COMMIT : KM_TXN_PREPARE_ABORT;
+	t->dirty = true;
 	fill_markers(t, markers);
 	return 0;
 }
@@ -296,7 +309,8 @@ int km_txncoord_markers_written(struct km_txncoord *c, const char *txn_id)
 		return -EINVAL;
 	t->state = t->state == KM_TXN_PREPARE_COMMIT ? KM_TXN_COMPLETE_COMMIT
 						     : KM_TXN_COMPLETE_ABORT;
-	t->n_parts = 0;
+	t->n_parts = 0; /* Kafka's Complete* records name none */
+	t->dirty = true;
 	return 0;
 }
 
@@ -307,12 +321,13 @@ int km_txncoord_expire(struct km_txncoord *c, int64_t now_ms,
 	for (uint32_t i = 0; i < c->cfg.ids_max; i++) {
 		struct txn *t = &c->txns[i];
 
-		if (!t->used || t->state != KM_TXN_ONGOING ||
+		if (!t->used || t->state != KM_TXN_ONGOING || t->pending ||
 		    now_ms - t->start_ms <= t->timeout_ms)
 			continue;
 		if (bump(c, t, true) < 0)
 			continue; /* tried again on the next call */
 		t->state = KM_TXN_PREPARE_ABORT;
+		t->dirty = true;
 		fill_markers(t, markers);
 		return 1;
 	}
@@ -339,6 +354,194 @@ int km_txncoord_state(const struct km_txncoord *c, const char *txn_id)
 	const struct txn *t = find(c, txn_id);
 
 	return t == NULL ? -ENOENT : (int)t->state;
+}
+
+/* ---- persistence (frontend_txnlog.c) ---- */
+
+bool km_txncoord_take_dirty(struct km_txncoord *c, const char *txn_id,
+			    int64_t now_ms)
+{
+	struct txn *t = find(c, txn_id);
+
+	if (t == NULL || !t->dirty)
+		return false;
+	t->dirty = false;
+	t->last_ms = now_ms;
+	return true;
+}
+
+int km_txncoord_set_pending(struct km_txncoord *c, const char *txn_id,
+			    bool pending)
+{
+	struct txn *t = find(c, txn_id);
+
+	if (t == NULL)
+		return -ENOENT;
+	if (pending)
+		t->pending++;
+	else if (t->pending > 0)
+		t->pending--;
+	return 0;
+}
+
+/* Kafka groups a record's partitions under their topic: the topics in the
+ * order the transaction met them, each with its partitions. */
+static void record_parts(const struct txn *t, struct km_txnrec_value *v)
+{
+	v->n_parts = 0;
+	for (uint32_t i = 0; i < t->n_parts; i++) {
+		bool seen = false;
+
+		for (uint32_t k = 0; k < i && !seen; k++)
+			seen = strcmp(t->parts[k].topic, t->parts[i].topic) == 0;
+		for (uint32_t k = i; !seen && k < t->n_parts; k++) {
+			if (strcmp(t->parts[k].topic, t->parts[i].topic) != 0)
+				continue;
+			strcpy(v->parts[v->n_parts].topic, t->parts[k].topic);
+			v->parts[v->n_parts++].partition = t->parts[k].partition;
+		}
+	}
+}
+
+int km_txncoord_record(const struct km_txncoord *c, const char *txn_id,
+		       struct km_txnrec_value *v)
+{
+	const struct txn *t = find(c, txn_id);
+
+	if (t == NULL)
+		return -ENOENT;
+	if (t->dead)
+		return 1;
+	if (t->n_parts > KM_TXNREC_PARTS_MAX)
+		return -E2BIG;
+	memset(v, 0, offsetof(struct km_txnrec_value, parts));
+	v->producer_id = t->pid;
+	v->producer_epoch = t->epoch;
+	v->timeout_ms = t->timeout_ms;
+	v->status = (int8_t)t->state; /* the same ids as TransactionState */
+	record_parts(t, v);
+	v->last_update_ms = t->last_ms;
+	v->start_ms = t->state == KM_TXN_EMPTY ? -1 : t->start_ms;
+	v->prev_producer_id = -1;
+	v->next_producer_id = -1;
+	return 0;
+}
+
+/* A record's status as a state here: Kafka's PrepareEpochFence is an
+ * abort under a fencing epoch; Dead, the id forgotten. */
+static int restore_state(int8_t status)
+{
+	switch (status) {
+	case KM_TXNREC_EMPTY:
+	case KM_TXNREC_ONGOING:
+	case KM_TXNREC_PREPARE_COMMIT:
+	case KM_TXNREC_PREPARE_ABORT:
+	case KM_TXNREC_COMPLETE_COMMIT:
+	case KM_TXNREC_COMPLETE_ABORT:
+		return status;
+	case KM_TXNREC_PREPARE_EPOCH_FENCE:
+		return KM_TXN_PREPARE_ABORT;
+	default:
+		return -1;
+	}
+}
+
+int km_txncoord_restore(struct km_txncoord *c, const char *txn_id,
+			const struct km_txnrec_value *v)
+{
+	struct txn *t = find(c, txn_id);
+	int state = v ? restore_state(v->status) : -1;
+
+	if (state < 0 || (v != NULL && v->n_parts > c->cfg.parts_max)) {
+		if (t != NULL)
+			t->used = false; /* a tombstone, Dead */
+		return v == NULL || v->status == KM_TXNREC_DEAD ? 0 : -EINVAL;
+	}
+	if (strlen(txn_id) > KM_TXNCOORD_NAME_MAX)
+		return -EINVAL;
+	if (t == NULL && (t = slot_for_new(c)) == NULL)
+		return -ENOSPC;
+	memset(t, 0, offsetof(struct txn, parts));
+	t->dirty = t->dead = false;
+	t->pending = 0;
+	t->used = true;
+	strcpy(t->id, txn_id);
+	t->pid = v->producer_id;
+	t->epoch = v->producer_epoch;
+	t->last_pid = -1;
+	t->last_epoch = -1;
+	t->state = (enum km_txn_state)state;
+	t->timeout_ms = v->timeout_ms;
+	t->start_ms = v->start_ms;
+	t->last_ms = v->last_update_ms;
+	t->n_parts = v->n_parts;
+	for (uint32_t i = 0; i < v->n_parts; i++) {
+		strcpy(t->parts[i].topic, v->parts[i].topic);
+		t->parts[i].partition = v->parts[i].partition;
+	}
+	return 0;
+}
+
+int km_txncoord_prepared(const struct km_txncoord *c, uint32_t *cursor,
+			 struct km_txn_markers *markers)
+{
+	for (; *cursor < c->cfg.ids_max; (*cursor)++) {
+		const struct txn *t = &c->txns[*cursor];
+
+		if (t->used && prepared(t) && !t->pending) {
+			fill_markers(t, markers);
+			(*cursor)++;
+			return 1;
+		}
+	}
+	no_markers(markers);
+	return 0;
+}
+
+const char *km_txncoord_expire_id(struct km_txncoord *c, int64_t now_ms,
+				  int64_t expiration_ms)
+{
+	for (uint32_t i = 0; i < c->cfg.ids_max; i++) {
+		struct txn *t = &c->txns[i];
+
+		if (!t->used || t->pending || t->dead ||
+		    (t->state != KM_TXN_EMPTY &&
+		     t->state != KM_TXN_COMPLETE_COMMIT &&
+		     t->state != KM_TXN_COMPLETE_ABORT) ||
+		    now_ms - t->last_ms <= expiration_ms)
+			continue;
+		t->dead = true;
+		return t->id;
+	}
+	return NULL;
+}
+
+int km_txncoord_forget(struct km_txncoord *c, const char *txn_id)
+{
+	struct txn *t = find(c, txn_id);
+
+	if (t == NULL || !t->dead)
+		return t == NULL ? -ENOENT : -EINVAL;
+	t->used = false;
+	return 0;
+}
+
+const char *km_txncoord_next_id(const struct km_txncoord *c, uint32_t *cursor)
+{
+	for (; *cursor < c->cfg.ids_max; (*cursor)++)
+		if (c->txns[*cursor].used && !c->txns[*cursor].dead)
+			return c->txns[(*cursor)++].id;
+	return NULL;
+}
+
+int64_t km_txncoord_max_pid(const struct km_txncoord *c)
+{
+	int64_t max = -1;
+
+	for (uint32_t i = 0; i < c->cfg.ids_max; i++)
+		if (c->txns[i].used && c->txns[i].pid > max)
+			max = c->txns[i].pid;
+	return max;
 }
 
 int16_t km_txncoord_verify(const struct km_txncoord *c, const char *txn_id,

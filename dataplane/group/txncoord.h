@@ -34,9 +34,20 @@
  *  - An Ongoing transaction older than its timeout is aborted under a
  *    bumped epoch (km_txncoord_expire), fencing its producer.
  *
- * Not here yet (later phases of issue 20): durability (the records of
- * __transaction_state), TxnOffsetCommit's pending offsets, TV2's epoch
- * bump per transaction.
+ * Durability (frontend_txnlog.c): every change of an id marks it dirty;
+ * the front-end takes the mark (km_txncoord_take_dirty), writes the id's
+ * record (km_txncoord_record, Kafka's __transaction_state value) with the
+ * id pending meanwhile (its requests are CONCURRENT_TRANSACTIONS, as
+ * Kafka answers an id with a pending transition), and answers the client
+ * once the record is durable. A restart replays the records
+ * (km_txncoord_restore) and finishes what was Prepare*
+ * (km_txncoord_prepared). A full table is POLICY_VIOLATION: an id is never
+ * taken over, it would come back from the log; ids idle longer than
+ * transactional.id.expiration.ms are forgotten with a tombstone
+ * (km_txncoord_expire_id, km_txncoord_forget).
+ *
+ * Not here yet (later phases of issue 20): TxnOffsetCommit's pending
+ * offsets, TV2's epoch bump per transaction.
  *
  * Threading: single-threaded, the front-end's worker. Memory: everything at
  * km_txncoord_create() (ids_max ids of parts_max partitions each).
@@ -51,6 +62,8 @@
 extern "C" {
 #endif
 
+/* transactional.id.expiration.ms's default (Kafka's: 7 days). */
+#define KM_TXN_ID_EXPIRATION_MS 604800000
 /* transaction.max.timeout.ms's default. */
 #define KM_TXNCOORD_TIMEOUT_MAX_MS 900000
 /* Longest transactional id / topic name kept (Kafka's topic limit). */
@@ -155,6 +168,52 @@ int16_t km_txncoord_verify(const struct km_txncoord *c, const char *txn_id,
 
 /** The state of txn_id, or -ENOENT. */
 int km_txncoord_state(const struct km_txncoord *c, const char *txn_id);
+
+struct km_txnrec_value;
+
+/** Did txn_id change since the last call? If so its record's time is
+ *  now_ms (wall clock) and the mark is cleared. */
+bool km_txncoord_take_dirty(struct km_txncoord *c, const char *txn_id,
+			    int64_t now_ms);
+
+/** A record of txn_id is being written (true) or durable (false, once per
+ *  true): while any is, its requests are CONCURRENT_TRANSACTIONS and it
+ *  neither expires nor times out. @return 0 or -ENOENT. */
+int km_txncoord_set_pending(struct km_txncoord *c, const char *txn_id,
+			    bool pending);
+
+/** txn_id's __transaction_state value now (partitions grouped by topic).
+ *  @return 0, 1 (forgotten: write a tombstone), -ENOENT, -E2BIG. */
+int km_txncoord_record(const struct km_txncoord *c, const char *txn_id,
+		       struct km_txnrec_value *v);
+
+/** Replay one record (v NULL: a tombstone) as Kafka's loading does: the
+ *  id takes the record's state (PrepareEpochFence: PrepareAbort, Dead:
+ *  forgotten). @return 0, -ENOSPC (the table is full), -EINVAL. */
+int km_txncoord_restore(struct km_txncoord *c, const char *txn_id,
+			const struct km_txnrec_value *v);
+
+/** The next Prepare* transaction from *cursor (start at 0) whose markers
+ *  a restart must write. @return 1 and *markers, or 0 when none is left. */
+int km_txncoord_prepared(const struct km_txncoord *c, uint32_t *cursor,
+			 struct km_txn_markers *markers);
+
+/** An Empty or Complete* id whose last record is older than
+ *  expiration_ms: it is marked forgotten (its record is a tombstone) and
+ *  returned, or NULL. */
+const char *km_txncoord_expire_id(struct km_txncoord *c, int64_t now_ms,
+				  int64_t expiration_ms);
+
+/** Drop an id km_txncoord_expire_id returned, once its tombstone is
+ *  durable. @return 0, -ENOENT, -EINVAL (not forgotten). */
+int km_txncoord_forget(struct km_txncoord *c, const char *txn_id);
+
+/** The next live id from *cursor (start at 0), or NULL (compaction). */
+const char *km_txncoord_next_id(const struct km_txncoord *c,
+				uint32_t *cursor);
+
+/** The largest producer id the table holds, or -1. */
+int64_t km_txncoord_max_pid(const struct km_txncoord *c);
 
 #ifdef __cplusplus
 }

@@ -226,7 +226,8 @@ int km_frontend_create(const struct km_frontend_config *cfg,
 	fe->staging_bytes = fe->limits.frame_bytes_max;
 	if ((rc = alloc_conns(fe)) < 0 || (rc = alloc_buffers(fe)) < 0 ||
 	    (rc = km_frontend_groups_init(fe, cfg)) < 0 ||
-	    (rc = km_frontend_txn_init(fe)) < 0 ||
+	    (rc = km_frontend_txn_init(fe, cfg->txn_ids_max,
+					   cfg->txn_id_expiration_ms)) < 0 ||
 	    (rc = km_frontend_txnoff_init(fe)) < 0) {
 		free_all(fe);
 		return rc;
@@ -357,6 +358,7 @@ uint64_t km_frontend_next_deadline_ms(const struct km_frontend *fe)
 
 void km_frontend_stop(struct km_frontend *fe)
 {
+	km_frontend_txn_stop(fe);
 	if (fe->lsn != NULL) {
 		km_net_unlisten(fe->lsn);
 		fe->lsn = NULL;

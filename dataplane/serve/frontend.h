@@ -189,6 +189,11 @@ struct km_frontend_config {
 	 * none known); outlives us. DescribeConfigs of the broker names
 	 * them in kmirror.source.cluster.ids after our direct sources. */
 	struct km_tconfig *upstream;
+	/* The transaction coordinator: transactional ids kept
+	 * (transaction.ids.max; 0: 1024) and how long an idle one is
+	 * remembered (transactional.id.expiration.ms; 0: Kafka's 7 days). */
+	uint32_t txn_ids_max;
+	int64_t txn_id_expiration_ms;
 };
 
 struct km_frontend_stats {

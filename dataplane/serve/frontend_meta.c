@@ -527,6 +527,9 @@ int km_frontend_handle_initpid(struct fe_conn *fc, const struct km_reqhdr *h,
 	if (rc < 0)
 		return km_frontend_conn_fail(fc, "malformed InitProducerId v%d request: "
 				    "%s", h->api_version, km_strerror(rc));
+	/* Answered once the coordinator's record is durable. */
+	if (req.transactional_id.len >= 0 && km_frontend_txn_enabled(fc->fe))
+		return km_frontend_txn_handle_initpid(fc, h, &req);
 	rc = km_frontend_slot_open(fc, h, RESP_FIXED_BYTES, &slot);
 	if (rc != 0)
 		return rc;

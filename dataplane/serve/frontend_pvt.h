@@ -218,6 +218,7 @@ struct km_frontend {
 	} go;
 	struct fe_txnoff *txnoff;	/* frontend_txnoff.c */
 	struct km_tconfig *upstream;	/* cfg's: kmirror.source.cluster.ids */
+	struct fe_txnlog *txnlog;	/* frontend_txnlog.c; with txn */
 };
 
 /* frontend_rx.c: what a connection may hold of the receive pool. */
@@ -321,7 +322,8 @@ int km_frontend_handle_group(struct fe_conn *fc, const struct km_reqhdr *h,
 
 /* frontend_txn.c: the transaction coordinator (issue 20). */
 struct km_initpid_req;
-int km_frontend_txn_init(struct km_frontend *fe);
+int km_frontend_txn_init(struct km_frontend *fe, uint32_t ids_max,
+			 int64_t expiration_ms);
 void km_frontend_txn_free(struct km_frontend *fe);
 bool km_frontend_txn_enabled(const struct km_frontend *fe);
 int16_t km_frontend_txn_init_pid(struct km_frontend *fe,
@@ -349,6 +351,46 @@ int km_frontend_handle_addoffsets(struct fe_conn *fc, const struct km_reqhdr *h,
 int km_frontend_handle_txn_offset_commit(struct fe_conn *fc,
 					 const struct km_reqhdr *h,
 					 struct km_wire_rd *r);
+
+/* frontend_txnlog.c: the transaction coordinator's records in
+ * __transaction_state-0 (issue 20). */
+struct km_txncoord;
+struct km_txn_markers;
+typedef void (*fe_txnlog_fn)(struct km_frontend *fe, void *arg);
+int km_frontend_txnlog_init(struct km_frontend *fe, struct km_txncoord *coord,
+			    uint32_t ids_max, uint32_t jobs,
+			    int64_t expiration_ms);
+void km_frontend_txnlog_free(struct km_frontend *fe);
+/* KM_KERR_NONE once the table is rebuilt from the partition, else
+ * COORDINATOR_LOAD_IN_PROGRESS / COORDINATOR_NOT_AVAILABLE. */
+int16_t km_frontend_txnlog_ready(struct km_frontend *fe);
+/* Write id's record as the coordinator has it now; fn(fe, arg) once
+ * durable (tried again until it is). @return 0 or -EAGAIN (no room). */
+int km_frontend_txnlog_persist(struct km_frontend *fe, const char *id,
+			       fe_txnlog_fn fn, void *arg);
+/* Finish the slot encoded in w: now if id did not change, else once its
+ * record is durable. */
+int km_frontend_txnlog_answer(struct fe_conn *fc, uint32_t slot,
+			      struct km_wire_wr *w, const char *id);
+void km_frontend_txnlog_tick(struct km_frontend *fe, uint64_t now_ms);
+/* The front-end stops: answers held by a write waiting to retry are let
+ * go (unanswered), and so are those of later failures. */
+void km_frontend_txnlog_stop(struct km_frontend *fe);
+void km_frontend_txn_stop(struct km_frontend *fe);
+/* frontend_txn.c: a restart's Prepare* transaction, its markers written. */
+void km_frontend_txn_resume(struct km_frontend *fe,
+			    const struct km_txn_markers *mk);
+int km_frontend_txn_handle_initpid(struct fe_conn *fc,
+				   const struct km_reqhdr *h,
+				   const struct km_initpid_req *q);
+#ifdef KM_TEST_HOOKS
+void km_frontend_txn_crash_point(const char *point);
+#else
+static inline void km_frontend_txn_crash_point(const char *point)
+{
+	(void)point;
+}
+#endif
 
 /* frontend_produce.c */
 int km_frontend_handle_produce(struct fe_conn *fc, const struct km_reqhdr *h,

@@ -5,9 +5,12 @@
  * needs, written by each partition's owner (ops->write_marker: one writer
  * per partition). EndTxn is answered once every marker is durable, so a
  * read_committed consumer that saw the answer finds the transaction
- * decided. Nothing is persisted yet (the __transaction_state records of
- * kafka/txnrec.h are not written): a restart forgets the transactions, and
- * an open one stays open in its partitions' logs.
+ * decided. Every change is a record of __transaction_state-0
+ * (frontend_txnlog.c) and the client is answered once it is durable; an
+ * ended transaction goes Prepare* (durable) -> its markers (durable) ->
+ * Complete*, so a restart finds it Prepare* and writes them again, or
+ * Complete*. A marker that fails is tried again with a backoff, never
+ * dropped: the transaction stays Prepare* until every one is durable.
  *
  * Only when the daemon gives ops->write_marker; without it transactional
  * ids are refused as before. Memory: the coordinator's table and
@@ -20,6 +23,7 @@
 #include "common/endian.h"
 #include "common/errors.h"
 #include "common/km_assert.h"
+#include "common/clock.h"
 #include "common/log.h"
 #include "dataplane/group/txncoord.h"
 #include "dataplane/serve/frontend_pvt.h"
@@ -35,6 +39,17 @@
  * polling worker would cost more than it finds. */
 #define EXPIRE_EVERY_MS 100u
 
+#define MARKER_RETRY_FIRST_MS 100u
+#define MARKER_RETRY_MAX_MS 5000u
+
+struct fe_txn_job;
+
+/* One marker of a job: which partition its outcome is for. */
+struct fe_txn_mref {
+	struct fe_txn_job *j;
+	uint32_t i;
+};
+
 /* One transaction's markers in flight, and the EndTxn waiting on them. */
 struct fe_txn_job {
 	bool used;
@@ -44,6 +59,12 @@ struct fe_txn_job {
 	char id[KM_TXNCOORD_NAME_MAX + 1];
 	uint32_t pending;
 	int err;
+	struct km_txn_markers mk;	/* parts: the coordinator's, stable
+					 * while Prepare* */
+	struct fe_txn_mref refs[TXN_PARTS];
+	uint64_t durable;		/* bit i: marker of mk.parts[i] */
+	uint32_t attempts;
+	uint64_t retry_at_ms;		/* 0: no retry waiting */
 };
 
 struct fe_txn {
@@ -53,6 +74,8 @@ struct fe_txn {
 	int32_t parts[ADD_PARTS_MAX];
 	struct km_offcommit_resp_part results[ADD_PARTS_MAX];
 	uint64_t next_expire_ms;
+	uint32_t ids_max;
+	bool stopping;		/* km_frontend_txn_stop: nobody waits on retries */
 };
 
 static int alloc_pid(void *ctx, int64_t *pid, int16_t *epoch)
@@ -62,10 +85,11 @@ static int alloc_pid(void *ctx, int64_t *pid, int16_t *epoch)
 	return ops->alloc_pid(ops->ctx, pid, epoch);
 }
 
-int km_frontend_txn_init(struct km_frontend *fe)
+int km_frontend_txn_init(struct km_frontend *fe, uint32_t ids_max,
+			 int64_t expiration_ms)
 {
-	struct km_txncoord_config c = { TXN_IDS, TXN_PARTS, alloc_pid,
-					(void *)fe->ops };
+	struct km_txncoord_config c = { ids_max ? ids_max : TXN_IDS, TXN_PARTS,
+					alloc_pid, (void *)fe->ops };
 	int rc;
 
 	if (fe->ops->write_marker == NULL)
@@ -73,7 +97,13 @@ int km_frontend_txn_init(struct km_frontend *fe)
 	fe->txn = calloc(1, sizeof(*fe->txn));
 	if (fe->txn == NULL)
 		return -ENOMEM;
-	if ((rc = km_txncoord_create(&c, &fe->txn->coord)) < 0) {
+	fe->txn->ids_max = c.ids_max;
+	if ((rc = km_txncoord_create(&c, &fe->txn->coord)) < 0 ||
+	    (rc = km_frontend_txnlog_init(fe, fe->txn->coord, c.ids_max,
+					  TXN_JOBS, expiration_ms > 0
+					  ? expiration_ms
+					  : KM_TXN_ID_EXPIRATION_MS)) < 0) {
+		km_txncoord_destroy(fe->txn->coord);
 		free(fe->txn);
 		fe->txn = NULL;
 	}
@@ -84,6 +114,7 @@ void km_frontend_txn_free(struct km_frontend *fe)
 {
 	if (fe->txn == NULL)
 		return;
+	km_frontend_txnlog_free(fe);
 	km_txncoord_destroy(fe->txn->coord);
 	free(fe->txn);
 	fe->txn = NULL;
@@ -110,35 +141,78 @@ static void endtxn_respond(struct fe_conn *fc, uint32_t slot, int16_t err)
 	km_frontend_slot_finish(fc, slot, &w, false);
 }
 
-/* Every marker is in (or failed): the transaction completes only if all
- * are durable; a failed one leaves it Prepare*, which its producer sees
- * as CONCURRENT_TRANSACTIONS until a restart. */
-static void job_end(struct fe_txn_job *j)
+/* The Complete* record is durable: the transaction is over. */
+static void job_complete(struct km_frontend *fe, void *arg)
 {
+	struct fe_txn_job *j = arg;
 	struct fe_conn *fc = j->fc;
 
-	if (j->err == 0)
-		(void)km_txncoord_markers_written(j->fe->txn->coord, j->id);
-	else
-		KM_WARN("frontend", "transaction \"%s\": a marker failed: %s; "
-			"it stays undecided", j->id, km_strerror(j->err));
+	(void)fe;
 	j->used = false;
 	if (fc == NULL)
 		return;
 	KM_ASSERT(fc->pending_ops > 0);
 	fc->pending_ops--;
 	if (fc->c != NULL && !fc->closing)
-		endtxn_respond(fc, j->slot, j->err == 0 ? KM_KERR_NONE :
-				  KM_KERR_COORDINATOR_NOT_AVAILABLE);
+		endtxn_respond(fc, j->slot, KM_KERR_NONE);
 	km_frontend_conn_maybe_free(fc);
+}
+
+/* The EndTxn waiting on j goes unanswered: the front-end stops, and a
+ * connection held by a retry would keep it from draining. */
+static void job_release(struct fe_txn_job *j)
+{
+	struct fe_conn *fc = j->fc;
+
+	if (fc == NULL)
+		return;
+	j->fc = NULL;
+	KM_ASSERT(fc->pending_ops > 0);
+	fc->pending_ops--;
+	km_frontend_conn_maybe_free(fc);
+}
+
+/* Every marker is in: the transaction completes once all are durable; a
+ * failed one is tried again after a backoff (the transaction stays
+ * Prepare*, its producer told CONCURRENT_TRANSACTIONS meanwhile). */
+static void job_end(struct fe_txn_job *j)
+{
+	uint32_t backoff = MARKER_RETRY_FIRST_MS;
+
+	if (j->err != 0) {
+		for (uint32_t i = 0; i < j->attempts && backoff <
+		     MARKER_RETRY_MAX_MS; i++)
+			backoff *= 2;
+		backoff = backoff < MARKER_RETRY_MAX_MS ? backoff
+							: MARKER_RETRY_MAX_MS;
+		if (j->attempts++ == 0 || j->attempts % 20 == 0)
+			KM_WARN("frontend", "transaction \"%s\": a marker "
+				"failed: %s; trying it again in %u ms", j->id,
+				km_strerror(j->err), backoff);
+		j->err = 0;
+		j->retry_at_ms = km_frontend_now_ms() + backoff;
+		if (j->fe->txn->stopping)
+			job_release(j);
+		return;
+	}
+	km_frontend_txn_crash_point("txn-after-markers");
+	(void)km_txncoord_markers_written(j->fe->txn->coord, j->id);
+	if (km_frontend_txnlog_persist(j->fe, j->id, job_complete, j) < 0)
+		job_complete(j->fe, j);
 }
 
 static void on_marker(void *arg, const struct km_part_produced *res)
 {
-	struct fe_txn_job *j = arg;
+	struct fe_txn_mref *r = arg;
+	struct fe_txn_job *j = r->j;
 
 	if (res->err != 0 && j->err == 0)
 		j->err = res->err;
+	if (res->err == 0) {
+		if (j->durable == 0 && j->mk.n_parts > 1)
+			km_frontend_txn_crash_point("txn-after-first-marker");
+		j->durable |= UINT64_C(1) << r->i;
+	}
 	KM_ASSERT(j->pending > 0);
 	if (--j->pending == 0)
 		job_end(j);
@@ -160,35 +234,68 @@ static struct fe_txn_job *job_new(struct km_frontend *fe, const char *id)
 	return NULL;
 }
 
-/* Hand each marker to its partition's owner. The pending count holds one
- * extra until every marker is handed over, so a marker that completes at
- * once cannot end the job early. */
-static void job_run(struct fe_txn_job *j, const struct km_txn_markers *mk)
+/* Hand each marker not yet durable to its partition's owner. The pending
+ * count holds one extra until every marker is handed over, so a marker
+ * that completes at once cannot end the job early. A partition no longer
+ * served is skipped, as Kafka skips a deleted one. */
+static void job_run(struct fe_txn_job *j)
 {
 	const struct km_part_ops *ops = j->fe->ops;
+	const struct km_txn_markers *mk = &j->mk;
 
 	j->pending = 1;
+	j->retry_at_ms = 0;
 	for (uint32_t i = 0; i < mk->n_parts; i++) {
 		struct km_part *p = km_part_find(j->fe->table,
 						 mk->parts[i].topic,
 						 mk->parts[i].partition);
+		int rc;
+
+		if (j->durable & (UINT64_C(1) << i))
+			continue;
+		if (p == NULL) {
+			KM_WARN("frontend", "transaction \"%s\": %s-%d is not "
+				"served: no marker there", j->id,
+				mk->parts[i].topic, mk->parts[i].partition);
+			j->durable |= UINT64_C(1) << i;
+			continue;
+		}
+		j->refs[i] = (struct fe_txn_mref){ j, i };
 		/* The offsets partition's marker also ends the pending
 		 * offsets of the group coordinator's table. */
-		int rc = p == NULL ? KM_EPARTOFFLINE
-			 : p == j->fe->go.part
-			 ? km_frontend_txnoff_marker(j->fe, p, mk->producer_id,
-						     mk->producer_epoch,
-						     mk->commit, on_marker, j)
-			 : ops->write_marker(ops->ctx, p, mk->producer_id,
-					     mk->producer_epoch, mk->commit,
-					     on_marker, j);
-
+		rc = p == j->fe->go.part
+			     ? km_frontend_txnoff_marker(j->fe, p, mk->producer_id,
+							 mk->producer_epoch,
+							 mk->commit, on_marker,
+							 &j->refs[i])
+			     : ops->write_marker(ops->ctx, p, mk->producer_id,
+						 mk->producer_epoch, mk->commit,
+						 on_marker, &j->refs[i]);
 		if (rc < 0 && j->err == 0)
 			j->err = rc;
 		j->pending += rc == 0;
 	}
 	if (--j->pending == 0)
 		job_end(j);
+}
+
+/* The Prepare* record is durable: the decision stands, the markers go. */
+static void job_prepared(struct km_frontend *fe, void *arg)
+{
+	(void)fe;
+	km_frontend_txn_crash_point("txn-after-prepare");
+	job_run(arg);
+}
+
+/* The job's transaction is Prepare* in the table: its record, then its
+ * markers. */
+static void job_start(struct fe_txn_job *j, const struct km_txn_markers *mk)
+{
+	j->mk = *mk;
+	j->mk.transactional_id = j->id;
+	j->durable = 0;
+	if (km_frontend_txnlog_persist(j->fe, j->id, job_prepared, j) < 0)
+		job_prepared(j->fe, j); /* logged; the markers still go */
 }
 
 /* Markers nobody waits for: a fenced or expired transaction's abort. */
@@ -202,7 +309,44 @@ static void write_unawaited(struct km_frontend *fe,
 			"its abort waits", mk->transactional_id);
 		return;
 	}
-	job_run(j, mk);
+	job_start(j, mk);
+}
+
+void km_frontend_txn_resume(struct km_frontend *fe,
+			    const struct km_txn_markers *mk)
+{
+	struct fe_txn_job *j = job_new(fe, mk->transactional_id);
+
+	if (j == NULL) {
+		KM_WARN("frontend", "transaction \"%s\": no marker job free; "
+			"it stays Prepare*", mk->transactional_id);
+		return;
+	}
+	j->mk = *mk;
+	j->mk.transactional_id = j->id;
+	job_run(j);
+}
+
+void km_frontend_txn_stop(struct km_frontend *fe)
+{
+	if (fe->txn == NULL)
+		return;
+	fe->txn->stopping = true;
+	for (uint32_t i = 0; i < TXN_JOBS; i++)
+		if (fe->txn->jobs[i].used && fe->txn->jobs[i].retry_at_ms != 0)
+			job_release(&fe->txn->jobs[i]);
+	km_frontend_txnlog_stop(fe);
+}
+
+/* Markers whose backoff passed are tried again. */
+static void retry_markers(struct km_frontend *fe, uint64_t now_ms)
+{
+	for (uint32_t i = 0; i < TXN_JOBS; i++) {
+		struct fe_txn_job *j = &fe->txn->jobs[i];
+
+		if (j->used && j->retry_at_ms != 0 && j->retry_at_ms <= now_ms)
+			job_run(j);
+	}
 }
 
 int16_t km_frontend_txn_init_pid(struct km_frontend *fe,
@@ -210,12 +354,20 @@ int16_t km_frontend_txn_init_pid(struct km_frontend *fe,
 				 int64_t *pid, int16_t *epoch)
 {
 	struct km_txn_markers mk;
-	int16_t err = km_txncoord_init_pid(fe->txn->coord, q->transactional_id.s,
-					   q->transaction_timeout_ms,
-					   q->producer_id, q->producer_epoch,
-					   (int64_t)km_frontend_now_ms(), pid,
-					   epoch, &mk);
+	int16_t err = km_frontend_txnlog_ready(fe);
 
+	if (err != KM_KERR_NONE)
+		return err;
+	err = km_txncoord_init_pid(fe->txn->coord, q->transactional_id.s,
+				   q->transaction_timeout_ms, q->producer_id,
+				   q->producer_epoch, km_clock_wall_ms(), pid,
+				   epoch, &mk);
+	if (err == KM_KERR_POLICY_VIOLATION)
+		KM_WARN("frontend", "InitProducerId for transactional id "
+			"\"%s\" refused (%s): transaction.ids.max=%u ids are "
+			"kept, none has been idle for "
+			"transactional.id.expiration.ms", q->transactional_id.s,
+			km_kerr_name(err), fe->txn->ids_max);
 	if (mk.n_parts > 0)
 		write_unawaited(fe, &mk);
 	return err;
@@ -228,17 +380,24 @@ void km_frontend_txn_tick(struct km_frontend *fe, uint64_t now_ms)
 	if (fe->txn == NULL || now_ms < fe->txn->next_expire_ms)
 		return;
 	fe->txn->next_expire_ms = now_ms + EXPIRE_EVERY_MS;
+	km_frontend_txnlog_tick(fe, now_ms);
+	if (km_frontend_txnlog_ready(fe) != KM_KERR_NONE)
+		return;
+	retry_markers(fe, now_ms);
 	/* Bounded: one expiry per tick is enough for timeouts of seconds. */
-	if (km_txncoord_expire(fe->txn->coord, (int64_t)now_ms, &mk) == 1) {
+	if (km_txncoord_expire(fe->txn->coord, km_clock_wall_ms(), &mk) == 1) {
 		KM_INFO("frontend", "transaction \"%s\" timed out: aborted, "
 			"producer %lld fenced at epoch %d",
 			mk.transactional_id, (long long)mk.producer_id,
 			mk.producer_epoch);
-		if (mk.n_parts > 0)
+		if (mk.n_parts > 0) {
 			write_unawaited(fe, &mk);
-		else
+		} else {
 			(void)km_txncoord_markers_written(fe->txn->coord,
 							  mk.transactional_id);
+			(void)km_frontend_txnlog_persist(
+				fe, mk.transactional_id, NULL, NULL);
+		}
 	}
 }
 
@@ -264,15 +423,15 @@ static void addparts_fill(struct km_frontend *fe,
 			  const struct km_addparts_req *q,
 			  struct km_addparts_resp *m)
 {
-	int16_t bad = 0, err;
+	int16_t bad = 0, err, ready = km_frontend_txnlog_ready(fe);
 
 	for (uint32_t t = 0; t < q->n_topics; t++)
 		for (uint32_t i = 0; i < q->topics[t].count; i++) {
 			uint32_t k = q->topics[t].first + i;
 
 			m->parts[k].partition = q->parts[k];
-			m->parts[k].error_code = part_err(
-				fe, q->topics[t].name.s, q->parts[k]);
+			m->parts[k].error_code = ready != KM_KERR_NONE ? ready :
+				part_err(fe, q->topics[t].name.s, q->parts[k]);
 			bad |= m->parts[k].error_code != 0;
 		}
 	for (uint32_t t = 0; t < q->n_topics; t++)
@@ -289,7 +448,7 @@ static void addparts_fill(struct km_frontend *fe,
 				fe->txn->coord, q->transactional_id.s,
 				q->producer_id, q->producer_epoch,
 				q->topics[t].name.s, q->parts[k],
-				(int64_t)km_frontend_now_ms());
+				km_clock_wall_ms());
 			m->parts[k].error_code = err;
 		}
 }
@@ -332,7 +491,7 @@ int km_frontend_handle_addparts(struct fe_conn *fc, const struct km_reqhdr *h,
 		return rc;
 	km_frontend_slot_begin(fc, slot, &w);
 	km_addparts_resp_encode(&w, h->api_version, &m);
-	return km_frontend_slot_finish(fc, slot, &w, true);
+	return km_frontend_txnlog_answer(fc, slot, &w, q.transactional_id.s);
 }
 
 /* ---- EndTxn ---- */
@@ -367,6 +526,8 @@ int km_frontend_handle_endtxn(struct fe_conn *fc, const struct km_reqhdr *h,
 		return km_frontend_conn_fail(fc, "malformed EndTxn v%d "
 					     "request: %s", h->api_version,
 					     km_strerror(rc));
+	if ((err = km_frontend_txnlog_ready(fe)) != KM_KERR_NONE)
+		return endtxn_now(fc, h, err);
 	/* A job first: once the coordinator moved to Prepare*, the markers
 	 * must be written. */
 	if ((j = job_new(fe, q.transactional_id.s)) == NULL)
@@ -385,7 +546,7 @@ int km_frontend_handle_endtxn(struct fe_conn *fc, const struct km_reqhdr *h,
 	j->fc = fc;
 	j->slot = slot;
 	fc->pending_ops++;
-	job_run(j, &mk);
+	job_start(j, &mk);
 	return 0;
 }
 

@@ -320,6 +320,8 @@ TEST(Config, BadValues)
 		{ "node.id=abc", "not a whole number" },
 		{ "node.id=1K", "not a whole number" },
 		{ "workers=0", "must be between 1 and 64" },
+		{ "transaction.ids.max=0", "must be between 1 and 1048576" },
+		{ "topics=__transaction_state", "topic \"__transaction_state\" is kmirrord's own (the transaction coordinator's log)" },
 		{ "workers=65", "must be between 1 and 64" },
 		{ "workers=four", "not a whole number" },
 		{ "mirror.failed.retry.initial.backoff.ms=0", "must be between 1 and 2147483647" },
@@ -846,6 +848,8 @@ TEST(Config, FormatText)
 			      "min.cleanable.dirty.ratio=0.5\n"
 			      "source.security.protocol=PLAINTEXT\n"
 			      "source.ssl.endpoint.identification.algorithm=https\n"),
+			      "transaction.ids.max=1024\n"
+			      "transactional.id.expiration.ms=604800000\n"),
 		  text);
 }
 

@@ -589,4 +589,16 @@ std::string Shell(const std::string &cmd, int *status)
 	return out;
 }
 
+void Server::FailMarkers(size_t i, uint32_t n)
+{
+	Run([&] { fe_parts_fail_markers(parts_, (uint32_t)i, n); });
+}
+
+uint64_t Server::MarkerCalls(size_t i)
+{
+	uint64_t v = 0;
+	Run([&] { v = fe_parts_marker_calls(parts_, (uint32_t)i); });
+	return v;
+}
+
 } // namespace fetest

@@ -77,6 +77,9 @@ public:
 	int GroupSync(km_group_sync *s, int timeout_ms);
 	// Take partition i offline (a log error published) or back (0).
 	void SetError(size_t i, int err);
+	// The next n markers for partition i fail; the marker calls it had.
+	void FailMarkers(size_t i, uint32_t n);
+	uint64_t MarkerCalls(size_t i);
 	// What went wrong inside the loop ("" if nothing).
 	std::string LoopError();
 

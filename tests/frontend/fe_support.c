@@ -15,6 +15,8 @@ struct fe_parts {
 	struct km_part_ops ops;
 	struct km_local_write **lws;
 	uint64_t *calls;
+	uint32_t *marker_fails;	/* write_marker calls still to refuse */
+	uint64_t *marker_calls;
 	int64_t next_pid;
 };
 
@@ -44,6 +46,11 @@ static int write_marker(void *ctx, struct km_part *p, int64_t pid,
 		return KM_EMIRRORED;
 	if (t->lws[i] == NULL)
 		return KM_EPARTOFFLINE;
+	t->marker_calls[i]++;
+	if (t->marker_fails[i] > 0) {
+		t->marker_fails[i]--;
+		return -EAGAIN; /* the owner's ring full */
+	}
 	return km_local_write_marker(t->lws[i], pid, epoch, commit, 0,
 				     1700000000000LL, done, arg);
 }
@@ -66,13 +73,16 @@ struct fe_parts *fe_parts_new(uint32_t n, int64_t first_pid)
 	t->table.parts = calloc(n, sizeof(*t->table.parts));
 	t->lws = calloc(n, sizeof(*t->lws));
 	t->calls = calloc(n, sizeof(*t->calls));
+	t->marker_fails = calloc(n, sizeof(*t->marker_fails));
+	t->marker_calls = calloc(n, sizeof(*t->marker_calls));
 	t->table.n = t->table.cap = n;
 	t->ops.produce = produce;
 	t->ops.alloc_pid = alloc_pid;
 	t->ops.write_marker = write_marker;
 	t->ops.ctx = t;
 	t->next_pid = first_pid;
-	if (!t->table.parts || !t->lws || !t->calls) {
+	if (!t->table.parts || !t->lws || !t->calls || !t->marker_fails ||
+	    !t->marker_calls) {
 		fe_parts_free(t);
 		return NULL;
 	}
@@ -136,6 +146,8 @@ void fe_parts_free(struct fe_parts *t)
 	free(t->table.parts);
 	free(t->lws);
 	free(t->calls);
+	free(t->marker_fails);
+	free(t->marker_calls);
 	free(t);
 }
 
@@ -196,4 +208,14 @@ int fe_lw_marker(struct km_local_write *lw, int64_t pid, int16_t epoch,
 {
 	return km_local_write_marker(lw, pid, epoch, commit, 0,
 				     1700000000000LL, on_outcome, out);
+}
+
+void fe_parts_fail_markers(struct fe_parts *t, uint32_t i, uint32_t n)
+{
+	t->marker_fails[i] = n;
+}
+
+uint64_t fe_parts_marker_calls(const struct fe_parts *t, uint32_t i)
+{
+	return t->marker_calls[i];
 }

@@ -33,6 +33,10 @@ void fe_parts_set_internal(struct fe_parts *t, uint32_t i, int internal);
 uint64_t fe_parts_produce_calls(const struct fe_parts *t, uint32_t i);
 /* Take partition i offline (error set) or back (0). */
 void fe_parts_set_error(struct fe_parts *t, uint32_t i, int err);
+/* The next n ops->write_marker calls for partition i fail (-EAGAIN, as a
+ * full ring of the owner); how many calls it had. */
+void fe_parts_fail_markers(struct fe_parts *t, uint32_t i, uint32_t n);
+uint64_t fe_parts_marker_calls(const struct fe_parts *t, uint32_t i);
 void fe_parts_free(struct fe_parts *t);
 
 /* One km_local_write outcome, as the callback saw it. */

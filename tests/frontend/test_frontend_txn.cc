@@ -77,9 +77,9 @@ public:
 			RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_END);
 		return e == RD_KAFKA_RESP_ERR_NO_ERROR ? "" : rd_kafka_err2str(e);
 	}
-	std::string Commit()
+	std::string Commit(int timeout_ms = kTimeoutMs)
 	{
-		return Check(rd_kafka_commit_transaction(rk_, kTimeoutMs));
+		return Check(rd_kafka_commit_transaction(rk_, timeout_ms));
 	}
 	std::string Abort()
 	{
@@ -522,6 +522,60 @@ TEST_F(TxnOffsets, TxnOffsetCommitChecksAsKafka)
 	ASSERT_EQ(0, t.End("raw", pid, ep, false));
 	EXPECT_EQ((std::pair<int64_t, int16_t>(-1, 0)), FetchTx1(&c_, "rg", true));
 	EXPECT_EQ((std::pair<int64_t, bool>(-1, false)), Replayed("rg"));
+
+// A marker that cannot be handed to its partition's owner (its ring
+// full) is tried again with a backoff, not dropped: the commit completes
+// on both partitions once it is in, and the transaction is decided only
+// then (issue 20, phase 2a).
+TEST_F(Transactions, AFailedMarkerIsRetriedUntilTheCommitCompletes)
+{
+	TxnProducer p;
+	ASSERT_EQ("", p.Create(srv_.bootstrap(), "app-retry"));
+	ASSERT_EQ("", p.Begin());
+	std::multiset<std::string> committed;
+	for (const std::string &v : Values("r1", 4)) {
+		ASSERT_EQ("", p.Send("tx", (int32_t)(committed.size() % 2), v));
+		committed.insert(v);
+	}
+	ASSERT_EQ("", p.Flush());
+	const size_t t1 = srv_.index("tx", 1);
+	const uint64_t before = srv_.MarkerCalls(t1);
+	srv_.FailMarkers(t1, 3);
+	ASSERT_EQ("", p.Commit());
+	EXPECT_EQ(before + 4, srv_.MarkerCalls(t1))
+		<< "three refusals, then the marker that went in";
+	EXPECT_EQ(committed, Read("read_committed"));
+	// The same producer goes on: its transaction is over.
+	ASSERT_EQ("", p.Begin());
+	ASSERT_EQ("", p.Send("tx", 0, "r2-0"));
+	ASSERT_EQ("", p.Commit());
+	committed.insert("r2-0");
+	EXPECT_EQ(committed, Read("read_committed"));
+}
+
+// A marker that keeps failing does not keep the front-end from stopping:
+// the EndTxn waiting on it is let go (TearDown fails on a front-end that
+// does not drain).
+TEST_F(Transactions, AStopDoesNotWaitForAMarkerThatKeepsFailing)
+{
+	TxnProducer p;
+	ASSERT_EQ("", p.Create(srv_.bootstrap(), "app-stuck"));
+	ASSERT_EQ("", p.Begin());
+	ASSERT_EQ("", p.Send("tx", 1, "s-0"));
+	ASSERT_EQ("", p.Flush());
+	const size_t t1 = srv_.index("tx", 1);
+	const uint64_t before = srv_.MarkerCalls(t1);
+	srv_.FailMarkers(t1, UINT32_MAX);
+	std::thread commit([&] { (void)p.Commit(3000); });
+	const auto deadline = std::chrono::steady_clock::now() +
+			      std::chrono::milliseconds(kTimeoutMs);
+	while (srv_.MarkerCalls(t1) < before + 2 &&
+	       std::chrono::steady_clock::now() < deadline)
+		std::this_thread::sleep_for(std::chrono::milliseconds(10));
+	EXPECT_GE(srv_.MarkerCalls(t1), before + 2)
+		<< "the marker is not being retried";
+	srv_.Stop();
+	commit.join();
 }
 
 } // namespace

@@ -492,3 +492,37 @@ TEST_F(LocalWrite, CoordinatorMarkersEndTransactionalBatches)
 	ASSERT_NO_FATAL_FAILURE(Done(a));
 	EXPECT_EQ(-EPERM, a.err);
 }
+
+// A restart writes the markers of a transaction it found PrepareCommit
+// again, some perhaps already on disk (issue 20, phase 2a): a marker for a
+// producer with no open transaction is appended and harmless - the LSO
+// stays the log end, no aborted transaction appears, and the producer's
+// next transaction is held and ended as before.
+TEST_F(LocalWrite, ARepeatedMarkerOfAnEndedTransactionIsHarmless)
+{
+	ASSERT_NO_FATAL_FAILURE(Create(1 << 20, 4, true));
+	const int64_t pid = 1000;
+	fe_outcome a, m;
+	ASSERT_EQ(0, Submit(Batch(3, pid, 0, 0, KM_BATCH_ATTR_TRANSACTIONAL),
+			    -1, &a));
+	ASSERT_NO_FATAL_FAILURE(Done(a));
+	ASSERT_EQ(0, a.err) << km_strerror(a.err);
+	for (int i = 0; i < 2; i++) {
+		ASSERT_EQ(0, Marker(pid, 0, true, &m));
+		ASSERT_NO_FATAL_FAILURE(Done(m));
+		ASSERT_EQ(0, m.err) << i << ": " << km_strerror(m.err);
+		EXPECT_EQ(km_log_end_offset(log_), km_log_lso(log_)) << i;
+	}
+	km_aborted_txn ab[4];
+	EXPECT_EQ(0, km_log_aborted_txns(log_, 0, km_log_end_offset(log_), ab,
+					 4));
+	ASSERT_EQ(0, Submit(Batch(2, pid, 0, 3, KM_BATCH_ATTR_TRANSACTIONAL),
+			    -1, &a));
+	ASSERT_NO_FATAL_FAILURE(Done(a));
+	ASSERT_EQ(0, a.err) << km_strerror(a.err);
+	EXPECT_EQ(a.base_offset, km_log_lso(log_)) << "the next one is held";
+	ASSERT_EQ(0, Marker(pid, 0, true, &m));
+	ASSERT_NO_FATAL_FAILURE(Done(m));
+	ASSERT_EQ(0, m.err) << km_strerror(m.err);
+	EXPECT_EQ(km_log_end_offset(log_), km_log_lso(log_));
+}

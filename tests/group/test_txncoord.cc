@@ -15,6 +15,7 @@
 
 #include "dataplane/group/txncoord.h"
 #include "kafka/proto.h"
+#include "kafka/txnrec.h"
 
 namespace {
 
@@ -213,7 +214,7 @@ TEST_F(TxnCoord, AnExhaustedEpochGetsANewProducerId)
 	EXPECT_EQ(0, epoch2);
 }
 
-TEST_F(TxnCoord, AFullTableReusesFinishedIdsOnly)
+TEST_F(TxnCoord, AFullTableRefusesNewIdsUntilAnIdleOneIsForgotten)
 {
 	int64_t pid[4];
 	int16_t epoch[4];
@@ -223,15 +224,111 @@ TEST_F(TxnCoord, AFullTableReusesFinishedIdsOnly)
 		ASSERT_EQ(0, Init(ids[i], &pid[i], &epoch[i]));
 		ASSERT_EQ(0, km_txncoord_add_partition(c, ids[i], pid[i],
 						       epoch[i], "t", 0, now));
+		ASSERT_TRUE(km_txncoord_take_dirty(c, ids[i], now));
 	}
 	int64_t p;
 	int16_t e;
-	EXPECT_EQ(KM_KERR_COORDINATOR_NOT_AVAILABLE, Init("e", &p, &e));
+	EXPECT_EQ(KM_KERR_POLICY_VIOLATION, Init("e", &p, &e));
 	ASSERT_EQ(0, km_txncoord_end(c, "b", pid[1], epoch[1], true, &m));
 	ASSERT_EQ(0, km_txncoord_markers_written(c, "b"));
+	ASSERT_TRUE(km_txncoord_take_dirty(c, "b", now));
+	// A finished id is kept: it would come back from the log.
+	EXPECT_EQ(KM_KERR_POLICY_VIOLATION, Init("e", &p, &e));
+	// Not idle long enough; an Ongoing one never expires this way.
+	EXPECT_EQ(nullptr, km_txncoord_expire_id(c, now + 1000, 1000));
+	const char *gone = km_txncoord_expire_id(c, now + 1001, 1000);
+	ASSERT_NE(nullptr, gone);
+	EXPECT_STREQ("b", gone);
+	// Its tombstone is the record now; forgotten once durable.
+	km_txnrec_value v;
+	EXPECT_EQ(1, km_txncoord_record(c, "b", &v));
+	ASSERT_EQ(0, km_txncoord_forget(c, "b"));
 	ASSERT_EQ(0, Init("e", &p, &e));
 	EXPECT_EQ(-ENOENT, km_txncoord_state(c, "b"));
 	EXPECT_EQ(KM_TXN_ONGOING, km_txncoord_state(c, "a"));
+}
+
+// Durability: every change marks the id dirty; its record, replayed into
+// a fresh table, gives the same state, producer, epoch and partitions, and
+// a Prepare* transaction is named for its markers again.
+TEST_F(TxnCoord, RecordsReplayIntoTheSameTable)
+{
+	int64_t pa, pb;
+	int16_t ea, eb;
+
+	ASSERT_EQ(0, Init("a", &pa, &ea));
+	EXPECT_TRUE(km_txncoord_take_dirty(c, "a", now));
+	EXPECT_FALSE(km_txncoord_take_dirty(c, "a", now));
+	ASSERT_EQ(0, km_txncoord_add_partition(c, "a", pa, ea, "x", 1, now));
+	ASSERT_EQ(0, km_txncoord_add_partition(c, "a", pa, ea, "y", 0, now));
+	ASSERT_EQ(0, km_txncoord_add_partition(c, "a", pa, ea, "x", 0, now));
+	EXPECT_TRUE(km_txncoord_take_dirty(c, "a", now));
+	ASSERT_EQ(0, km_txncoord_add_partition(c, "a", pa, ea, "y", 0, now));
+	EXPECT_FALSE(km_txncoord_take_dirty(c, "a", now)) << "nothing changed";
+	ASSERT_EQ(0, Init("b", &pb, &eb));
+	ASSERT_EQ(0, km_txncoord_add_partition(c, "b", pb, eb, "x", 2, now));
+	ASSERT_EQ(0, km_txncoord_end(c, "b", pb, eb, true, &m));
+	EXPECT_TRUE(km_txncoord_take_dirty(c, "b", now + 5));
+
+	km_txnrec_value va, vb;
+	ASSERT_EQ(0, km_txncoord_record(c, "a", &va));
+	ASSERT_EQ(0, km_txncoord_record(c, "b", &vb));
+	EXPECT_EQ(KM_TXNREC_ONGOING, va.status);
+	ASSERT_EQ(3u, va.n_parts);
+	// Grouped by topic, as Kafka writes them.
+	EXPECT_STREQ("x", va.parts[0].topic);
+	EXPECT_STREQ("x", va.parts[1].topic);
+	EXPECT_STREQ("y", va.parts[2].topic);
+	EXPECT_EQ(now, va.start_ms);
+	EXPECT_EQ(KM_TXNREC_PREPARE_COMMIT, vb.status);
+	EXPECT_EQ(now + 5, vb.last_update_ms);
+
+	Alloc alloc2;
+	km_txncoord_config cfg = {4, 8, alloc_pid, &alloc2};
+	km_txncoord *r = nullptr;
+	ASSERT_EQ(0, km_txncoord_create(&cfg, &r));
+	ASSERT_EQ(0, km_txncoord_restore(r, "a", &va));
+	ASSERT_EQ(0, km_txncoord_restore(r, "b", &vb));
+	EXPECT_EQ(KM_TXN_ONGOING, km_txncoord_state(r, "a"));
+	EXPECT_EQ(KM_TXN_PREPARE_COMMIT, km_txncoord_state(r, "b"));
+	EXPECT_TRUE(km_txncoord_may_write(r, pa, ea, "y", 0));
+	EXPECT_FALSE(km_txncoord_may_write(r, pa, ea, "y", 1));
+	EXPECT_EQ(pb > pa ? pb : pa, km_txncoord_max_pid(r));
+	uint32_t cursor = 0;
+	km_txn_markers mk;
+	ASSERT_EQ(1, km_txncoord_prepared(r, &cursor, &mk));
+	EXPECT_STREQ("b", mk.transactional_id);
+	EXPECT_TRUE(mk.commit);
+	EXPECT_EQ(pb, mk.producer_id);
+	ASSERT_EQ(1u, mk.n_parts);
+	EXPECT_EQ(2, mk.parts[0].partition);
+	EXPECT_EQ(0, km_txncoord_prepared(r, &cursor, &mk));
+	// The restored Ongoing one keeps its start: it times out as before.
+	EXPECT_EQ(0, km_txncoord_expire(r, now + 60000, &mk));
+	EXPECT_EQ(1, km_txncoord_expire(r, now + 60001, &mk));
+	// A tombstone forgets.
+	ASSERT_EQ(0, km_txncoord_restore(r, "a", nullptr));
+	EXPECT_EQ(-ENOENT, km_txncoord_state(r, "a"));
+	EXPECT_EQ(0, alloc2.calls) << "a replay hands out no id";
+	km_txncoord_destroy(r);
+}
+
+// While a record of an id is being written its requests wait
+// (CONCURRENT_TRANSACTIONS), as Kafka answers a pending transition.
+TEST_F(TxnCoord, APendingIdIsConcurrent)
+{
+	int64_t p;
+	int16_t e;
+
+	ASSERT_EQ(0, Init("a", &p, &e));
+	ASSERT_EQ(0, km_txncoord_set_pending(c, "a", true));
+	EXPECT_EQ(KM_KERR_CONCURRENT_TRANSACTIONS,
+		  km_txncoord_add_partition(c, "a", p, e, "t", 0, now));
+	int64_t p2;
+	int16_t e2;
+	EXPECT_EQ(KM_KERR_CONCURRENT_TRANSACTIONS, Init("a", &p2, &e2));
+	ASSERT_EQ(0, km_txncoord_set_pending(c, "a", false));
+	EXPECT_EQ(0, km_txncoord_add_partition(c, "a", p, e, "t", 0, now));
 }
 
 } // namespace
