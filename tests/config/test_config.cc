@@ -847,7 +847,7 @@ TEST(Config, FormatText)
 			      "log.cleaner.dedupe.buffer.size=134217728\n"
 			      "min.cleanable.dirty.ratio=0.5\n"
 			      "source.security.protocol=PLAINTEXT\n"
-			      "source.ssl.endpoint.identification.algorithm=https\n"),
+			      "source.ssl.endpoint.identification.algorithm=https\n"
 			      "transaction.ids.max=1024\n"
 			      "transactional.id.expiration.ms=604800000\n"),
 		  text);

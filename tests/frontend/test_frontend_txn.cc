@@ -522,6 +522,7 @@ TEST_F(TxnOffsets, TxnOffsetCommitChecksAsKafka)
 	ASSERT_EQ(0, t.End("raw", pid, ep, false));
 	EXPECT_EQ((std::pair<int64_t, int16_t>(-1, 0)), FetchTx1(&c_, "rg", true));
 	EXPECT_EQ((std::pair<int64_t, bool>(-1, false)), Replayed("rg"));
+}
 
 // A marker that cannot be handed to its partition's owner (its ring
 // full) is tried again with a backoff, not dropped: the commit completes
