@@ -23,6 +23,7 @@ static const char *const stop_modes[] = { "truncate", "abort" };
 static const char *const resets[] = { "none", "earliest" };
 static const char *const flushes[] = { "interval", "always" };
 static const char *const levels[] = { "error", "warn", "info", "debug" };
+static const char *const booleans[] = { "false", "true" };
 
 _Static_assert(KM_LOG_ERROR == 0 && KM_LOG_DEBUG == 3, "levels[] order");
 _Static_assert(sizeof(enum km_config_net_mode) == sizeof(int), "enum as int");
@@ -593,6 +594,9 @@ static const struct key_def keys[] = {
 	NUMBER("log.cleaner.dedupe.buffer.size", K_U64, cleaner_map_bytes,
 	       KM_CONFIG_UNITS_BYTES, 1u << 16, 1ull << 40),
 	CUSTOM("min.cleanable.dirty.ratio", min_cleanable_ratio),
+	ENUM("auto.create.topics.enable", auto_create_topics, booleans),
+	NUMBER("num.partitions", K_U32, num_partitions, KM_CONFIG_UNITS_PLAIN, 1,
+	       1u << 20),
 };
 
 _Static_assert(sizeof(keys) / sizeof(keys[0]) == KM_CONFIG_KEYS_COUNT,

@@ -131,7 +131,7 @@ static void settle_local(struct km_daemon *d, uint32_t i, enum listed l)
 			"%s:%d` mirrors it (R5: cut to the source's barrier, or "
 			"--truncate-to/--from-start)", p->topic, p->partition,
 			p->topic, p->topic, p->partition);
-	else if (l == LISTED_NEITHER)
+	else if (l == LISTED_NEITHER && !km_daemon_created(d, p))
 		KM_WARN("daemon", "partition %s-%d: in neither topics nor "
 			"local.topics; it holds local writes and stays writable "
 			"(remove %s/%s-%d to drop it)", p->topic, p->partition,

@@ -129,6 +129,13 @@ static int forward(struct km_worker *w, struct km_part *p,
 }
 
 /* The ops' ctx is the worker; the allocator has its own. */
+int km_worker_fe_admin(void *ctx, struct km_admin_job *job)
+{
+	struct km_worker *w = ctx;
+
+	return w->cfg.admin(w->cfg.admin_ctx, job);
+}
+
 int km_worker_fe_alloc_pid(void *ctx, int64_t *pid, int16_t *epoch)
 {
 	struct km_worker *w = ctx;
@@ -220,6 +227,7 @@ int km_worker_fe_listen(struct km_worker *w, const char *ipv4, uint16_t port,
 	c.group_min_session_timeout_ms = w->cfg.group_min_session_timeout_ms;
 	c.group_max_session_timeout_ms = w->cfg.group_max_session_timeout_ms;
 	c.broker_log = w->cfg.broker_log;
+	c.auto_create_topics = w->cfg.auto_create_topics;
 	if ((rc = km_frontend_create(&c, &w->fe)) < 0)
 		return rc;
 	if ((rc = km_frontend_listen(w->fe, ipv4, port)) < 0) {

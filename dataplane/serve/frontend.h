@@ -179,6 +179,9 @@ struct km_frontend_config {
 	/* The logs' settings before any per-topic override (DescribeConfigs
 	 * names them as the broker's); segment_bytes 0: kmirror's defaults. */
 	struct km_log_config broker_log;
+	/* auto.create.topics.enable: a Metadata request that allows it
+	 * creates a topic it names that is not here (ops->admin). */
+	bool auto_create_topics;
 };
 
 struct km_frontend_stats {
