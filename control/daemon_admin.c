@@ -124,28 +124,28 @@ static bool any_mirrored(struct km_part *const *first, uint32_t n)
 	return false;
 }
 
-/* Kafka's Topic.validate. @return 0, or INVALID_TOPIC_EXCEPTION with a. */
+/* Kafka's Topic.validate (4.x words). @return 0, or
+ * INVALID_TOPIC_EXCEPTION with a. */
 static int check_name(const char *name, struct km_admin_answer *a)
 {
+	static const char *pre = "Topic name is invalid: ";
 	size_t n = strlen(name);
 
 	if (n == 0)
 		set_answer(a, KM_KERR_INVALID_TOPIC_EXCEPTION,
-			   "Topic name is illegal, it can't be empty");
+			   "%sthe empty string is not allowed", pre);
 	else if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
 		set_answer(a, KM_KERR_INVALID_TOPIC_EXCEPTION,
-			   "Topic name cannot be \".\" or \"..\"");
+			   "%s'%s' is not allowed", pre, name);
 	else if (n > TOPIC_NAME_MAX)
 		set_answer(a, KM_KERR_INVALID_TOPIC_EXCEPTION,
-			   "Topic name is illegal, it can't be longer than %d "
-			   "characters, topic name: %.64s...", TOPIC_NAME_MAX,
-			   name);
+			   "%sthe length of '%.64s...' is longer than the max "
+			   "allowed length %d", pre, name, TOPIC_NAME_MAX);
 	else if (strspn(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTU"
 			      "VWXYZ0123456789._-") != n)
 		set_answer(a, KM_KERR_INVALID_TOPIC_EXCEPTION,
-			   "Topic name \"%s\" is illegal, it contains a "
-			   "character other than ASCII alphanumerics, '.', '_' "
-			   "and '-'", name);
+			   "%s'%s' contains one or more characters other than "
+			   "ASCII alphanumerics, '.', '_' and '-'", pre, name);
 	return a->error_code ? -1 : 0;
 }
 
@@ -200,32 +200,50 @@ static bool known_config(const char *name)
 	return false;
 }
 
-static bool parse_i64(const char *s, int64_t lo, int64_t hi)
+/* A value outside [lo, hi]: Kafka's ConfigDef.Range words, in why. */
+static bool in_range(const char *s, int64_t lo, int64_t hi, char *why,
+		     size_t cap)
 {
 	char *end;
 	long long v;
 
 	errno = 0;
 	v = strtoll(s, &end, 10);
-	return errno == 0 && end != s && *end == '\0' && v >= lo && v <= hi;
+	if (errno != 0 || end == s || *end != '\0')
+		snprintf(why, cap, "Not a number of type %s",
+			 hi > INT32_MAX ? "LONG" : "INT");
+	else if (v < lo)
+		snprintf(why, cap, "Value must be at least %lld", (long long)lo);
+	else if (v > hi)
+		snprintf(why, cap, "Value must be no more than %lld",
+			 (long long)hi);
+	else
+		return true;
+	return false;
 }
 
-/* The values kmirror behaves by must make sense to it. */
-static bool valid_value(const char *name, const char *v)
+/* The values kmirror behaves by must make sense to it; why says what is
+ * wrong as Kafka's validators say it. */
+static bool valid_value(const char *name, const char *v, char *why, size_t cap)
 {
-	if (strcmp(name, "cleanup.policy") == 0)
-		return strcmp(v, "delete") == 0 || strcmp(v, "compact") == 0 ||
-		       strcmp(v, "compact,delete") == 0 ||
-		       strcmp(v, "delete,compact") == 0;
+	if (strcmp(name, "cleanup.policy") == 0) {
+		if (strcmp(v, "delete") == 0 || strcmp(v, "compact") == 0 ||
+		    strcmp(v, "compact,delete") == 0 ||
+		    strcmp(v, "delete,compact") == 0)
+			return true;
+		snprintf(why, cap, "String must be one of: compact, delete");
+		return false;
+	}
 	if (strcmp(name, "retention.ms") == 0 ||
 	    strcmp(name, "retention.bytes") == 0)
-		return parse_i64(v, -1, INT64_MAX);
+		return in_range(v, -1, INT64_MAX, why, cap);
+	/* Kafka 4's floor (LogConfig: atLeast(1024 * 1024)). */
 	if (strcmp(name, "segment.bytes") == 0)
-		return parse_i64(v, 1024, INT32_MAX);
+		return in_range(v, 1 << 20, INT32_MAX, why, cap);
 	if (strcmp(name, "max.message.bytes") == 0)
-		return parse_i64(v, KM_BATCH_HEADER_BYTES, KM_BATCH_BYTES_MAX);
+		return in_range(v, 0, INT32_MAX, why, cap);
 	if (strcmp(name, "delete.retention.ms") == 0)
-		return parse_i64(v, 0, INT64_MAX);
+		return in_range(v, 0, INT64_MAX, why, cap);
 	return true;
 }
 
@@ -233,6 +251,8 @@ static int check_configs(const struct km_admin_job *j,
 			 const struct km_ctopics_topic *t,
 			 struct km_admin_answer *a)
 {
+	char why[96];
+
 	for (uint32_t k = 0; k < t->n_configs; k++) {
 		const struct km_ctopics_config *c =
 			&j->ct_configs[t->configs_first + k];
@@ -244,11 +264,14 @@ static int check_configs(const struct km_admin_job *j,
 			set_answer(a, KM_KERR_INVALID_REQUEST,
 				   "Null value not supported for topic "
 				   "configs: %s", c->name.s);
-		else if (c->cut || c->value.len >= (int16_t)KM_TCONFIG_VALUE_BYTES ||
-			 !valid_value(c->name.s, c->value.s))
+		else if (c->cut || c->value.len >= (int16_t)KM_TCONFIG_VALUE_BYTES)
+			set_answer(a, KM_KERR_INVALID_CONFIG, "Invalid value "
+				   "for configuration %s: longer than %u bytes",
+				   c->name.s, KM_TCONFIG_VALUE_BYTES - 1);
+		else if (!valid_value(c->name.s, c->value.s, why, sizeof(why)))
 			set_answer(a, KM_KERR_INVALID_CONFIG,
-				   "Invalid value %.64s for configuration %s",
-				   c->value.s, c->name.s);
+				   "Invalid value %.64s for configuration %s: %s",
+				   c->value.s, c->name.s, why);
 		if (a->error_code)
 			return -1;
 	}
@@ -291,7 +314,9 @@ static int check_counts(const struct km_daemon *d,
 		set_answer(a, KM_KERR_INVALID_REPLICATION_FACTOR,
 			   "Unable to replicate the partition %d time(s): The "
 			   "target replication factor of %d cannot be reached "
-			   "because only 1 broker(s) are registered.", rf, rf);
+			   "because only 1 broker(s) are registered or some "
+			   "brokers have all their log directories cordoned.",
+			   rf, rf);
 	a->num_partitions = t->num_partitions == -1
 				    ? (int32_t)d->cfg->num_partitions
 				    : t->num_partitions;
@@ -495,19 +520,18 @@ static void cparts_one(struct km_daemon *d, struct km_admin_job *j,
 	int rc;
 
 	if (n == 0)
-		set_answer(a, KM_KERR_UNKNOWN_TOPIC_OR_PARTITION,
-			   "The topic '%s' does not exist.", t->name.s);
+		a->error_code = KM_KERR_UNKNOWN_TOPIC_OR_PARTITION; /* no text */
 	else if (any_mirrored(first, n) || first[0]->internal)
 		set_answer(a, KM_KERR_POLICY_VIOLATION, "Topic '%s': %s",
 			   t->name.s, first[0]->internal ? "an internal topic"
 							 : MIRRORED_MSG);
 	else if (t->count < (int32_t)n)
 		set_answer(a, KM_KERR_INVALID_PARTITIONS,
-			   "Topic currently has %u partitions, which is higher "
-			   "than the requested %d.", n, t->count);
+			   "The topic %s currently has %u partition(s); %d "
+			   "would not be an increase.", t->name.s, n, t->count);
 	else if (t->count == (int32_t)n)
 		set_answer(a, KM_KERR_INVALID_PARTITIONS,
-			   "Topic already has %u partitions.", n);
+			   "Topic already has %u partition(s).", n);
 	else if (t->n_assignments > 0 &&
 		 (t->assign_broker_min != d->cfg->node_id ||
 		  t->assign_broker_max != d->cfg->node_id))
@@ -714,13 +738,10 @@ static void dtopics_one(struct km_daemon *d, struct km_admin_job *j,
 	char topic[KM_WIRE_NAME_BYTES_MAX + 1];
 
 	memcpy(a->topic_id, t->id, sizeof(a->topic_id));
-	if (n == 0) {
-		set_answer(a, t->name.len >= 0 ? KM_KERR_UNKNOWN_TOPIC_OR_PARTITION
-					       : KM_KERR_UNKNOWN_TOPIC_ID, "%s",
-			   t->name.len >= 0 ? "This server does not host this "
-					      "topic-partition."
-					    : "This server does not host this "
-					      "topic ID.");
+	if (n == 0) { /* no text: Kafka's clients word it */
+		a->error_code = t->name.len >= 0
+					? KM_KERR_UNKNOWN_TOPIC_OR_PARTITION
+					: KM_KERR_UNKNOWN_TOPIC_ID;
 		return;
 	}
 	km_part_topic_id_read(&first[0]->stats.topic_id, a->topic_id);
