@@ -250,8 +250,11 @@ static void load_file(const struct km_daemon *d, struct km_part *first)
 	if (text != NULL &&
 	    km_props_parse(text, len, load_pair, &l, NULL, NULL) == 0 && l.n > 0) {
 		km_tconfig_replace(first->tconfig, l.e, l.n);
-		KM_INFO("daemon", "topic %s: %u config(s) synced before, from %s",
-			first->topic, l.n, CONFIGS_FILE);
+		KM_INFO("daemon", "topic %s: %u config(s) %s, from %s",
+			first->topic, l.n,
+			d->mirrored[first - d->table.parts]
+				? "synced before" : "given at its creation",
+			CONFIGS_FILE);
 	}
 	free(text);
 	free(l.e);
