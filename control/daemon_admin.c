@@ -451,11 +451,14 @@ static int create_topic(struct km_daemon *d, const struct km_admin_job *j,
 		return -ENOSPC;
 	km_daemon_fill_entry(d, i, t->name.s, 0);
 	make_local(d, i);
-	if ((rc = keep_configs(d, i, j, t)) < 0)
-		return rc;
-	d->table.n = i + 1;
-	if ((rc = open_local(d, i)) < 0) {
-		d->table.n = i;
+	if ((rc = keep_configs(d, i, j, t)) == 0) {
+		d->table.n = i + 1;
+		if ((rc = open_local(d, i)) < 0)
+			d->table.n = i;
+	}
+	if (rc < 0) { /* the entry is free again: nothing may hang off it */
+		km_tconfig_free(d->table.parts[i].tconfig);
+		d->table.parts[i].tconfig = NULL;
 		return rc;
 	}
 	if ((rc = km_part_table_publish(&d->table)) < 0)

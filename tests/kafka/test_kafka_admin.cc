@@ -247,6 +247,10 @@ TEST_F(KafkaAdmin, DeleteRecordsMovesTheLogStartDurably)
 	EXPECT_EQ("delete:purge OK", one(b, "delete:purge"));
 	EXPECT_EQ("list:purge OK false", one(b, "list:purge"));
 	EXPECT_FALSE(exists(dir_->path() + "/purge-0"));
+	std::map<std::string, PartStatus> st;
+	ASSERT_EQ("", daemon_->status(&st));
+	EXPECT_EQ(0u, st.count("purge:0")) << "kmirrorctl status no longer lists it";
+	EXPECT_EQ(1u, st.count("events:2"));
 	ASSERT_EQ("", restart());
 	EXPECT_EQ("list:purge OK false", one(daemon_->bootstrap(), "list:purge"));
 }
