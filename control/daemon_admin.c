@@ -587,16 +587,20 @@ static void delete_records(struct km_daemon *d, struct km_admin_job *j)
 
 		for (uint32_t k = tp->first; k < tp->first + tp->count; k++) {
 			struct km_delrec_part *q = &j->dr_parts[k];
-			int64_t asked = q->offset;
+			struct km_part *p = km_part_find(&d->table, tp->name.s,
+							 q->partition);
+			/* Kafka Streams asks again every purge interval: only
+			 * a start that moved is worth a line. */
+			int64_t before = p ? atomic_load(&p->stats.log_start)
+					   : -1;
 
 			q->error_code = delrec_part(d, tp, q);
 			if (q->error_code != KM_KERR_NONE)
 				q->offset = -1;
-			else
+			else if (q->offset > before)
 				KM_INFO("daemon", "partition %s-%d: records "
-					"below %lld deleted (DeleteRecords); "
-					"log start %lld", tp->name.s,
-					q->partition, (long long)asked,
+					"below %lld deleted (DeleteRecords)",
+					tp->name.s, q->partition,
 					(long long)q->offset);
 		}
 	}
