@@ -19,8 +19,8 @@
 extern "C" {
 #endif
 
-#define KM_ADMIN_TOPICS_MAX 64u		/* topics one request names */
-#define KM_ADMIN_CONFIGS_MAX 256u	/* configs one CreateTopics gives */
+#define KM_ADMIN_TOPICS_MAX 256u	/* topics one request names */
+#define KM_ADMIN_CONFIGS_MAX 1024u	/* configs one CreateTopics gives */
 #define KM_ADMIN_PARTS_MAX 1024u	/* partitions of a DeleteRecords */
 #define KM_ADMIN_MESSAGE_BYTES 320u
 

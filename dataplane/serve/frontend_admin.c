@@ -13,8 +13,9 @@
 #include "common/errors.h"
 #include "dataplane/serve/frontend_pvt.h"
 
-/* Bytes of one topic's answer besides its configs: name, id, message. */
-#define TOPIC_BYTES (KM_WIRE_NAME_BYTES_MAX + KM_ADMIN_MESSAGE_BYTES + 64u)
+/* Bytes of one topic's answer besides its name and configs: id, codes,
+ * counts, message, lengths and tags. */
+#define TOPIC_BYTES (KM_ADMIN_MESSAGE_BYTES + 64u)
 
 struct km_admin_job *km_frontend_admin_job(struct km_frontend *fe)
 {
@@ -209,14 +210,21 @@ static int decode(struct km_admin_job *j, int16_t key, int16_t version,
 		j->ct = (struct km_ctopics_req){ j->ct_topics, KM_ADMIN_TOPICS_MAX,
 			0, j->ct_configs, KM_ADMIN_CONFIGS_MAX, 0, 0, false };
 		rc = km_ctopics_req_decode(r, version, &j->ct);
-		*bound += j->ct.n_topics * TOPIC_BYTES +
-			  j->ct.n_configs * (2u * KM_WIRE_NAME_BYTES_MAX + 16u);
+		/* What the answer echoes, at its size: a whole Kafka Streams
+		 * topology's topics fit a connection's response ring. */
+		for (uint32_t i = 0; rc == 0 && i < j->ct.n_topics; i++)
+			*bound += TOPIC_BYTES + (uint32_t)j->ct_topics[i].name.len;
+		for (uint32_t i = 0; rc == 0 && i < j->ct.n_configs; i++)
+			*bound += 16u + (uint32_t)j->ct_configs[i].name.len +
+				  (uint32_t)(j->ct_configs[i].value.len > 0
+						     ? j->ct_configs[i].value.len
+						     : 0);
 	} else if (key == KM_API_DELETE_TOPICS) {
 		j->kind = KM_ADMIN_DELETE_TOPICS;
 		j->dt = (struct km_dtopics_req){ j->dt_topics,
 						 KM_ADMIN_TOPICS_MAX, 0, 0 };
 		rc = km_dtopics_req_decode(r, version, &j->dt);
-		*bound += j->dt.n_topics * TOPIC_BYTES;
+		*bound += j->dt.n_topics * (TOPIC_BYTES + KM_WIRE_NAME_BYTES_MAX);
 	} else if (key == KM_API_DELETE_RECORDS) {
 		j->kind = KM_ADMIN_DELETE_RECORDS;
 		j->dr = (struct km_delrec_req){ j->dr_topics, KM_ADMIN_TOPICS_MAX,
@@ -229,7 +237,7 @@ static int decode(struct km_admin_job *j, int16_t key, int16_t version,
 		j->cp = (struct km_cparts_req){ j->cp_topics,
 						KM_ADMIN_TOPICS_MAX, 0, 0, false };
 		rc = km_cparts_req_decode(r, version, &j->cp);
-		*bound += j->cp.n_topics * TOPIC_BYTES;
+		*bound += j->cp.n_topics * (TOPIC_BYTES + KM_WIRE_NAME_BYTES_MAX);
 	}
 	return rc;
 }
