@@ -669,6 +669,8 @@ static int remove_dirs(const struct km_daemon *d, const char *topic)
 		if (rename(from, to) < 0 ||
 		    nftw(to, rm_entry, 16, FTW_DEPTH | FTW_PHYS) != 0)
 			rc = rc ? rc : -errno;
+		/* Test hook: a stop with directories left to remove. */
+		km_worker_crash_point("topic-delete");
 	}
 	closedir(dir);
 	return rc;

@@ -18,6 +18,7 @@
  * from what the producer sent and from ListOffsets. Restarts are SIGTERM
  * and start; every wait polls with a deadline. The cases run in order: the
  * last one stops the mirror. */
+#include <signal.h>
 #include <sys/stat.h>
 
 #include <regex>
@@ -253,6 +254,42 @@ TEST_F(KafkaAdmin, DeleteRecordsMovesTheLogStartDurably)
 	EXPECT_EQ(1u, st.count("events:2"));
 	ASSERT_EQ("", restart());
 	EXPECT_EQ("list:purge OK false", one(daemon_->bootstrap(), "list:purge"));
+}
+
+/* kill -9 after the first of two directories went (KMIRROR_TEST_CRASH,
+ * -Dtest_hooks): the next start finishes the deletion from its marker. */
+TEST_F(KafkaAdmin, ADeletionCutShortIsFinishedAtTheNextStart)
+{
+	ASSERT_EQ("create:doomed:2:1 OK partitions=2 rf=1 configs=",
+		  one(daemon_->bootstrap(), "create:doomed:2:1"));
+	ChildResult r;
+	ASSERT_EQ("", daemon_->stop(60000, &r));
+	daemon_->set_env({ "KMIRROR_TEST_CRASH=topic-delete" });
+	ASSERT_EQ("", daemon_->start());
+	daemon_->set_env({});
+	const char *root = getenv("KM_SOURCE_ROOT");
+	ASSERT_NE(nullptr, root);
+	Child admin;
+	ASSERT_EQ("", kafka_tool_spawn(&admin, std::string(root) +
+						       "/tests/kafka/AdminTopics.java",
+				       { daemon_->bootstrap(), "delete:doomed" }));
+	ASSERT_TRUE(poll_until([&] { return daemon_->child().exited(); }, 60000))
+		<< "kmirrord was not stopped at the crash point";
+	admin.kill(SIGKILL);
+	ChildResult ar, dr;
+	admin.wait(10000, &ar);
+	ASSERT_EQ("", daemon_->child().wait(10000, &dr));
+	EXPECT_EQ(SIGKILL, dr.signal);
+	const std::string dd = dir_->path();
+	EXPECT_TRUE(exists(dd + "/.deleting-doomed")) << "the marker is there";
+	EXPECT_NE(exists(dd + "/doomed-0"), exists(dd + "/doomed-1"))
+		<< "one directory went, one is left";
+
+	ASSERT_EQ("", daemon_->start());
+	EXPECT_EQ("list:doomed OK false", one(daemon_->bootstrap(), "list:doomed"));
+	EXPECT_FALSE(exists(dd + "/doomed-0"));
+	EXPECT_FALSE(exists(dd + "/doomed-1"));
+	EXPECT_FALSE(exists(dd + "/.deleting-doomed"));
 }
 
 TEST_F(KafkaAdmin, MetadataCreatesATopicWithAutoCreate)
