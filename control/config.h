@@ -121,6 +121,11 @@ struct km_config {
 	char local_topics[KM_CONFIG_TOPICS_MAX][KM_CONFIG_TOPIC_BYTES_MAX];
 	uint32_t local_partitions[KM_CONFIG_TOPICS_MAX];
 	uint32_t local_topics_count;
+	/* Kafka's auto.create.topics.enable (0 false, the default as in
+	 * Kafka 4, 1 true: an enum of booleans[]) and num.partitions, for
+	 * CreateTopics with -1 partitions and topics a Metadata creates. */
+	int auto_create_topics;
+	uint32_t num_partitions;
 	struct km_config_addr listener;	  /* where the Kafka API listens */
 	/* What Metadata tells clients. Without advertised.listeners: the
 	 * listener, with the machine's host name for a wildcard host; port 0

@@ -24,6 +24,7 @@ static const char *const stop_modes[] = { "truncate", "abort" };
 static const char *const resets[] = { "none", "earliest" };
 static const char *const flushes[] = { "interval", "always" };
 static const char *const levels[] = { "error", "warn", "info", "debug" };
+static const char *const booleans[] = { "false", "true" };
 
 _Static_assert(KM_LOG_ERROR == 0 && KM_LOG_DEBUG == 3, "levels[] order");
 _Static_assert(sizeof(enum km_config_net_mode) == sizeof(int), "enum as int");
@@ -669,6 +670,9 @@ static const struct key_def keys[] = {
 	       KM_CONFIG_UNITS_PLAIN, 1, 1u << 20),
 	NUMBER("transactional.id.expiration.ms", K_U64, txn_id_expiration_ms,
 	       KM_CONFIG_UNITS_MS, 1, INT32_MAX),
+	ENUM("auto.create.topics.enable", auto_create_topics, booleans),
+	NUMBER("num.partitions", K_U32, num_partitions, KM_CONFIG_UNITS_PLAIN, 1,
+	       1u << 20),
 };
 
 _Static_assert(sizeof(keys) / sizeof(keys[0]) == KM_CONFIG_KEYS_COUNT,

@@ -105,6 +105,9 @@ static void worker_config(const struct km_daemon *d, uint32_t id,
 	wc->net.listeners_max = 1;
 	wc->alloc_pid = km_daemon_pid_alloc_next;
 	wc->alloc_pid_ctx = (void *)&d->pids;
+	wc->admin = km_daemon_admin_post;
+	wc->admin_ctx = (void *)d;
+	wc->auto_create_topics = d->cfg->auto_create_topics != 0;
 	wc->ctl_efd = d->ctl_efd;
 	wc->cluster_id = d->cfg->cluster_id;
 	wc->node_id = d->cfg->node_id;
@@ -419,6 +422,7 @@ static void cleanup(struct km_daemon *d)
 	if (d->sig_fd >= 0)
 		close(d->sig_fd);
 	km_daemon_configs_free(d); /* they hang off the table's parts */
+	km_daemon_admin_fini(d);
 	km_part_table_fini(&d->table);
 	free(d->table.parts);
 	free(d->mirrored);
@@ -440,16 +444,17 @@ static void cleanup(struct km_daemon *d)
 
 static int serve(struct km_daemon *d)
 {
-	struct pollfd pfd[3] = {
+	struct pollfd pfd[4] = {
 		{ .fd = d->sig_fd, .events = POLLIN },
 		{ .fd = km_ctlsock_fd(d->ctl), .events = POLLIN },
 		{ .fd = d->http_fd, .events = POLLIN }, /* -1: ignored */
+		{ .fd = d->admin.efd, .events = POLLIN },
 	};
 	struct signalfd_siginfo si;
 
 	for (;;) {
 		/* The timeout persists FAILED partitions (km_daemon_watch). */
-		if (poll(pfd, 3, d->planned.token ? PLANNED_POLL_MS : WATCH_MS) < 0 &&
+		if (poll(pfd, 4, d->planned.token ? PLANNED_POLL_MS : WATCH_MS) < 0 &&
 		    errno != EINTR)
 			return -errno;
 		km_daemon_watch(d);
@@ -461,6 +466,7 @@ static int serve(struct km_daemon *d)
 		km_daemon_watch_lag(d);
 		km_daemon_planned_step(d);
 		km_daemon_sync_configs(d);
+		km_daemon_admin_serve(d);
 		if (pfd[0].revents & POLLIN) {
 			if (read(d->sig_fd, &si, sizeof(si)) == sizeof(si))
 				KM_INFO("daemon", "%s: shutting down",
@@ -507,8 +513,9 @@ static int prepare(struct km_daemon *d)
 		KM_ERROR("daemon", "%s", err);
 		return rc;
 	}
-	if ((rc = setup_fds(d)) < 0)
+	if ((rc = setup_fds(d)) < 0 || (rc = km_daemon_admin_init(d)) < 0)
 		return rc;
+	km_daemon_admin_recover(d); /* before the directories are read */
 	d->n_workers = d->cfg->workers ? d->cfg->workers : 1;
 	if ((rc = km_tconfig_new(&d->upstream)) < 0)
 		return rc;
@@ -568,7 +575,7 @@ int km_daemon_run(struct km_config *cfg)
 {
 	struct km_daemon d = { .cfg = cfg, .lock_fd = -1, .ctl_efd = -1,
 			       .sig_fd = -1, .pids = { .dir_fd = -1 },
-			       .http_fd = -1 };
+			       .http_fd = -1, .admin.efd = -1 };
 	int rc, rc2;
 
 	km_log_set_level(cfg->log_level);

@@ -36,6 +36,8 @@
 #include "control/daemon_pvt.h"
 #include "control/kclient.h"
 #include "control/props.h"
+#include "common/km_limits.h"
+#include "kafka/batch.h"
 #include "dataplane/serve/tconfig.h"
 
 #define SYNC_TIMEOUT_MS 3000
@@ -121,8 +123,10 @@ void km_daemon_configs_limits(const struct km_daemon *d, uint32_t i,
 	struct km_part *first;
 	bool compact_only;
 
-	if ((first = km_part_topic_first(&d->table, p->topic)) == NULL ||
-	    first->tconfig == NULL)
+	/* A topic being created: its partition 0 is not published yet. */
+	if ((first = km_part_topic_first(&d->table, p->topic)) == NULL)
+		first = (struct km_part *)p;
+	if (first->tconfig == NULL)
 		return;
 	compact_only = km_tconfig_get(first->tconfig, "cleanup.policy", policy,
 				      sizeof(policy)) &&
@@ -187,6 +191,15 @@ static int sync_dir(const char *path)
 static int save_file(const struct km_daemon *d, const struct km_part *first,
 		     const struct km_tconfig_entry *e, uint32_t n)
 {
+	return km_daemon_configs_save(d, first, e, n,
+				      "topic configs synced from the source");
+}
+
+int km_daemon_configs_save(const struct km_daemon *d,
+			   const struct km_part *first,
+			   const struct km_tconfig_entry *e, uint32_t n,
+			   const char *what)
+{
 	char path[4200], tmp[4210], k[2 * KM_TCONFIG_NAME_BYTES],
 		v[2 * KM_TCONFIG_VALUE_BYTES];
 	FILE *f;
@@ -196,7 +209,7 @@ static int save_file(const struct km_daemon *d, const struct km_part *first,
 	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
 	if ((f = fopen(tmp, "w")) == NULL)
 		return -errno;
-	fprintf(f, "# topic configs synced from the source (kmirrord)\n");
+	fprintf(f, "# %s (kmirrord)\n", what);
 	for (uint32_t i = 0; i < n; i++) {
 		km_props_escape(k, sizeof(k), e[i].name, 1);
 		km_props_escape(v, sizeof(v), e[i].value, 0);
@@ -251,8 +264,11 @@ static void load_file(const struct km_daemon *d, struct km_part *first)
 	if (text != NULL &&
 	    km_props_parse(text, len, load_pair, &l, NULL, NULL) == 0 && l.n > 0) {
 		km_tconfig_replace(first->tconfig, l.e, l.n);
-		KM_INFO("daemon", "topic %s: %u config(s) synced before, from %s",
-			first->topic, l.n, CONFIGS_FILE);
+		KM_INFO("daemon", "topic %s: %u config(s) %s, from %s",
+			first->topic, l.n,
+			d->mirrored[first - d->table.parts]
+				? "synced before" : "given at its creation",
+			CONFIGS_FILE);
 	}
 	free(text);
 	free(l.e);
@@ -264,7 +280,8 @@ int km_daemon_configs_init(struct km_daemon *d)
 		struct km_part *p = &d->table.parts[i];
 		int rc;
 
-		if (!d->mirrored[i] || (i > 0 && d->table.parts[i - 1].tconfig &&
+		if ((!d->mirrored[i] && !km_daemon_created(d, p)) ||
+		    (i > 0 && d->table.parts[i - 1].tconfig &&
 					strcmp(d->table.parts[i - 1].topic,
 					       p->topic) == 0))
 			continue;
@@ -273,6 +290,18 @@ int km_daemon_configs_init(struct km_daemon *d)
 		load_file(d, p);
 	}
 	return 0;
+}
+
+bool km_daemon_created(const struct km_daemon *d, const struct km_part *p)
+{
+	struct km_part zero;
+	char path[4200];
+
+	/* A created topic's configs are in its partition 0's directory. */
+	memset(&zero, 0, sizeof(zero));
+	snprintf(zero.topic, sizeof(zero.topic), "%s", p->topic);
+	configs_path(d, &zero, path, sizeof(path));
+	return !d->mirrored[p - d->table.parts] && access(path, F_OK) == 0;
 }
 
 int km_daemon_configs_add(struct km_daemon *d, uint32_t i)

@@ -171,8 +171,8 @@ static int on_status(void *ctx, const json_t *req, json_t *resp)
 	for (uint32_t i = 0; i < d->table.n; i++) {
 		json_t *row;
 
-		if (d->table.parts[i].internal)
-			continue; /* shown with the groups */
+		if (d->table.parts[i].internal || d->table.parts[i].deleted)
+			continue; /* shown with the groups; gone (DeleteTopics) */
 		row = part_row(d, i, now);
 
 		if (row == NULL || json_array_append_new(rows, row) < 0) {
@@ -294,6 +294,8 @@ static void emit_metric(struct text *t, const struct km_daemon *d,
 	for (uint32_t i = 0; i < d->table.n; i++) {
 		const struct km_part *p = &d->table.parts[i];
 
+		if (p->deleted)
+			continue;
 		emit(t, "%s{topic=\"%s\",partition=\"%d\"} %" PRId64 "\n",
 		     m->name, p->topic, p->partition, stat_value(p, m));
 	}
@@ -309,6 +311,8 @@ static void emit_failed(struct text *t, const struct km_daemon *d)
 	for (uint32_t i = 0; i < d->table.n; i++) {
 		const struct km_part *p = &d->table.parts[i];
 
+		if (p->deleted)
+			continue;
 		emit(t, "kmirror_partition_failed{topic=\"%s\",partition=\"%d\"} "
 		     "%d\n", p->topic, p->partition,
 		     strcmp(state_name(d, i), "FAILED") == 0);
@@ -325,6 +329,8 @@ static void emit_retries(struct text *t, const struct km_daemon *d)
 	for (uint32_t i = 0; i < d->table.n; i++) {
 		const struct km_part *p = &d->table.parts[i];
 
+		if (p->deleted)
+			continue;
 		emit(t, "kmirror_partition_failed_retries_total{topic=\"%s\","
 		     "partition=\"%d\"} %" PRIu64 "\n", p->topic, p->partition,
 		     d->retries[i].total);

@@ -116,7 +116,7 @@ static bool failed_over(const struct km_daemon *d)
 	return mirrors;
 }
 
-static void fill_entry(struct km_daemon *d, uint32_t i, const char *topic,
+void km_daemon_fill_entry(struct km_daemon *d, uint32_t i, const char *topic,
 		       int32_t partition)
 {
 	struct km_part *p = &d->table.parts[i];
@@ -172,7 +172,7 @@ static int add_part(struct km_daemon *d, const char *topic, int32_t partition)
 
 	if (i == d->table.cap)
 		return -ENOSPC;
-	fill_entry(d, i, topic, partition);
+	km_daemon_fill_entry(d, i, topic, partition);
 	d->table.n = i + 1;
 	if ((rc = open_entry(d, i)) < 0) {
 		/* The owner keeps nothing of a failed open: the entry is free. */

@@ -91,6 +91,8 @@ static void emit_states(FILE *f, const struct km_daemon *d)
 		const struct km_part *p = &d->table.parts[i];
 		const char *now = km_daemon_state_name(d, i);
 
+		if (p->deleted)
+			continue;
 		for (size_t s = 0; s < sizeof(states) / sizeof(states[0]); s++) {
 			label(f, "kmirror_partition_state", p);
 			fprintf(f, ",state=\"%s\"} %d\n", states[s],
@@ -111,6 +113,8 @@ static void emit_lag(FILE *f, struct km_daemon *d, uint64_t now,
 		struct km_daemon_lag lag;
 		int64_t v;
 
+		if (d->table.parts[i].deleted)
+			continue;
 		km_daemon_lag(d, i, now, &lag);
 		v = k == LAG_OFFSETS ? lag.offsets
 		    : k == LAG_STABLE ? lag.stable : lag.ms;

@@ -139,6 +139,15 @@ struct km_daemon {
 	uint64_t loops_refused;	/* partitions FAILED as a loop */
 	/* Security to the source (daemon_security.c). */
 	struct km_netsec netsec;
+	/* Admin topic calls from the front end (daemon_admin.c): a queue the
+	 * workers fill under the lock, an eventfd that wakes the loop. */
+	struct km_daemon_admin {
+		pthread_mutex_t lock;
+		bool lock_init;
+		int efd;
+		struct km_admin_job *q[16];
+		uint32_t n;
+	} admin;
 };
 
 /* daemon_lock.c: one kmirrord per data.dir */
@@ -159,6 +168,23 @@ void km_daemon_discover_fini(struct km_daemon *d);
 bool km_daemon_discovers(const struct km_daemon *d, const char *topic);
 /** The control loop: a listing every metadata.refresh.interval.ms. */
 void km_daemon_discover(struct km_daemon *d);
+
+/** Table entry i, new, for topic-partition: a mirror's defaults (the
+ *  caller makes it local). */
+void km_daemon_fill_entry(struct km_daemon *d, uint32_t i, const char *topic,
+			  int32_t partition);
+
+/* daemon_admin.c: CreateTopics, DeleteTopics, DeleteRecords and
+ * CreatePartitions from the front end (dataplane/serve/admin.h) */
+int km_daemon_admin_init(struct km_daemon *d);
+void km_daemon_admin_fini(struct km_daemon *d);
+/** The workers' km_admin_post_fn (any thread): queue the job. */
+int km_daemon_admin_post(void *ctx, struct km_admin_job *job);
+/** The control loop: answer every queued job. */
+void km_daemon_admin_serve(struct km_daemon *d);
+/** Start: finish topic deletions a crash interrupted (before the
+ *  partitions are found). */
+void km_daemon_admin_recover(struct km_daemon *d);
 
 /* daemon_parts.c: which partitions to serve */
 int km_daemon_find_parts(struct km_daemon *d);
@@ -276,6 +302,16 @@ int km_daemon_configs_init(struct km_daemon *d);
 /** Partition i was added by discovery: its topic's synced configs. */
 int km_daemon_configs_add(struct km_daemon *d, uint32_t i);
 void km_daemon_configs_free(struct km_daemon *d);
+struct km_tconfig_entry;
+/** Write first's topic configs to its kmirror.configs (write, fsync,
+ *  rename, fsync dir), the file's comment saying what they are. */
+int km_daemon_configs_save(const struct km_daemon *d,
+			   const struct km_part *first,
+			   const struct km_tconfig_entry *e, uint32_t n,
+			   const char *what);
+/** p's topic was made by CreateTopics (its partition 0 keeps the
+ *  configs given then), not mirrored. */
+bool km_daemon_created(const struct km_daemon *d, const struct km_part *p);
 /** Lay partition i's synced configs over lc (kmirrord's for its topic). */
 void km_daemon_configs_limits(const struct km_daemon *d, uint32_t i,
 			      struct km_log_config *lc);

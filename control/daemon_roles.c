@@ -119,6 +119,15 @@ static void settle_mirror(struct km_daemon *d, uint32_t i, enum listed l)
 	hold_mirror(d, i, l);
 }
 
+/* A local.topics name whose partitions CreatePartitions added to. */
+static bool local_name(const struct km_daemon *d, const char *topic)
+{
+	for (uint32_t t = 0; t < d->cfg->local_topics_count; t++)
+		if (strcmp(d->cfg->local_topics[t], topic) == 0)
+			return true;
+	return false;
+}
+
 static void settle_local(struct km_daemon *d, uint32_t i, enum listed l)
 {
 	const struct km_part *p = &d->table.parts[i];
@@ -131,7 +140,8 @@ static void settle_local(struct km_daemon *d, uint32_t i, enum listed l)
 			"%s:%d` mirrors it (R5: cut to the source's barrier, or "
 			"--truncate-to/--from-start)", p->topic, p->partition,
 			p->topic, p->topic, p->partition);
-	else if (l == LISTED_NEITHER)
+	else if (l == LISTED_NEITHER && !km_daemon_created(d, p) &&
+		 !local_name(d, p->topic))
 		KM_WARN("daemon", "partition %s-%d: in neither topics nor "
 			"local.topics; it holds local writes and stays writable "
 			"(remove %s/%s-%d to drop it)", p->topic, p->partition,

@@ -180,6 +180,8 @@ bool km_daemon_selected(const struct km_daemon *d, uint32_t i,
 	int32_t part;
 	size_t k;
 
+	if (p->deleted) /* DeleteTopics: no verb acts on it any more */
+		return false;
 	if (json_is_true(json_object_get(req, "all")))
 		return true;
 	json_array_foreach(list, k, v) {

@@ -15,6 +15,7 @@
 #include "common/km_limits.h"
 #include "common/log.h"
 #include "common/resolve.h"
+#include "dataplane/serve/local_write.h"
 #include "dataplane/worker_pvt.h"
 #include "dataplane/net/snet.h"
 #include "kafka/inflate.h"
@@ -192,6 +193,27 @@ int km_worker_set_limits(struct km_worker *w, struct km_part *p,
 	return km_worker_post(w, m);
 }
 
+int km_worker_delete_records(struct km_worker *w, struct km_part *p,
+			     int64_t offset, struct km_worker_reply *reply)
+{
+	struct wmsg *m = km_worker_msg_new(WMSG_DELETE_RECORDS, p, reply);
+
+	if (m == NULL)
+		return -ENOMEM;
+	m->u.delete_below = offset;
+	return km_worker_post(w, m);
+}
+
+int km_worker_drop(struct km_worker *w, struct km_part *p,
+		   struct km_worker_reply *reply)
+{
+	struct wmsg *m = km_worker_msg_new(WMSG_DROP, p, reply);
+
+	if (m == NULL)
+		return -ENOMEM;
+	return km_worker_post(w, m);
+}
+
 int km_worker_listen(struct km_worker *w, const char *ipv4, uint16_t port,
 		     struct km_worker_reply *reply)
 {
@@ -356,6 +378,47 @@ static void on_limits(struct km_worker *w, struct wmsg *m)
 	km_worker_reply_done(w, m->reply, rc, wp ? NULL : "not open");
 }
 
+static void on_delete_records(struct km_worker *w, struct wmsg *m)
+{
+	struct wpart *wp = km_worker_find(w, m->part);
+	int64_t low = -1;
+	int rc = wp ? km_log_delete_records(wp->log, m->u.delete_below, &low)
+		    : -EINVAL;
+
+	if (m->reply != NULL)
+		m->reply->low_watermark = low;
+	if (wp != NULL)
+		km_worker_publish(wp); /* ListOffsets' earliest, status */
+	km_worker_reply_done(w, m->reply, rc, wp ? NULL : "not open");
+}
+
+static void on_drop(struct km_worker *w, struct wmsg *m)
+{
+	struct wpart *wp = km_worker_find(w, m->part);
+	struct km_log **r;
+	int rc;
+
+	if (wp == NULL || wp->fetcher != NULL) {
+		km_worker_reply_done(w, m->reply, -EINVAL,
+				     wp ? "mirrored" : "not open");
+		return;
+	}
+	r = realloc(w->retired, (w->n_retired + 1) * sizeof(*r));
+	if (r == NULL) {
+		km_worker_reply_done(w, m->reply, -ENOMEM, NULL);
+		return;
+	}
+	w->retired = r;
+	/* The writer's copies go once the log has no write of them in
+	 * flight. */
+	rc = km_log_sync(wp->log);
+	if (wp->lw != NULL)
+		km_local_write_destroy(wp->lw);
+	w->retired[w->n_retired++] = wp->log;
+	*wp = w->wparts[--w->n_wparts]; /* nothing points at a wpart */
+	km_worker_reply_done(w, m->reply, rc < 0 ? rc : 0, "dropped");
+}
+
 static void on_listen(struct km_worker *w, struct wmsg *m)
 {
 	uint16_t bound = 0;
@@ -408,6 +471,12 @@ static void handle(struct km_worker *w, struct wmsg *m)
 		return; /* freed once the commits are durable */
 	case WMSG_LIMITS:
 		on_limits(w, m);
+		break;
+	case WMSG_DELETE_RECORDS:
+		on_delete_records(w, m);
+		break;
+	case WMSG_DROP:
+		on_drop(w, m);
 		break;
 	}
 	free(m);
@@ -813,6 +882,12 @@ static int close_logs(struct km_worker *w)
 {
 	int first = 0;
 
+	for (uint32_t i = 0; i < w->n_retired; i++)
+		km_log_abandon(w->retired[i]);
+	free(w->retired);
+	w->retired = NULL;
+	w->n_retired = 0;
+
 	for (uint32_t i = 0; i < w->n_wparts; i++) {
 		struct wpart *wp = &w->wparts[i];
 		int rc;
@@ -1028,6 +1103,7 @@ static int setup(struct km_worker *w)
 	w->ops.produce = km_worker_fe_produce;
 	w->ops.alloc_pid = km_worker_fe_alloc_pid;
 	w->ops.write_marker = km_worker_fe_write_marker;
+	w->ops.admin = w->cfg.admin ? km_worker_fe_admin : NULL;
 	w->ops.ctx = w;
 	w->now_ms = now_ms();
 	return 0;

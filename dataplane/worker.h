@@ -20,6 +20,7 @@
 #include <stdint.h>
 
 #include "dataplane/fetch/fetcher.h"
+#include "dataplane/serve/admin.h"
 #include "dataplane/serve/frontend.h"
 #include "dataplane/fetch/fsess.h"
 #include "dataplane/net/net.h"
@@ -84,6 +85,11 @@ struct km_worker_config {
 	const struct km_netsec *source_sec;
 	uint32_t txn_ids_max;		/* 0: the front-end's default */
 	int64_t txn_id_expiration_ms;
+	/* The Admin topic calls' way to the control thread (NULL: refused),
+	 * and auto.create.topics.enable for the front end's Metadata. */
+	km_admin_post_fn admin;
+	void *admin_ctx;
+	bool auto_create_topics;
 };
 
 /* What a stop did (R4), per partition. */
@@ -126,6 +132,7 @@ struct km_worker_reply {
 	int64_t max_pid;		/* OPEN: largest positive producer id */
 	struct km_log_recovery rec;	/* OPEN: what recovery did */
 	struct km_stop_result stop;	/* STOP */
+	int64_t low_watermark;		/* DELETE_RECORDS: the log start */
 };
 
 /**
@@ -152,6 +159,15 @@ int km_worker_open(struct km_worker *w, struct km_part *p,
 int km_worker_set_limits(struct km_worker *w, struct km_part *p,
 			 const struct km_log_limits *l,
 			 struct km_worker_reply *reply);
+/** DeleteRecords on p's owner (km_log_delete_records): reply.rc -ERANGE
+ *  for an offset past the HW, else reply.low_watermark. */
+int km_worker_delete_records(struct km_worker *w, struct km_part *p,
+			     int64_t offset, struct km_worker_reply *reply);
+/** p's topic was deleted (it is in no published view any more): the owner
+ *  lets go of it (writer, retention) and keeps its log open, unused, until
+ *  the worker ends, for readers that took a view before. */
+int km_worker_drop(struct km_worker *w, struct km_part *p,
+		   struct km_worker_reply *reply);
 /** Start mirroring p from the source. cfg is copied. */
 int km_worker_fetch(struct km_worker *w, struct km_part *p,
 		    const struct km_fetcher_config *cfg,

@@ -133,6 +133,13 @@ static int forward(struct km_worker *w, struct km_part *p,
 }
 
 /* The ops' ctx is the worker; the allocator has its own. */
+int km_worker_fe_admin(void *ctx, struct km_admin_job *job)
+{
+	struct km_worker *w = ctx;
+
+	return w->cfg.admin(w->cfg.admin_ctx, job);
+}
+
 int km_worker_fe_alloc_pid(void *ctx, int64_t *pid, int16_t *epoch)
 {
 	struct km_worker *w = ctx;
@@ -227,6 +234,7 @@ int km_worker_fe_listen(struct km_worker *w, const char *ipv4, uint16_t port,
 	c.upstream = w->cfg.upstream;
 	c.txn_ids_max = w->cfg.txn_ids_max;
 	c.txn_id_expiration_ms = w->cfg.txn_id_expiration_ms;
+	c.auto_create_topics = w->cfg.auto_create_topics;
 	if ((rc = km_frontend_create(&c, &w->fe)) < 0)
 		return rc;
 	if ((rc = km_frontend_listen(w->fe, ipv4, port)) < 0) {

@@ -23,6 +23,8 @@ enum wmsg_type {
 	WMSG_PRODUCED,	/* owner -> front-end worker */
 	WMSG_GROUP_SYNC, /* control -> front-end worker */
 	WMSG_LIMITS,	/* control -> owner: synced topic configs */
+	WMSG_DELETE_RECORDS, /* control -> owner: DeleteRecords */
+	WMSG_DROP,	/* control -> owner: its topic was deleted */
 };
 
 struct wmsg {
@@ -33,6 +35,7 @@ struct wmsg {
 	union {
 		struct km_log_config open;
 		struct km_log_limits limits;
+		int64_t delete_below;	/* WMSG_DELETE_RECORDS */
 		struct {
 			struct km_group_sync *s;
 			struct km_worker *w;	/* for the callback */
@@ -112,6 +115,10 @@ struct km_worker {
 	bool done;
 	struct km_worker_reply *shutdown_reply;
 	uint64_t now_ms;
+	/* Logs of deleted topics: other workers' front ends may still read
+	 * them through a view taken before, so they are freed at the end. */
+	struct km_log **retired;
+	uint32_t n_retired;
 	/* Published for status: the worker try-locks, never waits. */
 	pthread_mutex_t net_lock;
 	struct km_worker_net net_pub;
@@ -130,6 +137,7 @@ void km_worker_fe_on_produce(struct km_worker *w, struct wmsg *m);
 void km_worker_fe_on_produced(struct km_worker *w, struct wmsg *m);
 void km_worker_fe_on_group_sync(struct km_worker *w, struct wmsg *m);
 int km_worker_fe_alloc_pid(void *ctx, int64_t *pid, int16_t *epoch);
+int km_worker_fe_admin(void *ctx, struct km_admin_job *job);
 int km_worker_fe_write_marker(void *ctx, struct km_part *p, int64_t pid,
 			      int16_t epoch, bool commit,
 			      km_part_produced_fn done, void *arg);

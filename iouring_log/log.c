@@ -223,6 +223,13 @@ int km_log_close(struct km_log *log)
 	return rc;
 }
 
+void km_log_abandon(struct km_log *log)
+{
+	/* Queued and in-flight requests point into *log. */
+	(void)km_log_sync(log);
+	free_log(log);
+}
+
 int km_log_checkpoint(struct km_log *log)
 {
 	/* km_log_sync only waits: the fdatasync must be queued first, or the

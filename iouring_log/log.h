@@ -165,6 +165,10 @@ int km_log_metadata_read(const char *dir, uint8_t out[16]);
  */
 int km_log_close(struct km_log *log);
 
+/** Free a log whose directory is gone (a deleted topic): in-flight I/O
+ *  is waited for, nothing more is written. NULL not allowed. */
+void km_log_abandon(struct km_log *log);
+
 /**
  * Append validated batches (km_batch_parse'd, already mapped for MIRROR) in
  * order. The batches' bytes are written from their chains without a copy, so
@@ -331,6 +335,17 @@ int km_log_retain(struct km_log *log, const struct km_log_retention *r,
  */
 int km_log_retain_policy(struct km_log *log, int64_t below_offset,
 			 int64_t now_ms, struct km_log_retained *out);
+
+/**
+ * DeleteRecords (Kafka's deleteRecordsBefore): the log start becomes
+ * offset (it may lie inside a batch, as Kafka's does) and is kept in the
+ * log's directory before it is used, so an open after a crash has it;
+ * whole segments below it are deleted. An offset at or below the start
+ * changes nothing. Owner thread.
+ * @return 0 and *low (the log start now), -ERANGE for an offset below 0
+ *         or above the durable offset (the HW), or -errno.
+ */
+int km_log_delete_records(struct km_log *log, int64_t offset, int64_t *low);
 
 /* The settings a topic config synced from the source may change while the
  * log is open (issue 19): the retention caps and the roll size. */

@@ -123,6 +123,10 @@ static inline int64_t log_start(const struct km_log *log)
 uint64_t km_log_now_ms(void);
 bool km_log_clean_marker_exists(struct km_log *log);
 
+/* log_retain.c: the DeleteRecords start kept across an open */
+#define KM_LOG_START_FILE "log-start-offset"
+void km_log_start_load(struct km_log *log);
+
 /* log_io.c */
 int km_log_queue_flush(struct km_log *log, int fd, int64_t target);
 void km_log_set_error(struct km_log *log, int err);

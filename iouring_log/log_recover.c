@@ -490,6 +490,7 @@ int km_log_recover(struct km_log *log, struct km_log_recovery *rec)
 		return rc;
 	if ((rc = km_log_snap_drop_after(log, log->leo)) < 0)
 		return rc;
+	km_log_start_load(log);
 	/* What the files hold is now made durable before it is served. */
 	if (fdatasync(log_active(log)->log_fd) < 0)
 		return -errno;

@@ -140,6 +140,7 @@ static int reset_segments(struct km_log *log, int64_t offset)
 		return rc; /* no segment: readers find nothing */
 	log->n_segs = 1;
 	log->leo = offset;
+	(void)unlinkat(log->dir_fd, KM_LOG_START_FILE, 0); /* a new log */
 	atomic_store_explicit(&log->start_offset, offset, memory_order_release);
 	atomic_store_explicit(&log->appended, offset, memory_order_release);
 	atomic_store_explicit(&log->durable, offset, memory_order_release);

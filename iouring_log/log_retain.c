@@ -10,6 +10,9 @@
  * read can reach them. The .log file goes first: an open ignores index
  * files without one. */
 #include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <unistd.h>
 #include <string.h>
 
 #include "common/errors.h"
@@ -63,16 +66,19 @@ int km_log_retain(struct km_log *log, const struct km_log_retention *r,
 	km_log_lock_segments(log);
 	memmove(log->segs, log->segs + n, (log->n_segs - n) * sizeof(gone[0]));
 	log->n_segs -= n;
-	atomic_store_explicit(&log->start_offset, log->segs[0].base_offset,
-			      memory_order_release);
+	/* A DeleteRecords start inside the first segment left stays. */
+	if (log->segs[0].base_offset > log_start(log))
+		atomic_store_explicit(&log->start_offset,
+				      log->segs[0].base_offset,
+				      memory_order_release);
 	km_log_unlock_segments(log);
 	for (uint32_t i = 0; i < n; i++) {
 		int e = km_segment_delete(&gone[i], log->dir_fd);
 
 		rc = rc ? rc : e;
 	}
-	out->start = log->segs[0].base_offset;
-	km_log_snap_drop_before(log, out->start);
+	out->start = log_start(log);
+	km_log_snap_drop_before(log, log->segs[0].base_offset);
 	KM_INFO("log", "%s: retention deleted %u segment(s), %llu bytes; log "
 		"start now %lld", log->dir, n, (unsigned long long)out->bytes,
 		(long long)out->start);
@@ -90,6 +96,76 @@ int km_log_retain_policy(struct km_log *log, int64_t below_offset,
 	};
 
 	return km_log_retain(log, &r, out);
+}
+
+/* ---- DeleteRecords: a log start inside a segment ----
+ * Kafka's log start may lie inside a segment (DeleteRecords,
+ * log-start-offset-checkpoint); whole segments below it go as retention's
+ * do. The offset is kept in the log's directory, written whole and
+ * renamed (a crash leaves the old or the new one), and read back at
+ * open (km_log_start_load). */
+
+static int save_start(struct km_log *log, int64_t offset)
+{
+	char text[32];
+	int len = snprintf(text, sizeof(text), "%lld\n", (long long)offset);
+	int fd = openat(log->dir_fd, KM_LOG_START_FILE ".tmp",
+			O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	int rc = 0;
+
+	if (fd < 0)
+		return -errno;
+	if (write(fd, text, (size_t)len) != len || fdatasync(fd) < 0)
+		rc = errno ? -errno : -EIO;
+	close(fd);
+	if (rc == 0 && renameat(log->dir_fd, KM_LOG_START_FILE ".tmp",
+				log->dir_fd, KM_LOG_START_FILE) < 0)
+		rc = -errno;
+	if (rc == 0 && fsync(log->dir_fd) < 0)
+		rc = -errno;
+	return rc;
+}
+
+void km_log_start_load(struct km_log *log)
+{
+	char text[32] = "";
+	int fd = openat(log->dir_fd, KM_LOG_START_FILE, O_RDONLY | O_CLOEXEC);
+	ssize_t n;
+	long long v;
+
+	if (fd < 0)
+		return;
+	n = read(fd, text, sizeof(text) - 1);
+	close(fd);
+	/* Past the log end (a cut log, a reset) it says nothing any more. */
+	if (n > 0 && sscanf(text, "%lld", &v) == 1 && v > log_start(log) &&
+	    v <= log->leo)
+		atomic_store_explicit(&log->start_offset, v,
+				      memory_order_release);
+}
+
+int km_log_delete_records(struct km_log *log, int64_t offset, int64_t *low)
+{
+	struct km_log_retention r = { .below_offset = offset,
+				      .max_age_ms = -1, .max_bytes = -1 };
+	struct km_log_retained out;
+	int rc = 0;
+
+	if (offset < 0 || offset > km_log_durable_offset(log))
+		return -ERANGE;
+	if (offset > log_start(log)) {
+		if ((rc = save_start(log, offset)) < 0)
+			return rc;
+		atomic_store_explicit(&log->start_offset, offset,
+				      memory_order_release);
+	}
+	/* Bounded: each call deletes up to a burst, and segments only go. */
+	for (uint32_t i = 0; i <= log->n_segs / KM_LOG_RETAIN_BURST; i++)
+		if ((rc = km_log_retain(log, &r, &out)) < 0 ||
+		    out.segments == 0)
+			break;
+	*low = log_start(log);
+	return rc;
 }
 
 uint64_t km_log_size_bytes(const struct km_log *log)

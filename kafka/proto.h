@@ -83,12 +83,16 @@ enum km_api_key {
 	KM_API_DESCRIBE_GROUPS = 15,
 	KM_API_LIST_GROUPS = 16,
 	KM_API_API_VERSIONS = 18,
+	KM_API_CREATE_TOPICS = 19, /* kafka/proto_admin.h */
+	KM_API_DELETE_TOPICS = 20,
+	KM_API_DELETE_RECORDS = 21,
 	KM_API_INIT_PRODUCER_ID = 22,
 	KM_API_ADD_PARTITIONS_TO_TXN = 24, /* kafka/proto_txn.h */
 	KM_API_ADD_OFFSETS_TO_TXN = 25,
 	KM_API_END_TXN = 26,
 	KM_API_TXN_OFFSET_COMMIT = 28,
 	KM_API_DESCRIBE_CONFIGS = 32,
+	KM_API_CREATE_PARTITIONS = 37, /* kafka/proto_admin.h */
 	KM_API_DELETE_GROUPS = 42,
 	KM_API_OFFSET_DELETE = 47,
 	KM_API_DESCRIBE_CLUSTER = 60,
@@ -132,6 +136,11 @@ enum km_kerr {
 	KM_KERR_CLUSTER_AUTHORIZATION_FAILED = 31,
 	KM_KERR_INVALID_TIMESTAMP = 32,
 	KM_KERR_UNSUPPORTED_VERSION = 35,
+	KM_KERR_TOPIC_ALREADY_EXISTS = 36,
+	KM_KERR_INVALID_PARTITIONS = 37,
+	KM_KERR_INVALID_REPLICATION_FACTOR = 38,
+	KM_KERR_INVALID_REPLICA_ASSIGNMENT = 39,
+	KM_KERR_INVALID_CONFIG = 40,
 	KM_KERR_INVALID_REQUEST = 42,
 	KM_KERR_UNSUPPORTED_FOR_MESSAGE_FORMAT = 43,
 	KM_KERR_POLICY_VIOLATION = 44,
@@ -182,7 +191,7 @@ struct km_api_range {
 };
 
 enum {
-	KM_PROTO_APIS = 24,	  /* APIs this codec speaks, and kmirrord's
+	KM_PROTO_APIS = 28,	  /* APIs this codec speaks, and kmirrord's
 				   * front end serves (and advertises): the
 				   * spoken rows of kafka/proto_header.c's
 				   * table, checked at build time */

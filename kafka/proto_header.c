@@ -39,6 +39,10 @@ static const struct api_info apis[] = {
 	{ KM_API_DESCRIBE_GROUPS, "DescribeGroups", 0, 4, 5, true },
 	{ KM_API_LIST_GROUPS, "ListGroups", 0, 5, 3, true },
 	{ KM_API_API_VERSIONS, "ApiVersions", 0, 3, 3, true },
+	/* Kafka 4.x's range (v0-1 and v0 left in 4.0, KIP-896). */
+	{ KM_API_CREATE_TOPICS, "CreateTopics", 2, 7, 5, true },
+	{ KM_API_DELETE_TOPICS, "DeleteTopics", 1, 6, 4, true },
+	{ KM_API_DELETE_RECORDS, "DeleteRecords", 0, 2, 2, true },
 	{ KM_API_INIT_PRODUCER_ID, "InitProducerId", 0, 4, 2, true },
 	/* v4+ is broker-to-broker; EndTxn v5 is transaction.version 2's. */
 	{ KM_API_ADD_PARTITIONS_TO_TXN, "AddPartitionsToTxn", 0, 3, 3, true },
@@ -47,6 +51,7 @@ static const struct api_info apis[] = {
 	{ KM_API_END_TXN, "EndTxn", 0, 4, 3, true },
 	{ KM_API_TXN_OFFSET_COMMIT, "TxnOffsetCommit", 0, 4, 3, true },
 	{ KM_API_DESCRIBE_CONFIGS, "DescribeConfigs", 1, 4, 4, true },
+	{ KM_API_CREATE_PARTITIONS, "CreatePartitions", 0, 3, 2, true },
 	{ KM_API_DELETE_GROUPS, "DeleteGroups", 0, 2, 2, true },
 	{ KM_API_OFFSET_DELETE, "OffsetDelete", 0, 0, INT16_MAX, true },
 	{ KM_API_DESCRIBE_CLUSTER, "DescribeCluster", 0, 2, 0, true },
@@ -269,6 +274,9 @@ const char *km_kerr_name(int code)
 	KERR(INVALID_COMMIT_OFFSET_SIZE); KERR(GROUP_AUTHORIZATION_FAILED);
 	KERR(TOPIC_AUTHORIZATION_FAILED); KERR(CLUSTER_AUTHORIZATION_FAILED);
 	KERR(INVALID_TIMESTAMP); KERR(UNSUPPORTED_VERSION);
+	KERR(TOPIC_ALREADY_EXISTS); KERR(INVALID_PARTITIONS);
+	KERR(INVALID_REPLICATION_FACTOR); KERR(INVALID_REPLICA_ASSIGNMENT);
+	KERR(INVALID_CONFIG);
 	KERR(INVALID_REQUEST); KERR(UNSUPPORTED_FOR_MESSAGE_FORMAT);
 	KERR(POLICY_VIOLATION); KERR(OUT_OF_ORDER_SEQUENCE_NUMBER);
 	KERR(DUPLICATE_SEQUENCE_NUMBER); KERR(INVALID_PRODUCER_EPOCH);

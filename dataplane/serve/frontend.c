@@ -153,6 +153,9 @@ static int alloc_buffers(struct km_frontend *fe)
 	fe->lo_resp = calloc(fe->parts_max, sizeof(*fe->lo_resp));
 	fe->ab_tmp = calloc(KM_FRONTEND_ABORTED_MAX, sizeof(*fe->ab_tmp));
 	fe->dc_res = calloc(fe->topics_max, sizeof(*fe->dc_res));
+	fe->admin_jobs = calloc(KM_FRONTEND_ADMIN_JOBS, sizeof(*fe->admin_jobs));
+	if (!fe->admin_jobs)
+		return -ENOMEM;
 	if (!fe->staging || !fe->names || !fe->md_topics || !fe->md_parts ||
 	    !fe->md_seen || !fe->md_ids || !fe->lo_topics || !fe->lo_req || !fe->lo_resp ||
 	    !fe->ab_tmp || !fe->dc_res)
@@ -188,6 +191,7 @@ static void free_all(struct km_frontend *fe)
 	free(fe->lo_resp);
 	free(fe->ab_tmp);
 	free(fe->dc_res);
+	free(fe->admin_jobs);
 	km_frontend_groups_free(fe);
 	km_frontend_txn_free(fe);
 	km_frontend_txnoff_free(fe);
@@ -218,6 +222,7 @@ int km_frontend_create(const struct km_frontend_config *cfg,
 	snprintf(fe->host, sizeof(fe->host), "%s", cfg->advertised_host);
 	fe->broker_log = cfg->broker_log;
 	fe->upstream = cfg->upstream;
+	fe->auto_create_topics = cfg->auto_create_topics;
 	if (fe->broker_log.segment_bytes == 0)
 		km_log_config_defaults(&fe->broker_log, NULL, NULL, 0);
 	fe->broker_log.data_dir = fe->broker_log.topic = NULL;

@@ -194,6 +194,9 @@ struct km_frontend_config {
 	 * remembered (transactional.id.expiration.ms; 0: Kafka's 7 days). */
 	uint32_t txn_ids_max;
 	int64_t txn_id_expiration_ms;
+	/* auto.create.topics.enable: a Metadata request that allows it
+	 * creates a topic it names that is not here (ops->admin). */
+	bool auto_create_topics;
 };
 
 struct km_frontend_stats {

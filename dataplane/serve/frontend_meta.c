@@ -233,6 +233,11 @@ static void md_named_topics(struct km_frontend *fe, struct km_metadata_resp *m,
 		if (n > 0 && md_seen_before(fe, (uint32_t)(first - ix->p)))
 			continue;
 		md_add_topic(fe, m, req->topics[i].s, first, n);
+		/* Kafka answers a topic it is creating for the client so. */
+		if (n == 0 && req->allow_auto_topic_creation &&
+		    km_frontend_admin_auto_create(fe, req->topics[i].s))
+			m->topics[m->n_topics - 1].error_code =
+				KM_KERR_LEADER_NOT_AVAILABLE;
 	}
 }
 

@@ -21,6 +21,10 @@
 #include "dataplane/net/kframe.h"
 #include "dataplane/serve/part.h"
 #include "kafka/proto.h"
+#include "dataplane/serve/admin.h"
+
+/* Admin topic calls in process at once, over all connections. */
+#define KM_FRONTEND_ADMIN_JOBS 2u
 
 /* A handler's answer besides 0 (done) and a negative code (the connection
  * failed): leave the frame queued and retry once resources free up. */
@@ -199,6 +203,10 @@ struct km_frontend {
 	struct km_listoffsets_resp_part *lo_resp; /* parts_max */
 	struct km_aborted_txn *ab_tmp;		/* KM_FRONTEND_ABORTED_MAX */
 	struct km_dconfigs_resource *dc_res;	/* topics_max */
+	/* Admin topic calls on their way to the control thread
+	 * (frontend_admin.c): KM_FRONTEND_ADMIN_JOBS of them. */
+	struct km_admin_job *admin_jobs;
+	bool auto_create_topics;
 	struct km_log_config broker_log;	/* DescribeConfigs */
 	struct km_frontend_stats st;
 	struct fe_txn *txn;		/* frontend_txn.c; NULL: refused */
@@ -396,5 +404,15 @@ static inline void km_frontend_txn_crash_point(const char *point)
 int km_frontend_handle_produce(struct fe_conn *fc, const struct km_reqhdr *h,
 		      struct km_wire_rd *r);
 int16_t km_frontend_kerr_from_km(int err);
+
+/* frontend_admin.c: CreateTopics, DeleteTopics, DeleteRecords and
+ * CreatePartitions, decided by the control thread (ops->admin). */
+int km_frontend_handle_admin(struct fe_conn *fc, const struct km_reqhdr *h,
+			     struct km_wire_rd *r);
+/* A free job of the pool, reclaiming finished unowned ones; NULL: none. */
+struct km_admin_job *km_frontend_admin_job(struct km_frontend *fe);
+/* Metadata with allow_auto_topic_creation: ask for topic to be created
+ * (num.partitions). @return true if asked (answer LEADER_NOT_AVAILABLE). */
+bool km_frontend_admin_auto_create(struct km_frontend *fe, const char *topic);
 
 #endif

@@ -68,9 +68,10 @@ int km_part_table_publish(struct km_part_table *t)
 
 	if (ix == NULL)
 		return -ENOMEM;
-	ix->n = t->n;
+	ix->n = 0;
 	for (uint32_t i = 0; i < t->n; i++)
-		ix->p[i] = &t->parts[i];
+		if (!t->parts[i].deleted)
+			ix->p[ix->n++] = &t->parts[i];
 	qsort(ix->p, ix->n, sizeof(ix->p[0]), cmp_entries);
 	ix->retired = atomic_load_explicit(&t->index, memory_order_relaxed);
 	/* Every pointer and entry is visible before the view is. */

@@ -30,6 +30,7 @@
 #include "kafka/wire.h"
 
 struct km_tconfig;
+struct km_admin_job;
 
 #ifdef __cplusplus
 extern "C" {
@@ -221,6 +222,9 @@ struct km_part {
 	 * mirrored topic's first partition before the workers start, NULL
 	 * elsewhere; the control thread frees it after they end. */
 	struct km_tconfig *tconfig;
+	/* Its topic was deleted (DeleteTopics): in no view published after.
+	 * The control thread's alone. */
+	bool deleted;
 };
 
 /* A sorted view of the table: the entries by (topic, partition), so that a
@@ -248,7 +252,8 @@ struct km_part_table {
 	_Atomic(struct km_part_index *) index;
 };
 
-/** Control thread: publish the sorted view of parts[0, n). The entries
+/** Control thread: publish the sorted view of parts[0, n) but the
+ *  deleted ones. The entries
  *  must be filled first; readers see them from the store on.
  *  @return 0 or -ENOMEM (the previous view stays). */
 int km_part_table_publish(struct km_part_table *t);
@@ -343,6 +348,13 @@ struct km_part_ops {
 			    int16_t producer_epoch, bool commit,
 			    km_part_produced_fn done, void *arg);
 	void *ctx;
+	/**
+	 * Hand an Admin topic call (dataplane/serve/admin.h) to the control
+	 * thread, which owns the partition table; it sets job->done when
+	 * answered. NULL: topics are not created or deleted here.
+	 * @return 0 (done will be set), or a negative code (it will not).
+	 */
+	int (*admin)(void *ctx, struct km_admin_job *job);
 };
 
 #ifdef __cplusplus

@@ -688,6 +688,23 @@ TEST(Config, LogConfigForAPartition)
 
 // Compaction (issue 19): topic.cleanup.policy names the compacted topics;
 // the log gets cfg.compact and the cleaner's settings.
+// Kafka's auto.create.topics.enable (off here by default) and num.partitions.
+TEST(Config, AutoCreateTopicsAndNumPartitions)
+{
+	Loaded l = load(nullptr, { "data.dir=/d", "auto.create.topics.enable=true",
+				   "num.partitions=3" });
+	ASSERT_EQ(0, l.rc) << l.err;
+	EXPECT_EQ(1, l.cfg->auto_create_topics);
+	EXPECT_EQ(3u, l.cfg->num_partitions);
+	Loaded dflt = load(nullptr, { "data.dir=/d" });
+	ASSERT_EQ(0, dflt.rc) << dflt.err;
+	EXPECT_EQ(0, dflt.cfg->auto_create_topics);
+	EXPECT_EQ(1u, dflt.cfg->num_partitions);
+	EXPECT_NE(0, load(nullptr, { "data.dir=/d", "num.partitions=0" }).rc);
+	EXPECT_NE(0, load(nullptr, { "data.dir=/d",
+				     "auto.create.topics.enable=yes" }).rc);
+}
+
 TEST(Config, CleanupPolicyPerTopic)
 {
 	Loaded l = load(nullptr, { "data.dir=/d",
@@ -850,6 +867,8 @@ TEST(Config, FormatText)
 			      "source.ssl.endpoint.identification.algorithm=https\n"
 			      "transaction.ids.max=1024\n"
 			      "transactional.id.expiration.ms=604800000\n"),
+			      "auto.create.topics.enable=false\n"
+			      "num.partitions=1\n"),
 		  text);
 }
 

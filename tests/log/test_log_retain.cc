@@ -4,6 +4,9 @@
 // to the first remaining base (also after a reopen), takes each deleted
 // segment's four files and the snapshots below the new start with it, and
 // is safe for a reader on another thread reading all the while.
+// km_log_delete_records (DeleteRecords, issue 20) moves the log start to
+// any offset up to the durable one, inside a batch too, keeps it across a
+// reopen, and no retention pass moves it back.
 // Method: real files and io_uring, 2 KiB segments.
 #include <atomic>
 #include <thread>
@@ -266,4 +269,42 @@ TEST(Retain, MoreFilesThanOneListingHolds)
 	l.cfg.segments_max = 1024;
 	l.Open();
 	EXPECT_EQ(bases[290], km_log_start_offset(l.log));
+}
+
+TEST(Retain, DeleteRecordsStartInsideABatchIsKept)
+{
+	TempDir td;
+	Log l(td.path, Small);
+	int64_t end = Fill(l, 40), low = -1;
+	ASSERT_EQ(0, km_log_checkpoint(l.log));
+	std::vector<int64_t> bases = Bases(l.dir, ".log");
+	ASSERT_GE(bases.size(), 5u);
+	const int64_t cut = bases[2] + 4; /* batches of 3: inside one */
+
+	ASSERT_EQ(0, km_log_delete_records(l.log, cut, &low));
+	EXPECT_EQ(cut, low);
+	EXPECT_EQ(cut, km_log_start_offset(l.log));
+	EXPECT_FALSE(Exists(l.dir + "/" + SegName(bases[1], ".log")));
+	EXPECT_TRUE(Exists(l.dir + "/" + SegName(bases[2], ".log")));
+	std::vector<uint8_t> buf(1 << 16);
+	km_log_read_result rd;
+	EXPECT_EQ(-ERANGE, km_log_read(l.log, cut - 1, INT64_MAX, 1 << 16,
+				       buf.data(), buf.size(), &rd));
+	ASSERT_EQ(0, km_log_read(l.log, cut, INT64_MAX, 1 << 16, buf.data(),
+				 buf.size(), &rd));
+	EXPECT_EQ(cut - 1, rd.first_offset) << "the batch holding it";
+
+	// Lower is nothing; past the durable end is refused.
+	ASSERT_EQ(0, km_log_delete_records(l.log, bases[1], &low));
+	EXPECT_EQ(cut, low);
+	EXPECT_EQ(-ERANGE, km_log_delete_records(l.log, end + 1, &low));
+	// A retention pass below it does not move it back to a segment base.
+	km_log_retained out;
+	ASSERT_EQ(0, Retain(l, &out, bases[2] + 1, -1, -1));
+	EXPECT_EQ(cut, km_log_start_offset(l.log));
+
+	ASSERT_EQ(0, l.Close());
+	l.Open();
+	EXPECT_EQ(cut, km_log_start_offset(l.log)) << "kept in log-start-offset";
+	EXPECT_EQ(end, km_log_end_offset(l.log));
 }
