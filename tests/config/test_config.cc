@@ -866,7 +866,7 @@ TEST(Config, FormatText)
 			      "source.security.protocol=PLAINTEXT\n"
 			      "source.ssl.endpoint.identification.algorithm=https\n"
 			      "transaction.ids.max=1024\n"
-			      "transactional.id.expiration.ms=604800000\n"),
+			      "transactional.id.expiration.ms=604800000\n"
 			      "auto.create.topics.enable=false\n"
 			      "num.partitions=1\n"),
 		  text);
