@@ -153,20 +153,22 @@ int64_t removed(const std::string &out, const std::string &tp)
 	return n;
 }
 
-/* The broker's committed offsets of group: "topic:p" -> offset. */
+/* The broker's committed offsets of group (kafka-consumer-groups
+ * --describe, once): "topic:p" -> offset. */
 std::string committed(KafkaBroker &b, const std::string &group,
 		      std::map<std::string, int64_t> *out)
 {
-	for (const char *t : { "in", kRepartition }) {
-		std::map<int, Row> rows;
-		std::string why = describe(b.bootstrap(), group, t, &rows);
-		if (!why.empty())
-			return why;
-		for (auto &[p, r] : rows)
-			if (r.current >= 0)
-				(*out)[std::string(t) + ":" + std::to_string(p)] = r.current;
+	std::map<int, Row> rows;
+	std::string text, why = describe(b.bootstrap(), group, "in", &rows, &text);
+	std::istringstream in(text);
+	std::string line;
+	while (std::getline(in, line)) {
+		std::istringstream f(line);
+		std::string g, t, p, cur;
+		if ((f >> g >> t >> p >> cur) && g == group && num_or_none(cur) >= 0)
+			(*out)[t + ":" + p] = num_or_none(cur);
 	}
-	return "";
+	return why;
 }
 
 /* Lines of the running application until one starts with `want`. */
