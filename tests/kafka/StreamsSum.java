@@ -82,6 +82,9 @@ public class StreamsSum {
 		p.put(StreamsConfig.STATE_DIR_CONFIG, stateDir);
 		p.put(StreamsConfig.REPLICATION_FACTOR_CONFIG, 1);
 		p.put(StreamsConfig.producerPrefix("linger.ms"), 0);
+		// Purged repartition records (DeleteRecords up to the committed
+		// offset) every half second rather than every 30 s.
+		p.put(StreamsConfig.REPARTITION_PURGE_INTERVAL_MS_CONFIG, 500);
 		// The transaction the kill leaves open stays open on the source
 		// through the failover instead of being aborted there.
 		p.put(StreamsConfig.producerPrefix("transaction.timeout.ms"), 60000);
