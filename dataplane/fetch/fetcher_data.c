@@ -121,9 +121,11 @@ static const char *misplaced(const struct km_fetcher *f, int64_t base,
 }
 
 /* The first batch holds offsets below the fetch offset while the log is
- * empty: the source's log start is inside that batch (DeleteRecords), and
- * mirror.offset.reset=earliest restarted the log there. As Kafka's
- * followers do (Partition.appendRecordsToFollowerOrFutureReplica on
+ * empty: the source's log start is inside that batch (DeleteRecords, e.g.
+ * Kafka Streams purging a repartition topic), and the fetch began there -
+ * mirror.offset.reset=earliest restarted the log there, or a log that
+ * never had a record started where the source does. As Kafka's followers
+ * do (Partition.appendRecordsToFollowerOrFutureReplica on
  * UnexpectedAppendOffsetException), the empty log restarts at the batch's
  * base offset and takes it whole. @return 1 if it did, 0 if this is not
  * that case, -1 if the restart failed (FAILED). */
@@ -133,7 +135,7 @@ static int restart_inside(struct km_fetcher *f, int64_t base, int64_t last)
 	int rc;
 
 	if (f->resp_batches != 1 || base >= f->next_offset ||
-	    last < f->next_offset || f->next_offset != end ||
+	    last < f->next_offset || f->next_offset < end ||
 	    end != km_log_start_offset(f->log))
 		return 0;
 	rc = km_log_reset_to(f->log, base);
@@ -142,16 +144,16 @@ static int restart_inside(struct km_fetcher *f, int64_t base, int64_t last)
 				"the base of the batch holding the source's log "
 				"start %lld: %s", f->cfg.topic,
 				(int)f->cfg.partition, (long long)base,
-				(long long)end, km_strerror(rc));
+				(long long)f->next_offset, km_strerror(rc));
 		return -1;
 	}
 	/* Those offsets were not lost after all. */
-	if (f->stats.offsets_skipped >= (uint64_t)(end - base))
+	if (base < end && f->stats.offsets_skipped >= (uint64_t)(end - base))
 		f->stats.offsets_skipped -= (uint64_t)(end - base);
 	KM_INFO("fetcher", "%s-%d: the source's log start %lld is inside the "
 		"batch %lld..%lld: the empty log restarts at %lld", f->cfg.topic,
-		(int)f->cfg.partition, (long long)end, (long long)base,
-		(long long)last, (long long)base);
+		(int)f->cfg.partition, (long long)f->next_offset,
+		(long long)base, (long long)last, (long long)base);
 	f->next_offset = base;
 	return 1;
 }

@@ -446,7 +446,9 @@ std::vector<int64_t> segment_bases(const std::string &dir)
  * the gap shows (WARN line, kmirror_partition_offset_resets_total and
  * _offsets_skipped_total). A third mirror, caught up all along, drops
  * exactly the whole segments the source dropped (docs/design.md: the
- * source's log start drives retention), not one record more. */
+ * source's log start drives retention), not one record more. A fourth,
+ * started afterwards with an empty log, begins inside the source's first
+ * batch and restarts at its base as the second one does. */
 TEST_F(KafkaFaults, SourceLogStartMovesPastMirrorsBehind)
 {
 	const std::string seg = "segment.bytes=1048576";
@@ -536,6 +538,22 @@ TEST_F(KafkaFaults, SourceLogStartMovesPastMirrorsBehind)
 		  records_of(c.bootstrap(), "ret", 0, start));
 	mapped = 0;
 	ASSERT_NO_FATAL_FAILURE(expect_identical(dc.path() + "/ret-0", theirs, &mapped));
+
+	/* A mirror that never had the partition starts where the source's
+	 * log does, inside that batch: the same restart at its base, not a
+	 * misplaced batch refetched until FAILED (how Kafka Streams' purged
+	 * repartition topics look to a new mirror). */
+	TempDir de("km-kf-e");
+	Daemon e = daemon_for(de.path(), { "ret" }, { seg });
+	ASSERT_EQ("", e.start());
+	ASSERT_EQ("", caught_up(e, { "ret:0" }));
+	ASSERT_EQ("", e.status(&st));
+	EXPECT_EQ("MIRRORING", st["ret:0"].state) << st["ret:0"].reason;
+	EXPECT_EQ(inside, st["ret:0"].log_start);
+	EXPECT_EQ(records_of(broker_->bootstrap(), "ret", 0, start),
+		  records_of(e.bootstrap(), "ret", 0, start));
+	mapped = 0;
+	ASSERT_NO_FATAL_FAILURE(expect_identical(de.path() + "/ret-0", theirs, &mapped));
 }
 
 /* The broker restarts under a running idempotent producer: first a
