@@ -27,6 +27,7 @@
 #include <signal.h>
 
 #include <map>
+#include <memory>
 #include <regex>
 #include <sstream>
 #include <string>
@@ -189,96 +190,136 @@ std::string wait_line(Child &app, const std::string &want, int timeout_ms)
 	return "";
 }
 
-TEST(KafkaStreams, ExactlyOnceV2ResumesOnKmirrordAfterTheSourceIsLost)
+/* The broker, kmirrord mirroring it, the application's two lives, and
+ * what the first left on the broker. */
+class KafkaStreams : public ::testing::Test {
+protected:
+	/* The application on the broker until its kKillAt-th update is held
+	 * in an open transaction there, then SIGKILL. */
+	void first_life_killed()
+	{
+		ASSERT_EQ("", kafka_tool_spawn(&app_, program(),
+					       { "run", broker_.bootstrap(), kApp,
+						 state1_.path(), "10", std::to_string(kKillAt) }));
+		ASSERT_EQ("", wait_line(app_, "HOLDING " + std::to_string(kKillAt), 120000));
+		ASSERT_TRUE(poll_until([&] { return open_on_source(*d_, "out:0"); }, 30000))
+			<< "the held transaction's records never reached the broker";
+		ASSERT_EQ("", app_.kill(SIGKILL));
+		ChildResult gone;
+		ASSERT_EQ("", app_.wait(10000, &gone));
+	}
+
+	/* kmirrord has every record of the four topics and the group's
+	 * committed offsets as the broker has them. */
+	void caught_up()
+	{
+		std::map<std::string, int64_t> src;
+		ASSERT_EQ("", latest(broker_, "in|out|sumapp-.*", &src));
+		ASSERT_EQ(4u, src.size()) << "in, out, the repartition topic, the changelog";
+		ASSERT_TRUE(src.count(std::string(kChangelog) + ":0"));
+		ASSERT_EQ("", d_->wait_status(
+				      [&](const std::map<std::string, PartStatus> &st) {
+					      for (auto &[tp, end] : src)
+						      if (!st.count(tp) || st.at(tp).hw != end)
+							      return false;
+					      return true;
+				      },
+				      60000));
+		ASSERT_EQ("", committed(broker_, kApp, &want_));
+		ASSERT_TRUE(want_.count("in:0") && want_.count(rp_))
+			<< "the application committed on the broker";
+		EXPECT_GT(want_[rp_], 0);
+		EXPECT_LT(want_[rp_], src[rp_]) << "killed mid-stream";
+		ASSERT_TRUE(poll_until([&] { return synced(*d_, kApp) == want_; }, 30000))
+			<< "synced offsets never matched the broker's committed ones";
+	}
+
+	/* The broker is lost, kmirrord takes over and gets more input. */
+	void failover()
+	{
+		ASSERT_EQ("", broker_.kill9());
+		ChildResult r;
+		ASSERT_EQ("", ctl(*d_, { "stop", "--all", "--json" }, &r)) << r.out;
+		EXPECT_GT(removed(r.out, "out:0"), 0)
+			<< "the open transaction's updates are cut: " << r.out;
+		ChildResult p = kafka_tool(program(), { "produce", d_->bootstrap(), "in",
+							std::to_string(kFirst),
+							std::to_string(kSecond) }, 120000);
+		ASSERT_EQ(0, p.exit_code) << p.describe();
+	}
+
+	/* Why `out` never had every update: status, the uncommitted output,
+	 * the application's and kmirrord's logs. */
+	std::string diagnose(const std::string &why)
+	{
+		ChildResult st, gone, dr;
+		std::string u;
+		ctl(*d_, { "status" }, &st);
+		console_consume(d_->bootstrap(), "out", 0, kFirst + kSecond,
+				"read_uncommitted", &u);
+		app_.kill(SIGTERM);
+		app_.wait(30000, &gone);
+		d_->stop(30000, &dr);
+		size_t tail = dr.err.size() > 12000 ? dr.err.size() - 12000 : 0;
+		return why + "\nSTATUS " + st.out + "\nUNCOMMITTED " + u.substr(0, 3000) +
+		       "\nAPP " + gone.out + gone.err.substr(0, 8000) + "\nDAEMON " +
+		       dr.err.substr(tail);
+	}
+
+	KafkaBroker broker_;
+	TempDir dir_{ "km-kstreams" }, state1_{ "km-kstreams-state" },
+		state2_{ "km-kstreams-state" };
+	std::unique_ptr<Daemon> d_;
+	Child app_;
+	std::map<std::string, int64_t> want_; /* the broker's committed offsets */
+	const std::string rp_ = std::string(kRepartition) + ":0";
+};
+
+TEST_F(KafkaStreams, ExactlyOnceV2ResumesOnKmirrordAfterTheSourceIsLost)
 {
-	KafkaBroker broker;
-	ASSERT_EQ("", broker.start());
-	ASSERT_EQ("", broker.create_topic("in", 1));
-	ASSERT_EQ("", broker.create_topic("out", 1));
-	ChildResult p = kafka_tool(program(), { "produce", broker.bootstrap(), "in", "0",
+	ASSERT_EQ("", broker_.start());
+	ASSERT_EQ("", broker_.create_topic("in", 1));
+	ASSERT_EQ("", broker_.create_topic("out", 1));
+	ChildResult p = kafka_tool(program(), { "produce", broker_.bootstrap(), "in", "0",
 						std::to_string(kFirst) }, 120000);
 	ASSERT_EQ(0, p.exit_code) << p.describe();
-
-	TempDir dir("km-kstreams"), state1("km-kstreams-state"), state2("km-kstreams-state");
-	Daemon d(dir.path(), { "source.bootstrap.servers=" + broker.bootstrap(),
-			       "topics.include=in|out|sumapp-.*", "groups=" + std::string(kApp),
-			       "metadata.refresh.interval.ms=500",
-			       "group.sync.interval.ms=300", "config.sync.interval.ms=500" });
-	ASSERT_EQ("", d.start());
-
-	/* The application on the broker, killed mid-stream. */
-	Child app;
-	ASSERT_EQ("", kafka_tool_spawn(&app, program(),
-				       { "run", broker.bootstrap(), kApp, state1.path(), "10",
-					 std::to_string(kKillAt) }));
-	ASSERT_EQ("", wait_line(app, "HOLDING " + std::to_string(kKillAt), 120000));
-	ASSERT_TRUE(poll_until([&] { return open_on_source(d, "out:0"); }, 30000))
-		<< "the held transaction's records never reached the broker";
-	ASSERT_EQ("", app.kill(SIGKILL));
-	ChildResult gone;
-	ASSERT_EQ("", app.wait(10000, &gone));
-
-	/* kmirrord caught up with every partition and with the group. */
-	std::map<std::string, int64_t> src;
-	ASSERT_EQ("", latest(broker, "in|out|sumapp-.*", &src));
-	ASSERT_EQ(4u, src.size()) << "in, out, the repartition topic, the changelog";
-	ASSERT_TRUE(src.count(std::string(kChangelog) + ":0"));
-	ASSERT_EQ("", d.wait_status(
-			      [&](const std::map<std::string, PartStatus> &st) {
-				      for (auto &[tp, end] : src)
-					      if (!st.count(tp) || st.at(tp).hw != end)
-						      return false;
-				      return true;
-			      },
-			      60000));
-	std::map<std::string, int64_t> want;
-	ASSERT_EQ("", committed(broker, kApp, &want));
-	const std::string rp = std::string(kRepartition) + ":0";
-	ASSERT_TRUE(want.count("in:0") && want.count(rp)) << "the application committed on the broker";
-	EXPECT_GT(want[rp], 0);
-	EXPECT_LT(want[rp], src[rp]) << "killed mid-stream";
-	ASSERT_TRUE(poll_until([&] { return synced(d, kApp) == want; }, 30000))
-		<< "synced offsets never matched the broker's committed ones";
-
-	/* The source is lost; kmirrord takes over. */
-	ASSERT_EQ("", broker.kill9());
-	ChildResult r;
-	ASSERT_EQ("", ctl(d, { "stop", "--all", "--json" }, &r)) << r.out;
-	EXPECT_GT(removed(r.out, "out:0"), 0) << "the open transaction's updates are cut: " << r.out;
-	p = kafka_tool(program(), { "produce", d.bootstrap(), "in", std::to_string(kFirst),
-				    std::to_string(kSecond) }, 120000);
-	ASSERT_EQ(0, p.exit_code) << p.describe();
+	d_ = std::make_unique<Daemon>(
+		dir_.path(), std::vector<std::string>{
+				     "source.bootstrap.servers=" + broker_.bootstrap(),
+				     "topics.include=in|out|sumapp-.*", "groups=" + std::string(kApp),
+				     "metadata.refresh.interval.ms=500",
+				     "group.sync.interval.ms=300", "config.sync.interval.ms=500" });
+	ASSERT_EQ("", d_->start());
+	ASSERT_NO_FATAL_FAILURE(first_life_killed());
+	ASSERT_NO_FATAL_FAILURE(caught_up());
+	ASSERT_NO_FATAL_FAILURE(failover());
 
 	/* The application again, on kmirrord, with nothing on its disk. */
-	ASSERT_EQ("", kafka_tool_spawn(&app, program(),
-				       { "run", d.bootstrap(), kApp, state2.path(), "0", "0" }));
-	ASSERT_EQ("", wait_line(app, "STATE RUNNING", 120000));
-
+	ASSERT_EQ("", kafka_tool_spawn(&app_, program(),
+				       { "run", d_->bootstrap(), kApp, state2_.path(), "0", "0" }));
+	ASSERT_EQ("", wait_line(app_, "STATE RUNNING", 120000));
 	std::string text;
 	const int total = kFirst + kSecond;
-	ASSERT_EQ("", console_consume(d.bootstrap(), "in", 0, total, "read_committed", &text));
+	ASSERT_EQ("", console_consume(d_->bootstrap(), "in", 0, total, "read_committed", &text));
 	auto expect = running_sums(records_in(text));
 	ASSERT_EQ((size_t)total, expect.size());
-	std::string why = console_consume(d.bootstrap(), "out", 0, total, "read_committed", &text);
-	if (!why.empty()) {
-		ChildResult st;
-		ctl(d, { "status" }, &st);
-		std::string u;
-		console_consume(d.bootstrap(), "out", 0, total, "read_uncommitted", &u);
-		app.kill(SIGTERM);
-		app.wait(30000, &gone);
-		ChildResult dr;
-		d.stop(30000, &dr);
-		FAIL() << why << "\nSTATUS " << st.out << "\nUNCOMMITTED " << u.substr(0, 3000)
-		       << "\nAPP " << gone.out << gone.err.substr(0, 8000) << "\nDAEMON "
-		       << dr.out.substr(0, 4000) << dr.err.substr(dr.err.size() > 12000 ? dr.err.size() - 12000 : 0);
-	}
-	ASSERT_EQ("", app.kill(SIGTERM));
-	ASSERT_EQ("", app.wait(60000, &gone));
+	std::string why = console_consume(d_->bootstrap(), "out", 0, total, "read_committed", &text);
+	if (!why.empty())
+		FAIL() << diagnose(why);
+	/* Streams purges what it consumed of its repartition topic
+	 * (DeleteRecords), on kmirrord as on a broker. */
+	EXPECT_TRUE(poll_until([&] {
+		std::map<std::string, PartStatus> st;
+		return d_->status(&st) == "" && st[rp_].log_start > want_[rp_];
+	}, 15000)) << "no DeleteRecords on kmirrord";
+	ChildResult gone;
+	ASSERT_EQ("", app_.kill(SIGTERM));
+	ASSERT_EQ("", app_.wait(60000, &gone));
+
 	/* Everything it wrote, once it has closed: exactly one update per input. */
 	ChildResult all = kafka_tool(
 		"org.apache.kafka.tools.consumer.ConsoleConsumer",
-		{ "--bootstrap-server", d.bootstrap(), "--topic", "out", "--partition", "0",
+		{ "--bootstrap-server", d_->bootstrap(), "--topic", "out", "--partition", "0",
 		  "--offset", "earliest", "--timeout-ms", "5000", "--isolation-level",
 		  "read_committed", "--formatter-property", "print.offset=true",
 		  "--formatter-property", "print.key=true" },
@@ -291,12 +332,8 @@ TEST(KafkaStreams, ExactlyOnceV2ResumesOnKmirrordAfterTheSourceIsLost)
 	for (auto &[k, v] : got)
 		last_got[k] = v;
 	EXPECT_EQ(last_want, last_got) << "each key's final sum";
-	/* Streams purged what it had consumed of its repartition topic on
-	 * kmirrord (DeleteRecords), as it does on a broker. */
-	std::map<std::string, PartStatus> st;
-	ASSERT_EQ("", d.status(&st));
-	EXPECT_GT(st[rp].log_start, want[rp]) << "no DeleteRecords on kmirrord";
-	ASSERT_EQ("", d.stop(30000, &r));
+	ChildResult r;
+	ASSERT_EQ("", d_->stop(30000, &r));
 }
 
 } // namespace
