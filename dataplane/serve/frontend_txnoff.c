@@ -30,6 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/clock.h"
 #include "common/errors.h"
 #include "common/km_assert.h"
 #include "common/km_limits.h"
@@ -149,18 +150,26 @@ int km_frontend_handle_addoffsets(struct fe_conn *fc, const struct km_reqhdr *h,
 					     km_strerror(rc));
 	if (!km_frontend_txn_enabled(fe) || fe->go.part == NULL)
 		m.error_code = KM_KERR_NOT_COORDINATOR;
-	else
+	else if ((m.error_code = km_frontend_txnlog_ready(fe)) == 0)
+		/* The wall clock, as every start the transaction log keeps
+		 * (its timeout is judged against it). */
 		m.error_code = fenced_for(h->api_version,
 			km_txncoord_add_partition(
 				km_frontend_txn_coord(fe),
 				q.transactional_id.s, q.producer_id,
 				q.producer_epoch, KM_GOFFSETS_TOPIC, 0,
-				(int64_t)km_frontend_now_ms()));
+				km_clock_wall_ms()));
 	if ((rc = km_frontend_slot_open(fc, h, 32, &slot)) != 0)
 		return rc;
 	km_frontend_slot_begin(fc, slot, &w);
 	km_txn_resp_encode(&w, KM_API_ADD_OFFSETS_TO_TXN, h->api_version, &m);
-	return km_frontend_slot_finish(fc, slot, &w, true);
+	/* The offsets partition joins the transaction's record, durable
+	 * before the answer as AddPartitionsToTxn's: a restart must end the
+	 * pending offsets with the transaction's marker. */
+	return m.error_code != 0
+		       ? km_frontend_slot_finish(fc, slot, &w, true)
+		       : km_frontend_txnlog_answer(fc, slot, &w,
+						   q.transactional_id.s);
 }
 
 /* ---- TxnOffsetCommit ---- */
