@@ -286,7 +286,9 @@ int16_t km_txncoord_end(struct km_txncoord *c, const char *txn_id,
 	int16_t err = producer_check(t, pid, epoch);
 
 	no_markers(markers);
-	if (err == KM_KERR_CONCURRENT_TRANSACTIONS &&
+	/* Only a decision already taken can be the wrong one: an Ongoing
+	 * id whose record is being written is merely busy. */
+	if (err == KM_KERR_CONCURRENT_TRANSACTIONS && prepared(t) &&
 	    (t->state == KM_TXN_PREPARE_COMMIT) != commit)
 		return KM_KERR_INVALID_TXN_STATE;
 	if (err != 0)

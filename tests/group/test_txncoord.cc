@@ -329,6 +329,21 @@ TEST_F(TxnCoord, APendingIdIsConcurrent)
 	EXPECT_EQ(KM_KERR_CONCURRENT_TRANSACTIONS, Init("a", &p2, &e2));
 	ASSERT_EQ(0, km_txncoord_set_pending(c, "a", false));
 	EXPECT_EQ(0, km_txncoord_add_partition(c, "a", p, e, "t", 0, now));
+	// An Ongoing transaction whose record is being written (a
+	// compaction's copy of every live id, in the full run) is not in a
+	// wrong state: EndTxn either way waits, then goes through.
+	km_txn_markers mk;
+	ASSERT_EQ(0, km_txncoord_set_pending(c, "a", true));
+	EXPECT_EQ(KM_KERR_CONCURRENT_TRANSACTIONS,
+		  km_txncoord_end(c, "a", p, e, true, &mk));
+	EXPECT_EQ(KM_KERR_CONCURRENT_TRANSACTIONS,
+		  km_txncoord_end(c, "a", p, e, false, &mk));
+	ASSERT_EQ(0, km_txncoord_set_pending(c, "a", false));
+	EXPECT_EQ(0, km_txncoord_end(c, "a", p, e, true, &mk));
+	EXPECT_EQ(1u, mk.n_parts);
+	// Once it is PrepareCommit, an abort is the wrong decision.
+	EXPECT_EQ(KM_KERR_INVALID_TXN_STATE,
+		  km_txncoord_end(c, "a", p, e, false, &mk));
 }
 
 } // namespace
