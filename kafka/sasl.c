@@ -298,7 +298,8 @@ int km_sasl_client_step(struct km_sasl_client *c, const uint8_t *in,
 
 	if (in_len >= sizeof(msg))
 		return why(c, "server message too long");
-	memcpy(msg, in, in_len);
+	if (in_len > 0) /* PLAIN's answer is empty, its bytes may be NULL */
+		memcpy(msg, in, in_len);
 	msg[in_len] = '\0';
 	if (c->mech == KM_SASL_PLAIN && c->step == 1) {
 		c->step = 3;
