@@ -298,6 +298,9 @@ static void own_group(const struct km_chain *c, int req, int16_t key)
 	if (key == KM_API_OFFSET_COMMIT && req)
 		for (i = 0; i < st.ocq.n_parts; i++)
 			own(c, &st.ocq_parts[i].metadata);
+	if (key == KM_API_TXN_OFFSET_COMMIT && req)
+		for (i = 0; i < st.tcq.n_parts; i++)
+			own(c, &st.tcq_parts[i].metadata);
 	if (key == KM_API_OFFSET_FETCH && !req)
 		for (i = 0; i < st.ofp.n_parts; i++)
 			own(c, &st.ofp_parts[i].metadata);
@@ -442,8 +445,12 @@ static int decode(struct km_wire_rd *r, int req, int16_t key, int16_t v)
 			   : km_txn_resp_decode(r, KM_API_ADD_OFFSETS_TO_TXN, v,
 						&st.aop);
 	case KM_API_TXN_OFFSET_COMMIT:
-		return req ? km_txncommit_req_decode(r, v, &st.tcq)
-			   : km_txncommit_resp_decode(r, v, &st.tcp);
+		if (!req)
+			return km_txncommit_resp_decode(r, v, &st.tcp);
+		/* Its metadata are spans, as OffsetCommit's. */
+		if ((rc = km_txncommit_req_decode(r, v, &st.tcq)) == 0)
+			own_group(r->chain, req, key);
+		return rc;
 	case KM_API_DESCRIBE_CONFIGS:
 		return req ? km_dconfigs_req_decode(r, v, &st.dcq)
 			   : km_dconfigs_resp_decode(r, v, &st.dcp);
