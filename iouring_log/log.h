@@ -265,6 +265,19 @@ int km_log_read(struct km_log *log, int64_t offset, int64_t upto,
 		uint32_t max_bytes, void *buf, size_t cap,
 		struct km_log_read_result *out);
 
+/* One batch of a replay: @return the records it applied, or a negative
+ * code (the batch is logged and skipped). */
+typedef int (*km_log_batch_fn)(void *arg, const struct km_batch *b);
+
+/**
+ * Every batch from the log start to the appended offset, in order, to fn:
+ * an internal partition's rebuild at start (log_replay.c). A batch fn
+ * refuses is logged at WARN under who, with its offset, and skipped. Any
+ * thread. @return the sum of fn's counts, or -ENOMEM / a read's error.
+ */
+int km_log_replay(struct km_log *log, const char *who, km_log_batch_fn fn,
+		  void *arg);
+
 /**
  * Offset of the first batch whose maxTimestamp >= ts (ListOffsets by time),
  * through the time index, among the batches below the appended offset;

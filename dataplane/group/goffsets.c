@@ -51,7 +51,6 @@ struct km_goffsets {
 };
 
 /* Batches the load reads at a time. */
-#define LOAD_BYTES (1u << 20)
 
 static uint32_t key_hash(const char *group, const char *topic, int32_t part)
 {
@@ -431,52 +430,14 @@ int km_goffsets_apply_batch(struct km_goffsets *t, const struct km_batch *b)
 	return rc < 0 ? rc : n;
 }
 
-/* Apply the batches of one read; *next advances past each. */
-static int apply_buf(struct km_goffsets *t, const uint8_t *buf, uint32_t len,
-		     int64_t *next)
+static int replay_batch(void *arg, const struct km_batch *b)
 {
-	struct iovec iov = { (void *)buf, len };
-	struct km_chain ch = { &iov, 1 };
-	struct km_chain_cur cur = { 0, 0 };
-	struct km_batch b;
-	int n = 0, rc;
-
-	while (cur.off < len &&
-	       (rc = km_batch_parse(&b, &ch, cur, KM_BATCH_BYTES_MAX)) > 0) {
-		int got = km_goffsets_apply_batch(t, &b);
-
-		if (got < 0)
-			KM_WARN("groups", "%s-0: batch at offset %" PRId64
-				" skipped: %s", KM_GOFFSETS_TOPIC,
-				km_batch_base_offset(&b), km_strerror(got));
-		n += got > 0 ? got : 0;
-		*next = km_batch_last_offset(&b) + 1;
-		cur.off += (uint32_t)rc;
-	}
-	return n;
+	return km_goffsets_apply_batch(arg, b);
 }
 
 int km_goffsets_load(struct km_goffsets *t, struct km_log *log)
 {
-	int64_t next = km_log_start_offset(log);
-	int64_t end = km_log_appended_offset(log);
-	uint8_t *buf = malloc(LOAD_BYTES);
-	int n = 0, rc = 0;
-
-	if (buf == NULL)
-		return -ENOMEM;
-	while (rc == 0 && next < end) {
-		struct km_log_read_result res;
-
-		rc = km_log_read(log, next, end, LOAD_BYTES, buf, LOAD_BYTES, &res);
-		if (rc < 0 || res.batches == 0)
-			break;
-		n += apply_buf(t, buf, res.bytes, &next);
-		if (res.next_offset > next)
-			next = res.next_offset;
-	}
-	free(buf);
-	return rc < 0 ? rc : n;
+	return km_log_replay(log, "groups", replay_batch, t);
 }
 
 /* A record's key and value as km_gorec encodes them (a name over

@@ -14,7 +14,6 @@
 #include "kafka/records.h"
 
 /* Batches the load reads at a time. */
-#define LOAD_BYTES (1u << 20)
 
 int km_txnlog_build(void *buf, size_t cap, const char *txn_id,
 		    const struct km_txnrec_value *v, int64_t now_ms)
@@ -95,60 +94,23 @@ static int apply_batch(struct load *x, const struct km_batch *b)
 	return rc < 0 ? rc : n;
 }
 
-/* The batches of one read; *next advances past each. */
-static int apply_buf(struct load *x, const uint8_t *buf, uint32_t len,
-		     int64_t *next)
+static int replay_batch(void *arg, const struct km_batch *b)
 {
-	struct iovec iov = { (void *)buf, len };
-	struct km_chain ch = { &iov, 1 };
-	struct km_chain_cur cur = { 0, 0 };
-	struct km_batch b;
-	int n = 0, rc;
-
-	while (cur.off < len &&
-	       (rc = km_batch_parse(&b, &ch, cur, KM_BATCH_BYTES_MAX)) > 0) {
-		int got = apply_batch(x, &b);
-
-		if (got < 0)
-			KM_WARN("txn", "%s-0: batch at offset %" PRId64
-				" skipped: %s", KM_TXNLOG_TOPIC,
-				km_batch_base_offset(&b), km_strerror(got));
-		n += got > 0 ? got : 0;
-		*next = km_batch_last_offset(&b) + 1;
-		cur.off += (uint32_t)rc;
-	}
-	return n;
+	return apply_batch(arg, b);
 }
 
 int km_txnlog_load(struct km_log *log, km_txnlog_fn fn, void *arg)
 {
-	int64_t next = km_log_start_offset(log);
-	int64_t end = km_log_appended_offset(log);
-	uint8_t *buf = malloc(LOAD_BYTES);
-	struct load *x = malloc(sizeof(*x));
-	int n = 0, rc = 0;
+	struct load *x = malloc(sizeof(*x)); /* a value holds many names */
+	int n;
 
-	if (buf == NULL || x == NULL) {
-		free(buf);
-		free(x);
+	if (x == NULL)
 		return -ENOMEM;
-	}
 	x->fn = fn;
 	x->arg = arg;
-	while (rc == 0 && next < end) {
-		struct km_log_read_result res;
-
-		rc = km_log_read(log, next, end, LOAD_BYTES, buf, LOAD_BYTES,
-				 &res);
-		if (rc < 0 || res.batches == 0)
-			break;
-		n += apply_buf(x, buf, res.bytes, &next);
-		if (res.next_offset > next)
-			next = res.next_offset;
-	}
-	free(buf);
+	n = km_log_replay(log, "txn", replay_batch, x);
 	free(x);
-	return rc < 0 ? rc : n;
+	return n;
 }
 
 static void note_max(void *arg, const char *txn_id,
