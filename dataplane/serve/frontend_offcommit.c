@@ -65,15 +65,14 @@ static void on_committed(void *arg, int rc)
 	km_frontend_conn_maybe_free(fc);
 }
 
-/* Kafka's per-partition checks; NONE if the offset may be written. */
-static int16_t commit_part_err(struct km_frontend *fe, const char *topic,
-			       const struct km_offcommit_req_part *rp)
+int16_t km_frontend_commit_part_err(struct km_frontend *fe, const char *topic,
+				    int32_t partition, int32_t metadata_len)
 {
-	struct km_part *p = km_part_find(fe->table, topic, rp->partition);
+	struct km_part *p = km_part_find(fe->table, topic, partition);
 
 	if (p == NULL || p->internal)
 		return KM_KERR_UNKNOWN_TOPIC_OR_PARTITION;
-	if (rp->metadata.len > KM_GOREC_METADATA_MAX)
+	if (metadata_len > KM_GOREC_METADATA_MAX)
 		return KM_KERR_OFFSET_METADATA_TOO_LARGE;
 	return KM_KERR_NONE;
 }
@@ -92,7 +91,10 @@ static uint32_t commit_collect(struct fe_conn *fc, struct km_wire_rd *r,
 		for (uint32_t i = q->topics[t].first;
 		     i < q->topics[t].first + q->topics[t].count; i++) {
 			const struct km_offcommit_req_part *rp = &q->parts[i];
-			int16_t e = gerr ? gerr : commit_part_err(fc->fe, q->topics[t].name.s, rp);
+			int16_t e = gerr ? gerr
+					 : km_frontend_commit_part_err(
+						   fc->fe, q->topics[t].name.s,
+						   rp->partition, rp->metadata.len);
 			uint16_t ml = rp->metadata.len > 0 ? (uint16_t)rp->metadata.len : 0;
 			const uint8_t *md = km_frontend_span_bytes(fc->fe, r->chain, &rp->metadata);
 

@@ -348,6 +348,11 @@ int km_frontend_handle_endtxn(struct fe_conn *fc, const struct km_reqhdr *h,
 			      struct km_wire_rd *r);
 struct km_txncoord *km_frontend_txn_coord(struct km_frontend *fe);
 
+/* frontend_offcommit.c: Kafka's per-partition checks of an OffsetCommit
+ * or a TxnOffsetCommit; NONE if the offset may be written. */
+int16_t km_frontend_commit_part_err(struct km_frontend *fe, const char *topic,
+				    int32_t partition, int32_t metadata_len);
+
 /* frontend_txnoff.c: a transaction's consumer offsets (issue 20). */
 int km_frontend_txnoff_init(struct km_frontend *fe);
 void km_frontend_txnoff_free(struct km_frontend *fe);

@@ -221,18 +221,6 @@ static int16_t group_err(struct km_frontend *fe, int16_t version,
 					 q->generation_id);
 }
 
-static int16_t part_err(struct km_frontend *fe, const char *topic,
-			const struct km_txncommit_part *rp)
-{
-	struct km_part *p = km_part_find(fe->table, topic, rp->partition);
-
-	if (p == NULL || p->internal)
-		return KM_KERR_UNKNOWN_TOPIC_OR_PARTITION;
-	if (rp->metadata.len > KM_GOREC_METADATA_MAX)
-		return KM_KERR_OFFSET_METADATA_TOO_LARGE;
-	return KM_KERR_NONE;
-}
-
 /* The commits that pass into the commit table, every partition's code
  * into oc_errs. @return how many commits. */
 static uint32_t collect(struct fe_conn *fc, struct km_wire_rd *r,
@@ -247,7 +235,9 @@ static uint32_t collect(struct fe_conn *fc, struct km_wire_rd *r,
 		     i < q->topics[t].first + q->topics[t].count; i++) {
 			const struct km_txncommit_part *rp = &q->parts[i];
 			int16_t e = gerr ? gerr
-					 : part_err(fc->fe, q->topics[t].name.s, rp);
+					 : km_frontend_commit_part_err(
+						   fc->fe, q->topics[t].name.s,
+						   rp->partition, rp->metadata.len);
 			uint16_t ml = rp->metadata.len > 0
 					      ? (uint16_t)rp->metadata.len : 0;
 			const uint8_t *md = km_frontend_span_bytes(
