@@ -26,6 +26,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <map>
@@ -432,8 +433,14 @@ TEST_F(KafkaOpsMetrics, LagWhileTheSourceProducesNamesOnlyWhatItReached)
 			perr = produce_n("om2", 0, 200, seed);
 	});
 	auto at = [&](const char *n) { return s.at(part_series(n, "om2", 0)); };
+	/* At least 15 scrapes, and on until three of them saw the source
+	 * move under them: the producer is a process that takes its time
+	 * to start, and under ASan on 2 cores 15 scrapes could all come
+	 * before its first record (CI, 2026-12-05). */
 	int moved = 0;
-	for (int i = 0; i < 15; i++) {
+	auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+	for (int i = 0; i < 15 || (moved < 3 && std::chrono::steady_clock::now() < deadline);
+	     i++) {
 		int64_t before = source_hw("om2", 0);
 		s = Scrape();
 		ASSERT_EQ("", http_get(port, "/metrics", &s));
