@@ -138,6 +138,8 @@ static void on_accept(struct km_net_conn *c)
 	fc->c = c;
 	km_net_conn_set_ctx(c, fc);
 	set_client_host(fc, c);
+	snprintf(fc->principal, sizeof(fc->principal), "%s",
+		 KM_FRONTEND_PRINCIPAL_ANONYMOUS);
 	fe->st.accepts++;
 	fe->st.conns++;
 	KM_DEBUG("frontend", "connection %u accepted", fc->id);

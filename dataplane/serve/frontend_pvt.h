@@ -114,6 +114,10 @@ struct fe_fetch {
 	uint32_t n_ext;
 };
 
+/* A principal's text, "User:" and a SASL name or a certificate's subject. */
+#define KM_FRONTEND_PRINCIPAL_BYTES 256
+#define KM_FRONTEND_PRINCIPAL_ANONYMOUS "User:ANONYMOUS"
+
 struct fe_conn {
 	struct km_frontend *fe;
 	struct km_net_conn *c;	/* NULL once on_close came */
@@ -123,6 +127,10 @@ struct fe_conn {
 	uint32_t pending_ops;	/* Produce outcomes not yet reported */
 	char client_id[64];
 	char client_host[24];	/* "/a.b.c.d", Kafka's ClientHost; "" unknown */
+	/* Who the client is, as Kafka's ACLs name it ("User:alice"): set by
+	 * TLS client authentication or SASL (issue 16), User:ANONYMOUS until
+	 * then, as Kafka's PLAINTEXT listeners have it. */
+	char principal[KM_FRONTEND_PRINCIPAL_BYTES];
 	struct km_kframe kf;
 	const struct km_kframe_frame *held; /* a frame waiting for room */
 	uint8_t *buf;		/* response ring, conn_buf_bytes */
