@@ -268,8 +268,31 @@ int km_kclient_call(struct km_kclient *c, int16_t api_key, int16_t version,
 	return rc;
 }
 
+/* TLS close_notify, if it fits in the socket now: the close must not
+ * wait on a broker that stopped reading. SHUT_WR puts the FIN right
+ * behind it; what arrived unread (TLS 1.3 session tickets) is read
+ * away, or close() would send a reset that can overtake the alert. */
+static void sec_close_notify(struct km_kclient *c)
+{
+	uint8_t buf[4096];
+	size_t n;
+
+	if (km_secconn_close_notify(c->sc) == 0)
+		return;
+	while ((n = km_secconn_output(c->sc, buf, sizeof(buf))) > 0)
+		if (send(c->fd, buf, n, MSG_NOSIGNAL | MSG_DONTWAIT) !=
+		    (ssize_t)n)
+			return;
+	shutdown(c->fd, SHUT_WR);
+	for (int i = 0; i < 64; i++)
+		if (recv(c->fd, buf, sizeof(buf), MSG_DONTWAIT) <= 0)
+			break;
+}
+
 void km_kclient_close(struct km_kclient *c)
 {
+	if (c->fd >= 0 && c->sc != NULL)
+		sec_close_notify(c);
 	if (c->fd >= 0)
 		close(c->fd);
 	c->fd = -1;

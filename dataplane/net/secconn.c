@@ -70,12 +70,14 @@ static void ssl_errors(char *why, size_t cap, const char *what)
 	snprintf(why, cap, "%s%s%s", what, buf[0] ? ": " : "", buf);
 }
 
+/* u NULL (no source.ssl.key.password.file): an encrypted key fails to
+ * load instead of OpenSSL's default prompting on the terminal. */
 static int passwd_cb(char *buf, int size, int rw, void *u)
 {
-	size_t n = strlen(u);
+	size_t n = u != NULL ? strlen(u) : 0;
 
 	(void)rw;
-	if (n >= (size_t)size)
+	if (n == 0 || n >= (size_t)size)
 		return 0;
 	memcpy(buf, u, n);
 	return (int)n;
@@ -97,11 +99,8 @@ static int load_files(SSL_CTX *ctx, const struct km_netsec_config *cfg,
 	}
 	if (cfg->cert_location == NULL)
 		return 0;
-	if (cfg->key_password != NULL) {
-		SSL_CTX_set_default_passwd_cb(ctx, passwd_cb);
-		SSL_CTX_set_default_passwd_cb_userdata(
-			ctx, (void *)cfg->key_password);
-	}
+	SSL_CTX_set_default_passwd_cb(ctx, passwd_cb);
+	SSL_CTX_set_default_passwd_cb_userdata(ctx, (void *)cfg->key_password);
 	if (SSL_CTX_use_certificate_chain_file(ctx, cfg->cert_location) != 1 ||
 	    SSL_CTX_use_PrivateKey_file(ctx, cfg->key_location
 						     ? cfg->key_location
@@ -303,6 +302,20 @@ int km_secconn_write(struct km_secconn *sc, const void *p, size_t n)
 	if (SSL_write_ex(sc->ssl, p, n, &done) != 1 || done != n)
 		return tls_fail(sc, "TLS write");
 	return 0;
+}
+
+int km_secconn_close_notify(struct km_secconn *sc)
+{
+	int rc;
+
+	if (sc->ssl == NULL || !SSL_is_init_finished(sc->ssl) ||
+	    sc->ph == PH_FAILED ||
+	    (SSL_get_shutdown(sc->ssl) & SSL_SENT_SHUTDOWN) != 0)
+		return 0;
+	/* 0: ours sent, the peer's not yet read - we do not wait for it. */
+	rc = SSL_shutdown(sc->ssl);
+	ERR_clear_error();
+	return rc >= 0 ? 1 : 0;
 }
 
 const char *km_secconn_why(const struct km_secconn *sc)

@@ -100,6 +100,15 @@ int km_secconn_read(struct km_secconn *sc, void *buf, size_t cap);
  *  output). @return 0 or KM_ETLS. */
 int km_secconn_write(struct km_secconn *sc, const void *p, size_t n);
 
+/**
+ * End the TLS session cleanly: queue close_notify in the output (once),
+ * which the caller sends before it closes the socket, so the broker sees
+ * the end of the session rather than a truncation. Nothing to queue
+ * without TLS or before the handshake ended.
+ * @return 1 (close_notify queued) or 0 (nothing to send).
+ */
+int km_secconn_close_notify(struct km_secconn *sc);
+
 /** Why the last call failed ("certificate verify failed: ..."). */
 const char *km_secconn_why(const struct km_secconn *sc);
 

@@ -462,6 +462,10 @@ static int s_close(struct km_net_conn *pc)
 		s_abort(pc);
 		return 0;
 	}
+	/* close_notify queued ahead of the FIN: the peer reads a clean end
+	 * of the TLS session. Best effort: a full queue leaves it out. */
+	if (km_secconn_close_notify(c->sc) == 1)
+		(void)flush(c);
 	return km_net_close(c->inner);
 }
 

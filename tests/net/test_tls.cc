@@ -3,7 +3,10 @@
 // both ways, refuse a certificate a CA did not sign or that names another
 // host with KM_ETLS and OpenSSL's reason, and keep net.h's contract
 // (on_connect once, sends' callbacks with their totals, every receive
-// buffer handed back, on_close once).
+// buffer handed back, on_close once); that a close from either, and from
+// the control thread's client (control/kclient.h), ends the session with
+// close_notify (the server reads SSL_ERROR_ZERO_RETURN); and that an
+// encrypted client key loads with its password only.
 // Method: a CA and a server certificate for localhost and 127.0.0.1 made
 // with the openssl tool; an OpenSSL server (SSL_accept) either on memory
 // BIOs, bytes pumped by hand between it and a km_secconn, or on a thread
@@ -20,6 +23,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <csignal>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -29,6 +34,7 @@
 #include <vector>
 
 #include "common/errors.h"
+#include "control/kclient.h"
 #include "dataplane/net/net.h"
 #include "dataplane/net/secconn.h"
 #include "dataplane/net/snet.h"
@@ -47,6 +53,8 @@ class Certs : public ::testing::Environment {
 public:
 	void SetUp() override
 	{
+		// The echo server's own close_notify may meet a closed socket.
+		signal(SIGPIPE, SIG_IGN);
 		char tmpl[] = "/tmp/km-tls-unit-XXXXXX";
 		ASSERT_NE(nullptr, mkdtemp(tmpl));
 		g_dir = tmpl;
@@ -64,6 +72,12 @@ public:
 		ASSERT_TRUE(Sh("openssl x509 -req -in " + d + "/srv.csr -CA " + d +
 			       "/ca.pem -CAkey " + d + "/ca.key -CAcreateserial -out " +
 			       d + "/srv.pem -days 2 -extfile " + d + "/srv.ext"));
+		// A client certificate whose key is encrypted (AES-256, pass "kpw").
+		ASSERT_TRUE(Sh("openssl req -newkey rsa:2048 -passout pass:kpw -keyout " +
+			       d + "/cli.key -out " + d + "/cli.csr -subj /CN=cli"));
+		ASSERT_TRUE(Sh("openssl x509 -req -in " + d + "/cli.csr -CA " + d +
+			       "/ca.pem -CAkey " + d + "/ca.key -CAcreateserial -out " +
+			       d + "/cli.pem -days 2"));
 	}
 	void TearDown() override { Sh("rm -rf " + g_dir); }
 };
@@ -184,6 +198,78 @@ TEST(SecConn, HandshakeThenBytesBothWays)
 	EXPECT_EQ(-ECONNRESET, km_secconn_read(p.sc, buf, sizeof(buf)));
 }
 
+// Our close_notify reaches the peer as a clean end of the session, once.
+TEST(SecConn, CloseNotifyEndsTheSessionCleanly)
+{
+	Sec s(g_dir + "/ca.pem");
+	MemPair p(&s.sec, "127.0.0.1");
+	ASSERT_EQ(0, p.Handshake()) << km_secconn_why(p.sc);
+	EXPECT_EQ(1, km_secconn_close_notify(p.sc));
+	EXPECT_EQ(0, km_secconn_close_notify(p.sc)) << "sent twice";
+	EXPECT_TRUE(p.Move());
+	uint8_t buf[64];
+	int n = SSL_read(p.srv, buf, sizeof(buf));
+	EXPECT_EQ(0, n);
+	EXPECT_EQ(SSL_ERROR_ZERO_RETURN, SSL_get_error(p.srv, n));
+	// Before the handshake ended there is no session to close.
+	MemPair early(&s.sec, "127.0.0.1");
+	EXPECT_EQ(0, km_secconn_close_notify(early.sc));
+}
+
+// Mutual TLS with an encrypted client key (source.ssl.key.password.file):
+// the password decrypts it and the server, which requires a certificate,
+// sees ours; without the password or with a wrong one the key does not
+// load (KM_ETLS naming the certificate), never a prompt on a terminal.
+TEST(SecConn, EncryptedClientKeyNeedsItsPassword)
+{
+	for (const char *pw : { (const char *)nullptr, "wrong" }) {
+		km_netsec_config c{};
+		km_netsec bad{};
+		char why[512] = "";
+		std::string ca = g_dir + "/ca.pem", cert = g_dir + "/cli.pem",
+			    key = g_dir + "/cli.key";
+		c.protocol = KM_SEC_SSL;
+		c.ca_location = ca.c_str();
+		c.cert_location = cert.c_str();
+		c.key_location = key.c_str();
+		c.key_password = pw;
+		EXPECT_EQ(KM_ETLS, km_netsec_init(&bad, &c, why, sizeof(why)))
+			<< (pw ? pw : "(none)");
+		EXPECT_NE(std::string::npos,
+			  std::string(why).find("cannot load certificate '" + cert))
+			<< why;
+	}
+	km_netsec_config c{};
+	km_netsec sec{};
+	char why[512] = "";
+	std::string ca = g_dir + "/ca.pem", cert = g_dir + "/cli.pem",
+		    key = g_dir + "/cli.key";
+	c.protocol = KM_SEC_SSL;
+	c.ca_location = ca.c_str();
+	c.cert_location = cert.c_str();
+	c.key_location = key.c_str();
+	c.key_password = "kpw";
+	c.verify_host = true;
+	ASSERT_EQ(0, km_netsec_init(&sec, &c, why, sizeof(why))) << why;
+	{
+		MemPair p(&sec, "127.0.0.1");
+		ASSERT_EQ(1, SSL_CTX_load_verify_locations(p.sctx, ca.c_str(), nullptr));
+		SSL_set_verify(p.srv, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT,
+			       nullptr);
+		ASSERT_EQ(0, p.Handshake()) << km_secconn_why(p.sc);
+		// TLS 1.3: the server takes our certificate after we are done.
+		ASSERT_EQ(1, SSL_do_handshake(p.srv));
+		X509 *peer = SSL_get1_peer_certificate(p.srv);
+		ASSERT_NE(nullptr, peer);
+		char cn[64] = "";
+		X509_NAME_get_text_by_NID(X509_get_subject_name(peer), NID_commonName,
+					  cn, sizeof(cn));
+		EXPECT_STREQ("cli", cn);
+		X509_free(peer);
+	}
+	km_netsec_free(&sec);
+}
+
 TEST(SecConn, CaThatDidNotSignIsRefused)
 {
 	Sec s(g_dir + "/other.pem");
@@ -224,6 +310,9 @@ struct EchoServer {
 	SSL_CTX *ctx = ServerCtx();
 	int lfd = -1;
 	uint16_t port = 0;
+	// SSL_get_error of the read that ended the stream: ZERO_RETURN for
+	// the client's close_notify; -1 until then.
+	std::atomic<int> end_error{ -1 };
 	std::thread th;
 
 	EchoServer()
@@ -252,6 +341,7 @@ struct EchoServer {
 			while ((n = SSL_read(s, buf, sizeof(buf))) > 0)
 				if (SSL_write(s, buf, n) != n)
 					break;
+			end_error = SSL_get_error(s, n);
 			SSL_shutdown(s);
 		}
 		SSL_free(s);
@@ -421,6 +511,9 @@ TEST_F(Snet, EchoesThroughTlsOverIoUring)
 	EXPECT_EQ(0, km_net_close(c));
 	ASSERT_TRUE(Until([&] { return k.closes > 0; }));
 	EXPECT_EQ(1, k.closes);
+	// The close sent close_notify before the FIN: a clean TLS end.
+	ASSERT_TRUE(Until([&] { return srv.end_error != -1; }));
+	EXPECT_EQ(SSL_ERROR_ZERO_RETURN, srv.end_error.load());
 }
 
 // A CA that did not sign: on_connect(KM_ETLS) once, naming the broker and
@@ -441,4 +534,24 @@ TEST_F(Snet, RefusedCertificateFailsTheConnect)
 	for (int i = 0; i < 20; i++)
 		Pump();
 	EXPECT_EQ(0, k.closes);
+}
+
+// The control thread's blocking client (control/kclient.h) over TLS: its
+// close sends close_notify before the FIN, as the fetch sessions' do.
+TEST(KClient, CloseSendsCloseNotify)
+{
+	Sec s(g_dir + "/ca.pem");
+	EchoServer srv;
+	km_config_addr a{};
+	km_kclient c{};
+	snprintf(a.host, sizeof(a.host), "127.0.0.1");
+	a.port = srv.port;
+	km_kclient_set_security(&s.sec);
+	ASSERT_EQ(0, km_kclient_open(&c, &a, 10000)) << c.why;
+	km_kclient_close(&c);
+	km_kclient_set_security(nullptr);
+	auto end = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+	while (srv.end_error == -1 && std::chrono::steady_clock::now() < end)
+		std::this_thread::sleep_for(std::chrono::milliseconds(2));
+	EXPECT_EQ(SSL_ERROR_ZERO_RETURN, srv.end_error.load());
 }
