@@ -95,9 +95,19 @@ static int sec_fill(struct km_kclient *c)
 	}
 }
 
-static int sec_open(struct km_kclient *c, const struct km_config_addr *a)
+/* At 85% of the session the broker granted (Kafka's Java client: 85-95%). */
+static void set_reauth(struct km_kclient *c)
 {
-	int rc = km_secconn_new(source_sec, a->host, &c->sc);
+	int64_t end = km_secconn_session_end_ms(c->sc);
+	int64_t now = (int64_t)km_clock_ms();
+
+	c->reauth_at_ms = end > now ? now + (end - now) * 85 / 100 : 0;
+}
+
+/* The handshakes (TLS, SASL) to their end, bytes moved both ways. */
+static int sec_run(struct km_kclient *c)
+{
+	int rc = 0;
 
 	while (rc == 0) {
 		int frc;
@@ -110,6 +120,17 @@ static int sec_open(struct km_kclient *c, const struct km_config_addr *a)
 			break;
 		rc = sec_fill(c);
 	}
+	if (rc == 0)
+		set_reauth(c);
+	return rc;
+}
+
+static int sec_open(struct km_kclient *c, const struct km_config_addr *a)
+{
+	int rc = km_secconn_new(source_sec, a->host, &c->sc);
+
+	if (rc == 0)
+		rc = sec_run(c);
 	if (rc < 0 && c->sc != NULL) {
 		snprintf(c->why, sizeof(c->why), "%s: broker %s:%u: %s",
 			 km_strerror(rc), a->host, (unsigned)a->port,
@@ -247,6 +268,24 @@ static int read_response(struct km_kclient *c)
 	return io_all(c, c->resp, c->resp_len, false);
 }
 
+/* Between calls, so no answer of ours is outstanding (KIP-368's rule). */
+static int reauth_if_due(struct km_kclient *c)
+{
+	int rc;
+
+	if (c->sc == NULL || c->reauth_at_ms == 0 ||
+	    (int64_t)km_clock_ms() < c->reauth_at_ms)
+		return 0;
+	if ((rc = km_secconn_reauth(c->sc)) == 0 && (rc = sec_run(c)) == 0) {
+		c->reauths++;
+		return 0;
+	}
+	snprintf(c->why, sizeof(c->why), "%s: re-authentication: %s",
+		 km_strerror(rc), km_secconn_why(c->sc));
+	KM_WARN("kclient", "%s", c->why);
+	return rc;
+}
+
 int km_kclient_call(struct km_kclient *c, int16_t api_key, int16_t version,
 		    int (*encode)(struct km_wire_wr *w, int16_t version,
 				  const void *req),
@@ -256,7 +295,8 @@ int km_kclient_call(struct km_kclient *c, int16_t api_key, int16_t version,
 	int32_t corr;
 	int rc;
 
-	if ((rc = send_request(c, api_key, version, encode, req)) < 0 ||
+	if ((rc = reauth_if_due(c)) < 0 ||
+	    (rc = send_request(c, api_key, version, encode, req)) < 0 ||
 	    (rc = read_response(c)) < 0)
 		return rc;
 	c->iov = (struct iovec){ c->resp, c->resp_len };

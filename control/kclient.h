@@ -32,6 +32,10 @@ struct km_kclient {
 	char why[KM_RESOLVE_WHY_BYTES];
 	/* TLS and SASL (issue 16): NULL on a PLAINTEXT connection. */
 	struct km_secconn *sc;
+	/* KIP-368: re-authenticate before the next call from then on
+	 * (km_clock_ms; 0: the broker's sessions do not end). */
+	int64_t reauth_at_ms;
+	uint32_t reauths;	/* done on this connection */
 };
 
 /** Connect to a (a host name or IPv4 literal) within timeout_ms, which
@@ -47,6 +51,9 @@ int km_kclient_open(struct km_kclient *c, const struct km_config_addr *a,
  * Send one request and read its response. encode writes the request body
  * for (api_key, version); the response's header is checked (correlation
  * id) and r is left at its body, which stays valid until the next call.
+ * A SASL session the broker ends (KIP-368) is re-authenticated first once
+ * 85% of it passed, as Kafka's Java client does: the broker closes a
+ * connection whose session ended.
  * @return 0, -errno from the socket (-ECONNRESET: the peer closed, as a
  *         Kafka broker does on an API key it does not know), or a wire
  *         error (KM_EWIREFRAMEMAX, KM_EWIREVALUE for a wrong correlation

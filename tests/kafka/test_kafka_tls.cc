@@ -18,7 +18,13 @@
  * - wrong password, a CA that did not sign the broker's certificate, a
  *   certificate for another host: waits until the partition is FAILED with
  *   a reason naming the broker and the cause (the TLS verify error, the
- *   broker's SASL error), and checks that kmirrord wrote no record. */
+ *   broker's SASL error), and checks that kmirrord wrote no record.
+ * KIP-368 (the SASL_PLAINTEXT listener's SCRAM-SHA-512 sessions last 2 s):
+ * the fetch connection re-authenticates; the control thread's client
+ * (control/kclient.h, linked in) asks ApiVersions on one connection over
+ * three sessions and more; and the group-offset sync carries offsets
+ * committed on the broker (librdkafka) before and after the third
+ * expiry to kmirrord's OffsetFetch. */
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -27,6 +33,9 @@
 
 #include <gtest/gtest.h>
 
+#include "common/errors.h"
+#include "control/kclient.h"
+#include "dataplane/net/secconn.h"
 #include "tests/e2e/daemon.h"
 #include "tests/kafka/kafka_broker.h"
 #include "tests/kafka/kafka_files.h"
@@ -106,6 +115,48 @@ std::vector<std::string> listener_props(const std::string &l,
 		v.push_back(p + m + ".sasl.jaas.config=org.apache.kafka.common."
 			    "security.scram.ScramLoginModule required;");
 	return v;
+}
+
+/* A group's memberless commit of topic:0 (librdkafka): "" once acked. */
+std::string commit_offset(const std::string &bootstrap, const std::string &group,
+			  const std::string &topic, int64_t offset)
+{
+	std::string err;
+	rd_kafka_t *rk = client_new(RD_KAFKA_CONSUMER,
+				    { { "bootstrap.servers", bootstrap },
+				      { "group.id", group } },
+				    &err);
+	if (rk == nullptr)
+		return err;
+	rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(1);
+	rd_kafka_topic_partition_list_add(l, topic.c_str(), 0)->offset = offset;
+	rd_kafka_resp_err_t e = rd_kafka_commit(rk, l, 0);
+	if (e == RD_KAFKA_RESP_ERR_NO_ERROR && l->elems[0].err)
+		e = l->elems[0].err;
+	rd_kafka_topic_partition_list_destroy(l);
+	rd_kafka_destroy(rk);
+	return e ? std::string("commit: ") + rd_kafka_err2str(e) : "";
+}
+
+/* The group's committed offset of topic:0 (OffsetFetch), -1 if none. */
+int64_t committed(const std::string &bootstrap, const std::string &group,
+		  const std::string &topic)
+{
+	std::string err;
+	rd_kafka_t *rk = client_new(RD_KAFKA_CONSUMER,
+				    { { "bootstrap.servers", bootstrap },
+				      { "group.id", group } },
+				    &err);
+	int64_t off = -1;
+	if (rk == nullptr)
+		return -1;
+	rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(1);
+	rd_kafka_topic_partition_list_add(l, topic.c_str(), 0);
+	if (rd_kafka_committed(rk, l, 10000) == 0 && !l->elems[0].err)
+		off = l->elems[0].offset;
+	rd_kafka_topic_partition_list_destroy(l);
+	rd_kafka_destroy(rk);
+	return off;
 }
 
 } // namespace
@@ -452,6 +503,81 @@ TEST_F(KafkaTls, ReauthenticatesBeforeTheSessionEnds)
 	int mapped = 0;
 	expect_identical(d.data_dir() + "/" + topic + "-0",
 			 broker_->partition_dir(topic, 0), &mapped);
+}
+
+/* KIP-368 on the control thread's client (control/kclient.h, which asks
+ * Metadata, DescribeConfigs, FindCoordinator, OffsetFetch): one connection
+ * to the 2 s SCRAM-SHA-512 listener asked ApiVersions every 250 ms for
+ * 7 s (three sessions and more) answers every call on the same socket,
+ * re-authenticating before each session ends. */
+TEST_F(KafkaTls, ControlClientReauthenticatesAcrossSessions)
+{
+	km_netsec_config cfg{};
+	km_netsec sec{};
+	char why[512] = "";
+	cfg.protocol = KM_SEC_SASL_PLAINTEXT;
+	cfg.mech = KM_SASL_SCRAM_SHA_512;
+	cfg.user = kScramUser;
+	cfg.password = kScramPass;
+	ASSERT_EQ(0, km_netsec_init(&sec, &cfg, why, sizeof(why))) << why;
+	km_kclient_set_security(&sec);
+	km_config_addr a{};
+	km_kclient c{};
+	snprintf(a.host, sizeof(a.host), "127.0.0.1");
+	a.port = sasl_plain_;
+	ASSERT_EQ(0, km_kclient_open(&c, &a, 30000)) << c.why;
+	int fd = c.fd, calls = 0;
+	for (int64_t t0 = now_ms(); now_ms() - t0 < 7000; calls++) {
+		bool yes = false;
+		int rc = km_kclient_supports(&c, KM_API_METADATA, 0, &yes);
+		ASSERT_EQ(0, rc) << "call " << calls << " at " << now_ms() - t0
+				 << " ms: " << km_strerror(rc) << " " << c.why;
+		EXPECT_TRUE(yes);
+		/* The client's own pace, not a wait for anything. */
+		usleep(250000);
+	}
+	EXPECT_EQ(fd, c.fd);
+	EXPECT_GE(c.reauths, 3u) << calls << " calls";
+	km_kclient_close(&c);
+	km_kclient_set_security(nullptr);
+	km_netsec_free(&sec);
+}
+
+/* The group-offset sync to kmirrord keeps working across the source's
+ * session expiries (the 2 s SCRAM-SHA-512 listener): offsets committed
+ * on the broker before and after the third expiry each show up in
+ * kmirrord's OffsetFetch. */
+TEST_F(KafkaTls, GroupSyncOutlivesSessionExpiries)
+{
+	const std::string topic = "tgsync", group = "gsync";
+	int64_t end = fill(topic, 200);
+	ASSERT_GT(end, 0);
+	Daemon d = daemon_for(
+		topic, at(sasl_plain_),
+		{ "source.security.protocol=SASL_PLAINTEXT",
+		  "source.sasl.mechanism=SCRAM-SHA-512",
+		  std::string("source.sasl.username=") + kScramUser,
+		  "source.sasl.password.file=" + secret("pw", kScramPass),
+		  "groups=" + group, "group.sync.interval.ms=200" });
+	ASSERT_EQ("", d.start());
+	int64_t t0 = now_ms(), off = 0;
+	int after_third = 0;
+	while (after_third < 2) {
+		off += end / 20;
+		ASSERT_EQ("", commit_offset(broker_->bootstrap(), group, topic, off));
+		int64_t deadline = now_ms() + 20000, got = -1;
+		while ((got = committed(d.bootstrap(), group, topic)) != off &&
+		       now_ms() < deadline)
+			;
+		ASSERT_EQ(off, got) << "committed on the source at "
+				    << now_ms() - t0 << " ms";
+		if (now_ms() - t0 > 6500)
+			after_third++;
+	}
+	ChildResult res;
+	ASSERT_EQ("", d.stop(30000, &res));
+	EXPECT_EQ(std::string::npos, res.err.find("re-authentication failed"))
+		<< res.err;
 }
 
 /* A password file group or others may read is refused at start, naming
