@@ -188,6 +188,8 @@ static int on_status(void *ctx, const json_t *req, json_t *resp)
 	if (d->source_cluster_id[0] != '\0')
 		json_object_set_new(resp, "source_cluster_id",
 				    json_string(d->source_cluster_id));
+	if (d->source_tls[0] != '\0')
+		json_object_set_new(resp, "source_tls", json_string(d->source_tls));
 	json_object_set_new(resp, "uptime_s",
 			    json_integer((json_int_t)((now - d->started_ms) / 1000)));
 	json_object_set_new(resp, "disk", json_pack("{s:I, s:I, s:b}",

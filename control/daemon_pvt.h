@@ -139,6 +139,9 @@ struct km_daemon {
 	uint64_t loops_refused;	/* partitions FAILED as a loop */
 	/* Security to the source (daemon_security.c). */
 	struct km_netsec netsec;
+	/* Which TLS the source connections use and why, for the log and
+	 * status ("" without TLS): the kTLS probe's answer in kernel mode. */
+	char source_tls[320];
 	/* Admin topic calls from the front end (daemon_admin.c): a queue the
 	 * workers fill under the lock, an eventfd that wakes the loop. */
 	struct km_daemon_admin {

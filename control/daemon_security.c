@@ -14,6 +14,7 @@
 #include "common/log.h"
 #include "control/daemon_pvt.h"
 #include "control/kclient.h"
+#include "dataplane/net/ktls.h"
 
 /* The first line of a file that group and others cannot read: a password
  * others can read is no secret, and is refused rather than used. */
@@ -59,6 +60,27 @@ static int secrets(const struct km_config *cfg, char *key_pw, char *sasl_pw,
 	return rc;
 }
 
+/* Once at start: user-space TLS always (kmirrord has no kTLS data path),
+ * and what the kernel would offer, so an operator and the bench can see
+ * whether kTLS is even possible on this host. */
+static void tls_choice(struct km_daemon *d)
+{
+	struct km_ktls_answer p;
+	char user[128];
+
+	km_ktls_user_tls(user, sizeof(user));
+	if (d->cfg->net_mode == KM_CONFIG_NET_DPDK) {
+		snprintf(d->source_tls, sizeof(d->source_tls), "%s on kmirror's "
+			 "TCP endpoint (DPDK mode: kTLS needs kernel sockets)",
+			 user);
+	} else {
+		(void)km_ktls_probe(&p); /* p.why says what happened */
+		snprintf(d->source_tls, sizeof(d->source_tls), "%s; %s", user,
+			 p.why);
+	}
+	KM_INFO("security", "source TLS: %s", d->source_tls);
+}
+
 int km_daemon_security_init(struct km_daemon *d)
 {
 	const struct km_config *cfg = d->cfg;
@@ -91,6 +113,8 @@ int km_daemon_security_init(struct km_daemon *d)
 		return rc;
 	}
 	km_kclient_set_security(&d->netsec);
+	if (sc.protocol == KM_SEC_SSL || sc.protocol == KM_SEC_SASL_SSL)
+		tls_choice(d);
 	KM_INFO("security", "source: %s%s%s%s%s%s",
 		km_secproto_name(sc.protocol), sc.mech ? ", " : "",
 		km_sasl_mech_name(sc.mech), sc.mech ? " as '" : "",

@@ -35,8 +35,10 @@
 
 #include "common/errors.h"
 #include "control/kclient.h"
+#include "dataplane/net/ktls.h"
 #include "dataplane/net/secconn.h"
 #include "tests/e2e/daemon.h"
+#include "tests/e2e/e2e_util.h"
 #include "tests/kafka/kafka_broker.h"
 #include "tests/kafka/kafka_files.h"
 #include "tests/support/kafka_peers.h"
@@ -286,9 +288,29 @@ protected:
 		ASSERT_NO_FATAL_FAILURE(
 			expect_same_content(broker_->bootstrap(), d.bootstrap(), topic, 0,
 					    false));
+		bool tls = false;
+		for (auto &s : sets)
+			tls |= s == "source.security.protocol=SSL" ||
+			       s == "source.security.protocol=SASL_SSL";
+		std::string tls_line = tls ? expected_tls_line() : "";
+		if (tls) {
+			/* Which TLS, and the kTLS probe's answer, in status. */
+			ChildResult sr;
+			ASSERT_EQ("", ctl(d, { "status", "--json" }, &sr));
+			json_t *root = json_loads(sr.out.c_str(), 0, nullptr);
+			const char *v = json_string_value(
+				json_object_get(root, "source_tls"));
+			EXPECT_EQ(tls_line, v ? v : "(none)") << sr.out;
+			json_decref(root);
+		}
 		ChildResult res;
 		ASSERT_EQ("", d.stop(30000, &res));
 		EXPECT_EQ(0, res.exit_code) << res.describe();
+		if (tls) {
+			EXPECT_NE(std::string::npos,
+				  res.err.find("source TLS: " + tls_line))
+				<< res.err;
+		}
 		for (const char *pw : { kScramPass, kPlainPass })
 			EXPECT_EQ(std::string::npos, (res.out + res.err).find(pw))
 				<< "a password in kmirrord's output";
@@ -359,6 +381,17 @@ protected:
 	}
 
 	std::string ca() const { return certs_->file("ca.pem"); }
+
+	/* What kmirrord must say it uses: user-space TLS, and the kernel's
+	 * answer to the kTLS probe (ktls.h), asked here of the same kernel. */
+	static std::string expected_tls_line()
+	{
+		km_ktls_answer p;
+		char user[128];
+		km_ktls_user_tls(user, sizeof(user));
+		EXPECT_EQ(0, km_ktls_probe(&p));
+		return std::string(user) + "; " + p.why;
+	}
 
 	static TempDir *certs_;
 	static KafkaBroker *broker_;

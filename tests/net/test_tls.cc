@@ -35,6 +35,7 @@
 
 #include "common/errors.h"
 #include "control/kclient.h"
+#include "dataplane/net/ktls.h"
 #include "dataplane/net/net.h"
 #include "dataplane/net/secconn.h"
 #include "dataplane/net/snet.h"
@@ -554,4 +555,37 @@ TEST(KClient, CloseSendsCloseNotify)
 	while (srv.end_error == -1 && std::chrono::steady_clock::now() < end)
 		std::this_thread::sleep_for(std::chrono::milliseconds(2));
 	EXPECT_EQ(SSL_ERROR_ZERO_RETURN, srv.end_error.load());
+}
+
+// The kTLS probe says what the kernel's own list says: once the probe tried
+// to attach the tls ULP (which loads its module if the kernel has one),
+// /proc/sys/net/ipv4/tcp_available_ulp names "tls" exactly when the probe
+// found it; without it the reason is ENOENT's, in the words the log, status
+// and bench print.
+TEST(Ktls, ProbeAgreesWithTheKernelsUlpList)
+{
+	km_ktls_answer p;
+	ASSERT_EQ(0, km_ktls_probe(&p)) << p.why;
+	FILE *f = fopen("/proc/sys/net/ipv4/tcp_available_ulp", "r");
+	ASSERT_NE(nullptr, f);
+	char line[256] = "";
+	ASSERT_NE(nullptr, fgets(line, sizeof(line), f));
+	fclose(f);
+	std::string ulps = std::string(" ") + line;
+	ulps.erase(ulps.find_last_not_of(" \n") + 1);
+	ulps += " ";
+	bool listed = ulps.find(" tls ") != std::string::npos;
+	EXPECT_EQ(listed, p.ulp) << "tcp_available_ulp: " << line << "probe: " << p.why;
+	if (!p.ulp) {
+		EXPECT_FALSE(p.rx);
+		if (p.err == ENOENT) {
+			EXPECT_STREQ("kTLS unavailable: kernel lacks the tls ULP (ENOENT)",
+				     p.why);
+		}
+	} else if (p.rx) {
+		EXPECT_STREQ("kTLS available (tls ULP, TLS_RX), not used: kmirrord "
+			     "has no kTLS data path", p.why);
+	}
+	fprintf(stderr, "kTLS probe: %s (tcp_available_ulp: %s)\n", p.why,
+		ulps.c_str());
 }
