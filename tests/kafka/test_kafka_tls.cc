@@ -19,6 +19,8 @@
  *   certificate for another host: waits until the partition is FAILED with
  *   a reason naming the broker and the cause (the TLS verify error, the
  *   broker's SASL error), and checks that kmirrord wrote no record.
+ * An MTLS listener requires a client certificate: kmirrord's has an
+ * encrypted key (source.ssl.key.password.file).
  * KIP-368 (the SASL_PLAINTEXT listener's SCRAM-SHA-512 sessions last 2 s):
  * the fetch connection re-authenticates; the control thread's client
  * (control/kclient.h, linked in) asks ApiVersions on one connection over
@@ -178,6 +180,18 @@ protected:
 		if (setup_error_.empty())
 			setup_error_ = make_cert(d, "ca", "stranger",
 						 "DNS:other.example");
+		/* A client certificate for mutual TLS whose key is encrypted
+		 * (AES-256, pass "client-key-pw"). */
+		if (setup_error_.empty())
+			setup_error_ = openssl({ "req", "-newkey", "rsa:2048", "-passout",
+						 "pass:client-key-pw", "-keyout",
+						 d + "/client.key", "-out", d + "/client.csr",
+						 "-subj", "/CN=mirror-client" });
+		if (setup_error_.empty())
+			setup_error_ = openssl({ "x509", "-req", "-in", d + "/client.csr",
+						 "-CA", d + "/ca.pem", "-CAkey", d + "/ca.key",
+						 "-CAcreateserial", "-out", d + "/client.pem",
+						 "-days", "2" });
 		std::vector<std::string> props;
 		for (auto &v : { listener_props("ssl", d + "/broker.ks.pem", false),
 				 listener_props("sasl_ssl", d + "/broker.ks.pem", true),
@@ -188,13 +202,22 @@ protected:
 					 "listener.name.sasl_plaintext.scram-sha-512."
 					 "connections.max.reauth.ms=2000" },
 				 listener_props("wronghost", d + "/stranger.ks.pem",
-						false) })
+						false),
+				 /* MTLS: SSL that requires a client certificate
+				  * signed by the CA. */
+				 listener_props("mtls", d + "/broker.ks.pem", false),
+				 std::vector<std::string>{
+					 "listener.name.mtls.ssl.client.auth=required",
+					 "listener.name.mtls.ssl.truststore.type=PEM",
+					 "listener.name.mtls.ssl.truststore.location=" + d +
+						 "/ca.pem" } })
 			props.insert(props.end(), v.begin(), v.end());
 		broker_ = new KafkaBroker(props);
 		ssl_ = broker_->add_listener("SSL", "SSL");
 		sasl_ssl_ = broker_->add_listener("SASL_SSL", "SASL_SSL");
 		sasl_plain_ = broker_->add_listener("SASL_PLAINTEXT", "SASL_PLAINTEXT");
 		wronghost_ = broker_->add_listener("WRONGHOST", "SSL");
+		mtls_ = broker_->add_listener("MTLS", "SSL");
 	}
 	static void TearDownTestSuite()
 	{
@@ -396,7 +419,7 @@ protected:
 	static TempDir *certs_;
 	static KafkaBroker *broker_;
 	static std::string setup_error_;
-	static uint16_t ssl_, sasl_ssl_, sasl_plain_, wronghost_;
+	static uint16_t ssl_, sasl_ssl_, sasl_plain_, wronghost_, mtls_;
 	TempDir dir_{ "km-kafka-tls" };
 };
 
@@ -404,7 +427,7 @@ TempDir *KafkaTls::certs_ = nullptr;
 KafkaBroker *KafkaTls::broker_ = nullptr;
 std::string KafkaTls::setup_error_;
 uint16_t KafkaTls::ssl_ = 0, KafkaTls::sasl_ssl_ = 0,
-	 KafkaTls::sasl_plain_ = 0, KafkaTls::wronghost_ = 0;
+	 KafkaTls::sasl_plain_ = 0, KafkaTls::wronghost_ = 0, KafkaTls::mtls_ = 0;
 
 /* SSL: the broker's certificate checked against the CA and, by default
  * (https), against the address kmirrord reached it by (its IP SAN). */
@@ -611,6 +634,31 @@ TEST_F(KafkaTls, GroupSyncOutlivesSessionExpiries)
 	ASSERT_EQ("", d.stop(30000, &res));
 	EXPECT_EQ(std::string::npos, res.err.find("re-authentication failed"))
 		<< res.err;
+}
+
+/* Mutual TLS with an encrypted client key (source.ssl.key.password.file)
+ * against a listener that requires a client certificate: a wrong password
+ * is refused at start naming the certificate; the right one mirrors byte
+ * for byte. */
+TEST_F(KafkaTls, EncryptedClientKeyMutualTls)
+{
+	std::vector<std::string> sets = {
+		"source.security.protocol=SSL", "source.ssl.ca.location=" + ca(),
+		"source.ssl.certificate.location=" + certs_->file("client.pem"),
+		"source.ssl.key.location=" + certs_->file("client.key") };
+	{
+		std::vector<std::string> bad = sets;
+		bad.push_back("source.ssl.key.password.file=" +
+			      secret("kpw-wrong", "not-the-password"));
+		Daemon d = daemon_for("tmtls-bad", at(mtls_), bad);
+		std::string e = d.start(10000);
+		EXPECT_NE(std::string::npos,
+			  e.find("cannot load certificate '" + certs_->file("client.pem")))
+			<< e;
+	}
+	sets.push_back("source.ssl.key.password.file=" +
+		       secret("kpw", "client-key-pw"));
+	expect_mirrors("tmtls", at(mtls_), sets);
 }
 
 /* A password file group or others may read is refused at start, naming
