@@ -223,6 +223,7 @@ int km_frontend_create(const struct km_frontend_config *cfg,
 	fe->broker_log = cfg->broker_log;
 	fe->upstream = cfg->upstream;
 	fe->auto_create_topics = cfg->auto_create_topics;
+	fe->acls = cfg->acls;
 	if (fe->broker_log.segment_bytes == 0)
 		km_log_config_defaults(&fe->broker_log, NULL, NULL, 0);
 	fe->broker_log.data_dir = fe->broker_log.topic = NULL;

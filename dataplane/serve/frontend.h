@@ -122,6 +122,7 @@ extern "C" {
 struct km_part_table;
 struct km_part_ops;
 struct km_tconfig;
+struct km_acl_store;
 
 enum {
 	/* Requests in process per connection (decoded, response not yet
@@ -197,6 +198,9 @@ struct km_frontend_config {
 	/* auto.create.topics.enable: a Metadata request that allows it
 	 * creates a topic it names that is not here (ops->admin). */
 	bool auto_create_topics;
+	/* Authorization (dataplane/serve/acl.h): the ACLs the control thread
+	 * publishes; NULL: no authorizer, every request allowed. Outlives us. */
+	struct km_acl_store *acls;
 };
 
 struct km_frontend_stats {

@@ -22,6 +22,7 @@
 #include "dataplane/serve/part.h"
 #include "kafka/proto.h"
 #include "dataplane/serve/admin.h"
+#include "dataplane/serve/acl.h"
 
 /* Admin topic calls in process at once, over all connections. */
 #define KM_FRONTEND_ADMIN_JOBS 2u
@@ -86,6 +87,7 @@ struct fe_fpart {
 	uint32_t rec_len;
 	uint32_t ab_first;	/* aborted[ab_first, + n_ab); -1: null */
 	int32_t n_ab;
+	bool denied;		/* no Read on its topic (acl.h) */
 };
 
 /* The connection's Fetch in process (one at a time: clients wait for a
@@ -235,6 +237,10 @@ struct km_frontend {
 	struct fe_txnoff *txnoff;	/* frontend_txnoff.c */
 	struct km_tconfig *upstream;	/* cfg's: kmirror.source.cluster.ids */
 	struct fe_txnlog *txnlog;	/* frontend_txnlog.c; with txn */
+	/* Authorization (acl.h, issue 16); NULL: off, every check passes
+	 * without a call. */
+	struct km_acl_store *acls;
+	bool produce_txn_denied;	/* the Produce being handled's */
 };
 
 /* frontend_rx.c: what a connection may hold of the receive pool. */
@@ -427,5 +433,23 @@ struct km_admin_job *km_frontend_admin_job(struct km_frontend *fe);
 /* Metadata with allow_auto_topic_creation: ask for topic to be created
  * (num.partitions). @return true if asked (answer LEADER_NOT_AVAILABLE). */
 bool km_frontend_admin_auto_create(struct km_frontend *fe, const char *topic);
+
+/* frontend_acl.c: authorization with Kafka's ACL semantics (acl.h). A
+ * check with authorization off is one pointer test. */
+bool km_frontend_acl_check(struct fe_conn *fc, enum km_acl_op op,
+			   enum km_acl_rtype rtype, const char *name);
+bool km_frontend_acl_check_any(struct fe_conn *fc, enum km_acl_op op,
+			       enum km_acl_rtype rtype);
+/* A filter's check (Metadata of every topic, ListGroups): Kafka neither
+ * logs nor counts what a listing leaves out. */
+bool km_frontend_acl_sees(struct fe_conn *fc, enum km_acl_op op,
+			  enum km_acl_rtype rtype, const char *name);
+
+static inline bool km_frontend_allowed(struct fe_conn *fc, enum km_acl_op op,
+				       enum km_acl_rtype rtype,
+				       const char *name)
+{
+	return fc->fe->acls == NULL || km_frontend_acl_check(fc, op, rtype, name);
+}
 
 #endif
