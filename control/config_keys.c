@@ -559,6 +559,35 @@ static void format_sasl_mechanism(const struct km_config *cfg,
 					(enum km_sasl_mech)cfg->source_sasl_mechanism));
 }
 
+/* ---- authorization (issue 16, ACLs) ---- */
+
+/* Kafka's authorizers, whose semantics dataplane/serve/acl.h follows; a
+ * broker's server.properties line works as it is. */
+static const char *const authorizers[] = {
+	"org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+	"kafka.security.authorizer.AclAuthorizer",
+};
+
+static int apply_authorizer(const struct km_config_ctx *c)
+{
+	for (size_t i = 0; i < sizeof(authorizers) / sizeof(authorizers[0]); i++)
+		if (strcmp(c->value, authorizers[i]) == 0)
+			return km_config_parse_path(
+				c, CFG(c)->authorizer_class_name,
+				sizeof(CFG(c)->authorizer_class_name));
+	return km_config_bad(c, "kmirrord authorizes as Kafka's %s (also "
+			     "accepted: %s)", authorizers[0], authorizers[1]);
+}
+
+static void format_authorizer(const struct km_config *cfg,
+			      struct km_config_sink *s)
+{
+	km_config_emit_escaped(s, cfg->authorizer_class_name);
+}
+
+PATH_KEY(acls_file, acls_file)
+PATH_KEY(super_users, super_users)
+
 /* ---- the table: every key, in README order ---- */
 
 #define OFF(field) offsetof(struct km_config, field)
@@ -673,6 +702,14 @@ static const struct key_def keys[] = {
 	ENUM("auto.create.topics.enable", auto_create_topics, booleans),
 	NUMBER("num.partitions", K_U32, num_partitions, KM_CONFIG_UNITS_PLAIN, 1,
 	       1u << 20),
+	CUSTOM("authorizer.class.name", authorizer),
+	CUSTOM("acls.file", acls_file),
+	ENUM("acls.sync", acls_sync, booleans),
+	NUMBER("acls.sync.interval.ms", K_U32, acls_sync_interval_ms,
+	       KM_CONFIG_UNITS_MS, 1000, INT32_MAX),
+	CUSTOM("super.users", super_users),
+	ENUM("allow.everyone.if.no.acl.found", allow_everyone_if_no_acl_found,
+	     booleans),
 };
 
 _Static_assert(sizeof(keys) / sizeof(keys[0]) == KM_CONFIG_KEYS_COUNT,
