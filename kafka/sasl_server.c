@@ -187,6 +187,7 @@ static int scram_first(struct km_sasl_server *s,
 	memcpy(nonce, cnonce, strlen(cnonce));
 	memcpy(nonce + strlen(cnonce), s->nonce, strlen(s->nonce) + 1);
 	memcpy(s->nonce, nonce, sizeof(nonce));
+	s->cnonce_len = (uint32_t)strlen(cnonce);
 	EVP_EncodeBlock((unsigned char *)salt64, c->salt, (int)c->salt_len);
 	n = snprintf(s->server_first, sizeof(s->server_first), "r=%s,s=%s,i=%d",
 		     s->nonce, salt64, (int)c->iterations);
@@ -195,6 +196,19 @@ static int scram_first(struct km_sasl_server *s,
 	memcpy(out, s->server_first, (size_t)n);
 	s->step = KM_SASL_SRV_FINAL;
 	return n;
+}
+
+/* The nonce of server-first-message; or, as librdkafka before 2.6.1 sends
+ * it (its #4895), our client's nonce once more in front of it: still
+ * bound to our server nonce, so no replay, and kcat 2.0.2 can log in. */
+static bool nonce_ok(const struct km_sasl_server *s, const char *nonce)
+{
+	size_t cl = s->cnonce_len;
+
+	return strcmp(nonce, s->nonce) == 0 ||
+	       (strlen(nonce) == cl + strlen(s->nonce) &&
+		strncmp(nonce, s->nonce, cl) == 0 &&
+		strcmp(nonce + cl, s->nonce) == 0);
 }
 
 /* client-final-message: "c=..,r=..[,ext],p=.." (RFC 5802 7); *proof_at
@@ -212,7 +226,7 @@ static bool parse_client_final(const struct km_sasl_server *s, const char *msg,
 		return false;
 	EVP_EncodeBlock((unsigned char *)want, (const unsigned char *)s->gs2,
 			(int)strlen(s->gs2));
-	if (strcmp(cb, want) != 0 || strcmp(nonce, s->nonce) != 0)
+	if (strcmp(cb, want) != 0 || !nonce_ok(s, nonce))
 		return false;
 	*proof_at = (size_t)(pp - msg);
 	*proof_len = km_sasl_b64_decode(pp + 3, proof, KM_SCRAM_HASH_BYTES_MAX + 4);

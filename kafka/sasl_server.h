@@ -112,6 +112,7 @@ struct km_sasl_server {
 	enum km_sasl_server_step step;
 	char user[KM_SASL_TEXT_BYTES];
 	char nonce[KM_SASL_TEXT_BYTES];	/* client's + ours */
+	uint32_t cnonce_len;		/* the client's part */
 	char gs2[KM_SASL_TEXT_BYTES];	/* the client's GS2 header */
 	char first_bare[KM_SASL_MSG_BYTES_MAX];
 	char server_first[KM_SASL_MSG_BYTES_MAX];

@@ -14,6 +14,9 @@
 // (kafka/sasl.h) against the server with a random salt and nonces, right
 // and wrong passwords, unknown users, tampered proofs and nonces.
 #include <gtest/gtest.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+#include <openssl/sha.h>
 
 #include <string>
 #include <vector>
@@ -126,7 +129,10 @@ int login(const Users &us, enum km_sasl_mech m, const char *user,
 	if (tamper == "proof")
 		fin[fin.size() - 5] = fin[fin.size() - 5] == 'A' ? 'B' : 'A';
 	else if (tamper == "nonce")
-		fin.replace(fin.find(",r=") + 3, 1, "X");
+	{
+		size_t at = fin.find(",r=") + 3;
+		fin[at] = fin[at] == 'X' ? 'Y' : 'X';
+	}
 	sn = step(s, us, fin, sout, sizeof(sout));
 	if (sn < 0)
 		return sn;
@@ -359,4 +365,62 @@ TEST(SaslServer, CredentialsBelowKafkasMinimumIterationsAreRefused)
 						   4096, nullptr, 0, &c));
 	EXPECT_EQ(0, km_scram_cred_make(KM_SASL_SCRAM_SHA_256, "a", "p", 4096,
 					nullptr, 0, &c));
+}
+
+namespace {
+
+// ClientProof over auth (RFC 5802 3), as any client computes it.
+std::string proof_b64(const char *pw, const Bytes &salt, const std::string &auth)
+{
+	uint8_t salted[32], ckey[32], stored[32], sig[32];
+	unsigned int n = 0;
+	char out[64];
+	PKCS5_PBKDF2_HMAC(pw, (int)strlen(pw), salt.data(), (int)salt.size(), 4096,
+			  EVP_sha256(), 32, salted);
+	HMAC(EVP_sha256(), salted, 32, (const uint8_t *)"Client Key", 10, ckey, &n);
+	SHA256(ckey, 32, stored);
+	HMAC(EVP_sha256(), stored, 32, (const uint8_t *)auth.data(), auth.size(), sig, &n);
+	for (int i = 0; i < 32; i++)
+		ckey[i] ^= sig[i];
+	EVP_EncodeBlock((uint8_t *)out, ckey, 32);
+	return out;
+}
+
+// A client-final-message whose r= is nonce, its proof right for it.
+int final_with_nonce(const std::string &nonce_of, bool *done)
+{
+	Users us;
+	Bytes salt = b64d("W22ZaJ0SNY7soEsUEjb6gQ==");
+	us.add(KM_SASL_SCRAM_SHA_256, "user", "pencil", salt);
+	struct km_sasl_server s;
+	uint8_t out[512];
+	EXPECT_EQ(0, km_sasl_server_start(&s, KM_SASL_SCRAM_SHA_256, "SRV"));
+	std::string bare = "n=user,r=CLI";
+	int n = step(&s, us, "n,," + bare, out, sizeof(out));
+	std::string sfirst = str(out, n);
+	EXPECT_EQ("r=CLISRV,s=W22ZaJ0SNY7soEsUEjb6gQ==,i=4096", sfirst);
+	std::string wo = "c=biws,r=" + nonce_of;
+	std::string fin = wo + ",p=" + proof_b64("pencil", salt, bare + "," + sfirst + "," + wo);
+	n = step(&s, us, fin, out, sizeof(out));
+	*done = s.step == KM_SASL_SRV_DONE;
+	return n;
+}
+
+} // namespace
+
+// librdkafka before 2.6.1 (its #4895) puts its own nonce once more in front
+// of the server-first nonce: accepted in exactly that form (kcat 2.0.2
+// logs in), any other nonce is refused even with a proof right for it.
+TEST(SaslServer, LibrdkafkasDoubledClientNonceIsAcceptedOthersAreNot)
+{
+	bool done = false;
+	EXPECT_GT(final_with_nonce("CLISRV", &done), 0);
+	EXPECT_TRUE(done);
+	EXPECT_GT(final_with_nonce("CLICLISRV", &done), 0);
+	EXPECT_TRUE(done);
+	const char *bad[] = { "CLISRVX", "XCLISRV", "CLISRVCLI", "CLICLISR", "CLI", "SRV" };
+	for (const char *b : bad) {
+		EXPECT_EQ(KM_EAUTH, final_with_nonce(b, &done)) << b;
+		EXPECT_FALSE(done);
+	}
 }
