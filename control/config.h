@@ -245,6 +245,13 @@ struct km_config {
 	 * (Kafka's transactional.id.expiration.ms, 7 days). */
 	uint32_t txn_ids_max;
 	uint64_t txn_id_expiration_ms;
+	/* SASL on the listener (issue 16): sasl.enabled.mechanisms (bits
+	 * 1u << enum km_sasl_mech, kafka/sasl.h), sasl.users.file (the
+	 * salted credentials kmirror-users writes) and KIP-368's
+	 * connections.max.reauth.ms (0: sessions never end). */
+	uint32_t sasl_enabled_mechanisms;
+	char sasl_users_file[KM_CONFIG_PATH_BYTES_MAX];
+	uint64_t connections_max_reauth_ms;
 	/* Authorization with Kafka's ACL semantics (issue 16;
 	 * dataplane/serve/acl.h): on when authorizer.class.name names
 	 * Kafka's StandardAuthorizer, or acls.file is set, or acls.sync is

@@ -559,6 +559,47 @@ static void format_sasl_mechanism(const struct km_config *cfg,
 					(enum km_sasl_mech)cfg->source_sasl_mechanism));
 }
 
+/* ---- SASL on the listener (issue 16) ---- */
+
+PATH_KEY(sasl_users_file, sasl_users_file)
+
+/* A comma-separated list of PLAIN, SCRAM-SHA-256, SCRAM-SHA-512. */
+static int apply_sasl_enabled(const struct km_config_ctx *c)
+{
+	char list[256], *save = NULL;
+	uint32_t mask = 0;
+	enum km_sasl_mech m;
+
+	if (snprintf(list, sizeof(list), "%s", c->value) >= (int)sizeof(list))
+		return km_config_bad(c, "too long");
+	for (char *t = strtok_r(list, ", ", &save); t != NULL;
+	     t = strtok_r(NULL, ", ", &save)) {
+		if (km_sasl_mech_parse(t, &m) < 0)
+			return km_config_bad(c, "\"%s\" is not PLAIN, "
+					     "SCRAM-SHA-256 or SCRAM-SHA-512 "
+					     "(kmirrord has no GSSAPI or "
+					     "OAUTHBEARER)", t);
+		mask |= 1u << m;
+	}
+	if (mask == 0)
+		return km_config_bad(c, "no mechanism");
+	CFG(c)->sasl_enabled_mechanisms = mask;
+	return 0;
+}
+
+static void format_sasl_enabled(const struct km_config *cfg,
+				struct km_config_sink *s)
+{
+	bool first = true;
+
+	for (int m = KM_SASL_PLAIN; m <= KM_SASL_SCRAM_SHA_512; m++)
+		if (cfg->sasl_enabled_mechanisms & (1u << m)) {
+			km_config_emit(s, "%s%s", first ? "" : ",",
+				       km_sasl_mech_name((enum km_sasl_mech)m));
+			first = false;
+		}
+}
+
 /* ---- authorization (issue 16, ACLs) ---- */
 
 /* Kafka's authorizers, whose semantics dataplane/serve/acl.h follows; a
@@ -702,6 +743,10 @@ static const struct key_def keys[] = {
 	ENUM("auto.create.topics.enable", auto_create_topics, booleans),
 	NUMBER("num.partitions", K_U32, num_partitions, KM_CONFIG_UNITS_PLAIN, 1,
 	       1u << 20),
+	CUSTOM("sasl.enabled.mechanisms", sasl_enabled),
+	CUSTOM("sasl.users.file", sasl_users_file),
+	NUMBER("connections.max.reauth.ms", K_U64, connections_max_reauth_ms,
+	       KM_CONFIG_UNITS_MS, 0, INT64_MAX),
 	CUSTOM("authorizer.class.name", authorizer),
 	CUSTOM("acls.file", acls_file),
 	ENUM("acls.sync", acls_sync, booleans),

@@ -135,6 +135,10 @@ static void worker_config(const struct km_daemon *d, uint32_t id,
 	else
 		kernel_net_config(2 * parts + 8, &wc->fetch_net);
 	wc->source_sec = km_netsec_active(&d->netsec) ? &d->netsec : NULL;
+	wc->fe_sasl.required = km_daemon_listener_sasl(d->cfg);
+	wc->fe_sasl.users_file = d->cfg->sasl_users_file;
+	wc->fe_sasl.mechanisms = d->cfg->sasl_enabled_mechanisms;
+	wc->fe_sasl.reauth_ms = (int64_t)d->cfg->connections_max_reauth_ms;
 }
 
 static int start_workers(struct km_daemon *d)

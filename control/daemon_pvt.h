@@ -178,6 +178,8 @@ json_t *km_daemon_acls_status(const struct km_daemon *d);
 char *km_daemon_acls_metrics(const struct km_daemon *d);
 
 /* daemon_lock.c: one kmirrord per data.dir */
+/* daemon_security.c: the Kafka listener wants SASL (issue 16). */
+bool km_daemon_listener_sasl(const struct km_config *cfg);
 int km_daemon_lock(struct km_daemon *d);
 int km_daemon_lock_update(struct km_daemon *d); /* the bound port */
 void km_daemon_unlock(struct km_daemon *d);

@@ -195,6 +195,7 @@ static void free_all(struct km_frontend *fe)
 	km_frontend_groups_free(fe);
 	km_frontend_txn_free(fe);
 	km_frontend_txnoff_free(fe);
+	km_frontend_sasl_free(fe);
 	free(fe);
 }
 
@@ -234,7 +235,8 @@ int km_frontend_create(const struct km_frontend_config *cfg,
 	    (rc = km_frontend_groups_init(fe, cfg)) < 0 ||
 	    (rc = km_frontend_txn_init(fe, cfg->txn_ids_max,
 					   cfg->txn_id_expiration_ms)) < 0 ||
-	    (rc = km_frontend_txnoff_init(fe)) < 0) {
+	    (rc = km_frontend_txnoff_init(fe)) < 0 ||
+	    (rc = km_frontend_sasl_init(fe, &cfg->sasl)) < 0) {
 		free_all(fe);
 		return rc;
 	}

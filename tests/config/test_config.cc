@@ -869,6 +869,8 @@ TEST(Config, FormatText)
 			      "transactional.id.expiration.ms=604800000\n"
 			      "auto.create.topics.enable=false\n"
 			      "num.partitions=1\n"
+			      "sasl.enabled.mechanisms=SCRAM-SHA-256,SCRAM-SHA-512\n"
+			      "connections.max.reauth.ms=0\n"
 			      "acls.sync=false\n"
 			      "acls.sync.interval.ms=600000\n"
 			      "allow.everyone.if.no.acl.found=false\n"),
@@ -1080,6 +1082,44 @@ TEST(Config, SourceSecurityKeys)
 	// No key takes a password itself.
 	l = load(nullptr, with({ "source.sasl.password=x" }));
 	EXPECT_EQ(KM_ECFGKEY, l.rc);
+}
+
+/* SASL on the listener (issue 16): the mechanisms as a set, Kafka's
+ * GSSAPI and OAUTHBEARER refused by name, the users file and KIP-368's
+ * session lifetime read and written back. */
+TEST(Config, ListenerSaslKeys)
+{
+	std::vector<std::string> base = { "data.dir=/d", "source.bootstrap.servers=h:9093",
+					  "topics=t" };
+	auto with = [&](std::vector<std::string> more) {
+		std::vector<std::string> v = base;
+		v.insert(v.end(), more.begin(), more.end());
+		return v;
+	};
+	Loaded l = load(nullptr, with({ "sasl.enabled.mechanisms=SCRAM-SHA-512, PLAIN",
+					"sasl.users.file=/etc/k/users",
+					"connections.max.reauth.ms=1h" }));
+	ASSERT_EQ(0, l.rc) << l.err;
+	EXPECT_EQ((1u << 1) | (1u << 3), l->sasl_enabled_mechanisms);
+	EXPECT_STREQ("/etc/k/users", l->sasl_users_file);
+	EXPECT_EQ(3600000u, l->connections_max_reauth_ms);
+	std::vector<char> text(64 * 1024);
+	ASSERT_GT(km_config_format(l.cfg.get(), text.data(), text.size()), 0);
+	for (const char *line : { "\nsasl.enabled.mechanisms=PLAIN,SCRAM-SHA-512\n",
+				  "\nsasl.users.file=/etc/k/users\n",
+				  "\nconnections.max.reauth.ms=3600000\n" })
+		EXPECT_NE(nullptr, strstr(text.data(), line)) << line << text.data();
+	for (const char *bad : { "sasl.enabled.mechanisms=GSSAPI",
+				 "sasl.enabled.mechanisms=PLAIN,OAUTHBEARER",
+				 "sasl.enabled.mechanisms=," }) {
+		l = load(nullptr, with({ bad }));
+		EXPECT_EQ(KM_ECFGVALUE, l.rc) << bad;
+		EXPECT_NE(std::string::npos, l.err.find("sasl.enabled.mechanisms")) << l.err;
+	}
+	l = load(nullptr, with({}));
+	ASSERT_EQ(0, l.rc) << l.err;
+	EXPECT_EQ((1u << 2) | (1u << 3), l->sasl_enabled_mechanisms); /* SCRAM both */
+	EXPECT_EQ(0u, l->connections_max_reauth_ms);
 }
 
 // Authorization's keys (issue 16): Kafka's names and defaults; any of
