@@ -27,6 +27,7 @@
  *   stay. */
 #include <jansson.h>
 
+#include <algorithm>
 #include <fstream>
 #include <regex>
 #include <set>
@@ -386,4 +387,68 @@ TEST_F(KafkaAcls, AclsFileEnforcedAndReread)
 	EXPECT_EQ(3, acl_figure(d, "from_file"));
 	e = kcat_read(d.bootstrap(), "acl-read");
 	EXPECT_NE(std::string::npos, e.find("Topic authorization failed")) << e;
+}
+
+/* Two SASL users on kmirrord's listener (sasl.users.file, made with
+ * kmirror-users from a password on standard input), each with its own
+ * ACLs in acls.file: kcat logged in as each sees and reads only its own
+ * topic and is refused the other's. */
+TEST_F(KafkaAcls, SaslUsersGetTheirOwnRights)
+{
+	const char *exe = getenv("KM_KMIRROR_USERS");
+	std::string users = dir_.file("users"), file = dir_.file("acls-sasl");
+	struct {
+		const char *name, *password, *topic, *other;
+	} who[] = { { "alice", "alice-secret", "acl-read", "acl-hidden" },
+		    { "bob", "bob-secret", "acl-hidden", "acl-read" } };
+	for (auto &u : who) {
+		ChildResult r = run_command(
+			{ "sh", "-c", std::string("printf '%s\\n' '") + u.password +
+					      "' | '" + (exe ? exe : "kmirror-users") +
+					      "' add '" + users + "' " + u.name +
+					      " --mechanism SCRAM-SHA-256" },
+			60000);
+		ASSERT_EQ(0, r.exit_code) << r.describe() << r.err;
+	}
+	ASSERT_TRUE(put(file, "User:alice ALLOW Read TOPIC LITERAL acl-read\n"
+			      "User:bob ALLOW Read TOPIC LITERAL acl-hidden\n"));
+	Daemon d = daemon("data-sasl", { "acls.file=" + file,
+					 "sasl.users.file=" + users });
+	ASSERT_EQ("", d.start());
+	ASSERT_NO_FATAL_FAILURE(wait_mirrored(d));
+	for (auto &u : who) {
+		std::vector<std::string> login = {
+			"-X", "security.protocol=SASL_PLAINTEXT", "-X",
+			"sasl.mechanisms=SCRAM-SHA-256", "-X",
+			std::string("sasl.username=") + u.name, "-X",
+			std::string("sasl.password=") + u.password };
+		std::vector<std::string> ls = { "kcat", "-b", d.bootstrap(), "-L",
+						"-m", "10" };
+		ls.insert(ls.end(), login.begin(), login.end());
+		ChildResult r = run_command(ls, 30000);
+		EXPECT_NE(std::string::npos,
+			  r.out.find(std::string("topic \"") + u.topic + "\""))
+			<< u.name << ": " << r.out << r.err;
+		EXPECT_EQ(std::string::npos,
+			  r.out.find(std::string("topic \"") + u.other + "\""))
+			<< u.name << ": " << r.out;
+		auto read_cmd = [&](const char *topic) {
+			std::vector<std::string> v = { "kcat", "-b", d.bootstrap(),
+						       "-C", "-t", topic, "-p", "0",
+						       "-o", "beginning", "-e", "-f",
+						       "%o\\n" };
+			v.insert(v.end(), login.begin(), login.end());
+			return v;
+		};
+		r = run_command(read_cmd(u.topic), 30000);
+		EXPECT_EQ(end_[u.topic],
+			  (int64_t)std::count(r.out.begin(), r.out.end(), '\n'))
+			<< u.name << ": " << r.err;
+		std::vector<std::string> rd = read_cmd(u.other);
+		r = run_command(rd, 30000);
+		EXPECT_NE(std::string::npos,
+			  (r.out + r.err).find("Topic authorization failed"))
+			<< u.name << ": " << r.out << r.err;
+	}
+	EXPECT_GE(acl_figure(d, "count"), 2);
 }
