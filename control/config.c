@@ -19,6 +19,7 @@
 #include "control/config_pvt.h"
 #include "iouring_log/log.h"
 #include "control/props.h"
+#include "kafka/sasl.h"
 
 /* ---- defaults ---- */
 
@@ -70,6 +71,16 @@ void km_config_defaults(struct km_config *cfg)
 	cfg->config_sync_interval_ms = 600000; /* MM2's sync.topic.configs */
 	km_config_sync_exclude_defaults(cfg);
 	cfg->source_ssl_verify_host = true; /* Kafka's https default */
+	/* Kafka's default is GSSAPI, which kmirrord does not speak. */
+	cfg->sasl_enabled_mechanisms = 1u << KM_SASL_SCRAM_SHA_256 |
+				       1u << KM_SASL_SCRAM_SHA_512;
+	cfg->acls_sync_interval_ms = 600000; /* MM2's sync.topic.acls */
+}
+
+bool km_config_authorizes(const struct km_config *cfg)
+{
+	return cfg->authorizer_class_name[0] != '\0' ||
+	       cfg->acls_file[0] != '\0' || cfg->acls_sync != 0;
 }
 
 /* What the KIP-1279 prototype keeps from a mirror by default: replication

@@ -245,7 +245,31 @@ struct km_config {
 	 * (Kafka's transactional.id.expiration.ms, 7 days). */
 	uint32_t txn_ids_max;
 	uint64_t txn_id_expiration_ms;
+	/* SASL on the listener (issue 16): sasl.enabled.mechanisms (bits
+	 * 1u << enum km_sasl_mech, kafka/sasl.h), sasl.users.file (the
+	 * salted credentials kmirror-users writes) and KIP-368's
+	 * connections.max.reauth.ms (0: sessions never end). */
+	uint32_t sasl_enabled_mechanisms;
+	char sasl_users_file[KM_CONFIG_PATH_BYTES_MAX];
+	uint64_t connections_max_reauth_ms;
+	/* Authorization with Kafka's ACL semantics (issue 16;
+	 * dataplane/serve/acl.h): on when authorizer.class.name names
+	 * Kafka's StandardAuthorizer, or acls.file is set, or acls.sync is
+	 * true. ACLs from acls.file (re-read on change) and, with
+	 * acls.sync, the source's for the mirrored topics and synced groups
+	 * every acls.sync.interval.ms; super.users as Kafka's
+	 * (semicolon-separated principals); allow.everyone.if.no.acl.found
+	 * (Kafka's default false). */
+	char authorizer_class_name[256];
+	char acls_file[KM_CONFIG_PATH_BYTES_MAX];
+	int acls_sync;
+	uint32_t acls_sync_interval_ms;
+	char super_users[1024];
+	int allow_everyone_if_no_acl_found;
 };
+
+/** Is authorization on (any of the keys above asks for it)? */
+bool km_config_authorizes(const struct km_config *cfg);
 
 /* The highest throttle rate (a TiB/s): the bucket's arithmetic stays in
  * 64 bits. */

@@ -559,6 +559,76 @@ static void format_sasl_mechanism(const struct km_config *cfg,
 					(enum km_sasl_mech)cfg->source_sasl_mechanism));
 }
 
+/* ---- SASL on the listener (issue 16) ---- */
+
+PATH_KEY(sasl_users_file, sasl_users_file)
+
+/* A comma-separated list of PLAIN, SCRAM-SHA-256, SCRAM-SHA-512. */
+static int apply_sasl_enabled(const struct km_config_ctx *c)
+{
+	char list[256], *save = NULL;
+	uint32_t mask = 0;
+	enum km_sasl_mech m;
+
+	if (snprintf(list, sizeof(list), "%s", c->value) >= (int)sizeof(list))
+		return km_config_bad(c, "too long");
+	for (char *t = strtok_r(list, ", ", &save); t != NULL;
+	     t = strtok_r(NULL, ", ", &save)) {
+		if (km_sasl_mech_parse(t, &m) < 0)
+			return km_config_bad(c, "\"%s\" is not PLAIN, "
+					     "SCRAM-SHA-256 or SCRAM-SHA-512 "
+					     "(kmirrord has no GSSAPI or "
+					     "OAUTHBEARER)", t);
+		mask |= 1u << m;
+	}
+	if (mask == 0)
+		return km_config_bad(c, "no mechanism");
+	CFG(c)->sasl_enabled_mechanisms = mask;
+	return 0;
+}
+
+static void format_sasl_enabled(const struct km_config *cfg,
+				struct km_config_sink *s)
+{
+	bool first = true;
+
+	for (int m = KM_SASL_PLAIN; m <= KM_SASL_SCRAM_SHA_512; m++)
+		if (cfg->sasl_enabled_mechanisms & (1u << m)) {
+			km_config_emit(s, "%s%s", first ? "" : ",",
+				       km_sasl_mech_name((enum km_sasl_mech)m));
+			first = false;
+		}
+}
+
+/* ---- authorization (issue 16, ACLs) ---- */
+
+/* Kafka's authorizers, whose semantics dataplane/serve/acl.h follows; a
+ * broker's server.properties line works as it is. */
+static const char *const authorizers[] = {
+	"org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+	"kafka.security.authorizer.AclAuthorizer",
+};
+
+static int apply_authorizer(const struct km_config_ctx *c)
+{
+	for (size_t i = 0; i < sizeof(authorizers) / sizeof(authorizers[0]); i++)
+		if (strcmp(c->value, authorizers[i]) == 0)
+			return km_config_parse_path(
+				c, CFG(c)->authorizer_class_name,
+				sizeof(CFG(c)->authorizer_class_name));
+	return km_config_bad(c, "kmirrord authorizes as Kafka's %s (also "
+			     "accepted: %s)", authorizers[0], authorizers[1]);
+}
+
+static void format_authorizer(const struct km_config *cfg,
+			      struct km_config_sink *s)
+{
+	km_config_emit_escaped(s, cfg->authorizer_class_name);
+}
+
+PATH_KEY(acls_file, acls_file)
+PATH_KEY(super_users, super_users)
+
 /* ---- the table: every key, in README order ---- */
 
 #define OFF(field) offsetof(struct km_config, field)
@@ -673,6 +743,18 @@ static const struct key_def keys[] = {
 	ENUM("auto.create.topics.enable", auto_create_topics, booleans),
 	NUMBER("num.partitions", K_U32, num_partitions, KM_CONFIG_UNITS_PLAIN, 1,
 	       1u << 20),
+	CUSTOM("sasl.enabled.mechanisms", sasl_enabled),
+	CUSTOM("sasl.users.file", sasl_users_file),
+	NUMBER("connections.max.reauth.ms", K_U64, connections_max_reauth_ms,
+	       KM_CONFIG_UNITS_MS, 0, INT64_MAX),
+	CUSTOM("authorizer.class.name", authorizer),
+	CUSTOM("acls.file", acls_file),
+	ENUM("acls.sync", acls_sync, booleans),
+	NUMBER("acls.sync.interval.ms", K_U32, acls_sync_interval_ms,
+	       KM_CONFIG_UNITS_MS, 1000, INT32_MAX),
+	CUSTOM("super.users", super_users),
+	ENUM("allow.everyone.if.no.acl.found", allow_everyone_if_no_acl_found,
+	     booleans),
 };
 
 _Static_assert(sizeof(keys) / sizeof(keys[0]) == KM_CONFIG_KEYS_COUNT,

@@ -125,6 +125,7 @@ static void worker_config(const struct km_daemon *d, uint32_t id,
 	km_config_log_config(d->cfg, "", 0, &wc->broker_log);
 	wc->broker_log.data_dir = wc->broker_log.topic = NULL;
 	wc->upstream = d->upstream;
+	wc->acls = d->acls.store;
 	/* Connections are per broker: some room for the leaders of
 	 * partitions discovery adds, not one per partition it may add. */
 	parts = wc->parts_max + (wc->parts_extra < 64 ? wc->parts_extra : 64);
@@ -134,6 +135,10 @@ static void worker_config(const struct km_daemon *d, uint32_t id,
 	else
 		kernel_net_config(2 * parts + 8, &wc->fetch_net);
 	wc->source_sec = km_netsec_active(&d->netsec) ? &d->netsec : NULL;
+	wc->fe_sasl.required = km_daemon_listener_sasl(d->cfg);
+	wc->fe_sasl.users_file = d->cfg->sasl_users_file;
+	wc->fe_sasl.mechanisms = d->cfg->sasl_enabled_mechanisms;
+	wc->fe_sasl.reauth_ms = (int64_t)d->cfg->connections_max_reauth_ms;
 }
 
 static int start_workers(struct km_daemon *d)
@@ -438,6 +443,7 @@ static void cleanup(struct km_daemon *d)
 	km_tconfig_free(d->upstream); /* the same */
 	d->upstream = NULL;
 	km_daemon_planned_free(d);
+	km_daemon_acls_free(d); /* after stop_workers: they read its tables */
 }
 
 /* ---- the control loop ---------------------------------------------------- */
@@ -466,6 +472,7 @@ static int serve(struct km_daemon *d)
 		km_daemon_watch_lag(d);
 		km_daemon_planned_step(d);
 		km_daemon_sync_configs(d);
+		km_daemon_acls_watch(d);
 		km_daemon_admin_serve(d);
 		if (pfd[0].revents & POLLIN) {
 			if (read(d->sig_fd, &si, sizeof(si)) == sizeof(si))
@@ -556,7 +563,8 @@ static int start(struct km_daemon *d)
 	    (rc = km_daemon_load_sources(d)) < 0 ||
 	    (rc = km_daemon_disk_init(d)) < 0 ||
 	    (rc = km_daemon_retry_init(d)) < 0 ||
-	    (rc = km_daemon_configs_init(d)) < 0 || (rc = eal_init(d->cfg)) < 0)
+	    (rc = km_daemon_configs_init(d)) < 0 ||
+	    (rc = km_daemon_acls_init(d)) < 0 || (rc = eal_init(d->cfg)) < 0)
 		return rc;
 	KM_INFO("daemon", "cluster id %s; %u partitions on %u workers",
 		d->cfg->cluster_id, d->table.n, d->n_workers);

@@ -585,6 +585,9 @@ static void delete_records(struct km_daemon *d, struct km_admin_job *j)
 	for (uint32_t t = 0; t < j->dr.n_topics; t++) {
 		struct km_proto_topic *tp = &j->dr_topics[t];
 
+		if (j->denied[t])
+			continue;
+
 		for (uint32_t k = tp->first; k < tp->first + tp->count; k++) {
 			struct km_delrec_part *q = &j->dr_parts[k];
 			struct km_part *p = km_part_find(&d->table, tp->name.s,
@@ -775,15 +778,18 @@ static void serve_job(struct km_daemon *d, struct km_admin_job *j)
 	switch (j->kind) {
 	case KM_ADMIN_CREATE_TOPICS:
 		for (uint32_t k = 0; k < j->ct.n_topics; k++)
-			create_one(d, j, k);
+			if (!j->denied[k])
+				create_one(d, j, k);
 		break;
 	case KM_ADMIN_CREATE_PARTITIONS:
 		for (uint32_t k = 0; k < j->cp.n_topics; k++)
-			cparts_one(d, j, k);
+			if (!j->denied[k])
+				cparts_one(d, j, k);
 		break;
 	case KM_ADMIN_DELETE_TOPICS:
 		for (uint32_t k = 0; k < j->dt.n_topics; k++)
-			dtopics_one(d, j, k);
+			if (!j->denied[k])
+				dtopics_one(d, j, k);
 		break;
 	case KM_ADMIN_DELETE_RECORDS:
 		delete_records(d, j);

@@ -199,6 +199,7 @@ static int on_status(void *ctx, const json_t *req, json_t *resp)
 	json_object_set_new(resp, "partitions", rows);
 	json_object_set_new(resp, "groups", km_daemon_groups_status(d, now));
 	json_object_set_new(resp, "config_sync", km_daemon_configs_status(d));
+	json_object_set_new(resp, "acls", km_daemon_acls_status(d));
 	km_daemon_net_status(d, resp);
 	km_daemon_throttle_status(d, resp);
 	return 0;
@@ -368,6 +369,9 @@ char *km_daemon_metrics_text(struct km_daemon *d, size_t *len)
 		emit(&t, "%s", net);
 	free(net);
 	if ((parts = km_daemon_part_metrics(d)) != NULL)
+		emit(&t, "%s", parts);
+	free(parts);
+	if ((parts = km_daemon_acls_metrics(d)) != NULL)
 		emit(&t, "%s", parts);
 	free(parts);
 	*len = t.len;

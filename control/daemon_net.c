@@ -71,7 +71,7 @@ static json_t *listener_row(uint32_t w, const struct km_worker_net *n)
 {
 	const struct km_frontend_stats *s = &n->fe;
 
-	return json_pack("{s:i, s:i, s:I, s:I, s:I, s:I, s:I, s:I, s:i, s:i, s:i}",
+	json_t *row = json_pack("{s:i, s:i, s:I, s:I, s:I, s:I, s:I, s:I, s:i, s:i, s:i}",
 			 "worker", (int)w, "clients", (int)s->conns,
 			 "accepts", (json_int_t)s->accepts,
 			 "refused", (json_int_t)s->refused,
@@ -82,6 +82,17 @@ static json_t *listener_row(uint32_t w, const struct km_worker_net *n)
 			 "rx_bufs_charged", (int)s->rx_bufs_charged,
 			 "rx_bufs_held", (int)n->fe_net.rx_bufs_held,
 			 "rx_bufs_total", (int)n->fe_net.rx_bufs_total);
+
+	if (row != NULL)
+		json_object_update_new(row, json_pack(
+			"{s:I, s:I, s:I, s:I, s:I, s:I}",
+			"sasl_authentications", (json_int_t)s->sasl_auth_ok,
+			"sasl_reauthentications", (json_int_t)s->sasl_reauth_ok,
+			"sasl_failed_authentications", (json_int_t)s->sasl_auth_failed,
+			"sasl_expired_connections_killed", (json_int_t)s->sasl_expired,
+			"sasl_users_file_reloads", (json_int_t)s->sasl_users_reloads,
+			"sasl_users_file_errors", (json_int_t)s->sasl_users_errors));
+	return row;
 }
 
 void km_daemon_net_status(struct km_daemon *d, json_t *resp)
@@ -175,6 +186,11 @@ static const struct {
 	FE_METRIC(request_timeouts, "kmirror_listener_request_timeouts_total", "Client connections closed for a request not whole within listener.request.timeout.ms."),
 	FE_METRIC(rx_waits, "kmirror_listener_rx_waits_total", "Requests that waited for the listener's receive buffers."),
 	FE_METRIC(refused, "kmirror_listener_refused_total", "Client connections reset at accept: too many open."),
+	FE_METRIC(sasl_auth_ok, "kmirror_listener_sasl_authentications_total", "SASL authentications that succeeded on the listener, re-authentications included."),
+	FE_METRIC(sasl_reauth_ok, "kmirror_listener_sasl_reauthentications_total", "SASL re-authentications (KIP-368) that succeeded on the listener."),
+	FE_METRIC(sasl_auth_failed, "kmirror_listener_sasl_failed_authentications_total", "SASL authentications refused (wrong credentials, a mechanism not enabled); the connection was closed."),
+	FE_METRIC(sasl_expired, "kmirror_listener_sasl_expired_connections_killed_total", "Connections closed for a request after their SASL session expired (connections.max.reauth.ms)."),
+	FE_METRIC(sasl_users_errors, "kmirror_listener_sasl_users_file_errors_total", "Times a changed sasl.users.file was refused (the users read before stay)."),
 };
 
 char *km_daemon_net_metrics(struct km_daemon *d)

@@ -8,6 +8,7 @@
 
 #include "control/cluster_id.h"
 #include "control/config.h"
+#include "dataplane/serve/acl.h"
 #include "dataplane/net/secconn.h"
 #include "control/ctlsock.h"
 #include "control/mstate.h"
@@ -151,9 +152,37 @@ struct km_daemon {
 		struct km_admin_job *q[16];
 		uint32_t n;
 	} admin;
+	/* Authorization's ACLs (daemon_acls.c); store NULL: off. */
+	struct km_daemon_acls {
+		struct km_acl_store *store;
+		struct km_acl *file;	/* acls.file's, as last read well */
+		uint32_t n_file;
+		struct km_acl *src;	/* the source's kept, sorted */
+		uint32_t n_src;
+		ino_t file_ino;		/* what was read: 0 none */
+		off_t file_size;
+		struct timespec file_mtime;
+		uint64_t file_loads, file_next_ms;
+		char file_error[512];	/* the last read's; "" ok */
+		uint64_t sync_next_ms, sync_last_ms;
+		uint64_t sync_rounds, sync_errors;
+		int sync_rc;
+		bool security_disabled;	/* the source has no authorizer */
+		char sync_error[320];
+	} acls;
 };
 
+/* daemon_acls.c: ACLs from acls.file and the source (acls.sync) */
+int km_daemon_acls_init(struct km_daemon *d);
+void km_daemon_acls_free(struct km_daemon *d);
+/** The control loop: the file re-read on change, the sync when due. */
+void km_daemon_acls_watch(struct km_daemon *d);
+json_t *km_daemon_acls_status(const struct km_daemon *d);
+char *km_daemon_acls_metrics(const struct km_daemon *d);
+
 /* daemon_lock.c: one kmirrord per data.dir */
+/* daemon_security.c: the Kafka listener wants SASL (issue 16). */
+bool km_daemon_listener_sasl(const struct km_config *cfg);
 int km_daemon_lock(struct km_daemon *d);
 int km_daemon_lock_update(struct km_daemon *d); /* the bound port */
 void km_daemon_unlock(struct km_daemon *d);

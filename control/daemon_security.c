@@ -127,3 +127,11 @@ void km_daemon_security_free(struct km_daemon *d)
 	km_kclient_set_security(NULL);
 	km_netsec_free(&d->netsec);
 }
+
+/* Until listeners name their security protocol (SASL_PLAINTEXT://,
+ * SASL_SSL://: the several-listeners work of issue 16), a sasl.users.file
+ * puts the one Kafka listener behind SASL. */
+bool km_daemon_listener_sasl(const struct km_config *cfg)
+{
+	return cfg->sasl_users_file[0] != '\0';
+}

@@ -90,6 +90,10 @@ struct km_worker_config {
 	km_admin_post_fn admin;
 	void *admin_ctx;
 	bool auto_create_topics;
+	/* SASL on the Kafka listener (issue 16); users_file outlives us. */
+	struct km_frontend_sasl fe_sasl;
+	/* Authorization (dataplane/serve/acl.h); NULL: off. */
+	struct km_acl_store *acls;
 };
 
 /* What a stop did (R4), per partition. */

@@ -175,6 +175,10 @@ enum km_kerr {
 	KM_KERR_INCONSISTENT_TOPIC_ID = 103,
 	KM_KERR_MISMATCHED_ENDPOINT_TYPE = 114,
 	KM_KERR_UNSUPPORTED_ENDPOINT_TYPE = 115,
+	/* SASL on kmirrord's listener (kafka/sasl_server.h). */
+	KM_KERR_UNSUPPORTED_SASL_MECHANISM = 33,
+	KM_KERR_ILLEGAL_SASL_STATE = 34,
+	KM_KERR_SASL_AUTHENTICATION_FAILED = 58,
 };
 
 /** Errors.java name of a Kafka error code ("UNSUPPORTED_VERSION"), or
@@ -191,7 +195,7 @@ struct km_api_range {
 };
 
 enum {
-	KM_PROTO_APIS = 28,	  /* APIs this codec speaks, and kmirrord's
+	KM_PROTO_APIS = 30,	  /* APIs this codec speaks, and kmirrord's
 				   * front end serves (and advertises): the
 				   * spoken rows of kafka/proto_header.c's
 				   * table, checked at build time */

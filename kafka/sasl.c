@@ -203,7 +203,7 @@ static bool attr(const char *msg, char key, char *out, size_t cap)
 	return false;
 }
 
-static int b64_decode(const char *in, uint8_t *out, size_t cap)
+int km_sasl_b64_decode(const char *in, uint8_t *out, size_t cap)
 {
 	size_t len = strlen(in);
 	int n;
@@ -247,7 +247,7 @@ static int scram_final(struct km_sasl_client *c, const char *sfirst,
 	if (strncmp(nonce, c->nonce, strlen(c->nonce)) != 0)
 		return why(c, "server nonce does not extend ours");
 	it = atoi(iters);
-	saltn = b64_decode(salt64, salt, sizeof(salt));
+	saltn = km_sasl_b64_decode(salt64, salt, sizeof(salt));
 	if (it < 1 || saltn < 0)
 		return why(c, "malformed salt or iteration count");
 	n = snprintf(without, sizeof(without), "c=biws,r=%s", nonce);
@@ -283,7 +283,7 @@ static int scram_verify(struct km_sasl_client *c, const char *sfinal)
 	if (attr(sfinal, 'e', v64, sizeof(v64)))
 		return why(c, v64);
 	if (!attr(sfinal, 'v', v64, sizeof(v64)) ||
-	    b64_decode(v64, v, sizeof(v)) != (int)c->sig_len ||
+	    km_sasl_b64_decode(v64, v, sizeof(v)) != (int)c->sig_len ||
 	    CRYPTO_memcmp(v, c->server_sig, c->sig_len) != 0)
 		return why(c, "the server's signature does not match: it "
 			      "does not know the password");

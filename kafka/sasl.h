@@ -103,6 +103,10 @@ int km_sasl_client_start(struct km_sasl_client *c, enum km_sasl_mech mech,
 int km_sasl_client_step(struct km_sasl_client *c, const uint8_t *in,
 			size_t in_len, uint8_t *out, size_t cap);
 
+/** Base64 (RFC 4648, padded) to bytes. @return how many, or -1 (not
+ *  base64, or more than cap). */
+int km_sasl_b64_decode(const char *in, uint8_t *out, size_t cap);
+
 /** Forget the password and keys. */
 void km_sasl_client_wipe(struct km_sasl_client *c);
 

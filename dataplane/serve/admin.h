@@ -60,6 +60,9 @@ struct km_admin_job {
 	bool busy;
 	void *conn;
 	uint32_t slot;
+	/* Per topic (DeleteRecords: per dr_topics entry): the ACLs refused
+	 * it, its answer is set; the control thread leaves it alone. */
+	bool denied[KM_ADMIN_TOPICS_MAX];
 };
 
 /* Hand a job to the control thread. @return 0 (done will be set), or a

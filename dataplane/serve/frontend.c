@@ -195,6 +195,7 @@ static void free_all(struct km_frontend *fe)
 	km_frontend_groups_free(fe);
 	km_frontend_txn_free(fe);
 	km_frontend_txnoff_free(fe);
+	km_frontend_sasl_free(fe);
 	free(fe);
 }
 
@@ -223,6 +224,7 @@ int km_frontend_create(const struct km_frontend_config *cfg,
 	fe->broker_log = cfg->broker_log;
 	fe->upstream = cfg->upstream;
 	fe->auto_create_topics = cfg->auto_create_topics;
+	fe->acls = cfg->acls;
 	if (fe->broker_log.segment_bytes == 0)
 		km_log_config_defaults(&fe->broker_log, NULL, NULL, 0);
 	fe->broker_log.data_dir = fe->broker_log.topic = NULL;
@@ -233,7 +235,8 @@ int km_frontend_create(const struct km_frontend_config *cfg,
 	    (rc = km_frontend_groups_init(fe, cfg)) < 0 ||
 	    (rc = km_frontend_txn_init(fe, cfg->txn_ids_max,
 					   cfg->txn_id_expiration_ms)) < 0 ||
-	    (rc = km_frontend_txnoff_init(fe)) < 0) {
+	    (rc = km_frontend_txnoff_init(fe)) < 0 ||
+	    (rc = km_frontend_sasl_init(fe, &cfg->sasl)) < 0) {
 		free_all(fe);
 		return rc;
 	}

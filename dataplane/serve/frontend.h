@@ -122,6 +122,7 @@ extern "C" {
 struct km_part_table;
 struct km_part_ops;
 struct km_tconfig;
+struct km_acl_store;
 
 enum {
 	/* Requests in process per connection (decoded, response not yet
@@ -138,6 +139,16 @@ enum {
 	KM_FRONTEND_RECHECK_MS = 10,
 	/* API keys counted one by one in the stats (0..60: ours are below). */
 	KM_FRONTEND_API_KEYS = 61,
+};
+
+/* SASL on the listener (issue 16, dataplane/serve/frontend_sasl.c). */
+struct km_frontend_sasl {
+	bool required;		/* SASL_PLAINTEXT / SASL_SSL: clients must
+				 * authenticate before any other request */
+	const char *users_file;	/* sasl.users.file; outlives us */
+	uint32_t mechanisms;	/* bits 1u << enum km_sasl_mech enabled;
+				 * 0: SCRAM-SHA-256 and SCRAM-SHA-512 */
+	int64_t reauth_ms;	/* connections.max.reauth.ms; 0: never */
 };
 
 struct km_frontend_config {
@@ -197,6 +208,10 @@ struct km_frontend_config {
 	/* auto.create.topics.enable: a Metadata request that allows it
 	 * creates a topic it names that is not here (ops->admin). */
 	bool auto_create_topics;
+	struct km_frontend_sasl sasl;
+	/* Authorization (dataplane/serve/acl.h): the ACLs the control thread
+	 * publishes; NULL: no authorizer, every request allowed. Outlives us. */
+	struct km_acl_store *acls;
 };
 
 struct km_frontend_stats {
@@ -221,6 +236,15 @@ struct km_frontend_stats {
 					      * promised to requests, now */
 	uint64_t bytes_out;		     /* response bytes sent */
 	uint64_t records_bytes_out;	     /* ... of which record batches */
+	/* SASL on the listener (frontend_sasl.c). */
+	uint64_t sasl_auth_ok;		     /* authentications, first ones
+					      * and re-authentications */
+	uint64_t sasl_reauth_ok;	     /* ... of which re-authentications */
+	uint64_t sasl_auth_failed;	     /* refused (then closed) */
+	uint64_t sasl_expired;		     /* closed: a request after the
+					      * session expired */
+	uint64_t sasl_users_reloads;	     /* sasl.users.file read again */
+	uint64_t sasl_users_errors;	     /* ... and refused (old kept) */
 };
 
 struct km_frontend; /* opaque */

@@ -31,6 +31,7 @@ struct km_admin_job *km_frontend_admin_job(struct km_frontend *fe)
 			j->auto_create = false;
 			atomic_store_explicit(&j->done, 0, memory_order_relaxed);
 			memset(j->ans, 0, sizeof(j->ans));
+			memset(j->denied, 0, sizeof(j->denied));
 			return j;
 		}
 	}
@@ -242,6 +243,60 @@ static int decode(struct km_admin_job *j, int16_t key, int16_t version,
 	return rc;
 }
 
+/* Kafka's checks (KafkaApis): Create on the cluster or the topic
+ * (CreateTopics), Delete (DeleteTopics, DeleteRecords), Alter
+ * (CreatePartitions) on the topic, else TOPIC_AUTHORIZATION_FAILED. */
+static bool admin_allowed(struct fe_conn *fc, const struct km_admin_job *j,
+			  const char *topic)
+{
+	switch (j->kind) {
+	case KM_ADMIN_CREATE_TOPICS:
+		return km_frontend_allowed(fc, KM_ACL_OP_CREATE,
+					   KM_ACL_RES_CLUSTER,
+					   KM_ACL_CLUSTER_NAME) ||
+		       km_frontend_allowed(fc, KM_ACL_OP_CREATE,
+					   KM_ACL_RES_TOPIC, topic);
+	case KM_ADMIN_CREATE_PARTITIONS:
+		return km_frontend_allowed(fc, KM_ACL_OP_ALTER, KM_ACL_RES_TOPIC,
+					   topic);
+	default:
+		return km_frontend_allowed(fc, KM_ACL_OP_DELETE,
+					   KM_ACL_RES_TOPIC, topic);
+	}
+}
+
+static void admin_authorize(struct fe_conn *fc, struct km_admin_job *j)
+{
+	const char *name;
+	uint32_t n = j->kind == KM_ADMIN_CREATE_TOPICS ? j->ct.n_topics
+		   : j->kind == KM_ADMIN_DELETE_TOPICS ? j->dt.n_topics
+		   : j->kind == KM_ADMIN_DELETE_RECORDS ? j->dr.n_topics
+		   : j->cp.n_topics;
+
+	for (uint32_t k = 0; fc->fe->acls != NULL && k < n; k++) {
+		name = j->kind == KM_ADMIN_CREATE_TOPICS ? j->ct_topics[k].name.s
+		     : j->kind == KM_ADMIN_DELETE_TOPICS ? j->dt_topics[k].name.s
+		     : j->kind == KM_ADMIN_DELETE_RECORDS ? j->dr_topics[k].name.s
+		     : j->cp_topics[k].name.s;
+		if (j->kind == KM_ADMIN_DELETE_TOPICS &&
+		    j->dt_topics[k].name.len < 0)
+			continue; /* by id: the control thread's to name */
+		if (admin_allowed(fc, j, name))
+			continue;
+		j->denied[k] = true;
+		if (j->kind != KM_ADMIN_DELETE_RECORDS) {
+			j->ans[k].error_code = KM_KERR_TOPIC_AUTHORIZATION_FAILED;
+			continue;
+		}
+		for (uint32_t i = j->dr_topics[k].first;
+		     i < j->dr_topics[k].first + j->dr_topics[k].count; i++) {
+			j->dr_parts[i].error_code =
+				KM_KERR_TOPIC_AUTHORIZATION_FAILED;
+			j->dr_parts[i].offset = -1;
+		}
+	}
+}
+
 int km_frontend_handle_admin(struct fe_conn *fc, const struct km_reqhdr *h,
 			     struct km_wire_rd *r)
 {
@@ -264,6 +319,7 @@ int km_frontend_handle_admin(struct fe_conn *fc, const struct km_reqhdr *h,
 	}
 	j->conn = fc;
 	j->slot = slot;
+	admin_authorize(fc, j);
 	if (fe->ops->admin == NULL ||
 	    fe->ops->admin(fe->ops->ctx, j) < 0) {
 		refuse_all(j, KM_KERR_UNKNOWN_SERVER_ERROR,

@@ -146,6 +146,7 @@ struct cfg_scope {
 	/* The topic's configs synced from the source, sorted by name. */
 	const struct km_tconfig_entry *synced;
 	uint32_t n_synced;
+	struct fe_conn *fc;	/* who asks (authorization) */
 };
 
 static const char *synced_value(const struct cfg_scope *s, const char *name)
@@ -439,6 +440,18 @@ static int put_resource(struct km_wire_wr *w, struct cfg_scope *s)
 	struct km_part *p;
 	uint32_t n;
 
+	/* Kafka: DescribeConfigs on the topic, or on the cluster for a
+	 * broker, before the resource is looked up. */
+	if (s->res->type == KM_CONFIG_RESOURCE_TOPIC &&
+	    !km_frontend_allowed(s->fc, KM_ACL_OP_DESCRIBE_CONFIGS,
+				 KM_ACL_RES_TOPIC, s->res->name.s))
+		return put_error(w, s->version, s->res,
+				 KM_KERR_TOPIC_AUTHORIZATION_FAILED, NULL);
+	if (s->res->type == KM_CONFIG_RESOURCE_BROKER &&
+	    !km_frontend_allowed(s->fc, KM_ACL_OP_DESCRIBE_CONFIGS,
+				 KM_ACL_RES_CLUSTER, KM_ACL_CLUSTER_NAME))
+		return put_error(w, s->version, s->res,
+				 KM_KERR_CLUSTER_AUTHORIZATION_FAILED, NULL);
 	switch (s->res->type) {
 	case KM_CONFIG_RESOURCE_TOPIC:
 		n = km_part_topic(km_part_index_get(s->fe->table),
@@ -544,7 +557,8 @@ int km_frontend_handle_describe_configs(struct fe_conn *fc,
 		.resources = fe->dc_res, .resources_max = fe->topics_max,
 		.keys = fe->names, .keys_max = fe->parts_max,
 	};
-	struct cfg_scope s = { .fe = fe, .req = &req, .version = h->api_version };
+	struct cfg_scope s = { .fe = fe, .req = &req, .version = h->api_version,
+			       .fc = fc };
 	uint32_t bound = 64, slot;
 	struct snap *snaps = NULL;
 	struct km_wire_wr w;

@@ -140,6 +140,8 @@ static void on_accept(struct km_net_conn *c)
 	set_client_host(fc, c);
 	snprintf(fc->principal, sizeof(fc->principal), "%s",
 		 KM_FRONTEND_PRINCIPAL_ANONYMOUS);
+	fc->close_after = false;
+	km_frontend_sasl_conn_open(fc, fe->sasl_required);
 	fe->st.accepts++;
 	fe->st.conns++;
 	KM_DEBUG("frontend", "connection %u accepted", fc->id);
@@ -178,6 +180,7 @@ static void on_close(struct km_net_conn *c, int reason)
 	km_frontend_rx_closed(fc);
 	slots_release(fc);
 	km_frontend_groups_conn_closed(fc);
+	km_frontend_sasl_conn_closed(fc);
 	km_frontend_conn_maybe_free(fc);
 }
 
@@ -271,6 +274,27 @@ int km_frontend_slot_finish(struct fe_conn *fc, uint32_t slot, struct km_wire_wr
 
 static void on_sent(struct km_net_conn *c, void *arg, int res);
 
+/* A connection to end after its last answer (a failed SASL exchange, as
+ * Kafka sends its error and then closes): once nothing is left to hand to
+ * the network, a graceful close flushes what is queued. */
+static void maybe_close_after(struct fe_conn *fc)
+{
+	if (!fc->close_after || fc->c == NULL || fc->closing)
+		return;
+	for (uint32_t i = 0; i < fc->s_count; i++)
+		if (slot_at(fc, i)->state == FE_SLOT_PENDING ||
+		    slot_at(fc, i)->state == FE_SLOT_READY)
+			return;
+	fc->closing = true;
+	km_net_close(fc->c);
+}
+
+void km_frontend_conn_close_after(struct fe_conn *fc)
+{
+	fc->close_after = true;
+	maybe_close_after(fc);
+}
+
 /* Hand READY responses to the network, oldest first, stopping at the first
  * one still in process: responses leave in request order. */
 void km_frontend_send_ready(struct fe_conn *fc)
@@ -300,6 +324,7 @@ void km_frontend_send_ready(struct fe_conn *fc)
 			return; /* -EAGAIN: after a send callback; -EPIPE: ending */
 		s->state = FE_SLOT_QUEUED;
 	}
+	maybe_close_after(fc);
 }
 
 static void slot_release(struct fe_conn *fc, struct fe_slot *s)
@@ -353,7 +378,7 @@ static void take_frames(struct fe_conn *fc)
 		const struct km_kframe_frame *fr = fc->held;
 		int rc;
 
-		if (fc->c == NULL || fc->closing)
+		if (fc->c == NULL || fc->closing || fc->close_after)
 			return;
 		if (fr == NULL) {
 			if (fc->s_count == KM_FRONTEND_PIPELINE)

@@ -7,6 +7,7 @@
 #include "common/errors.h"
 #include "common/km_assert.h"
 #include "dataplane/serve/frontend_pvt.h"
+#include "kafka/sasl.h"
 
 typedef int (*fe_handler_fn)(struct fe_conn *fc, const struct km_reqhdr *h,
 			     struct km_wire_rd *r);
@@ -53,6 +54,8 @@ static const struct handler_row handlers[] = {
 	{ KM_API_OFFSET_DELETE, km_frontend_handle_offset_delete },
 	{ KM_API_DESCRIBE_CLUSTER, km_frontend_handle_describe_cluster },
 	{ KM_API_KMIRROR_BARRIER, km_frontend_handle_barrier },
+	{ KM_API_SASL_HANDSHAKE, km_frontend_handle_sasl },
+	{ KM_API_SASL_AUTHENTICATE, km_frontend_handle_sasl },
 };
 
 #define N_HANDLERS (sizeof(handlers) / sizeof(handlers[0]))
@@ -107,7 +110,7 @@ int km_frontend_dispatch(struct fe_conn *fc, const struct km_kframe_frame *fr,
 	struct km_wire_rd r;
 	struct km_reqhdr h;
 	fe_handler_fn fn;
-	int rc;
+	int rc, gate;
 
 	km_wire_rd_init(&r, &fr->chain, fr->body, fr->body_len,
 			&fc->fe->limits);
@@ -116,6 +119,11 @@ int km_frontend_dispatch(struct fe_conn *fc, const struct km_kframe_frame *fr,
 		note_client(fc, &h);
 	if (first) /* a retry after FE_WAIT was counted the first time */
 		count_request(fc->fe, &h, rc);
+	/* SASL first: before authentication most requests close the
+	 * connection, whatever their version. */
+	if (fc->auth != FE_AUTH_NONE && (rc == 0 || rc == KM_EWIREVERSION) &&
+	    (gate = km_frontend_sasl_gate(fc, &h)) < 0)
+		return gate;
 	if (rc == KM_EWIREAPIKEY)
 		return km_frontend_conn_fail(fc, "unsupported API key %d (v%d)",
 				    h.api_key, h.api_version);

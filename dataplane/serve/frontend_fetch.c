@@ -131,10 +131,17 @@ static void fetch_resolve(struct fe_conn *fc)
 
 	for (uint32_t t = 0; t < f->req.n_topics; t++) {
 		const struct km_proto_topic *tp = &f->req.topics[t];
+		/* Kafka: Read on the topic, else TOPIC_AUTHORIZATION_FAILED
+		 * for its partitions, whether they exist or not. */
+		bool denied = !km_frontend_allowed(fc, KM_ACL_OP_READ,
+						   KM_ACL_RES_TOPIC, tp->name.s);
 
-		for (uint32_t i = tp->first; i < tp->first + tp->count; i++)
-			f->res[i].p = km_part_find(fc->fe->table, tp->name.s,
-						   f->parts[i].partition);
+		for (uint32_t i = tp->first; i < tp->first + tp->count; i++) {
+			f->res[i].denied = denied;
+			f->res[i].p = denied ? NULL
+				      : km_part_find(fc->fe->table, tp->name.s,
+						     f->parts[i].partition);
+		}
 	}
 }
 
@@ -146,7 +153,8 @@ static void fetch_state(struct fe_conn *fc, uint32_t i, struct fetch_pass *ps)
 	int64_t off = f->parts[i].fetch_offset;
 	struct km_log *log;
 
-	x->err = km_frontend_part_state_err(x->p);
+	x->err = x->denied ? KM_KERR_TOPIC_AUTHORIZATION_FAILED
+			   : km_frontend_part_state_err(x->p);
 	x->hw = x->lso = x->log_start = x->bound = -1;
 	x->rec_len = 0;
 	x->ab_first = 0;

@@ -182,8 +182,12 @@ int km_frontend_handle_delete_groups(struct fe_conn *fc, const struct km_reqhdr 
 	if (rc < 0)
 		return km_frontend_conn_fail(fc, "malformed DeleteGroups v%d request: %s",
 				    h->api_version, km_strerror(rc));
+	/* Kafka: Delete on each group, else GROUP_AUTHORIZATION_FAILED. */
 	for (uint32_t i = 0; i < q.n_groups; i++)
-		errs[i] = verdict(fc->fe, names[i].s, &t);
+		errs[i] = km_frontend_allowed(fc, KM_ACL_OP_DELETE,
+					      KM_ACL_RES_GROUP, names[i].s)
+				  ? verdict(fc->fe, names[i].s, &t)
+				  : KM_KERR_GROUP_AUTHORIZATION_FAILED;
 	return delete_start(fc, h, &q, errs, t.n);
 }
 
@@ -344,6 +348,14 @@ int km_frontend_handle_offset_delete(struct fe_conn *fc, const struct km_reqhdr 
 		return km_frontend_conn_fail(fc, "malformed OffsetDelete v%d request: %s",
 				    h->api_version, km_strerror(rc));
 	/* the per-partition codes go where OffsetCommit keeps its own */
+	/* Kafka: Delete on the group first (its whole answer). */
+	if (!km_frontend_allowed(fc, KM_ACL_OP_DELETE, KM_ACL_RES_GROUP,
+				 q.group_id.s)) {
+		for (uint32_t i = 0; i < q.n_parts; i++)
+			om->oc_errs[i] = KM_KERR_NONE;
+		return odel_start(fc, h, &q, om->oc_errs,
+				  KM_KERR_GROUP_AUTHORIZATION_FAILED, 0);
+	}
 	top = odel_verdict(fe, &q, om->oc_errs, &n);
 	if (n > 0 && km_goffsets_batch_bytes(om->commits, n) > KM_GOFFSETS_BATCH_BYTES_MAX) {
 		KM_WARN("frontend", "OffsetDelete of group %s: %u tombstones do not "

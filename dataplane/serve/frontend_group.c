@@ -311,6 +311,29 @@ static int decode_failed(struct fe_conn *fc, const struct km_reqhdr *h, int rc)
 			    km_strerror(rc));
 }
 
+/* KafkaApis: the group APIs need Read on the group (Describe for
+ * FindCoordinator, DescribeGroups and ListGroups), else
+ * GROUP_AUTHORIZATION_FAILED. */
+static bool group_allowed(struct fe_conn *fc, enum km_acl_op op,
+			  const char *group)
+{
+	return km_frontend_allowed(fc, op, KM_ACL_RES_GROUP, group);
+}
+
+/* FindCoordinator: Describe on the group or the transactional id. */
+static int16_t findcoord_denied(struct fe_conn *fc,
+				const struct km_findcoord_req *q)
+{
+	if (q->key_type == 0 &&
+	    !group_allowed(fc, KM_ACL_OP_DESCRIBE, q->key.s))
+		return KM_KERR_GROUP_AUTHORIZATION_FAILED;
+	if (q->key_type == 1 &&
+	    !km_frontend_allowed(fc, KM_ACL_OP_DESCRIBE, KM_ACL_RES_TXNID,
+				 q->key.s))
+		return KM_KERR_TRANSACTIONAL_ID_AUTHORIZATION_FAILED;
+	return KM_KERR_NONE;
+}
+
 static int handle_findcoord(struct fe_conn *fc, const struct km_reqhdr *h,
 			    struct km_wire_rd *r)
 {
@@ -324,11 +347,13 @@ static int handle_findcoord(struct fe_conn *fc, const struct km_reqhdr *h,
 		return decode_failed(fc, h, rc);
 	km_wire_name_set(&m.host, fe->host);
 	km_wire_name_set_null(&m.error_message);
-	if (q.key_type != 0 &&
-	    (q.key_type != 1 || !km_frontend_txn_enabled(fe))) {
+	m.error_code = findcoord_denied(fc, &q);
+	if (m.error_code == KM_KERR_NONE && q.key_type != 0 &&
+	    (q.key_type != 1 || !km_frontend_txn_enabled(fe)))
 		/* Transactions are coordinated here only when the daemon
 		 * writes their markers (frontend_txn.c). */
 		m.error_code = KM_KERR_COORDINATOR_NOT_AVAILABLE;
+	if (m.error_code != KM_KERR_NONE) {
 		m.node_id = -1;
 		m.port = -1;
 		km_wire_name_set(&m.host, "");
@@ -345,6 +370,10 @@ static int handle_heartbeat(struct fe_conn *fc, const struct km_reqhdr *h,
 
 	if (rc < 0)
 		return decode_failed(fc, h, rc);
+	if (!group_allowed(fc, KM_ACL_OP_READ, q.group_id.s)) {
+		m.error_code = KM_KERR_GROUP_AUTHORIZATION_FAILED;
+		RESPOND(fc, h, 32, km_heartbeat_resp_encode, &m);
+	}
 	m.error_code = km_group_heartbeat(fc->fe->groups, q.group_id.s,
 					  q.member_id.s,
 					  name_or_null(&q.group_instance_id),
@@ -381,6 +410,10 @@ static int handle_leave(struct fe_conn *fc, const struct km_reqhdr *h,
 	}
 	if (rc < 0)
 		return decode_failed(fc, h, rc);
+	if (!group_allowed(fc, KM_ACL_OP_READ, q.group_id.s)) {
+		m.error_code = KM_KERR_GROUP_AUTHORIZATION_FAILED;
+		RESPOND(fc, h, 32, km_leavegroup_resp_encode, &m);
+	}
 	for (uint32_t i = 0; i < q.n_members; i++)
 		gm->leave_members[i] = (struct km_group_leave_member){
 			mem[i].member_id.s, name_or_null(&mem[i].group_instance_id)
@@ -415,12 +448,13 @@ static int open_delayed(struct fe_conn *fc, const struct km_reqhdr *h,
 	return 0;
 }
 
-/* JoinGroup's answer to a request over a bound: Kafka's joinError shape. */
-static int join_over(struct fe_conn *fc, const struct km_reqhdr *h,
-		     const struct km_joingroup_req *q)
+/* JoinGroup's answer to a request over a bound or refused: Kafka's
+ * joinError shape. */
+static int join_refused(struct fe_conn *fc, const struct km_reqhdr *h,
+			const struct km_joingroup_req *q, int16_t err)
 {
 	struct km_group_join_result res = {
-		.error = KM_KERR_INVALID_REQUEST, .generation = -1,
+		.error = err, .generation = -1,
 		.protocol_type = "", .protocol = "", .leader_id = "",
 		.member_id = q->member_id.len > 0 ? q->member_id.s : "",
 	};
@@ -430,7 +464,8 @@ static int join_over(struct fe_conn *fc, const struct km_reqhdr *h,
 
 	if (rc != 0)
 		return rc;
-	warn_over(fc, h, KM_GROUP_PROTOCOLS_MAX, "protocols");
+	if (err == KM_KERR_INVALID_REQUEST)
+		warn_over(fc, h, KM_GROUP_PROTOCOLS_MAX, "protocols");
 	join_respond(fc, slot, &res);
 	return 0;
 }
@@ -447,9 +482,12 @@ static int handle_join(struct fe_conn *fc, const struct km_reqhdr *h,
 	int rc = km_joingroup_req_decode(r, h->api_version, &q);
 
 	if (rc == KM_EWIRECAPACITY)
-		return join_over(fc, h, &q);
+		return join_refused(fc, h, &q, KM_KERR_INVALID_REQUEST);
 	if (rc < 0)
 		return decode_failed(fc, h, rc);
+	if (!group_allowed(fc, KM_ACL_OP_READ, q.group_id.s))
+		return join_refused(fc, h, &q,
+				    KM_KERR_GROUP_AUTHORIZATION_FAILED);
 	km_frontend_span_reset(fc->fe);
 	for (uint32_t i = 0; i < q.n_protocols; i++)
 		gp[i] = (struct km_group_protocol){
@@ -492,6 +530,10 @@ static int handle_sync(struct fe_conn *fc, const struct km_reqhdr *h,
 	}
 	if (rc < 0)
 		return decode_failed(fc, h, rc);
+	if (!group_allowed(fc, KM_ACL_OP_READ, q.group_id.s)) {
+		m.error_code = KM_KERR_GROUP_AUTHORIZATION_FAILED;
+		RESPOND(fc, h, 32, km_syncgroup_resp_encode, &m);
+	}
 	km_frontend_span_reset(fc->fe);
 	for (uint32_t i = 0; i < q.n_assignments; i++)
 		ga[i] = (struct km_group_assignment){
@@ -586,14 +628,23 @@ static int handle_list(struct fe_conn *fc, const struct km_reqhdr *h,
 					.groups_max = KM_GROUP_LIST_MAX };
 	uint32_t n, slot;
 	struct km_wire_wr w;
+	bool all;
 	int rc = km_listgroups_req_decode(r, h->api_version, &q);
 
 	if (rc < 0)
 		return decode_failed(fc, h, rc);
 	n = type_kept(&q) ? list_all(fc->fe, ov) : 0;
+	/* Kafka: every group with Describe on the cluster, else those the
+	 * principal may Describe. */
+	all = km_frontend_acl_sees(fc, KM_ACL_OP_DESCRIBE, KM_ACL_RES_CLUSTER,
+				   KM_ACL_CLUSTER_NAME);
 	for (uint32_t i = 0; i < n; i++) {
 		bool keep = q.n_states == 0;
 
+		if (!all && !km_frontend_acl_sees(fc, KM_ACL_OP_DESCRIBE,
+						  KM_ACL_RES_GROUP,
+						  ov[i].group_id))
+			continue;
 		for (uint32_t k = 0; k < q.n_states; k++)
 			keep |= strcmp(states[k].s, ov[i].state) == 0;
 		if (!keep)
@@ -659,6 +710,23 @@ static void describe_one(struct km_frontend *fe, const struct km_wire_name *id,
 	}
 }
 
+/* Kafka's DescribeGroupsResponse.groupError: the error, empty fields. */
+static void describe_denied(const struct km_wire_name *id,
+			    struct km_descgroups_resp *m, uint32_t *bound)
+{
+	struct km_descgroups_group *g = &m->groups[m->n_groups++];
+
+	memset(g, 0, sizeof(*g));
+	g->error_code = KM_KERR_GROUP_AUTHORIZATION_FAILED;
+	g->group_id = *id;
+	g->authorized_operations = KM_GROUP_AUTH_OPS_UNSET;
+	g->first = m->n_members;
+	km_wire_name_set(&g->group_state, "");
+	km_wire_name_set(&g->protocol_type, "");
+	km_wire_name_set(&g->protocol_data, "");
+	*bound += 4 * (KM_WIRE_NAME_BYTES_MAX + 4) + 16;
+}
+
 static int handle_describe(struct fe_conn *fc, const struct km_reqhdr *h,
 			   struct km_wire_rd *r)
 {
@@ -685,9 +753,14 @@ static int handle_describe(struct fe_conn *fc, const struct km_reqhdr *h,
 		return decode_failed(fc, h, rc);
 	/* Each group's views stay valid until the next non-query call:
 	 * they are all encoded below, before any. */
-	for (uint32_t i = 0; i < q.n_groups; i++)
+	for (uint32_t i = 0; i < q.n_groups; i++) {
+		if (!group_allowed(fc, KM_ACL_OP_DESCRIBE, gm->desc_ids[i].s)) {
+			describe_denied(&gm->desc_ids[i], &m, &bound);
+			continue;
+		}
 		describe_one(fc->fe, &gm->desc_ids[i], &m,
 			     gm->desc_views + m.n_members, &bound);
+	}
 	if ((rc = km_frontend_slot_open(fc, h, bound, &slot)) == 0) {
 		km_frontend_slot_begin(fc, slot, &w);
 		km_descgroups_resp_encode(&w, h->api_version, &m);

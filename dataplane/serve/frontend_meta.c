@@ -131,16 +131,47 @@ static void md_add_topic(struct km_frontend *fe, struct km_metadata_resp *m,
 	}
 }
 
-static void md_all_topics(struct km_frontend *fe, struct km_metadata_resp *m,
+/* Listing every topic, Kafka leaves out those the principal may not
+ * Describe (KafkaApis.handleTopicMetadataRequest: "In case of all topics,
+ * don't include topics unauthorized to Describe"). */
+static void md_all_topics(struct fe_conn *fc, struct km_metadata_resp *m,
 			  const struct km_part_index *ix)
 {
 	for (uint32_t i = 0; i < ix->n;) {
 		struct km_part *const *first;
 		uint32_t n = km_part_topic(ix, ix->p[i]->topic, &first);
 
-		md_add_topic(fe, m, first[0]->topic, first, n);
+		if (km_frontend_acl_sees(fc, KM_ACL_OP_DESCRIBE, KM_ACL_RES_TOPIC,
+					 first[0]->topic))
+			md_add_topic(fc->fe, m, first[0]->topic, first, n);
 		i += n;
 	}
+}
+
+/* A topic named (or, by id, name null) that the principal may not
+ * Describe: TOPIC_AUTHORIZATION_FAILED, whether it exists or not. */
+static void md_denied_topic(struct km_frontend *fe, struct km_metadata_resp *m,
+			    const char *name, const uint8_t *id)
+{
+	struct km_metadata_topic *t = &m->topics[m->n_topics++];
+
+	memset(t, 0, sizeof(*t));
+	t->error_code = KM_KERR_TOPIC_AUTHORIZATION_FAILED;
+	if (name == NULL || km_wire_name_set(&t->name, name) < 0)
+		km_wire_name_set_null(&t->name);
+	if (id != NULL)
+		memcpy(t->topic_id, id, sizeof(t->topic_id));
+	t->first = m->n_parts;
+	fe->st.partition_errors++;
+}
+
+/* Kafka creates a topic for Metadata only with Create on the cluster or
+ * on the topic. */
+static bool md_may_create(struct fe_conn *fc, const char *topic)
+{
+	return km_frontend_allowed(fc, KM_ACL_OP_CREATE, KM_ACL_RES_CLUSTER,
+				   KM_ACL_CLUSTER_NAME) ||
+	       km_frontend_allowed(fc, KM_ACL_OP_CREATE, KM_ACL_RES_TOPIC, topic);
 }
 
 /* Whether the topic at table index idx is in the answer already (a stamp
@@ -174,11 +205,12 @@ static uint32_t md_topic_by_id(const struct km_part_index *ix,
 /* Metadata v12 by topic id (KafkaApis: any non-zero id makes the request
  * one by ids, names aside): known ids as their topics, an unknown one as
  * UNKNOWN_TOPIC_ID with a null name and the id asked. */
-static void md_topics_by_id(struct km_frontend *fe, struct km_metadata_resp *m,
+static void md_topics_by_id(struct fe_conn *fc, struct km_metadata_resp *m,
 			    const struct km_metadata_req *req,
 			    const struct km_part_index *ix)
 {
 	static const uint8_t zero[KM_WIRE_UUID_BYTES];
+	struct km_frontend *fe = fc->fe;
 
 	for (int32_t i = 0; i < req->n_topics; i++) {
 		struct km_part *const *first = NULL;
@@ -188,6 +220,14 @@ static void md_topics_by_id(struct km_frontend *fe, struct km_metadata_resp *m,
 		if (memcmp(req->topic_ids[i], zero, sizeof(zero)) == 0)
 			continue;
 		n = md_topic_by_id(ix, req->topic_ids[i], &first);
+		/* "Topic IDs are not considered sensitive information, so
+		 * returning TOPIC_AUTHORIZATION_FAILED is OK" (KafkaApis). */
+		if (n > 0 && !km_frontend_allowed(fc, KM_ACL_OP_DESCRIBE,
+						  KM_ACL_RES_TOPIC,
+						  first[0]->topic)) {
+			md_denied_topic(fe, m, NULL, req->topic_ids[i]);
+			continue;
+		}
 		if (n > 0) {
 			if (!md_seen_before(fe, (uint32_t)(first - ix->p)))
 				md_add_topic(fe, m, first[0]->topic, first, n);
@@ -214,16 +254,18 @@ static bool md_by_id(const struct km_metadata_req *req)
 }
 
 /* The topics asked for, each once. */
-static void md_named_topics(struct km_frontend *fe, struct km_metadata_resp *m,
+static void md_named_topics(struct fe_conn *fc, struct km_metadata_resp *m,
 			    const struct km_metadata_req *req,
 			    const struct km_part_index *ix)
 {
+	struct km_frontend *fe = fc->fe;
+
 	if (++fe->md_stamp == 0) {
 		memset(fe->md_seen, 0, fe->table->cap * sizeof(*fe->md_seen));
 		fe->md_stamp = 1;
 	}
 	if (md_by_id(req)) {
-		md_topics_by_id(fe, m, req, ix);
+		md_topics_by_id(fc, m, req, ix);
 		return;
 	}
 	for (int32_t i = 0; i < req->n_topics; i++) {
@@ -232,6 +274,16 @@ static void md_named_topics(struct km_frontend *fe, struct km_metadata_resp *m,
 
 		if (n > 0 && md_seen_before(fe, (uint32_t)(first - ix->p)))
 			continue;
+		if (!km_frontend_allowed(fc, KM_ACL_OP_DESCRIBE,
+					 KM_ACL_RES_TOPIC, req->topics[i].s)) {
+			md_denied_topic(fe, m, req->topics[i].s, NULL);
+			continue;
+		}
+		if (n == 0 && req->allow_auto_topic_creation && fe->acls != NULL &&
+		    fe->auto_create_topics && !md_may_create(fc, req->topics[i].s)) {
+			md_denied_topic(fe, m, req->topics[i].s, NULL);
+			continue;
+		}
 		md_add_topic(fe, m, req->topics[i].s, first, n);
 		/* Kafka answers a topic it is creating for the client so. */
 		if (n == 0 && req->allow_auto_topic_creation &&
@@ -287,9 +339,9 @@ int km_frontend_handle_metadata(struct fe_conn *fc, const struct km_reqhdr *h,
 	km_wire_name_set_null(&broker.rack);
 	km_wire_name_set(&m.cluster_id, fe->cluster_id);
 	if (req.n_topics < 0)
-		md_all_topics(fe, &m, ix);
+		md_all_topics(fc, &m, ix);
 	else
-		md_named_topics(fe, &m, &req, ix);
+		md_named_topics(fc, &m, &req, ix);
 	rc = km_frontend_slot_open(fc, h, md_bound(&m), &slot);
 	if (rc != 0)
 		return rc;
@@ -413,13 +465,14 @@ static void lo_earliest_local(struct km_log *log, int64_t bound,
 
 static void lo_answer(struct km_frontend *fe, const char *topic,
 		      const struct km_listoffsets_req_part *q, bool committed,
-		      struct km_listoffsets_resp_part *a)
+		      bool denied, struct km_listoffsets_resp_part *a)
 {
 	struct km_part *p = km_part_find(fe->table, topic, q->partition);
 	int64_t bound;
 
 	a->partition = q->partition;
-	a->error_code = km_frontend_part_state_err(p);
+	a->error_code = denied ? KM_KERR_TOPIC_AUTHORIZATION_FAILED
+			       : km_frontend_part_state_err(p);
 	a->timestamp = -1;
 	a->offset = -1;
 	a->leader_epoch = -1;
@@ -464,11 +517,16 @@ int km_frontend_handle_listoffsets(struct fe_conn *fc, const struct km_reqhdr *h
 				    h->api_version, km_strerror(rc));
 	for (uint32_t t = 0; t < req.n_topics; t++) {
 		const struct km_proto_topic *tp = &req.topics[t];
+		/* Kafka: Describe on the topic, else TOPIC_AUTHORIZATION_FAILED
+		 * for each of its partitions. */
+		bool denied = !km_frontend_allowed(fc, KM_ACL_OP_DESCRIBE,
+						   KM_ACL_RES_TOPIC, tp->name.s);
 
 		bound += 8 + (uint32_t)tp->name.len + 40 * tp->count;
 		for (uint32_t i = tp->first; i < tp->first + tp->count; i++)
 			lo_answer(fe, tp->name.s, &req.parts[i],
-				  req.isolation_level == 1, &fe->lo_resp[i]);
+				  req.isolation_level == 1, denied,
+				  &fe->lo_resp[i]);
 	}
 	m.n_topics = m.topics_max = req.n_topics;
 	m.n_parts = m.parts_max = req.n_parts;
@@ -520,9 +578,27 @@ static void initpid_answer(struct fe_conn *fc, const struct km_initpid_req *q,
 	}
 }
 
+/* KafkaApis.handleInitProducerIdRequest: Write on the transactional id,
+ * or for an idempotent producer IdempotentWrite on the cluster or Write on
+ * some topic (authorizeByResourceType). */
+static int16_t initpid_denied(struct fe_conn *fc, const struct km_initpid_req *q)
+{
+	if (q->transactional_id.len >= 0)
+		return km_frontend_allowed(fc, KM_ACL_OP_WRITE, KM_ACL_RES_TXNID,
+					   q->transactional_id.s)
+			       ? KM_KERR_NONE
+			       : KM_KERR_TRANSACTIONAL_ID_AUTHORIZATION_FAILED;
+	if (km_frontend_acl_sees(fc, KM_ACL_OP_IDEMPOTENT_WRITE,
+				 KM_ACL_RES_CLUSTER, KM_ACL_CLUSTER_NAME) ||
+	    km_frontend_acl_check_any(fc, KM_ACL_OP_WRITE, KM_ACL_RES_TOPIC))
+		return KM_KERR_NONE;
+	return KM_KERR_CLUSTER_AUTHORIZATION_FAILED;
+}
+
 int km_frontend_handle_initpid(struct fe_conn *fc, const struct km_reqhdr *h,
 		      struct km_wire_rd *r)
 {
+	int16_t denied;
 	struct km_initpid_req req;
 	struct km_initpid_resp m;
 	struct km_wire_wr w;
@@ -532,13 +608,20 @@ int km_frontend_handle_initpid(struct fe_conn *fc, const struct km_reqhdr *h,
 	if (rc < 0)
 		return km_frontend_conn_fail(fc, "malformed InitProducerId v%d request: "
 				    "%s", h->api_version, km_strerror(rc));
+	denied = initpid_denied(fc, &req);
 	/* Answered once the coordinator's record is durable. */
-	if (req.transactional_id.len >= 0 && km_frontend_txn_enabled(fc->fe))
+	if (denied == KM_KERR_NONE && req.transactional_id.len >= 0 &&
+	    km_frontend_txn_enabled(fc->fe))
 		return km_frontend_txn_handle_initpid(fc, h, &req);
 	rc = km_frontend_slot_open(fc, h, RESP_FIXED_BYTES, &slot);
 	if (rc != 0)
 		return rc;
-	initpid_answer(fc, &req, &m);
+	if (denied != KM_KERR_NONE)
+		m = (struct km_initpid_resp){ .error_code = denied,
+					      .producer_id = -1,
+					      .producer_epoch = -1 };
+	else
+		initpid_answer(fc, &req, &m);
 	km_frontend_slot_begin(fc, slot, &w);
 	km_initpid_resp_encode(&w, h->api_version, &m);
 	return km_frontend_slot_finish(fc, slot, &w, true);

@@ -87,11 +87,21 @@ static uint32_t commit_collect(struct fe_conn *fc, struct km_wire_rd *r,
 	uint32_t n = 0;
 
 	km_frontend_span_reset(fc->fe);
-	for (uint32_t t = 0; t < q->n_topics; t++)
+	for (uint32_t t = 0; t < q->n_topics; t++) {
+		/* Kafka: Read on each topic, else TOPIC_AUTHORIZATION_FAILED
+		 * for its partitions (the group's verdict first). */
+		int16_t terr = gerr == KM_KERR_NONE &&
+					       !km_frontend_allowed(
+						       fc, KM_ACL_OP_READ,
+						       KM_ACL_RES_TOPIC,
+						       q->topics[t].name.s)
+				       ? KM_KERR_TOPIC_AUTHORIZATION_FAILED
+				       : gerr;
+
 		for (uint32_t i = q->topics[t].first;
 		     i < q->topics[t].first + q->topics[t].count; i++) {
 			const struct km_offcommit_req_part *rp = &q->parts[i];
-			int16_t e = gerr ? gerr
+			int16_t e = terr ? terr
 					 : km_frontend_commit_part_err(
 						   fc->fe, q->topics[t].name.s,
 						   rp->partition, rp->metadata.len);
@@ -109,6 +119,7 @@ static uint32_t commit_collect(struct fe_conn *fc, struct km_wire_rd *r,
 				q->topics[t].name.s, rp->partition, &om->values[n] };
 			n++;
 		}
+	}
 	return n;
 }
 
@@ -117,6 +128,10 @@ static int16_t commit_group_err(struct fe_conn *fc, const struct km_offcommit_re
 {
 	int16_t e = km_frontend_offsets_ready(fc->fe);
 
+	/* Kafka: Read on the group before anything about it. */
+	if (!km_frontend_allowed(fc, KM_ACL_OP_READ, KM_ACL_RES_GROUP,
+				 q->group_id.s))
+		return KM_KERR_GROUP_AUTHORIZATION_FAILED;
 	if (e != KM_KERR_NONE)
 		return e;
 	return km_group_commit_check(fc->fe->groups, q->group_id.s,
@@ -240,6 +255,7 @@ int km_frontend_handle_offset_commit(struct fe_conn *fc, const struct km_reqhdr 
 /* ---- OffsetFetch ------------------------------------------------------------- */
 
 struct fetch_all {
+	struct fe_conn *fc;
 	struct km_offfetch_resp *m;
 	uint32_t cap;
 	const struct km_goffsets *table;
@@ -275,7 +291,10 @@ static void add_any(void *arg, const char *group, const char *topic,
 	struct km_proto_topic *t = m->n_topics ? &m->topics[m->n_topics - 1] : NULL;
 	bool u = unstable(a->table, a->require_stable, group, topic, partition);
 
-	if (m->n_parts == a->cap)
+	/* Kafka leaves out the topics the principal may not Describe. */
+	if (m->n_parts == a->cap ||
+	    !km_frontend_acl_sees(a->fc, KM_ACL_OP_DESCRIBE, KM_ACL_RES_TOPIC,
+				  topic))
 		return;
 	if (t == NULL || strcmp(t->name.s, topic) != 0 ||
 	    t->first + t->count != m->n_parts) {
@@ -301,10 +320,12 @@ static uint32_t fetch_bound(const struct km_offfetch_resp *m)
 	return b;
 }
 
-static void fetch_fill(struct km_frontend *fe, const struct km_offfetch_req *q,
+static void fetch_fill(struct fe_conn *fc, const struct km_offfetch_req *q,
 		       struct km_offfetch_resp *m, int16_t err, int16_t version)
 {
-	struct fetch_all a = { m, m->parts_max, fe->go.table, q->require_stable };
+	struct km_frontend *fe = fc->fe;
+	struct fetch_all a = { fc, m, m->parts_max, fe->go.table,
+			       q->require_stable };
 
 	if (q->all_topics) {
 		if (err == KM_KERR_NONE)
@@ -314,14 +335,24 @@ static void fetch_fill(struct km_frontend *fe, const struct km_offfetch_req *q,
 	memcpy(m->topics, q->topics, q->n_topics * sizeof(*m->topics));
 	m->n_topics = q->n_topics;
 	m->n_parts = q->n_parts;
-	for (uint32_t i = 0; i < q->n_topics; i++)
+	for (uint32_t i = 0; i < q->n_topics; i++) {
+		bool denied = err == KM_KERR_NONE &&
+			      !km_frontend_allowed(fc, KM_ACL_OP_DESCRIBE,
+						   KM_ACL_RES_TOPIC,
+						   q->topics[i].name.s);
+
 		for (uint32_t k = q->topics[i].first;
 		     k < q->topics[i].first + q->topics[i].count; k++) {
-			bool u = err == KM_KERR_NONE &&
+			bool u = err == KM_KERR_NONE && !denied &&
 				 unstable(fe->go.table, q->require_stable,
 					  q->group_id.s, q->topics[i].name.s,
 					  q->parts[k]);
 
+			if (denied) {
+				fetch_part(&m->parts[k], q->parts[k], NULL,
+					   KM_KERR_TOPIC_AUTHORIZATION_FAILED);
+				continue;
+			}
 			fetch_part(&m->parts[k], q->parts[k],
 				   err || u ? NULL
 					    : km_goffsets_get(fe->go.table,
@@ -331,6 +362,7 @@ static void fetch_fill(struct km_frontend *fe, const struct km_offfetch_req *q,
 				   u ? KM_KERR_UNSTABLE_OFFSET_COMMIT
 				     : version < 2 ? err : KM_KERR_NONE);
 		}
+	}
 }
 
 int km_frontend_handle_offset_fetch(struct fe_conn *fc, const struct km_reqhdr *h,
@@ -352,8 +384,12 @@ int km_frontend_handle_offset_fetch(struct fe_conn *fc, const struct km_reqhdr *
 	if (rc < 0)
 		return km_frontend_conn_fail(fc, "OffsetFetch v%d: %s", h->api_version,
 				    km_strerror(rc));
-	err = km_frontend_offsets_ready(fe);
-	fetch_fill(fe, &q, &m, err, h->api_version);
+	/* Kafka: Describe on the group, else GROUP_AUTHORIZATION_FAILED. */
+	err = km_frontend_allowed(fc, KM_ACL_OP_DESCRIBE, KM_ACL_RES_GROUP,
+				  q.group_id.s)
+		      ? km_frontend_offsets_ready(fe)
+		      : KM_KERR_GROUP_AUTHORIZATION_FAILED;
+	fetch_fill(fc, &q, &m, err, h->api_version);
 	m.error_code = h->api_version >= 2 ? err : KM_KERR_NONE;
 	if ((rc = km_frontend_slot_open(fc, h, fetch_bound(&m), &slot)) == 0) {
 		km_frontend_slot_begin(fc, slot, &w);

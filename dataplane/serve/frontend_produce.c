@@ -149,6 +149,16 @@ static int produce_count(struct km_wire_rd r, int16_t version,
 	return rc;
 }
 
+/* The request's transactional id, checked once for all its partitions
+ * (the handler runs to completion: precheck reads it right after). */
+static void txn_check(struct fe_conn *fc, const struct km_produce_req_iter *it)
+{
+	fc->fe->produce_txn_denied =
+		it->transactional_id.len >= 0 &&
+		!km_frontend_allowed(fc, KM_ACL_OP_WRITE, KM_ACL_RES_TXNID,
+				     it->transactional_id.s);
+}
+
 /* Kafka's checks before an append, in its order. */
 static int16_t precheck(struct fe_conn *fc, const struct km_part *p,
 			const char *topic, int32_t partition, int16_t acks,
@@ -156,6 +166,14 @@ static int16_t precheck(struct fe_conn *fc, const struct km_part *p,
 {
 	if (acks != 0 && acks != 1 && acks != -1)
 		return KM_KERR_INVALID_REQUIRED_ACKS;
+	/* Kafka: Write on the transactional id for the whole request, then
+	 * Write on each topic, before it looks the partition up (a topic the
+	 * principal may not write is TOPIC_AUTHORIZATION_FAILED whether it
+	 * exists or not). */
+	if (fc->fe->produce_txn_denied)
+		return KM_KERR_TRANSACTIONAL_ID_AUTHORIZATION_FAILED;
+	if (!km_frontend_allowed(fc, KM_ACL_OP_WRITE, KM_ACL_RES_TOPIC, topic))
+		return KM_KERR_TOPIC_AUTHORIZATION_FAILED;
 	if (p == NULL)
 		return KM_KERR_UNKNOWN_TOPIC_OR_PARTITION;
 	if (km_part_get_mode(p) == KM_PART_MIRROR) {
@@ -309,6 +327,7 @@ static void produce_submit(struct fe_conn *fc, uint32_t slot,
 	uint32_t t = 0, i = 0;
 
 	km_produce_req_begin(&it, r, s->api_version);
+	txn_check(fc, &it);
 	while (i < s->n_parts && km_produce_req_next_partition(&it, &pp) == 1) {
 		if (it.cur.topic_index != topic) {
 			topic = it.cur.topic_index;
@@ -335,6 +354,7 @@ static int produce_noack(struct fe_conn *fc, struct km_wire_rd *r,
 	struct km_produce_part pp;
 
 	km_produce_req_begin(&it, r, version);
+	txn_check(fc, &it);
 	while (km_produce_req_next_partition(&it, &pp) == 1) {
 		struct km_part *p = km_part_find(fe->table, it.cur.topic.s,
 						 pp.partition);

@@ -22,6 +22,7 @@
 #include "dataplane/serve/part.h"
 #include "kafka/proto.h"
 #include "dataplane/serve/admin.h"
+#include "dataplane/serve/acl.h"
 
 /* Admin topic calls in process at once, over all connections. */
 #define KM_FRONTEND_ADMIN_JOBS 2u
@@ -86,6 +87,7 @@ struct fe_fpart {
 	uint32_t rec_len;
 	uint32_t ab_first;	/* aborted[ab_first, + n_ab); -1: null */
 	int32_t n_ab;
+	bool denied;		/* no Read on its topic (acl.h) */
 };
 
 /* The connection's Fetch in process (one at a time: clients wait for a
@@ -131,6 +133,15 @@ struct fe_conn {
 	 * TLS client authentication or SASL (issue 16), User:ANONYMOUS until
 	 * then, as Kafka's PLAINTEXT listeners have it. */
 	char principal[KM_FRONTEND_PRINCIPAL_BYTES];
+	/* SASL (frontend_sasl.c): where the exchange is, the exchange while
+	 * one runs, the session's end (0: none; KIP-368) and how it began. */
+	uint8_t auth;		/* enum fe_auth */
+	bool auth_reauth;	/* the exchange is a re-authentication */
+	bool close_after;	/* closed once the queued answers are sent */
+	int8_t auth_mech;	/* enum km_sasl_mech of the session */
+	int16_t auth_version;	/* its SaslAuthenticate version */
+	struct km_sasl_server *sx;
+	uint64_t session_end_ms;
 	struct km_kframe kf;
 	const struct km_kframe_frame *held; /* a frame waiting for room */
 	uint8_t *buf;		/* response ring, conn_buf_bytes */
@@ -235,6 +246,12 @@ struct km_frontend {
 	struct fe_txnoff *txnoff;	/* frontend_txnoff.c */
 	struct km_tconfig *upstream;	/* cfg's: kmirror.source.cluster.ids */
 	struct fe_txnlog *txnlog;	/* frontend_txnlog.c; with txn */
+	struct fe_sasl *sasl;		/* frontend_sasl.c; NULL: no SASL */
+	bool sasl_required;		/* the listener wants SASL */
+	/* Authorization (acl.h, issue 16); NULL: off, every check passes
+	 * without a call. */
+	struct km_acl_store *acls;
+	bool produce_txn_denied;	/* the Produce being handled's */
 };
 
 /* frontend_rx.c: what a connection may hold of the receive pool. */
@@ -413,6 +430,27 @@ static inline void km_frontend_txn_crash_point(const char *point)
 }
 #endif
 
+/* frontend_sasl.c: SASL on the listener (issue 16). */
+enum fe_auth {
+	FE_AUTH_NONE = 0,	/* the listener has no SASL */
+	FE_AUTH_HANDSHAKE,	/* ApiVersions or SaslHandshake expected */
+	FE_AUTH_AUTHENTICATE,	/* SaslAuthenticate expected */
+	FE_AUTH_DONE,		/* authenticated (maybe re-authenticating) */
+};
+int km_frontend_sasl_init(struct km_frontend *fe,
+			  const struct km_frontend_sasl *cfg);
+void km_frontend_sasl_free(struct km_frontend *fe);
+/* A connection accepted (required: its listener wants SASL) or closed. */
+void km_frontend_sasl_conn_open(struct fe_conn *fc, bool required);
+void km_frontend_sasl_conn_closed(struct fe_conn *fc);
+/* Before a request's handler: 0 (serve it) or a negative code (the
+ * connection was closed, as Kafka closes it). */
+int km_frontend_sasl_gate(struct fe_conn *fc, const struct km_reqhdr *h);
+int km_frontend_handle_sasl(struct fe_conn *fc, const struct km_reqhdr *h,
+			    struct km_wire_rd *r);
+/* frontend_conn.c: close fc gracefully once its queued answers are out. */
+void km_frontend_conn_close_after(struct fe_conn *fc);
+
 /* frontend_produce.c */
 int km_frontend_handle_produce(struct fe_conn *fc, const struct km_reqhdr *h,
 		      struct km_wire_rd *r);
@@ -427,5 +465,23 @@ struct km_admin_job *km_frontend_admin_job(struct km_frontend *fe);
 /* Metadata with allow_auto_topic_creation: ask for topic to be created
  * (num.partitions). @return true if asked (answer LEADER_NOT_AVAILABLE). */
 bool km_frontend_admin_auto_create(struct km_frontend *fe, const char *topic);
+
+/* frontend_acl.c: authorization with Kafka's ACL semantics (acl.h). A
+ * check with authorization off is one pointer test. */
+bool km_frontend_acl_check(struct fe_conn *fc, enum km_acl_op op,
+			   enum km_acl_rtype rtype, const char *name);
+bool km_frontend_acl_check_any(struct fe_conn *fc, enum km_acl_op op,
+			       enum km_acl_rtype rtype);
+/* A filter's check (Metadata of every topic, ListGroups): Kafka neither
+ * logs nor counts what a listing leaves out. */
+bool km_frontend_acl_sees(struct fe_conn *fc, enum km_acl_op op,
+			  enum km_acl_rtype rtype, const char *name);
+
+static inline bool km_frontend_allowed(struct fe_conn *fc, enum km_acl_op op,
+				       enum km_acl_rtype rtype,
+				       const char *name)
+{
+	return fc->fe->acls == NULL || km_frontend_acl_check(fc, op, rtype, name);
+}
 
 #endif

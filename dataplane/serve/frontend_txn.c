@@ -419,21 +419,37 @@ static int16_t part_err(struct km_frontend *fe, const char *topic,
 
 /* Every partition's answer; Kafka answers OPERATION_NOT_ATTEMPTED for the
  * rest when one fails its checks, so none is added then. */
-static void addparts_fill(struct km_frontend *fe,
+static void addparts_fill(struct fe_conn *fc,
 			  const struct km_addparts_req *q,
 			  struct km_addparts_resp *m)
 {
+	struct km_frontend *fe = fc->fe;
 	int16_t bad = 0, err, ready = km_frontend_txnlog_ready(fe);
 
-	for (uint32_t t = 0; t < q->n_topics; t++)
+	/* Kafka: Write on the transactional id, else every partition
+	 * TRANSACTIONAL_ID_AUTHORIZATION_FAILED; then Write on each topic,
+	 * before it is looked up. */
+	if (!km_frontend_allowed(fc, KM_ACL_OP_WRITE, KM_ACL_RES_TXNID,
+				 q->transactional_id.s))
+		ready = KM_KERR_TRANSACTIONAL_ID_AUTHORIZATION_FAILED;
+	for (uint32_t t = 0; t < q->n_topics; t++) {
+		int16_t terr = ready == KM_KERR_NONE &&
+					       !km_frontend_allowed(
+						       fc, KM_ACL_OP_WRITE,
+						       KM_ACL_RES_TOPIC,
+						       q->topics[t].name.s)
+				       ? KM_KERR_TOPIC_AUTHORIZATION_FAILED
+				       : ready;
+
 		for (uint32_t i = 0; i < q->topics[t].count; i++) {
 			uint32_t k = q->topics[t].first + i;
 
 			m->parts[k].partition = q->parts[k];
-			m->parts[k].error_code = ready != KM_KERR_NONE ? ready :
+			m->parts[k].error_code = terr != KM_KERR_NONE ? terr :
 				part_err(fe, q->topics[t].name.s, q->parts[k]);
 			bad |= m->parts[k].error_code != 0;
 		}
+	}
 	for (uint32_t t = 0; t < q->n_topics; t++)
 		for (uint32_t i = 0; i < q->topics[t].count; i++) {
 			uint32_t k = q->topics[t].first + i;
@@ -481,7 +497,7 @@ int km_frontend_handle_addparts(struct fe_conn *fc, const struct km_reqhdr *h,
 					     km_strerror(rc));
 	m.n_topics = q.n_topics;
 	m.n_parts = q.n_parts;
-	addparts_fill(fc->fe, &q, &m);
+	addparts_fill(fc, &q, &m);
 	for (uint32_t k = 0; k < m.n_parts; k++)
 		m.parts[k].error_code = fenced_for(h->api_version,
 						   m.parts[k].error_code);
@@ -526,6 +542,10 @@ int km_frontend_handle_endtxn(struct fe_conn *fc, const struct km_reqhdr *h,
 		return km_frontend_conn_fail(fc, "malformed EndTxn v%d "
 					     "request: %s", h->api_version,
 					     km_strerror(rc));
+	if (!km_frontend_allowed(fc, KM_ACL_OP_WRITE, KM_ACL_RES_TXNID,
+				 q.transactional_id.s))
+		return endtxn_now(fc, h,
+				  KM_KERR_TRANSACTIONAL_ID_AUTHORIZATION_FAILED);
 	if ((err = km_frontend_txnlog_ready(fe)) != KM_KERR_NONE)
 		return endtxn_now(fc, h, err);
 	/* A job first: once the coordinator moved to Prepare*, the markers

@@ -148,7 +148,14 @@ int km_frontend_handle_addoffsets(struct fe_conn *fc, const struct km_reqhdr *h,
 		return km_frontend_conn_fail(fc, "malformed AddOffsetsToTxn v%d "
 					     "request: %s", h->api_version,
 					     km_strerror(rc));
-	if (!km_frontend_txn_enabled(fe) || fe->go.part == NULL)
+	/* Kafka: Write on the transactional id, then Read on the group. */
+	if (!km_frontend_allowed(fc, KM_ACL_OP_WRITE, KM_ACL_RES_TXNID,
+				 q.transactional_id.s))
+		m.error_code = KM_KERR_TRANSACTIONAL_ID_AUTHORIZATION_FAILED;
+	else if (!km_frontend_allowed(fc, KM_ACL_OP_READ, KM_ACL_RES_GROUP,
+				      q.group_id.s))
+		m.error_code = KM_KERR_GROUP_AUTHORIZATION_FAILED;
+	else if (!km_frontend_txn_enabled(fe) || fe->go.part == NULL)
 		m.error_code = KM_KERR_NOT_COORDINATOR;
 	else if ((m.error_code = km_frontend_txnlog_ready(fe)) == 0)
 		/* The wall clock, as every start the transaction log keeps
@@ -198,6 +205,19 @@ static size_t op_bytes(const struct km_txncommit_req *q)
 
 /* The request's verdict for every partition, in Kafka's order: group id,
  * the coordinator's load, the transaction, then the member. */
+/* KafkaApis.handleTxnOffsetCommitRequest: Write on the transactional id,
+ * then Read on the group, before anything else. */
+static int16_t ids_denied(struct fe_conn *fc, const struct km_txncommit_req *q)
+{
+	if (!km_frontend_allowed(fc, KM_ACL_OP_WRITE, KM_ACL_RES_TXNID,
+				 q->transactional_id.s))
+		return KM_KERR_TRANSACTIONAL_ID_AUTHORIZATION_FAILED;
+	if (!km_frontend_allowed(fc, KM_ACL_OP_READ, KM_ACL_RES_GROUP,
+				 q->group_id.s))
+		return KM_KERR_GROUP_AUTHORIZATION_FAILED;
+	return KM_KERR_NONE;
+}
+
 static int16_t group_err(struct km_frontend *fe, int16_t version,
 			 const struct km_txncommit_req *q)
 {
@@ -230,11 +250,20 @@ static uint32_t collect(struct fe_conn *fc, struct km_wire_rd *r,
 	uint32_t n = 0;
 
 	km_frontend_span_reset(fc->fe);
-	for (uint32_t t = 0; t < q->n_topics; t++)
+	for (uint32_t t = 0; t < q->n_topics; t++) {
+		/* Kafka: Read on each topic (the ids' verdicts first). */
+		int16_t terr = gerr == KM_KERR_NONE &&
+					       !km_frontend_allowed(
+						       fc, KM_ACL_OP_READ,
+						       KM_ACL_RES_TOPIC,
+						       q->topics[t].name.s)
+				       ? KM_KERR_TOPIC_AUTHORIZATION_FAILED
+				       : gerr;
+
 		for (uint32_t i = q->topics[t].first;
 		     i < q->topics[t].first + q->topics[t].count; i++) {
 			const struct km_txncommit_part *rp = &q->parts[i];
-			int16_t e = gerr ? gerr
+			int16_t e = terr ? terr
 					 : km_frontend_commit_part_err(
 						   fc->fe, q->topics[t].name.s,
 						   rp->partition, rp->metadata.len);
@@ -256,6 +285,7 @@ static uint32_t collect(struct fe_conn *fc, struct km_wire_rd *r,
 				rp->partition, &om->values[n] };
 			n++;
 		}
+	}
 	return n;
 }
 
@@ -369,13 +399,17 @@ int km_frontend_handle_txn_offset_commit(struct fe_conn *fc,
 		.topics_max = fe->topics_max, .parts = fe->txnoff->parts,
 		.parts_max = fe->parts_max };
 	uint32_t n;
+	int16_t denied;
 	int rc = km_txncommit_req_decode(r, h->api_version, &q);
 
 	if (rc < 0)
 		return km_frontend_conn_fail(fc, "malformed TxnOffsetCommit v%d "
 					     "request: %s", h->api_version,
 					     km_strerror(rc));
-	n = collect(fc, r, &q, group_err(fe, h->api_version, &q));
+	denied = ids_denied(fc, &q);
+	n = collect(fc, r, &q, denied != KM_KERR_NONE
+				       ? denied
+				       : group_err(fe, h->api_version, &q));
 	if (n > 0 && km_goffsets_batch_bytes(fe->go.mem->commits, n) >
 			     KM_GOFFSETS_BATCH_BYTES_MAX) {
 		/* Kafka: RECORD_LIST_TOO_LARGE -> INVALID_COMMIT_OFFSET_SIZE */

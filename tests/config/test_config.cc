@@ -868,7 +868,12 @@ TEST(Config, FormatText)
 			      "transaction.ids.max=1024\n"
 			      "transactional.id.expiration.ms=604800000\n"
 			      "auto.create.topics.enable=false\n"
-			      "num.partitions=1\n"),
+			      "num.partitions=1\n"
+			      "sasl.enabled.mechanisms=SCRAM-SHA-256,SCRAM-SHA-512\n"
+			      "connections.max.reauth.ms=0\n"
+			      "acls.sync=false\n"
+			      "acls.sync.interval.ms=600000\n"
+			      "allow.everyone.if.no.acl.found=false\n"),
 		  text);
 }
 
@@ -1077,4 +1082,80 @@ TEST(Config, SourceSecurityKeys)
 	// No key takes a password itself.
 	l = load(nullptr, with({ "source.sasl.password=x" }));
 	EXPECT_EQ(KM_ECFGKEY, l.rc);
+}
+
+/* SASL on the listener (issue 16): the mechanisms as a set, Kafka's
+ * GSSAPI and OAUTHBEARER refused by name, the users file and KIP-368's
+ * session lifetime read and written back. */
+TEST(Config, ListenerSaslKeys)
+{
+	std::vector<std::string> base = { "data.dir=/d", "source.bootstrap.servers=h:9093",
+					  "topics=t" };
+	auto with = [&](std::vector<std::string> more) {
+		std::vector<std::string> v = base;
+		v.insert(v.end(), more.begin(), more.end());
+		return v;
+	};
+	Loaded l = load(nullptr, with({ "sasl.enabled.mechanisms=SCRAM-SHA-512, PLAIN",
+					"sasl.users.file=/etc/k/users",
+					"connections.max.reauth.ms=1h" }));
+	ASSERT_EQ(0, l.rc) << l.err;
+	EXPECT_EQ((1u << 1) | (1u << 3), l->sasl_enabled_mechanisms);
+	EXPECT_STREQ("/etc/k/users", l->sasl_users_file);
+	EXPECT_EQ(3600000u, l->connections_max_reauth_ms);
+	std::vector<char> text(64 * 1024);
+	ASSERT_GT(km_config_format(l.cfg.get(), text.data(), text.size()), 0);
+	for (const char *line : { "\nsasl.enabled.mechanisms=PLAIN,SCRAM-SHA-512\n",
+				  "\nsasl.users.file=/etc/k/users\n",
+				  "\nconnections.max.reauth.ms=3600000\n" })
+		EXPECT_NE(nullptr, strstr(text.data(), line)) << line << text.data();
+	for (const char *bad : { "sasl.enabled.mechanisms=GSSAPI",
+				 "sasl.enabled.mechanisms=PLAIN,OAUTHBEARER",
+				 "sasl.enabled.mechanisms=," }) {
+		l = load(nullptr, with({ bad }));
+		EXPECT_EQ(KM_ECFGVALUE, l.rc) << bad;
+		EXPECT_NE(std::string::npos, l.err.find("sasl.enabled.mechanisms")) << l.err;
+	}
+	l = load(nullptr, with({}));
+	ASSERT_EQ(0, l.rc) << l.err;
+	EXPECT_EQ((1u << 2) | (1u << 3), l->sasl_enabled_mechanisms); /* SCRAM both */
+	EXPECT_EQ(0u, l->connections_max_reauth_ms);
+}
+
+// Authorization's keys (issue 16): Kafka's names and defaults; any of
+// authorizer.class.name, acls.file and acls.sync turns it on; an
+// authorizer kmirrord does not follow is an error naming the key.
+TEST(Config, AuthorizationKeys)
+{
+	std::vector<std::string> base = { "data.dir=/d", "source.bootstrap.servers=h:9093",
+					  "topics=t" };
+	auto with = [&](std::vector<std::string> more) {
+		std::vector<std::string> v = base;
+		v.insert(v.end(), more.begin(), more.end());
+		return v;
+	};
+	Loaded l = load(nullptr, with({}));
+	ASSERT_EQ(0, l.rc) << l.err;
+	EXPECT_FALSE(km_config_authorizes(l.cfg.get()));
+	EXPECT_EQ(600000u, l->acls_sync_interval_ms);
+	EXPECT_EQ(0, l->allow_everyone_if_no_acl_found);
+	for (const char *on : { "acls.file=/etc/k/acls", "acls.sync=true",
+				"authorizer.class.name=org.apache.kafka.metadata."
+				"authorizer.StandardAuthorizer" }) {
+		l = load(nullptr, with({ on }));
+		ASSERT_EQ(0, l.rc) << l.err;
+		EXPECT_TRUE(km_config_authorizes(l.cfg.get())) << on;
+	}
+	l = load(nullptr, with({ "super.users=User:admin;User:ops",
+				 "allow.everyone.if.no.acl.found=true",
+				 "acls.sync.interval.ms=5s" }));
+	ASSERT_EQ(0, l.rc) << l.err;
+	EXPECT_STREQ("User:admin;User:ops", l->super_users);
+	EXPECT_EQ(1, l->allow_everyone_if_no_acl_found);
+	EXPECT_EQ(5000u, l->acls_sync_interval_ms);
+	l = load(nullptr, with({ "authorizer.class.name=com.example.Mine" }));
+	EXPECT_EQ(KM_ECFGVALUE, l.rc);
+	EXPECT_NE(std::string::npos, l.err.find("authorizer.class.name")) << l.err;
+	l = load(nullptr, with({ "acls.sync=maybe" }));
+	EXPECT_EQ(KM_ECFGVALUE, l.rc);
 }

@@ -126,6 +126,7 @@ std::string Server::Open(const std::vector<PartSpec> &parts)
 	fc.fetch_buf_bytes = 4 << 20;
 	fc.fetch_bufs = 4;
 	fc.send_iov_max = 80;
+	fc.acls = acls_;
 	if ((rc = km_frontend_create(&fc, &fe_)) < 0)
 		return Why("km_frontend_create", rc);
 	if ((rc = km_frontend_listen(fe_, "127.0.0.1", 0)) < 0)

@@ -51,6 +51,9 @@ public:
 	// only a km_log_flush (an acks=-1 write asks for one) makes data
 	// durable, and the appended offset can be held ahead of it.
 	void HoldDurability() { hold_durability_ = true; }
+	// Before Start(): authorize with these ACLs (dataplane/serve/acl.h;
+	// the store stays the caller's and must outlive the server).
+	void SetAcls(struct km_acl_store *s) { acls_ = s; }
 	// Parts in (topic, partition) order. "" on success, else why not.
 	std::string Start(const std::vector<PartSpec> &parts);
 	// Stop the loop (front-end stopped, connections closed, writers
@@ -110,6 +113,7 @@ private:
 	std::atomic<bool> has_tasks_{false};
 	std::string loop_err_;
 	bool hold_durability_ = false;
+	struct km_acl_store *acls_ = nullptr;
 };
 
 // Milliseconds on CLOCK_MONOTONIC, the front-end's clock.

@@ -39,6 +39,7 @@
 #include "kafka/proto.h"
 #include "kafka/proto_group.h"
 #include "kafka/records.h"
+#include "kafka/sasl.h"
 #include "kafka/wire.h"
 
 namespace {
@@ -205,13 +206,15 @@ TEST_F(Raw, ApiVersionsUnknownVersionGetsV0Body)
 		{KM_API_FIND_COORDINATOR, 0, 2}, {KM_API_JOIN_GROUP, 0, 5},
 		{KM_API_HEARTBEAT, 0, 3},    {KM_API_LEAVE_GROUP, 0, 3},
 		{KM_API_SYNC_GROUP, 0, 3},   {KM_API_DESCRIBE_GROUPS, 0, 4},
-		{KM_API_LIST_GROUPS, 0, 5},  {KM_API_API_VERSIONS, 0, 3},
+		{KM_API_LIST_GROUPS, 0, 5},  {KM_API_SASL_HANDSHAKE, 0, 1},
+		{KM_API_API_VERSIONS, 0, 3},
 		{KM_API_CREATE_TOPICS, 2, 7}, {KM_API_DELETE_TOPICS, 1, 6},
 		{KM_API_DELETE_RECORDS, 0, 2},
 		{KM_API_INIT_PRODUCER_ID, 0, 4},
 		{KM_API_ADD_PARTITIONS_TO_TXN, 0, 3}, {KM_API_ADD_OFFSETS_TO_TXN, 0, 4},
 		{KM_API_END_TXN, 0, 4}, {KM_API_TXN_OFFSET_COMMIT, 0, 4},
 		{KM_API_DESCRIBE_CONFIGS, 1, 4},
+		{KM_API_SASL_AUTHENTICATE, 0, 2},
 		{KM_API_CREATE_PARTITIONS, 0, 3},
 		{KM_API_DELETE_GROUPS, 0, 2},
 		{KM_API_OFFSET_DELETE, 0, 0},

@@ -36,6 +36,8 @@
 #include "dataplane/net/kframe.h"
 #include "dataplane/serve/local_write.h"
 #include "dataplane/serve/tconfig.h"
+#include "dataplane/serve/acl.h"
+#include "kafka/proto_acls.h"
 #include "dataplane/net/net.h"
 #include "control/config.h"
 #include "control/cluster_id.h"
