@@ -78,6 +78,24 @@ void km_snet_conn_set_host(struct km_net_conn *c, const char *host)
 		snprintf(sc_of(c)->host, sizeof(sc_of(c)->host), "%s", host);
 }
 
+int km_snet_conn_principal(const struct km_net_conn *c, char *out,
+			   size_t cap)
+{
+	(void)c, (void)out, (void)cap;
+	return 0;
+}
+
+int km_snet_listen(struct km_net *net, const char *ipv4, uint16_t port,
+		   const struct km_netsec *lsec, const struct km_net_handler *h,
+		   void *ctx, struct km_net_listener **out)
+{
+	struct snet *sn = sn_of(net);
+
+	if (lsec != NULL && lsec->ssl_ctx != NULL)
+		return -EOPNOTSUPP;
+	return km_net_listen(sn->inner, ipv4, port, h, ctx, out);
+}
+
 const char *km_snet_conn_why(const struct km_net_conn *c)
 {
 	if (!km_snet_is(c->net))
@@ -424,6 +442,8 @@ static int s_connect(struct km_net *net, const char *ipv4, uint16_t port,
 	struct sconn *c = NULL;
 	int rc;
 
+	if (sn->sec == NULL)
+		return -EOPNOTSUPP; /* a listener's wrapper only */
 	for (uint32_t i = 0; i < sn->conns_max && c == NULL; i++)
 		if (!sn->conns[i].used)
 			c = &sn->conns[i];

@@ -305,8 +305,14 @@ TEST(Config, BadValues)
 		{ "topics=ok," + t250, "topic 2 is longer than 249 characters" },
 		{ "topics=a,b,a", "topic \"a\" is listed twice" },
 		{ "topics=" + t129, "more than 128 entries" },
-		{ "listeners=a:1,b:2", "only one listener is supported" },
-		{ "listeners=SASL_SSL://:9093", "\"SASL_SSL://:9093\": only PLAINTEXT:// is supported (kmirror has no TLS or SASL)" },
+		{ "listeners=a:1,b:2", "listener name PLAINTEXT appears twice (each listener needs its own)" },
+		{ "listeners=PLAINTEXT://:1,SSL://:1", "port 1 appears twice (each listener needs its own)" },
+		{ "listeners=A B://:9093", "\"A B://:9093\": a listener name is letters, digits, _ and -" },
+		{ "listeners=://:9093", "\"://:9093\": a listener name of 1 to 31 characters before ://" },
+		{ "listeners=A://:1,B://:2,C://:3,D://:4,E://:5", "more than 4 entries" },
+		{ "listener.security.protocol.map=X:TLS", "\"X:TLS\": the protocol is PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL" },
+		{ "listener.security.protocol.map=X", "\"X\": expected NAME:PROTOCOL" },
+		{ "ssl.client.auth=maybe", "expected none, requested or required" },
 		{ "listeners=:99999", "\":99999\": port must be a number from 0 to 65535" },
 		{ "listeners=[fe80::1%eth0]:1", "\"[fe80::1%eth0]:1\": not an IPv6 address" },
 		{ "advertised.listeners=0.0.0.0:9092", "\"0.0.0.0:9092\": clients cannot connect to a wildcard address; name this host" },
@@ -868,7 +874,8 @@ TEST(Config, FormatText)
 			      "transaction.ids.max=1024\n"
 			      "transactional.id.expiration.ms=604800000\n"
 			      "auto.create.topics.enable=false\n"
-			      "num.partitions=1\n"),
+			      "num.partitions=1\n"
+			      "ssl.client.auth=none\n"),
 		  text);
 }
 
