@@ -379,7 +379,7 @@ static void in_recv(struct km_net_conn *ic, const struct km_chain *data,
 	struct sconn *c = km_net_conn_ctx(ic);
 	int rc = 0;
 
-	if (c == NULL) { /* turned away at accept */
+	if (c == NULL || c->sc == NULL) { /* turned away, or no TLS state */
 		km_net_release(ic->net, buf_ids, data->n_iov);
 		return;
 	}
