@@ -139,6 +139,10 @@ struct km_daemon {
 	uint64_t loops_refused;	/* partitions FAILED as a loop */
 	/* Security to the source (daemon_security.c). */
 	struct km_netsec netsec;
+	/* TLS on the SSL and SASL_SSL listeners (daemon_security.c), and
+	 * each listener's bound port (cfg->listeners' order). */
+	struct km_netsec lsn_sec;
+	uint16_t listener_ports[KM_CONFIG_LISTENERS_MAX];
 	/* Admin topic calls from the front end (daemon_admin.c): a queue the
 	 * workers fill under the lock, an eventfd that wakes the loop. */
 	struct km_daemon_admin {

@@ -232,9 +232,16 @@ protected:
 		sets.push_back(std::string("topics=") + kTopic);
 		sets.push_back(std::string("local.topics=") + kLocal + ":1");
 		sets.push_back("sasl.users.file=" + users_);
+		bool ssl = false;
+		for (auto &kv : sets)
+			ssl = ssl || kv.rfind("listeners=", 0) == 0;
+		if (!ssl)
+			sets.push_back("listeners=PLAINTEXT://127.0.0.1:0,"
+				       "SASL_PLAINTEXT://127.0.0.1:0");
 		*out = new Daemon(dir_.file("data"), sets);
 		Daemon &d = **out;
 		ASSERT_EQ("", d.start());
+		ASSERT_EQ("", sasl_port(d, &sasl_port_));
 		std::string k = std::string(kTopic) + ":0";
 		ASSERT_EQ("", d.wait_status(
 				      [&](const std::map<std::string, PartStatus> &st) {
@@ -244,8 +251,31 @@ protected:
 				      60000));
 	}
 
+	/* The bound port of the SASL listener (status --json "listeners"). */
+	static std::string sasl_port(Daemon &d, uint16_t *port)
+	{
+		const char *exe = getenv("KM_KMIRRORCTL");
+		ChildResult r = run_command({ exe ? exe : "kmirrorctl", "--socket",
+					      d.socket(), "status", "--json" },
+					    10000);
+		json_error_t jerr;
+		json_t *root = json_loads(r.out.c_str(), 0, &jerr), *row;
+		size_t i;
+		*port = 0;
+		if (root == nullptr)
+			return "status: " + r.describe();
+		json_array_foreach(json_object_get(root, "listeners"), i, row) {
+			std::string proto = json_string_value(json_object_get(row, "protocol"));
+			if (proto.rfind("SASL_", 0) == 0)
+				*port = (uint16_t)json_integer_value(json_object_get(row, "port"));
+		}
+		json_decref(root);
+		return *port != 0 ? "" : "no SASL listener in: " + r.out;
+	}
+	std::string sasl_bs() const { return "127.0.0.1:" + std::to_string(sasl_port_); }
+
 	/* librdkafka's consumer of the mirror. */
-	std::string rdk_read(const Daemon &d, const Props &p,
+	std::string rdk_read(const std::string &bs, const Props &p,
 			     std::vector<std::string> *got, int timeout_ms = 20000)
 	{
 		ConsumeSpec c;
@@ -254,19 +284,19 @@ protected:
 		c.conf = p;
 		c.timeout_ms = timeout_ms;
 		std::vector<Message> m;
-		std::string e = consume(d.bootstrap(), c, &m);
+		std::string e = consume(bs, c, &m);
 		*got = values(m);
 		return e;
 	}
 
 	/* Kafka's ConsoleConsumer with a SASL consumer.config. */
-	ChildResult java_read(const Daemon &d, const std::string &topic,
+	ChildResult java_read(const std::string &bs, const std::string &topic,
 			      const std::string &conf, int64_t max, int timeout_ms)
 	{
 		std::string f = dir_.file("consumer-" + std::to_string(++files_));
 		EXPECT_TRUE(put(f, conf, 0600));
 		return kafka_tool("org.apache.kafka.tools.consumer.ConsoleConsumer",
-				  { "--bootstrap-server", d.bootstrap(), "--topic", topic,
+				  { "--bootstrap-server", bs, "--topic", topic,
 				    "--partition", "0", "--offset", "earliest",
 				    "--max-messages", std::to_string(max), "--timeout-ms",
 				    std::to_string(timeout_ms), "--consumer.config", f,
@@ -297,6 +327,7 @@ protected:
 	TempDir dir_{ "km-kafka-sasl" };
 	std::string users_;
 	int files_ = 0;
+	uint16_t sasl_port_ = 0;
 };
 
 KafkaBroker *KafkaSasl::broker_ = nullptr;
@@ -342,13 +373,21 @@ TEST_F(KafkaSasl, LibrdkafkaReadsTheMirrorWithEachMechanism)
 		       { "PLAIN", "bob", "bob-pw" } }; /* a SCRAM-SHA-512 credential */
 	for (auto &l : logins) {
 		std::vector<std::string> got;
-		EXPECT_EQ("", rdk_read(*d, rdk_sasl(l.mech, l.user, l.pw), &got))
+		EXPECT_EQ("", rdk_read(sasl_bs(), rdk_sasl(l.mech, l.user, l.pw), &got))
 			<< l.mech << " " << l.user;
 		EXPECT_EQ("", same(*truth_, got)) << l.mech << " " << l.user;
 	}
 	EXPECT_GE(counter(*d, "sasl_authentications"), 4);
 	EXPECT_EQ(0, counter(*d, "sasl_failed_authentications"));
-	EXPECT_NE("", rdk_login_error(d->bootstrap(), {})) << "a PLAINTEXT client was answered";
+	EXPECT_NE("", rdk_login_error(sasl_bs(), {})) << "a PLAINTEXT client was answered";
+	/* The PLAINTEXT listener beside it needs no login. */
+	std::vector<std::string> got;
+	ConsumeSpec c;
+	c.topic = kTopic;
+	c.to = end_;
+	std::vector<Message> m;
+	EXPECT_EQ("", consume(d->bootstrap(), c, &m));
+	EXPECT_EQ("", same(*truth_, values(m)));
 	std::string log = stop_log(*d);
 	EXPECT_NE(std::string::npos,
 		  log.find("Unexpected Kafka request of type Metadata during SASL handshake"))
@@ -367,7 +406,7 @@ TEST_F(KafkaSasl, JavaClientsWithEachMechanism)
 			 std::make_pair("SCRAM-SHA-512", "bob"),
 			 std::make_pair("PLAIN", "alice") }) {
 		std::string pw = std::string(m.second) + "-pw";
-		ChildResult r = java_read(*d, kTopic, java_sasl(m.first, m.second, pw),
+		ChildResult r = java_read(sasl_bs(), kTopic, java_sasl(m.first, m.second, pw),
 					  end_, 30000);
 		EXPECT_EQ(0, r.exit_code) << m.first << ": " << r.describe() << r.err;
 		EXPECT_EQ("", same(*truth_, java_values(r.out))) << m.first << ": " << r.err;
@@ -378,7 +417,7 @@ TEST_F(KafkaSasl, JavaClientsWithEachMechanism)
 		"org.apache.kafka.tools.ProducerPerformance",
 		{ "--topic", kLocal, "--num-records", "50", "--record-size", "100",
 		  "--throughput", "-1", "--producer.config", f, "--producer-props",
-		  "bootstrap.servers=" + d->bootstrap(), "acks=all" },
+		  "bootstrap.servers=" + sasl_bs(), "acks=all" },
 		120000);
 	ASSERT_EQ(0, r.exit_code) << r.describe() << r.err;
 	ASSERT_NE(std::string::npos, r.out.find("50 records sent")) << r.out << r.err;
@@ -387,7 +426,7 @@ TEST_F(KafkaSasl, JavaClientsWithEachMechanism)
 	c.to = 50;
 	c.conf = rdk_sasl("SCRAM-SHA-256", "alice", "alice-pw");
 	std::vector<Message> got;
-	ASSERT_EQ("", consume(d->bootstrap(), c, &got));
+	ASSERT_EQ("", consume(sasl_bs(), c, &got));
 	EXPECT_EQ(50u, got.size());
 }
 
@@ -400,17 +439,17 @@ TEST_F(KafkaSasl, WrongCredentialsAreRefusedAsKafkaRefusesThem)
 	std::unique_ptr<Daemon> d(dp);
 	const std::string invalid = "Authentication failed during authentication due "
 				    "to invalid credentials with SASL mechanism ";
-	std::string e = rdk_login_error(d->bootstrap(), rdk_sasl("SCRAM-SHA-256", "alice", "wrong"));
+	std::string e = rdk_login_error(sasl_bs(), rdk_sasl("SCRAM-SHA-256", "alice", "wrong"));
 	EXPECT_NE(std::string::npos, e.find(invalid + "SCRAM-SHA-256")) << e;
-	e = rdk_login_error(d->bootstrap(), rdk_sasl("SCRAM-SHA-512", "mallory", "alice-pw"));
+	e = rdk_login_error(sasl_bs(), rdk_sasl("SCRAM-SHA-512", "mallory", "alice-pw"));
 	EXPECT_NE(std::string::npos, e.find(invalid + "SCRAM-SHA-512")) << e;
 	/* bob has no SCRAM-SHA-256 credential. */
-	e = rdk_login_error(d->bootstrap(), rdk_sasl("SCRAM-SHA-256", "bob", "bob-pw"));
+	e = rdk_login_error(sasl_bs(), rdk_sasl("SCRAM-SHA-256", "bob", "bob-pw"));
 	EXPECT_NE(std::string::npos, e.find(invalid + "SCRAM-SHA-256")) << e;
-	e = rdk_login_error(d->bootstrap(), rdk_sasl("PLAIN", "alice", "alice-pw"));
+	e = rdk_login_error(sasl_bs(), rdk_sasl("PLAIN", "alice", "alice-pw"));
 	EXPECT_NE(std::string::npos, e.find("SCRAM-SHA-256,SCRAM-SHA-512")) << e;
 
-	ChildResult r = java_read(*d, kTopic, java_sasl("SCRAM-SHA-256", "alice", "wrong"),
+	ChildResult r = java_read(sasl_bs(), kTopic, java_sasl("SCRAM-SHA-256", "alice", "wrong"),
 				  end_, 10000);
 	EXPECT_NE(std::string::npos, r.err.find("SaslAuthenticationException")) << r.err;
 	EXPECT_NE(std::string::npos, r.err.find(invalid + "SCRAM-SHA-256")) << r.err;
@@ -430,29 +469,29 @@ TEST_F(KafkaSasl, UsersFileChangesApplyWithoutRestart)
 	std::vector<std::string> got;
 	auto carol = rdk_sasl("SCRAM-SHA-256", "carol", "carol-pw");
 	auto alice = rdk_sasl("SCRAM-SHA-512", "alice", "alice-pw");
-	ASSERT_EQ("", rdk_read(*d, carol, &got));
+	ASSERT_EQ("", rdk_read(sasl_bs(), carol, &got));
 	EXPECT_EQ("", same(*truth_, got));
 	ChildResult r = users_tool({ "remove", users_, "carol" }, "");
 	ASSERT_EQ(0, r.exit_code) << r.err;
-	std::string e = rdk_login_error(d->bootstrap(), carol);
+	std::string e = rdk_login_error(sasl_bs(), carol);
 	EXPECT_NE(std::string::npos, e.find("invalid credentials")) << e;
-	EXPECT_EQ("", rdk_read(*d, alice, &got));
+	EXPECT_EQ("", rdk_read(sasl_bs(), alice, &got));
 	EXPECT_GE(counter(*d, "sasl_users_file_reloads"), 1);
 
 	std::string good = read_file(users_);
 	ASSERT_TRUE(put(users_, good + "dave SCRAM-SHA-256 salt=notbase64\n", 0600));
-	EXPECT_EQ("", rdk_read(*d, alice, &got)) << "the old table must stay";
+	EXPECT_EQ("", rdk_read(sasl_bs(), alice, &got)) << "the old table must stay";
 	EXPECT_EQ("", same(*truth_, got));
 	int64_t errors = counter(*d, "sasl_users_file_errors");
 	EXPECT_GE(errors, 1);
 	ASSERT_TRUE(put(users_, good, 0644));
-	EXPECT_EQ("", rdk_read(*d, alice, &got));
+	EXPECT_EQ("", rdk_read(sasl_bs(), alice, &got));
 	EXPECT_GT(counter(*d, "sasl_users_file_errors"), errors);
 
 	ASSERT_EQ(0, chmod(users_.c_str(), 0600));
 	r = users_tool({ "add", users_, "dave" }, "dave-pw");
 	ASSERT_EQ(0, r.exit_code) << r.err;
-	EXPECT_EQ("", rdk_read(*d, rdk_sasl("SCRAM-SHA-256", "dave", "dave-pw"), &got));
+	EXPECT_EQ("", rdk_read(sasl_bs(), rdk_sasl("SCRAM-SHA-256", "dave", "dave-pw"), &got));
 	EXPECT_EQ("", same(*truth_, got));
 	std::string log = stop_log(*d);
 	EXPECT_NE(std::string::npos, log.find("line 6:")) << log;
@@ -473,7 +512,7 @@ TEST_F(KafkaSasl, SessionsEndAndJavaClientsReauthenticate)
 	ASSERT_TRUE(put(f, java_sasl("SCRAM-SHA-256", "alice", "alice-pw"), 0600));
 	Child c;
 	ASSERT_EQ("", kafka_tool_spawn(&c, "org.apache.kafka.tools.consumer.ConsoleConsumer",
-				       { "--bootstrap-server", d->bootstrap(), "--topic",
+				       { "--bootstrap-server", sasl_bs(), "--topic",
 					 kLocal, "--partition", "0", "--offset", "earliest",
 					 "--max-messages", std::to_string(rounds * per),
 					 "--timeout-ms", "60000", "--consumer.config", f,
@@ -493,7 +532,7 @@ TEST_F(KafkaSasl, SessionsEndAndJavaClientsReauthenticate)
 		p.count = per;
 		p.first_seq = i * per;
 		p.conf = rdk_sasl("SCRAM-SHA-256", "alice", "alice-pw");
-		ASSERT_EQ("", produce(d->bootstrap(), p)) << "round " << i;
+		ASSERT_EQ("", produce(sasl_bs(), p)) << "round " << i;
 		read_lines((size_t)(i + 1) * per, 30000);
 		ASSERT_EQ((size_t)(i + 1) * per, lines.size()) << "round " << i;
 		if (i == 0)
@@ -518,7 +557,7 @@ TEST_F(KafkaSasl, SessionsEndAndJavaClientsReauthenticate)
 	std::string err;
 	Props props = rdk_sasl("SCRAM-SHA-256", "alice", "alice-pw");
 	props.push_back({ "group.id", "kafka-sasl-expiry" });
-	props.push_back({ "bootstrap.servers", d->bootstrap() });
+	props.push_back({ "bootstrap.servers", sasl_bs() });
 	rd_kafka_t *rk = client_new(RD_KAFKA_CONSUMER, props, &err);
 	ASSERT_NE(nullptr, rk) << err;
 	rd_kafka_topic_partition_list_t *tp = rd_kafka_topic_partition_list_new(1);
@@ -538,7 +577,7 @@ TEST_F(KafkaSasl, SessionsEndAndJavaClientsReauthenticate)
 	p.topic = kLocal;
 	p.count = 1;
 	p.conf = rdk_sasl("SCRAM-SHA-512", "bob", "bob-pw");
-	ASSERT_EQ("", produce(d->bootstrap(), p));
+	ASSERT_EQ("", produce(sasl_bs(), p));
 	int64_t got_offset = -1;
 	poll_until(
 		[&] {
