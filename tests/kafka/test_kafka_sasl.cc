@@ -19,7 +19,9 @@
  * across several session lifetimes while records are produced after each
  * re-authentication the counter shows; a librdkafka 2.0.2 consumer, which
  * cannot re-authenticate, is disconnected at its first request after the
- * session's end (as Kafka does) and reconnects. */
+ * session's end (as Kafka does) and reconnects. kmirrord listens on a
+ * PLAINTEXT and a SASL_PLAINTEXT listener (SASL_SSL in one case, with a CA
+ * and certificate made by openssl). */
 #include <jansson.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -232,10 +234,10 @@ protected:
 		sets.push_back(std::string("topics=") + kTopic);
 		sets.push_back(std::string("local.topics=") + kLocal + ":1");
 		sets.push_back("sasl.users.file=" + users_);
-		bool ssl = false;
+		bool given = false;
 		for (auto &kv : sets)
-			ssl = ssl || kv.rfind("listeners=", 0) == 0;
-		if (!ssl)
+			given = given || kv.rfind("listeners=", 0) == 0;
+		if (!given)
 			sets.push_back("listeners=PLAINTEXT://127.0.0.1:0,"
 				       "SASL_PLAINTEXT://127.0.0.1:0");
 		*out = new Daemon(dir_.file("data"), sets);
@@ -594,4 +596,53 @@ TEST_F(KafkaSasl, SessionsEndAndJavaClientsReauthenticate)
 	rd_kafka_destroy(rk);
 	std::string log = stop_log(*d);
 	EXPECT_NE(std::string::npos, log.find("expired (connections.max.reauth.ms)")) << log;
+}
+
+/* SASL_SSL (TLS on the listener, wt-lsn's, with SASL inside it): a CA and
+ * kmirrord's certificate made with openssl; librdkafka and Kafka's Java
+ * consumer (a PEM truststore) log in over TLS and read the mirror; a wrong
+ * password over TLS gets Kafka's words. */
+TEST_F(KafkaSasl, SaslSslListener)
+{
+	std::string d = dir_.path();
+	ChildResult r = run_command(
+		{ "sh", "-c",
+		  "cd '" + d + "' && "
+		  "openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.pem "
+		  "-subj /CN=kafka-sasl-ca -days 2 && "
+		  "openssl req -newkey rsa:2048 -nodes -keyout srv.key -out srv.csr "
+		  "-subj /CN=kmirrord && "
+		  "printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\\n' > srv.ext && "
+		  "openssl x509 -req -in srv.csr -CA ca.pem -CAkey ca.key -CAcreateserial "
+		  "-out srv.pem -days 2 -extfile srv.ext && chmod 600 srv.key" },
+		60000);
+	ASSERT_EQ(0, r.exit_code) << r.describe() << r.err;
+	Daemon *dp;
+	ASSERT_NO_FATAL_FAILURE(start(&dp, { "listeners=PLAINTEXT://127.0.0.1:0,SASL_SSL://127.0.0.1:0",
+					     "ssl.certificate.location=" + d + "/srv.pem",
+					     "ssl.key.location=" + d + "/srv.key",
+					     "sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-256,SCRAM-SHA-512" }));
+	std::unique_ptr<Daemon> dm(dp);
+	auto tls = [&](Props p) {
+		p[0].second = "SASL_SSL";
+		p.push_back({ "ssl.ca.location", d + "/ca.pem" });
+		return p;
+	};
+	std::vector<std::string> got;
+	EXPECT_EQ("", rdk_read(sasl_bs(), tls(rdk_sasl("SCRAM-SHA-512", "bob", "bob-pw")), &got));
+	EXPECT_EQ("", same(*truth_, got));
+	EXPECT_EQ("", rdk_read(sasl_bs(), tls(rdk_sasl("PLAIN", "alice", "alice-pw")), &got));
+	EXPECT_EQ("", same(*truth_, got));
+	std::string e = rdk_login_error(sasl_bs(), tls(rdk_sasl("SCRAM-SHA-256", "alice", "wrong")));
+	EXPECT_NE(std::string::npos, e.find("Authentication failed during authentication due to "
+					    "invalid credentials with SASL mechanism SCRAM-SHA-256"))
+		<< e;
+	std::string conf = java_sasl("SCRAM-SHA-256", "alice", "alice-pw");
+	conf.replace(conf.find("SASL_PLAINTEXT"), 14, "SASL_SSL");
+	conf += "ssl.truststore.type=PEM\nssl.truststore.location=" + d + "/ca.pem\n";
+	r = java_read(sasl_bs(), kTopic, conf, end_, 30000);
+	EXPECT_EQ(0, r.exit_code) << r.describe() << r.err;
+	EXPECT_EQ("", same(*truth_, java_values(r.out))) << r.err;
+	EXPECT_GE(counter(*dm, "sasl_authentications"), 3);
+	EXPECT_EQ(1, counter(*dm, "sasl_failed_authentications"));
 }
