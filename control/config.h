@@ -60,6 +60,9 @@ struct km_log_config; /* iouring_log/log.h: not included, so that this header
 #define KM_CONFIG_FILE_BYTES_MAX (1u << 20) /* largest config file read */
 #define KM_CONFIG_SETS_MAX 256u		/* --set flags */
 #define KM_CONFIG_LOCAL_PARTS_MAX 1024u /* partitions of a local topic */
+#define KM_CONFIG_LISTENERS_MAX 4u	/* `listeners` entries */
+#define KM_CONFIG_LISTENER_NAME_BYTES 32u /* a listener's name + NUL */
+#define KM_CONFIG_PROTOCOL_MAP_MAX 8u	/* listener.security.protocol.map */
 /* Enough for any message km_config_* and km_cluster_id_* write. */
 #define KM_CONFIG_ERR_BYTES_MAX 2048u
 
@@ -86,6 +89,26 @@ enum km_config_offset_reset {
 struct km_config_addr {
 	char host[KM_CONFIG_HOST_BYTES_MAX];
 	uint16_t port;
+};
+
+/* One Kafka listener: NAME://host:port. Its security protocol (enum
+ * km_secproto, dataplane/net/secconn.h) comes from
+ * listener.security.protocol.map by name; its advertised address from the
+ * advertised.listeners entry of the same name, else its own (the
+ * machine's host name for a wildcard host; port 0 is filled in after
+ * bind). */
+struct km_config_listener {
+	char name[KM_CONFIG_LISTENER_NAME_BYTES];
+	int protocol;
+	struct km_config_addr addr;
+	struct km_config_addr advertised;
+	bool advertised_set;
+};
+
+/* listener.security.protocol.map: NAME:PROTOCOL. */
+struct km_config_protocol_map {
+	char name[KM_CONFIG_LISTENER_NAME_BYTES];
+	int protocol;
 };
 
 struct km_config_dpdk {
@@ -245,6 +268,26 @@ struct km_config {
 	 * (Kafka's transactional.id.expiration.ms, 7 days). */
 	uint32_t txn_ids_max;
 	uint64_t txn_id_expiration_ms;
+	/* Several listeners (issue 16): listener/advertised above are the
+	 * primary one's (the first PLAINTEXT listener, else the first), the
+	 * address kmirrord reaches itself on and writes to its port file. */
+	struct km_config_listener listeners[KM_CONFIG_LISTENERS_MAX];
+	uint32_t listeners_count;
+	/* advertised.listeners as given, matched by name once listeners are
+	 * known (km_config_derive). */
+	struct km_config_listener adv_given[KM_CONFIG_LISTENERS_MAX];
+	uint32_t adv_given_count;
+	struct km_config_protocol_map protocol_map[KM_CONFIG_PROTOCOL_MAP_MAX];
+	uint32_t protocol_map_count;	/* 0: Kafka's default map */
+	/* TLS on SSL and SASL_SSL listeners: PEM certificate chain and key,
+	 * a file holding the key's password, the CA that client
+	 * certificates must chain to, and Kafka's ssl.client.auth (0 none,
+	 * 1 requested, 2 required). */
+	char ssl_cert[KM_CONFIG_PATH_BYTES_MAX];
+	char ssl_key[KM_CONFIG_PATH_BYTES_MAX];
+	char ssl_key_password_file[KM_CONFIG_PATH_BYTES_MAX];
+	char ssl_ca[KM_CONFIG_PATH_BYTES_MAX];
+	int ssl_client_auth;
 	/* SASL on the listener (issue 16): sasl.enabled.mechanisms (bits
 	 * 1u << enum km_sasl_mech, kafka/sasl.h), sasl.users.file (the
 	 * salted credentials kmirror-users writes) and KIP-368's

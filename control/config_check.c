@@ -107,6 +107,133 @@ static int check_dpdk(struct km_config *cfg, bool workers_set,
 	return KM_ECFGMISSING;
 }
 
+/* A listener's protocol: listener.security.protocol.map's, or Kafka's
+ * default map (each protocol's name maps to itself). */
+static int listener_protocol(const struct km_config *cfg,
+			     struct km_config_listener *l, const char *prefix,
+			     char *err, size_t err_len)
+{
+	for (uint32_t i = 0; i < cfg->protocol_map_count; i++)
+		if (strcmp(cfg->protocol_map[i].name, l->name) == 0) {
+			l->protocol = cfg->protocol_map[i].protocol;
+			return 0;
+		}
+	if (cfg->protocol_map_count == 0 &&
+	    km_config_protocol_of(l->name, &l->protocol) == 0)
+		return 0;
+	km_config_errf(err, err_len, "%slisteners: listener %s is not in "
+		       "listener.security.protocol.map", prefix, l->name);
+	return KM_ECFGMISSING;
+}
+
+/* advertised.listeners by name; a listener it does not name advertises
+ * its own address, the machine's host name for a wildcard host. */
+static int listener_advertised(const struct km_config *cfg,
+			       struct km_config_listener *l)
+{
+	for (uint32_t i = 0; i < cfg->adv_given_count; i++)
+		if (strcmp(cfg->adv_given[i].name, l->name) == 0) {
+			l->advertised = cfg->adv_given[i].addr;
+			l->advertised_set = true;
+			return 0;
+		}
+	l->advertised = l->addr;
+	if (km_config_host_is_any(l->addr.host) &&
+	    gethostname(l->advertised.host, sizeof(l->advertised.host)) < 0)
+		strcpy(l->advertised.host, "localhost");
+	l->advertised.host[sizeof(l->advertised.host) - 1] = '\0';
+	return 0;
+}
+
+static int check_listener_tls(const struct km_config *cfg,
+			      const struct km_config_listener *l,
+			      const char *prefix, char *err, size_t err_len)
+{
+	const char *missing = NULL;
+
+	if (l->protocol != 1 && l->protocol != 3) /* SSL, SASL_SSL */
+		return 0;
+	if (cfg->ssl_cert[0] == '\0')
+		missing = "ssl.certificate.location";
+	else if (cfg->ssl_key[0] == '\0')
+		missing = "ssl.key.location";
+	else if (cfg->ssl_client_auth != 0 && cfg->ssl_ca[0] == '\0')
+		missing = "ssl.ca.location (ssl.client.auth checks client "
+			  "certificates against it)";
+	if (missing == NULL)
+		return 0;
+	km_config_errf(err, err_len, "%slistener %s (%s) needs %s", prefix,
+		       l->name, km_config_protocol_name(l->protocol), missing);
+	return KM_ECFGMISSING;
+}
+
+/* A SASL listener authenticates against sasl.users.file; a file with no
+ * SASL listener is a mistake, not a default. */
+static int check_listener_sasl(const struct km_config *cfg,
+			       const char *prefix, char *err, size_t err_len)
+{
+	const struct km_config_listener *sasl = NULL;
+
+	for (uint32_t i = 0; i < cfg->listeners_count && sasl == NULL; i++)
+		if (cfg->listeners[i].protocol == 2 || /* SASL_PLAINTEXT */
+		    cfg->listeners[i].protocol == 3)   /* SASL_SSL */
+			sasl = &cfg->listeners[i];
+	if (sasl != NULL && cfg->sasl_users_file[0] == '\0') {
+		km_config_errf(err, err_len, "%slistener %s (%s) needs "
+			       "sasl.users.file (written by kmirror-users)",
+			       prefix, sasl->name,
+			       km_config_protocol_name(sasl->protocol));
+		return KM_ECFGMISSING;
+	}
+	if (sasl == NULL && cfg->sasl_users_file[0] != '\0') {
+		km_config_errf(err, err_len, "%ssasl.users.file is set but no "
+			       "listener is SASL_PLAINTEXT or SASL_SSL", prefix);
+		return KM_ECFGVALUE;
+	}
+	return 0;
+}
+
+static int derive_listeners(struct km_config *cfg, const char *prefix,
+			    char *err, size_t err_len)
+{
+	uint32_t primary = UINT32_MAX;
+	int rc;
+
+	if (cfg->listeners_count == 0) {
+		memset(&cfg->listeners[0], 0, sizeof(cfg->listeners[0]));
+		strcpy(cfg->listeners[0].name, "PLAINTEXT");
+		cfg->listeners[0].addr = cfg->listener;
+		cfg->listeners_count = 1;
+	}
+	for (uint32_t i = 0; i < cfg->adv_given_count; i++) {
+		bool found = false;
+
+		for (uint32_t j = 0; j < cfg->listeners_count; j++)
+			found |= strcmp(cfg->listeners[j].name,
+					cfg->adv_given[i].name) == 0;
+		if (!found) {
+			km_config_errf(err, err_len, "%sadvertised.listeners "
+				       "names %s, which listeners does not",
+				       prefix, cfg->adv_given[i].name);
+			return KM_ECFGMISSING;
+		}
+	}
+	for (uint32_t i = 0; i < cfg->listeners_count; i++) {
+		struct km_config_listener *l = &cfg->listeners[i];
+
+		if ((rc = listener_protocol(cfg, l, prefix, err, err_len)) < 0 ||
+		    (rc = check_listener_tls(cfg, l, prefix, err, err_len)) < 0)
+			return rc;
+		listener_advertised(cfg, l);
+		if (primary == UINT32_MAX && l->protocol == 0)
+			primary = i;
+	}
+	primary = primary == UINT32_MAX ? 0 : primary;
+	cfg->listener = cfg->listeners[primary].addr;
+	cfg->advertised = cfg->listeners[primary].advertised;
+	return check_listener_sasl(cfg, prefix, err, err_len);
+}
+
 int km_config_derive(struct km_config *cfg, const char *prefix, char *err,
 		     size_t err_len)
 {
@@ -123,15 +250,7 @@ int km_config_derive(struct km_config *cfg, const char *prefix, char *err,
 			return KM_ECFGMISSING;
 		}
 	}
-	if (!cfg->advertised_set) {
-		cfg->advertised = cfg->listener;
-		if (km_config_host_is_any(cfg->listener.host) &&
-		    gethostname(cfg->advertised.host,
-				sizeof(cfg->advertised.host)) < 0)
-			strcpy(cfg->advertised.host, "localhost");
-		cfg->advertised.host[sizeof(cfg->advertised.host) - 1] = '\0';
-	}
-	return 0;
+	return derive_listeners(cfg, prefix, err, err_len);
 }
 
 /* SASL needs its three keys, and they mean nothing without it (a

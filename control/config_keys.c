@@ -189,36 +189,56 @@ static void format_groups_exclude(const struct km_config *cfg,
 
 static int apply_listeners(const struct km_config_ctx *c)
 {
-	uint32_t n;
+	return km_config_parse_listeners(c, KM_CONFIG_ADDR_LISTENER,
+					 CFG(c)->listeners,
+					 KM_CONFIG_LISTENERS_MAX,
+					 &CFG(c)->listeners_count);
+}
 
-	return km_config_parse_addrs(c, KM_CONFIG_ADDR_LISTENER,
-				     &CFG(c)->listener, 1, &n);
+static void format_listener_list(const struct km_config_listener *l,
+				 uint32_t n, bool adv, struct km_config_sink *s)
+{
+	for (uint32_t i = 0; i < n; i++) {
+		km_config_emit(s, "%s%s://", i ? "," : "", l[i].name);
+		km_config_emit_addr(s, adv ? &l[i].advertised : &l[i].addr);
+	}
 }
 
 static void format_listeners(const struct km_config *cfg,
 			     struct km_config_sink *s)
 {
-	km_config_emit(s, "PLAINTEXT://");
-	km_config_emit_addr(s, &cfg->listener);
+	if (cfg->listeners_count == 0) {
+		km_config_emit(s, "PLAINTEXT://");
+		km_config_emit_addr(s, &cfg->listener);
+		return;
+	}
+	format_listener_list(cfg->listeners, cfg->listeners_count, false, s);
 }
 
 static int apply_advertised(const struct km_config_ctx *c)
 {
-	uint32_t n;
-	int rc = km_config_parse_addrs(c, KM_CONFIG_ADDR_ADVERTISED,
-				       &CFG(c)->advertised, 1, &n);
+	int rc = km_config_parse_listeners(c, KM_CONFIG_ADDR_ADVERTISED,
+					   CFG(c)->adv_given,
+					   KM_CONFIG_LISTENERS_MAX,
+					   &CFG(c)->adv_given_count);
 
 	CFG(c)->advertised_set = rc == 0;
 	return rc;
 }
 
+/* What was given, by name (the others advertise their own address). */
 static void format_advertised(const struct km_config *cfg,
 			      struct km_config_sink *s)
 {
+	struct km_config_listener l[KM_CONFIG_LISTENERS_MAX];
+
 	if (!cfg->advertised_set)
 		return;
-	km_config_emit(s, "PLAINTEXT://");
-	km_config_emit_addr(s, &cfg->advertised);
+	for (uint32_t i = 0; i < cfg->adv_given_count; i++) {
+		l[i] = cfg->adv_given[i];
+		l[i].advertised = l[i].addr;
+	}
+	format_listener_list(l, cfg->adv_given_count, true, s);
 }
 
 static int apply_control_socket(const struct km_config_ctx *c)
@@ -559,6 +579,32 @@ static void format_sasl_mechanism(const struct km_config *cfg,
 					(enum km_sasl_mech)cfg->source_sasl_mechanism));
 }
 
+/* ---- security on kmirrord's listeners (issue 16) ---- */
+
+PATH_KEY(lsn_ssl_cert, ssl_cert)
+PATH_KEY(lsn_ssl_key, ssl_key)
+PATH_KEY(lsn_ssl_key_password_file, ssl_key_password_file)
+PATH_KEY(lsn_ssl_ca, ssl_ca)
+
+static const char *const client_auths[] = { "none", "requested", "required" };
+
+static int apply_protocol_map(const struct km_config_ctx *c)
+{
+	return km_config_parse_protocol_map(c, CFG(c)->protocol_map,
+					    KM_CONFIG_PROTOCOL_MAP_MAX,
+					    &CFG(c)->protocol_map_count);
+}
+
+static void format_protocol_map(const struct km_config *cfg,
+				struct km_config_sink *s)
+{
+	for (uint32_t i = 0; i < cfg->protocol_map_count; i++)
+		km_config_emit(s, "%s%s:%s", i ? "," : "",
+			       cfg->protocol_map[i].name,
+			       km_config_protocol_name(
+				       cfg->protocol_map[i].protocol));
+}
+
 /* ---- SASL on the listener (issue 16) ---- */
 
 PATH_KEY(sasl_users_file, sasl_users_file)
@@ -743,6 +789,12 @@ static const struct key_def keys[] = {
 	ENUM("auto.create.topics.enable", auto_create_topics, booleans),
 	NUMBER("num.partitions", K_U32, num_partitions, KM_CONFIG_UNITS_PLAIN, 1,
 	       1u << 20),
+	CUSTOM("listener.security.protocol.map", protocol_map),
+	CUSTOM("ssl.certificate.location", lsn_ssl_cert),
+	CUSTOM("ssl.key.location", lsn_ssl_key),
+	CUSTOM("ssl.key.password.file", lsn_ssl_key_password_file),
+	CUSTOM("ssl.ca.location", lsn_ssl_ca),
+	ENUM("ssl.client.auth", ssl_client_auth, client_auths),
 	CUSTOM("sasl.enabled.mechanisms", sasl_enabled),
 	CUSTOM("sasl.users.file", sasl_users_file),
 	NUMBER("connections.max.reauth.ms", K_U64, connections_max_reauth_ms,

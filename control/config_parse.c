@@ -379,6 +379,123 @@ int km_config_parse_addrs(const struct km_config_ctx *c,
 	return for_each_item(c, max, addr_store, &a, count);
 }
 
+/* ---- listeners: NAME://host:port (Kafka's EndPoint syntax) ---- */
+
+struct lsn_arg {
+	enum km_config_addr_kind kind;
+	struct km_config_listener *out;
+};
+
+/* The name before "://" (Kafka normalises it to upper case); none is
+ * PLAINTEXT, kmirror's older host:port form. */
+static int listener_name(const struct km_config_ctx *c, const char *item,
+			 char *name, const char **rest)
+{
+	const char *sep = strstr(item, "://");
+	size_t n = sep != NULL ? (size_t)(sep - item) : 0;
+
+	*rest = sep != NULL ? sep + 3 : item;
+	if (sep == NULL) {
+		snprintf(name, KM_CONFIG_LISTENER_NAME_BYTES, "PLAINTEXT");
+		return 0;
+	}
+	if (n == 0 || n >= KM_CONFIG_LISTENER_NAME_BYTES)
+		return km_config_bad(c, "\"%s\": a listener name of 1 to %u "
+				     "characters before ://", item,
+				     KM_CONFIG_LISTENER_NAME_BYTES - 1);
+	for (size_t i = 0; i < n; i++) {
+		if (!isalnum((unsigned char)item[i]) && item[i] != '_' &&
+		    item[i] != '-')
+			return km_config_bad(c, "\"%s\": a listener name is "
+					     "letters, digits, _ and -", item);
+		name[i] = (char)toupper((unsigned char)item[i]);
+	}
+	name[n] = '\0';
+	return 0;
+}
+
+static int listener_store(const struct km_config_ctx *c, const char *item,
+			  uint32_t index, void *arg)
+{
+	struct lsn_arg *a = arg;
+	struct km_config_listener *l = &a->out[index];
+	struct addr_arg aa = { a->kind, &l->addr };
+	const char *rest;
+	int rc;
+
+	memset(l, 0, sizeof(*l));
+	if ((rc = listener_name(c, item, l->name, &rest)) < 0 ||
+	    (rc = addr_store(c, rest, 0, &aa)) < 0)
+		return rc;
+	for (uint32_t i = 0; i < index; i++) {
+		if (strcmp(a->out[i].name, l->name) == 0)
+			return km_config_bad(c, "listener name %s appears twice "
+					     "(each listener needs its own)",
+					     l->name);
+		if (a->kind == KM_CONFIG_ADDR_LISTENER && l->addr.port != 0 &&
+		    a->out[i].addr.port == l->addr.port)
+			return km_config_bad(c, "port %u appears twice (each "
+					     "listener needs its own)",
+					     (unsigned)l->addr.port);
+	}
+	return 0;
+}
+
+int km_config_parse_listeners(const struct km_config_ctx *c,
+			      enum km_config_addr_kind kind,
+			      struct km_config_listener *out, uint32_t max,
+			      uint32_t *count)
+{
+	struct lsn_arg a = { kind, out };
+
+	return for_each_item(c, max, listener_store, &a, count);
+}
+
+static const char *const sec_protocols[] = {
+	"PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL",
+};
+
+int km_config_protocol_of(const char *name, int *out)
+{
+	for (int i = 0; i < 4; i++)
+		if (strcasecmp(name, sec_protocols[i]) == 0) {
+			*out = i;
+			return 0;
+		}
+	return KM_ECFGVALUE;
+}
+
+const char *km_config_protocol_name(int p)
+{
+	return p >= 0 && p < 4 ? sec_protocols[p] : "?";
+}
+
+static int map_store(const struct km_config_ctx *c, const char *item,
+		     uint32_t index, void *arg)
+{
+	struct km_config_protocol_map *m = &((struct km_config_protocol_map *)
+						     arg)[index];
+	const char *colon = strchr(item, ':');
+	size_t n = colon != NULL ? (size_t)(colon - item) : 0;
+
+	if (n == 0 || n >= sizeof(m->name))
+		return km_config_bad(c, "\"%s\": expected NAME:PROTOCOL", item);
+	for (size_t i = 0; i < n; i++)
+		m->name[i] = (char)toupper((unsigned char)item[i]);
+	m->name[n] = '\0';
+	if (km_config_protocol_of(colon + 1, &m->protocol) < 0)
+		return km_config_bad(c, "\"%s\": the protocol is PLAINTEXT, "
+				     "SSL, SASL_PLAINTEXT or SASL_SSL", item);
+	return 0;
+}
+
+int km_config_parse_protocol_map(const struct km_config_ctx *c,
+				 struct km_config_protocol_map *out,
+				 uint32_t max, uint32_t *count)
+{
+	return for_each_item(c, max, map_store, out, count);
+}
+
 /* Kafka's Topic.validate(): legal characters, length, not "." or "..". */
 static int topic_item(const struct km_config_ctx *c, const char *item,
 		      uint32_t index, void *arg)

@@ -57,6 +57,19 @@ int km_config_parse_addrs(const struct km_config_ctx *c,
 			  enum km_config_addr_kind kind,
 			  struct km_config_addr *out, uint32_t max,
 			  uint32_t *count);
+/* listeners, advertised.listeners: NAME://host:port, a bare host:port
+ * named PLAINTEXT; names unique, and ports for listeners. */
+int km_config_parse_listeners(const struct km_config_ctx *c,
+			      enum km_config_addr_kind kind,
+			      struct km_config_listener *out, uint32_t max,
+			      uint32_t *count);
+/* listener.security.protocol.map: NAME:PROTOCOL,... */
+int km_config_parse_protocol_map(const struct km_config_ctx *c,
+				 struct km_config_protocol_map *out,
+				 uint32_t max, uint32_t *count);
+/* PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL (any case) as 0..3. */
+int km_config_protocol_of(const char *name, int *out);
+const char *km_config_protocol_name(int p);
 int km_config_parse_topics(const struct km_config_ctx *c,
 			   char (*topics)[KM_CONFIG_TOPIC_BYTES_MAX],
 			   uint32_t *count);
@@ -102,7 +115,7 @@ bool km_config_host_is_any(const char *host);
 
 /* Keys in the table; config_keys.c asserts the count at compile time, so
  * the loader can size its per-key arrays with it. */
-#define KM_CONFIG_KEYS_COUNT 81u
+#define KM_CONFIG_KEYS_COUNT 87u
 
 /** @return the index of the key called name, or KM_ECFGKEY. */
 int km_config_key_find(const char *name);

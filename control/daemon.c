@@ -102,7 +102,7 @@ static void worker_config(const struct km_daemon *d, uint32_t id,
 	wc->parts_max = parts_of(d, id);
 	wc->parts_extra = d->table.cap - d->table.n;
 	kernel_net_config(1024, &wc->net);
-	wc->net.listeners_max = 1;
+	wc->net.listeners_max = KM_CONFIG_LISTENERS_MAX;
 	wc->alloc_pid = km_daemon_pid_alloc_next;
 	wc->alloc_pid_ctx = (void *)&d->pids;
 	wc->admin = km_daemon_admin_post;
@@ -135,6 +135,7 @@ static void worker_config(const struct km_daemon *d, uint32_t id,
 	else
 		kernel_net_config(2 * parts + 8, &wc->fetch_net);
 	wc->source_sec = km_netsec_active(&d->netsec) ? &d->netsec : NULL;
+	wc->listen_tls = d->lsn_sec.ssl_ctx != NULL;
 	wc->fe_sasl.required = km_daemon_listener_sasl(d->cfg);
 	wc->fe_sasl.users_file = d->cfg->sasl_users_file;
 	wc->fe_sasl.mechanisms = d->cfg->sasl_enabled_mechanisms;
@@ -356,31 +357,68 @@ static int write_port_file(const struct km_daemon *d)
 	return rc;
 }
 
-/* The Kafka listener, on worker 0. A failure names the host as
+/* One listener as the front end takes it: its name, protocol, the
+ * address it is advertised at, and TLS for SSL and SASL_SSL. */
+static void fe_listener(const struct km_daemon *d,
+			const struct km_config_listener *l,
+			struct km_frontend_listener *out)
+{
+	memset(out, 0, sizeof(*out));
+	snprintf(out->name, sizeof(out->name), "%s", l->name);
+	out->protocol = (enum km_secproto)l->protocol;
+	snprintf(out->advertised_host, sizeof(out->advertised_host), "%s",
+		 l->advertised.host);
+	out->advertised_port = l->advertised.port;
+	if (l->protocol == KM_SEC_SSL || l->protocol == KM_SEC_SASL_SSL)
+		out->tls = &d->lsn_sec;
+}
+
+/* A Kafka listener, on worker 0. A failure names the host as
  * configured: a name that does not resolve is not "0.0.0.0", and the
  * operator must see which key to fix. */
-static int start_listener(struct km_daemon *d)
+static int start_one_listener(struct km_daemon *d, uint32_t i)
 {
-	const struct km_config_addr *l = &d->cfg->listener;
-	const char *shown = l->host[0] ? l->host : "0.0.0.0";
+	const struct km_config_listener *l = &d->cfg->listeners[i];
+	const char *shown = l->addr.host[0] ? l->addr.host : "0.0.0.0";
 	char ip[64] = "0.0.0.0", why[KM_RESOLVE_WHY_BYTES] = "";
+	struct km_frontend_listener fl;
 	struct km_worker_reply r;
 	int rc = 0;
 
-	if (l->host[0] != '\0')
-		rc = km_resolve_ipv4_why(l->host, ip, sizeof(ip), why,
+	fe_listener(d, l, &fl);
+	if (l->addr.host[0] != '\0')
+		rc = km_resolve_ipv4_why(l->addr.host, ip, sizeof(ip), why,
 					 sizeof(why));
-	if (rc == 0 &&
-	    (rc = km_worker_listen(d->workers[0], ip, l->port, &r)) == 0)
+	if (rc == 0 && (rc = km_worker_listen_as(d->workers[0], &fl, ip,
+						 l->addr.port, &r)) == 0)
 		rc = km_worker_wait(d->ctl_efd, &r, REPLY_TIMEOUT_MS);
 	if (rc < 0) {
-		KM_ERROR("daemon", "listeners %s:%u: %s", shown, l->port,
-			 why[0] ? why : km_strerror(rc));
+		KM_ERROR("daemon", "listeners %s://%s:%u: %s", l->name, shown,
+			 l->addr.port, why[0] ? why : km_strerror(rc));
 		return rc;
 	}
-	d->kafka_port = r.port;
-	KM_INFO("daemon", "Kafka API on %s:%u (cluster id %s, node %d)", ip,
-		r.port, d->cfg->cluster_id, d->cfg->node_id);
+	d->listener_ports[i] = r.port;
+	KM_INFO("daemon", "Kafka API on %s://%s:%u (%s; cluster id %s, node "
+		"%d)", l->name, ip, r.port, km_secproto_name(fl.protocol),
+		d->cfg->cluster_id, d->cfg->node_id);
+	return 0;
+}
+
+/* Every listener; the primary one (config.h) is the port file's. */
+static int start_listener(struct km_daemon *d)
+{
+	int rc;
+
+	for (uint32_t i = 0; i < d->cfg->listeners_count; i++) {
+		if ((rc = start_one_listener(d, i)) < 0)
+			return rc;
+		if (d->kafka_port == 0 && memcmp(&d->cfg->listeners[i].addr,
+						 &d->cfg->listener,
+						 sizeof(d->cfg->listener)) == 0)
+			d->kafka_port = d->listener_ports[i];
+	}
+	if (d->kafka_port == 0)
+		d->kafka_port = d->listener_ports[0];
 	if ((rc = km_daemon_lock_update(d)) < 0)
 		return rc;
 	return write_port_file(d);

@@ -12,6 +12,27 @@
 #include "common/log.h"
 #include "control/daemon_pvt.h"
 
+/* Each listener: its name, security protocol, bound port and the
+ * address clients are told (advertised). */
+static json_t *listeners_rows(const struct km_daemon *d)
+{
+	json_t *rows = json_array();
+
+	for (uint32_t i = 0; rows != NULL && i < d->cfg->listeners_count; i++) {
+		const struct km_config_listener *l = &d->cfg->listeners[i];
+		char adv[KM_CONFIG_HOST_BYTES_MAX + 8];
+
+		snprintf(adv, sizeof(adv), "%s:%u", l->advertised.host,
+			 l->advertised.port ? l->advertised.port
+					    : d->listener_ports[i]);
+		json_array_append_new(rows, json_pack(
+			"{s:s, s:s, s:i, s:s}", "name", l->name, "protocol",
+			km_secproto_name((enum km_secproto)l->protocol), "port",
+			(int)d->listener_ports[i], "advertised", adv));
+	}
+	return rows;
+}
+
 #define LOAD(p, f) atomic_load_explicit(&(p)->stats.f, memory_order_relaxed)
 
 static const char *fetch_state_name(int st)
@@ -183,6 +204,7 @@ static int on_status(void *ctx, const json_t *req, json_t *resp)
 	json_object_set_new(resp, "cluster_id", json_string(d->cfg->cluster_id));
 	json_object_set_new(resp, "node_id", json_integer(d->cfg->node_id));
 	json_object_set_new(resp, "kafka_port", json_integer(d->kafka_port));
+	json_object_set_new(resp, "listeners", listeners_rows(d));
 	if (d->http_fd >= 0) /* metrics.listener */
 		json_object_set_new(resp, "metrics_port", json_integer(d->http_port));
 	if (d->source_cluster_id[0] != '\0')

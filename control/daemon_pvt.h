@@ -143,6 +143,10 @@ struct km_daemon {
 	/* Which TLS the source connections use and why, for the log and
 	 * status ("" without TLS): the kTLS probe's answer in kernel mode. */
 	char source_tls[320];
+	/* TLS on the SSL and SASL_SSL listeners (daemon_security.c), and
+	 * each listener's bound port (cfg->listeners' order). */
+	struct km_netsec lsn_sec;
+	uint16_t listener_ports[KM_CONFIG_LISTENERS_MAX];
 	/* Admin topic calls from the front end (daemon_admin.c): a queue the
 	 * workers fill under the lock, an eventfd that wakes the loop. */
 	struct km_daemon_admin {

@@ -81,6 +81,53 @@ static void tls_choice(struct km_daemon *d)
 	KM_INFO("security", "source TLS: %s", d->source_tls);
 }
 
+static bool listeners_tls(const struct km_config *cfg)
+{
+	for (uint32_t i = 0; i < cfg->listeners_count; i++)
+		if (cfg->listeners[i].protocol == KM_SEC_SSL ||
+		    cfg->listeners[i].protocol == KM_SEC_SASL_SSL)
+			return true;
+	return false;
+}
+
+/* The SSL and SASL_SSL listeners' TLS (ssl.* keys). A stalled handshake
+ * is bounded like an incomplete request (listener.request.timeout.ms). */
+static int listener_security_init(struct km_daemon *d)
+{
+	const struct km_config *cfg = d->cfg;
+	char key_pw[256] = "", why[512] = "";
+	struct km_netsec_server_config sc = {
+		.cert_location = cfg->ssl_cert,
+		.key_location = cfg->ssl_key[0] ? cfg->ssl_key : NULL,
+		.ca_location = cfg->ssl_ca[0] ? cfg->ssl_ca : NULL,
+		.client_auth = (enum km_tls_client_auth)cfg->ssl_client_auth,
+		.handshake_timeout_ms = cfg->request_timeout_ms,
+	};
+	int rc = 0;
+
+	if (!listeners_tls(cfg))
+		return 0;
+	if (cfg->ssl_key_password_file[0] != '\0')
+		rc = read_secret("ssl.key.password.file",
+				 cfg->ssl_key_password_file, key_pw,
+				 sizeof(key_pw));
+	if (rc < 0)
+		return rc;
+	sc.key_password = key_pw[0] ? key_pw : NULL;
+	rc = km_netsec_server_init(&d->lsn_sec, &sc, why, sizeof(why));
+	memset(key_pw, 0, sizeof(key_pw));
+	if (rc < 0) {
+		KM_ERROR("security", "listeners' TLS: %s", why);
+		return rc;
+	}
+	KM_INFO("security", "listeners' TLS: certificate %s, client "
+		"certificates %s", cfg->ssl_cert,
+		sc.client_auth == KM_TLS_CLIENT_AUTH_REQUIRED ? "required"
+		: sc.client_auth == KM_TLS_CLIENT_AUTH_REQUESTED ? "requested"
+								 : "not asked");
+	return 0;
+}
+
 int km_daemon_security_init(struct km_daemon *d)
 {
 	const struct km_config *cfg = d->cfg;
@@ -100,6 +147,8 @@ int km_daemon_security_init(struct km_daemon *d)
 	};
 	int rc;
 
+	if ((rc = listener_security_init(d)) < 0)
+		return rc;
 	if (sc.protocol == KM_SEC_PLAINTEXT)
 		return 0;
 	if ((rc = secrets(cfg, key_pw, sasl_pw, sizeof(key_pw))) < 0)
@@ -126,12 +175,16 @@ void km_daemon_security_free(struct km_daemon *d)
 {
 	km_kclient_set_security(NULL);
 	km_netsec_free(&d->netsec);
+	km_netsec_free(&d->lsn_sec);
 }
 
-/* Until listeners name their security protocol (SASL_PLAINTEXT://,
- * SASL_SSL://: the several-listeners work of issue 16), a sasl.users.file
- * puts the one Kafka listener behind SASL. */
+/* Some listener is SASL_PLAINTEXT or SASL_SSL: the workers load
+ * sasl.users.file (config_check.c makes sure it is set). */
 bool km_daemon_listener_sasl(const struct km_config *cfg)
 {
-	return cfg->sasl_users_file[0] != '\0';
+	for (uint32_t i = 0; i < cfg->listeners_count; i++)
+		if (cfg->listeners[i].protocol == KM_SEC_SASL_PLAINTEXT ||
+		    cfg->listeners[i].protocol == KM_SEC_SASL_SSL)
+			return true;
+	return false;
 }

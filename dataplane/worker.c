@@ -226,6 +226,21 @@ int km_worker_listen(struct km_worker *w, const char *ipv4, uint16_t port,
 	return km_worker_post(w, m);
 }
 
+int km_worker_listen_as(struct km_worker *w,
+			const struct km_frontend_listener *l, const char *ipv4,
+			uint16_t port, struct km_worker_reply *reply)
+{
+	struct wmsg *m = km_worker_msg_new(WMSG_LISTEN, NULL, reply);
+
+	if (m == NULL)
+		return -ENOMEM;
+	snprintf(m->u.listen.host, sizeof(m->u.listen.host), "%s", ipv4);
+	m->u.listen.port = port;
+	m->u.listen.named = true;
+	m->u.listen.l = *l;
+	return km_worker_post(w, m);
+}
+
 int km_worker_shutdown(struct km_worker *w, struct km_worker_reply *reply)
 {
 	struct wmsg *m = km_worker_msg_new(WMSG_SHUTDOWN, NULL, reply);
@@ -422,7 +437,9 @@ static void on_drop(struct km_worker *w, struct wmsg *m)
 static void on_listen(struct km_worker *w, struct wmsg *m)
 {
 	uint16_t bound = 0;
-	int rc = km_worker_fe_listen(w, m->u.listen.host, m->u.listen.port, &bound);
+	int rc = km_worker_fe_listen(w, m->u.listen.named ? &m->u.listen.l
+							 : NULL,
+				     m->u.listen.host, m->u.listen.port, &bound);
 
 	if (m->reply != NULL)
 		m->reply->port = bound;

@@ -90,6 +90,9 @@ struct km_worker_config {
 	km_admin_post_fn admin;
 	void *admin_ctx;
 	bool auto_create_topics;
+	/* Some listener of the front end is SSL or SASL_SSL: its net is
+	 * wrapped (dataplane/net/snet.h) when the front end starts. */
+	bool listen_tls;
 	/* SASL on the Kafka listener (issue 16); users_file outlives us. */
 	struct km_frontend_sasl fe_sasl;
 	/* Authorization (dataplane/serve/acl.h); NULL: off. */
@@ -179,6 +182,10 @@ int km_worker_fetch(struct km_worker *w, struct km_part *p,
 /** Serve the Kafka API on ipv4:port (0: ephemeral); reply.port. */
 int km_worker_listen(struct km_worker *w, const char *ipv4, uint16_t port,
 		     struct km_worker_reply *reply);
+/** The same as listener l (copied; its tls must outlive the worker). */
+int km_worker_listen_as(struct km_worker *w,
+			const struct km_frontend_listener *l, const char *ipv4,
+			uint16_t port, struct km_worker_reply *reply);
 enum km_stop_mode {
 	KM_STOP_TRUNCATE = 0, /* cut back to a transaction-clean offset */
 	KM_STOP_ABORT = 1,    /* keep everything, ABORT open transactions */

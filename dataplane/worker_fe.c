@@ -14,6 +14,7 @@
 #include "common/log.h"
 #include "dataplane/serve/frontend.h"
 #include "dataplane/serve/local_write.h"
+#include "dataplane/net/snet.h"
 #include "dataplane/worker_pvt.h"
 
 /* Records a writable partition holds in flight, and Produce requests. */
@@ -203,14 +204,30 @@ int km_worker_fe_write_marker(void *ctx, struct km_part *p, int64_t pid,
 
 /* ---- the front-end ---------------------------------------------------------- */
 
-int km_worker_fe_listen(struct km_worker *w, const char *ipv4, uint16_t port,
-		  uint16_t *bound)
+/* TLS listeners need the front end's net wrapped (snet.h); the wrapper
+ * owns the kernel net from now on. */
+static int secure_fe_net(struct km_worker *w)
+{
+	struct km_net *s;
+	int rc;
+
+	if (!w->cfg.listen_tls || km_snet_is(w->net))
+		return 0;
+	if ((rc = km_snet_create(w->net, &w->cfg.net, NULL, &s)) < 0)
+		return rc;
+	if (w->fnet == w->net)
+		w->fnet = s;
+	w->net = s;
+	return 0;
+}
+
+static int fe_create(struct km_worker *w, const char *ipv4)
 {
 	struct km_frontend_config c;
 	int rc;
 
-	if (w->fe != NULL)
-		return -EALREADY;
+	if ((rc = secure_fe_net(w)) < 0)
+		return rc;
 	memset(&c, 0, sizeof(c));
 	c.net = w->net;
 	c.parts = w->cfg.parts;
@@ -237,14 +254,36 @@ int km_worker_fe_listen(struct km_worker *w, const char *ipv4, uint16_t port,
 	c.auto_create_topics = w->cfg.auto_create_topics;
 	c.sasl = w->cfg.fe_sasl;
 	c.acls = w->cfg.acls;
-	if ((rc = km_frontend_create(&c, &w->fe)) < 0)
-		return rc;
-	if ((rc = km_frontend_listen(w->fe, ipv4, port)) < 0) {
-		km_frontend_destroy(w->fe);
-		w->fe = NULL;
+	return km_frontend_create(&c, &w->fe);
+}
+
+/* The first listener creates the front end; l NULL is a PLAINTEXT one
+ * advertised as the worker's config says. */
+int km_worker_fe_listen(struct km_worker *w,
+			const struct km_frontend_listener *l,
+			const char *ipv4, uint16_t port, uint16_t *bound)
+{
+	bool created = false;
+	int rc;
+
+	if (w->fe == NULL) {
+		if ((rc = fe_create(w, ipv4)) < 0)
+			return rc;
+		created = true;
+	} else if (l == NULL) {
+		return -EALREADY;
+	}
+	rc = l != NULL ? km_frontend_listen_as(w->fe, l, ipv4, port)
+		       : km_frontend_listen(w->fe, ipv4, port);
+	if (rc < 0) {
+		if (created) {
+			km_frontend_destroy(w->fe);
+			w->fe = NULL;
+		}
 		return rc;
 	}
-	*bound = km_frontend_port(w->fe);
+	*bound = l != NULL ? km_frontend_listener_port(w->fe, (uint32_t)rc)
+			   : km_frontend_port(w->fe);
 	return 0;
 }
 

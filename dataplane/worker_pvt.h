@@ -50,6 +50,8 @@ struct wmsg {
 		struct {
 			char host[64];
 			uint16_t port;
+			bool named;	/* l is set, else PLAINTEXT */
+			struct km_frontend_listener l;
 		} listen;
 		struct {
 			uint32_t from;	/* worker to answer */
@@ -125,7 +127,9 @@ struct km_worker {
 };
 
 /* worker_fe.c: the front-end and local writes on this worker. */
-int km_worker_fe_listen(struct km_worker *w, const char *ipv4, uint16_t port,
+int km_worker_fe_listen(struct km_worker *w,
+			const struct km_frontend_listener *l,
+			const char *ipv4, uint16_t port,
 		  uint16_t *bound);
 int km_worker_fe_open_writer(struct km_worker *w, struct wpart *wp);
 void km_worker_fe_poll(struct km_worker *w);

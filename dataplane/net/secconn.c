@@ -1,5 +1,6 @@
 /* TLS over memory BIOs, then SASL, for one connection (secconn.h). */
 #include <errno.h>
+#include <stdarg.h>
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
@@ -32,6 +33,8 @@ struct km_secconn {
 	int64_t session_end_ms;
 	struct km_sasl_client sasl;
 	struct km_sasl_auth_resp auth;	/* 1 KiB+: here, not on the stack */
+	bool established;	/* the first handshake is done */
+	bool reneg;		/* the peer started another (TLS 1.2) */
 	uint32_t flen;
 	uint8_t frame[FRAME_MAX];
 	char host[256];
@@ -83,6 +86,9 @@ static int passwd_cb(char *buf, int size, int rw, void *u)
 	return (int)n;
 }
 
+static int load_cert(SSL_CTX *ctx, const struct km_netsec_config *cfg,
+		     char *why, size_t cap);
+
 static int load_files(SSL_CTX *ctx, const struct km_netsec_config *cfg,
 		      char *why, size_t cap)
 {
@@ -97,6 +103,15 @@ static int load_files(SSL_CTX *ctx, const struct km_netsec_config *cfg,
 		ssl_errors(why, cap, what);
 		return KM_ETLS;
 	}
+	return load_cert(ctx, cfg, why, cap);
+}
+
+/* Our own certificate and key (mutual TLS to a source; a listener's). */
+static int load_cert(SSL_CTX *ctx, const struct km_netsec_config *cfg,
+		     char *why, size_t cap)
+{
+	char what[700];
+
 	if (cfg->cert_location == NULL)
 		return 0;
 	SSL_CTX_set_default_passwd_cb(ctx, passwd_cb);
@@ -139,6 +154,88 @@ int km_netsec_init(struct km_netsec *s, const struct km_netsec_config *cfg,
 	SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
 	SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
 	if ((rc = load_files(ctx, cfg, why, why_cap)) < 0) {
+		SSL_CTX_free(ctx);
+		return rc;
+	}
+	s->ssl_ctx = ctx;
+	return 0;
+}
+
+/* A record the client sends after the handshake that is itself
+ * handshake (content type 22) is a TLS 1.2 renegotiation: TLS 1.3 hides
+ * the type, and a client has no other handshake message to send then.
+ * OpenSSL answers it with a warning and goes on; Kafka's SslTransportLayer
+ * ends the connection ("Renegotiation is not supported"), and so do we. */
+static void server_msg_cb(int write_p, int version, int type,
+			  const void *buf, size_t len, SSL *ssl, void *arg)
+{
+	struct km_secconn *sc = SSL_get_app_data(ssl);
+	const uint8_t *p = buf;
+
+	(void)version, (void)arg;
+	if (write_p || type != SSL3_RT_HEADER || len < 1 || sc == NULL ||
+	    !sc->established || SSL_version(ssl) >= TLS1_3_VERSION)
+		return;
+	if (p[0] == SSL3_RT_HANDSHAKE)
+		sc->reneg = true;
+}
+
+static int server_verify(SSL_CTX *ctx,
+			 const struct km_netsec_server_config *cfg, char *why,
+			 size_t cap)
+{
+	STACK_OF(X509_NAME) *names;
+	char what[700];
+
+	if (cfg->client_auth == KM_TLS_CLIENT_AUTH_NONE) {
+		SSL_CTX_set_verify(ctx, SSL_VERIFY_NONE, NULL);
+		return 0;
+	}
+	if (cfg->ca_location == NULL ||
+	    SSL_CTX_load_verify_locations(ctx, cfg->ca_location, NULL) != 1 ||
+	    (names = SSL_load_client_CA_file(cfg->ca_location)) == NULL) {
+		snprintf(what, sizeof(what), "cannot load CA '%s'",
+			 cfg->ca_location ? cfg->ca_location : "(none)");
+		ssl_errors(why, cap, what);
+		return KM_ETLS;
+	}
+	SSL_CTX_set_client_CA_list(ctx, names);
+	SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER |
+			   (cfg->client_auth == KM_TLS_CLIENT_AUTH_REQUIRED
+				    ? SSL_VERIFY_FAIL_IF_NO_PEER_CERT : 0),
+			   NULL);
+	return 0;
+}
+
+int km_netsec_server_init(struct km_netsec *s,
+			  const struct km_netsec_server_config *cfg,
+			  char *why, size_t why_cap)
+{
+	struct km_netsec_config files = {
+		.protocol = KM_SEC_SSL, .ca_location = NULL,
+		.cert_location = cfg->cert_location,
+		.key_location = cfg->key_location,
+		.key_password = cfg->key_password,
+	};
+	SSL_CTX *ctx;
+	int rc;
+
+	memset(s, 0, sizeof(*s));
+	s->protocol = KM_SEC_SSL;
+	s->server = true;
+	s->handshake_timeout_ms = cfg->handshake_timeout_ms
+					  ? cfg->handshake_timeout_ms : 10000;
+	if ((ctx = SSL_CTX_new(TLS_server_method())) == NULL) {
+		ssl_errors(why, why_cap, "SSL_CTX_new");
+		return KM_ETLS;
+	}
+	SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
+	SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION |
+				 SSL_OP_CIPHER_SERVER_PREFERENCE);
+	SSL_CTX_set_msg_callback(ctx, server_msg_cb);
+	/* load_files() loads the CA for a client; the server's is below. */
+	if ((rc = load_cert(ctx, &files, why, why_cap)) < 0 ||
+	    (rc = server_verify(ctx, cfg, why, why_cap)) < 0) {
 		SSL_CTX_free(ctx);
 		return rc;
 	}
@@ -203,6 +300,31 @@ int km_secconn_new(const struct km_netsec *s, const char *host,
 fail:
 	km_secconn_free(sc);
 	return KM_ETLS;
+}
+
+int km_secconn_new_server(const struct km_netsec *s, struct km_secconn **out)
+{
+	struct km_secconn *sc = calloc(1, sizeof(*sc));
+
+	if (sc == NULL)
+		return -ENOMEM;
+	sc->sec = s;
+	sc->in = BIO_new(BIO_s_mem());
+	sc->out = BIO_new(BIO_s_mem());
+	if (sc->in == NULL || sc->out == NULL ||
+	    (sc->ssl = SSL_new(s->ssl_ctx)) == NULL) {
+		km_secconn_free(sc);
+		return KM_ETLS;
+	}
+	BIO_set_mem_eof_return(sc->in, -1);
+	BIO_up_ref(sc->in);
+	BIO_up_ref(sc->out);
+	SSL_set_bio(sc->ssl, sc->in, sc->out);
+	SSL_set_accept_state(sc->ssl);
+	SSL_set_app_data(sc->ssl, sc);
+	sc->ph = PH_TLS;
+	*out = sc;
+	return 0;
 }
 
 void km_secconn_free(struct km_secconn *sc)
@@ -280,8 +402,11 @@ int km_secconn_read(struct km_secconn *sc, void *buf, size_t cap)
 		return (int)n;
 	}
 	if (SSL_read_ex(sc->ssl, buf, cap > INT32_MAX ? INT32_MAX : cap,
-			&n) == 1)
+			&n) == 1 && !sc->reneg)
 		return (int)n;
+	if (sc->reneg)
+		return fail(sc, KM_ETLS, "%s", "the peer started a TLS "
+			    "renegotiation: refused");
 	e = SSL_get_error(sc->ssl, 0);
 	if (e == SSL_ERROR_WANT_READ)
 		return 0;
@@ -494,6 +619,7 @@ static int advance_tls(struct km_secconn *sc)
 	int rc = SSL_do_handshake(sc->ssl);
 
 	if (rc == 1) {
+		sc->established = true;
 		sc->ph = sc->sec->mech != KM_SASL_NONE &&
 				 sc->sec->protocol == KM_SEC_SASL_SSL
 			 ? PH_SASL_START : PH_DONE;
@@ -548,4 +674,121 @@ int km_secconn_advance(struct km_secconn *sc, int64_t now_ms)
 			return KM_EAUTH;
 		}
 	}
+}
+
+/* ---- the client's principal (Kafka's DefaultKafkaPrincipalBuilder) ---- */
+
+/* The attribute types Java's X500Principal.getName() names by keyword
+ * in RFC 2253 form; any other is its OID and #hex of its DER value. */
+static const char *rfc2253_keyword(int nid)
+{
+	switch (nid) {
+	case NID_commonName: return "CN";
+	case NID_countryName: return "C";
+	case NID_localityName: return "L";
+	case NID_stateOrProvinceName: return "ST";
+	case NID_organizationName: return "O";
+	case NID_organizationalUnitName: return "OU";
+	case NID_streetAddress: return "STREET";
+	case NID_domainComponent: return "DC";
+	case NID_userId: return "UID";
+	default: return NULL;
+	}
+}
+
+struct sink {
+	char *p;
+	size_t cap, len;
+};
+
+static void put(struct sink *s, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static void put(struct sink *s, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(s->len < s->cap ? s->p + s->len : NULL,
+		      s->len < s->cap ? s->cap - s->len : 0, fmt, ap);
+	va_end(ap);
+	s->len += n > 0 ? (size_t)n : 0;
+}
+
+/* RFC 2253 escaping as Java does it: the specials with a backslash, a
+ * leading '#' or space and a trailing space too. */
+static void put_value(struct sink *s, const unsigned char *v, int n)
+{
+	for (int i = 0; i < n; i++) {
+		bool esc = strchr(",+\"\\<>;", v[i]) != NULL && v[i] != 0;
+
+		esc |= (i == 0 && (v[i] == '#' || v[i] == ' ')) ||
+		       (i == n - 1 && v[i] == ' ');
+		put(s, "%s%c", esc ? "\\" : "", v[i]);
+	}
+}
+
+static void put_hex_der(struct sink *s, const ASN1_STRING *v)
+{
+	int len = ASN1_STRING_length(v);
+	const unsigned char *d = ASN1_STRING_get0_data(v);
+
+	put(s, "#%02x", ASN1_STRING_type(v) & 0xff);
+	if (len < 128)
+		put(s, "%02x", len);
+	else if (len < 256)
+		put(s, "81%02x", len);
+	else
+		put(s, "82%04x", len);
+	for (int i = 0; i < len; i++)
+		put(s, "%02x", d[i]);
+}
+
+static void put_entry(struct sink *s, const X509_NAME_ENTRY *e)
+{
+	const ASN1_OBJECT *o = X509_NAME_ENTRY_get_object(e);
+	const ASN1_STRING *v = X509_NAME_ENTRY_get_data(e);
+	const char *kw = rfc2253_keyword(OBJ_obj2nid(o));
+	unsigned char *u = NULL;
+	char oid[128];
+	int n;
+
+	if (kw == NULL || (n = ASN1_STRING_to_UTF8(&u, v)) < 0) {
+		OBJ_obj2txt(oid, sizeof(oid), o, 1);
+		put(s, "%s=", oid);
+		put_hex_der(s, v);
+		return;
+	}
+	put(s, "%s=", kw);
+	put_value(s, u, n);
+	OPENSSL_free(u);
+}
+
+int km_secconn_peer_principal(const struct km_secconn *sc, char *out,
+			      size_t cap)
+{
+	X509 *x = sc->ssl != NULL ? SSL_get0_peer_certificate(sc->ssl) : NULL;
+	const X509_NAME *name;
+	struct sink s = { out, cap, 0 };
+	int n, prev_set = -1;
+
+	if (x == NULL || !sc->established)
+		return 0;
+	name = X509_get_subject_name(x);
+	n = X509_NAME_entry_count(name);
+	put(&s, "User:");
+	/* RFC 2253 writes the RDNs last first. */
+	for (int i = n - 1; i >= 0; i--) {
+		const X509_NAME_ENTRY *e = X509_NAME_get_entry(name, i);
+		int set = X509_NAME_ENTRY_set(e);
+
+		if (i != n - 1)
+			put(&s, "%s", set == prev_set ? "+" : ",");
+		prev_set = set;
+		put_entry(&s, e);
+	}
+	if (s.len >= cap)
+		return -ENOSPC;
+	return (int)s.len;
 }

@@ -50,6 +50,27 @@ struct km_netsec {
 	enum km_sasl_mech mech;
 	char user[KM_SASL_TEXT_BYTES];
 	char password[KM_SASL_TEXT_BYTES];
+	/* The server side (km_netsec_server_init): a listener's TLS. A
+	 * handshake not done within handshake_timeout_ms is ended. */
+	bool server;
+	uint32_t handshake_timeout_ms;
+};
+
+/* Kafka's ssl.client.auth. */
+enum km_tls_client_auth {
+	KM_TLS_CLIENT_AUTH_NONE = 0,
+	KM_TLS_CLIENT_AUTH_REQUESTED,	/* a certificate if the client has one */
+	KM_TLS_CLIENT_AUTH_REQUIRED,	/* no certificate, no connection */
+};
+
+/* A listener's TLS (ssl.* in kmirrord.conf). */
+struct km_netsec_server_config {
+	const char *cert_location;	/* PEM chain, required */
+	const char *key_location;	/* PEM; NULL: in cert_location */
+	const char *key_password;	/* NULL: the key is not encrypted */
+	const char *ca_location;	/* client certificates' CA (PEM) */
+	enum km_tls_client_auth client_auth;
+	uint32_t handshake_timeout_ms;	/* 0: 10 s */
 };
 
 /** PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL. @return 0 or KM_ECFGVALUE. */
@@ -64,6 +85,16 @@ int km_netsec_init(struct km_netsec *s, const struct km_netsec_config *cfg,
 		   char *why, size_t why_cap);
 void km_netsec_free(struct km_netsec *s);
 
+/**
+ * A listener's TLS: TLS 1.2 and 1.3, renegotiation refused, the client's
+ * certificate asked for and checked against ca_location as client_auth
+ * says. @return 0, or KM_ETLS with why set (a file that does not load, a
+ * key that does not match or decrypt).
+ */
+int km_netsec_server_init(struct km_netsec *s,
+			  const struct km_netsec_server_config *cfg,
+			  char *why, size_t why_cap);
+
 static inline bool km_netsec_active(const struct km_netsec *s)
 {
 	return s != NULL && s->protocol != KM_SEC_PLAINTEXT;
@@ -76,6 +107,19 @@ struct km_secconn;
 int km_secconn_new(const struct km_netsec *s, const char *host,
 		   struct km_secconn **out);
 void km_secconn_free(struct km_secconn *sc);
+
+/** An accepted connection's state (s from km_netsec_server_init()): the
+ *  TLS handshake as the server. @return 0, -ENOMEM, KM_ETLS. */
+int km_secconn_new_server(const struct km_netsec *s, struct km_secconn **out);
+
+/**
+ * The client's certificate, once the handshake is done, as Kafka's
+ * DefaultKafkaPrincipalBuilder names it: "User:" and the subject in RFC
+ * 2253 form as Java's X500Principal.getName() prints it ("User:CN=alice,
+ * OU=apps,O=x"). @return its length, 0 (no certificate), or -ENOSPC.
+ */
+int km_secconn_peer_principal(const struct km_secconn *sc, char *out,
+			      size_t cap);
 
 /** Bytes from the peer. @return 0 or -ENOMEM. */
 int km_secconn_input(struct km_secconn *sc, const void *p, size_t n);

@@ -1,4 +1,5 @@
 /* TLS and SASL over another network backend (snet.h). */
+#include <arpa/inet.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +12,7 @@
 #include "dataplane/net/snet.h"
 
 #define SENDS_MAX 16u	/* outer sends waiting for their ciphertext */
+#define LISTENERS_MAX 8u /* TLS listeners (km_snet_listen) */
 
 struct osend {
 	km_net_sent_fn fn;
@@ -19,12 +21,20 @@ struct osend {
 	uint64_t mark;	/* ciphertext bytes out once this one is all out */
 };
 
+struct slsn;
+
 struct sconn {
 	struct km_net_conn pub;	/* first */
 	struct snet *sn;
 	struct km_net_conn *inner;
 	struct km_secconn *sc;
 	bool used, up, failed, paused, backlog;
+	/* Accepted on a TLS listener: reported to it once the handshake is
+	 * done, before hs_deadline (km_clock_ms); upaused: the consumer's
+	 * km_net_recv_pause(). */
+	struct slsn *lsn;
+	uint64_t hs_deadline;
+	bool upaused;
 	int err;		/* the error that ends it */
 	uint64_t produced, sent; /* ciphertext bytes made, taken by inner */
 	struct osend q[SENDS_MAX];
@@ -42,6 +52,15 @@ struct sconn {
 	char why[800];
 };
 
+/* A TLS listener: the inner backend's, its connections ours. */
+struct slsn {
+	struct km_net_listener pub;	/* first; pub.ctx: the caller's */
+	struct km_net_listener *inner;
+	const struct km_netsec *sec;
+	const struct km_net_handler *h;
+	bool used;
+};
+
 struct snet {
 	struct km_net pub;	/* first */
 	struct km_net *inner;
@@ -52,6 +71,9 @@ struct snet {
 	uint32_t *free_ids, n_free;
 	bool service;		/* some connection has work for poll */
 	int64_t next_reauth_ms;	/* the earliest reauth_at; 0: none */
+	struct slsn lsns[LISTENERS_MAX];
+	uint32_t handshaking;	/* accepted, handshake not done */
+	uint64_t hs_checked_ms;
 	struct km_net_stats st;
 };
 
@@ -233,8 +255,12 @@ static bool reauth_due(const struct sconn *c, int64_t now)
 
 static void fail_conn(struct sconn *c, int rc, const char *what)
 {
-	snprintf(c->why, sizeof(c->why), "broker %s:%u: %s%s", c->host,
+	snprintf(c->why, sizeof(c->why), "%s %s:%u: %s%s",
+		 c->lsn != NULL ? "client" : "broker", c->host,
 		 (unsigned)c->port, what, km_secconn_why(c->sc));
+	/* The front end never hears of a client whose handshake failed. */
+	if (c->lsn != NULL)
+		KM_WARN("snet", "%s; closing it", c->why);
 	c->failed = true;
 	c->err = rc;
 	km_net_abort(c->inner); /* in_close reports the failure */
@@ -275,6 +301,10 @@ static void deliver(struct sconn *c)
 		struct iovec iov;
 		int n;
 
+		if (c->upaused) {
+			c->backlog = true; /* resumed: poll delivers it */
+			return;
+		}
 		if (sn->n_free == 0) {
 			c->backlog = true;
 			if (!c->paused && km_net_recv_pause(c->inner, true) == 0)
@@ -286,7 +316,9 @@ static void deliver(struct sconn *c)
 		iov.iov_base = sn->bufs + (size_t)id * sn->buf_bytes;
 		n = km_secconn_read(c->sc, iov.iov_base, sn->buf_bytes);
 		if (n <= 0) {
-			if (n < 0) {
+			if (n < 0 && c->lsn != NULL && n != -ECONNRESET) {
+				fail_conn(c, n, "");
+			} else if (n < 0) {
 				c->failed = true;
 				c->err = n;
 				km_net_abort(c->inner);
@@ -307,7 +339,8 @@ static void deliver(struct sconn *c)
 			return; /* the consumer ended it */
 	}
 	c->backlog = false;
-	if (c->paused && km_net_recv_pause(c->inner, false) == 0)
+	if (c->paused && c->inner != NULL &&
+	    km_net_recv_pause(c->inner, false) == 0)
 		c->paused = false;
 }
 
@@ -325,6 +358,14 @@ static void handshake(struct sconn *c)
 		return;
 	}
 	c->up = true;
+	if (c->lsn != NULL) {
+		c->sn->handshaking--;
+		if (c->pub.h->on_accept != NULL)
+			c->pub.h->on_accept(&c->pub);
+		if (!c->failed)
+			deliver(c);
+		return;
+	}
 	set_reauth(c);
 	c->sn->st.connects++;
 	if (c->pub.h->on_connect != NULL)
@@ -338,6 +379,10 @@ static void in_recv(struct km_net_conn *ic, const struct km_chain *data,
 	struct sconn *c = km_net_conn_ctx(ic);
 	int rc = 0;
 
+	if (c == NULL || c->sc == NULL) { /* turned away, or no TLS state */
+		km_net_release(ic->net, buf_ids, data->n_iov);
+		return;
+	}
 	for (uint32_t i = 0; i < data->n_iov && rc == 0; i++)
 		rc = km_secconn_input(c->sc, data->iov[i].iov_base,
 				      data->iov[i].iov_len);
@@ -385,16 +430,23 @@ static void in_connect(struct km_net_conn *ic, int res)
 static void in_close(struct km_net_conn *ic, int reason)
 {
 	struct sconn *c = km_net_conn_ctx(ic);
-	bool up = c->up;
-	int why = c->failed && c->err < 0 ? c->err : reason;
+	bool up, accepting;
+	int why;
 
+	if (c == NULL)
+		return; /* turned away at accept */
+	up = c->up;
+	accepting = c->lsn != NULL && !up;
+	why = c->failed && c->err < 0 ? c->err : reason;
 	free(c->stash);
 	c->stash = NULL;
 	complete_sends(c, -ECANCELED);
 	km_secconn_free(c->sc);
 	c->sc = NULL;
 	c->inner = NULL;
-	if (!up) {
+	if (accepting) { /* never reported: nothing to tell */
+		c->sn->handshaking--;
+	} else if (!up) {
 		c->sn->st.connect_errors++;
 		if (c->pub.h->on_connect != NULL)
 			c->pub.h->on_connect(&c->pub, why < 0 ? why
@@ -414,6 +466,146 @@ static const struct km_net_handler inner_handler = {
 	.on_close = in_close,
 };
 
+/* ---- the server side: TLS listeners ---- */
+
+static struct sconn *conn_slot(struct snet *sn)
+{
+	for (uint32_t i = 0; i < sn->conns_max; i++)
+		if (!sn->conns[i].used)
+			return &sn->conns[i];
+	return NULL;
+}
+
+/* A client connected: its handshake starts with its first bytes, and
+ * must end before the deadline. */
+static void in_accept(struct km_net_conn *ic)
+{
+	struct slsn *l = km_net_conn_ctx(ic);
+	struct snet *sn = sn_of(l->pub.net);
+	struct sconn *c = conn_slot(sn);
+	struct sockaddr_in a;
+
+	if (c == NULL) {
+		km_net_conn_set_ctx(ic, NULL);
+		km_net_abort(ic);
+		return;
+	}
+	memset(c, 0, sizeof(*c));
+	c->sn = sn;
+	c->pub = (struct km_net_conn){ .net = &sn->pub, .h = l->h,
+				       .ctx = l->pub.ctx };
+	c->inner = ic;
+	c->lsn = l;
+	c->used = true;
+	if (km_net_conn_peer(ic, &a) == 0) {
+		inet_ntop(AF_INET, &a.sin_addr, c->host, sizeof(c->host));
+		c->port = ntohs(a.sin_port);
+	}
+	km_net_conn_set_ctx(ic, c);
+	sn->handshaking++;
+	c->hs_deadline = km_clock_ms() + l->sec->handshake_timeout_ms;
+	if (km_secconn_new_server(l->sec, &c->sc) < 0) {
+		snprintf(c->why, sizeof(c->why), "client %s:%u: cannot set up "
+			 "TLS", c->host, (unsigned)c->port);
+		c->failed = true;
+		c->err = KM_ETLS;
+		km_net_abort(ic);
+	}
+}
+
+static const struct km_net_handler server_handler = {
+	.on_connect = NULL,
+	.on_accept = in_accept,
+	.on_recv = in_recv,
+	.on_close = in_close,
+};
+
+/* Handshakes past their deadline end: a client that connects and says
+ * nothing, or half a ClientHello, must not hold a connection forever
+ * (Kafka's idle bound does the same). */
+static void poll_handshakes(struct snet *sn)
+{
+	uint64_t now = km_clock_ms();
+
+	if (sn->handshaking == 0 || now - sn->hs_checked_ms < 50)
+		return;
+	sn->hs_checked_ms = now;
+	for (uint32_t i = 0; i < sn->conns_max; i++) {
+		struct sconn *c = &sn->conns[i];
+
+		if (!c->used || c->lsn == NULL || c->up || c->failed ||
+		    c->inner == NULL || now < c->hs_deadline)
+			continue;
+		snprintf(c->why, sizeof(c->why), "client %s:%u: no TLS "
+			 "handshake within %u ms", c->host, (unsigned)c->port,
+			 c->lsn->sec->handshake_timeout_ms);
+		KM_WARN("snet", "%s; closing it", c->why);
+		c->failed = true;
+		c->err = -ETIMEDOUT;
+		km_net_abort(c->inner);
+	}
+}
+
+int km_snet_listen(struct km_net *net, const char *ipv4, uint16_t port,
+		   const struct km_netsec *lsec, const struct km_net_handler *h,
+		   void *ctx, struct km_net_listener **out)
+{
+	struct snet *sn = sn_of(net);
+	struct slsn *l = NULL;
+	int rc;
+
+	if (lsec == NULL || lsec->ssl_ctx == NULL)
+		return km_net_listen(sn->inner, ipv4, port, h, ctx, out);
+	if (!lsec->server)
+		return -EINVAL;
+	for (uint32_t i = 0; i < LISTENERS_MAX && l == NULL; i++)
+		if (!sn->lsns[i].used)
+			l = &sn->lsns[i];
+	if (l == NULL)
+		return -ENOBUFS;
+	*l = (struct slsn){ .pub = { .net = net, .ctx = ctx }, .sec = lsec,
+			    .h = h };
+	rc = km_net_listen(sn->inner, ipv4, port, &server_handler, l,
+			   &l->inner);
+	if (rc < 0)
+		return rc;
+	l->pub.port = km_net_listener_port(l->inner);
+	l->used = true;
+	*out = &l->pub;
+	return 0;
+}
+
+int km_snet_conn_principal(const struct km_net_conn *pc, char *out,
+			   size_t cap)
+{
+	const struct sconn *c;
+
+	if (!km_snet_is(pc->net))
+		return 0;
+	c = km_container_of(pc, const struct sconn, pub);
+	if (c->lsn == NULL || c->sc == NULL)
+		return 0;
+	return km_secconn_peer_principal(c->sc, out, cap);
+}
+
+static int s_recv_pause(struct km_net_conn *pc, bool paused)
+{
+	struct sconn *c = sc_of(pc);
+
+	if (c->lsn == NULL)
+		return -EOPNOTSUPP; /* the fetch side never asked for it */
+	c->upaused = paused;
+	if (c->inner == NULL)
+		return 0;
+	if (paused && !c->paused && km_net_recv_pause(c->inner, true) == 0)
+		c->paused = true;
+	if (!paused) {
+		c->backlog = true; /* deliver() then resumes the inner one */
+		c->sn->service = true;
+	}
+	return 0;
+}
+
 /* ---- the ops ---- */
 
 static int s_connect(struct km_net *net, const char *ipv4, uint16_t port,
@@ -424,6 +616,8 @@ static int s_connect(struct km_net *net, const char *ipv4, uint16_t port,
 	struct sconn *c = NULL;
 	int rc;
 
+	if (sn->sec == NULL)
+		return -EOPNOTSUPP; /* a listener's wrapper only */
 	for (uint32_t i = 0; i < sn->conns_max && c == NULL; i++)
 		if (!sn->conns[i].used)
 			c = &sn->conns[i];
@@ -507,6 +701,7 @@ static int s_poll(struct km_net *net)
 	int rc = km_net_poll(sn->inner);
 
 	poll_reauth(sn);
+	poll_handshakes(sn);
 
 	if (!sn->service)
 		return rc;
@@ -518,7 +713,7 @@ static int s_poll(struct km_net *net)
 			continue;
 		if (c->stash != NULL || km_secconn_output_pending(c->sc) > 0)
 			flush(c);
-		if (c->backlog && sn->n_free > 0)
+		if (c->backlog && sn->n_free > 0 && !c->upaused)
 			deliver(c);
 		rc++;
 	}
@@ -547,9 +742,12 @@ static int s_listen(struct km_net *net, const char *ipv4, uint16_t port,
 	return -EOPNOTSUPP;
 }
 
-static void s_unlisten(struct km_net_listener *l)
+static void s_unlisten(struct km_net_listener *pl)
 {
-	(void)l;
+	struct slsn *l = km_container_of(pl, struct slsn, pub);
+
+	km_net_unlisten(l->inner);
+	l->used = false;
 }
 
 static void s_stats(const struct km_net *net, struct km_net_stats *out)
@@ -603,7 +801,7 @@ static const struct km_net_ops snet_ops = {
 	.release = s_release,
 	.close = s_close,
 	.abort = s_abort,
-	.recv_pause = NULL,
+	.recv_pause = s_recv_pause,
 	.stats = s_stats,
 	.conn_stats = s_conn_stats,
 	.peer = s_peer,

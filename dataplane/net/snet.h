@@ -42,6 +42,29 @@ void km_snet_conn_set_host(struct km_net_conn *c, const char *host);
  *  another backend. */
 const char *km_snet_conn_why(const struct km_net_conn *c);
 
+/**
+ * Listen on ipv4:port of the inner backend as a server with lsec's
+ * security (km_netsec_server_init). With TLS (SSL, SASL_SSL) each
+ * accepted connection runs its handshake here and is reported to
+ * h->on_accept only once established; a handshake that fails, stalls past
+ * lsec's handshake_timeout_ms, or a renegotiation later, ends it here.
+ * Without TLS the listener is the inner backend's, and its connections
+ * are the inner backend's own (no copy).
+ * @return as km_net_listen().
+ */
+int km_snet_listen(struct km_net *net, const char *ipv4, uint16_t port,
+		   const struct km_netsec *lsec, const struct km_net_handler *h,
+		   void *ctx, struct km_net_listener **out);
+
+/**
+ * An accepted TLS connection's client, as Kafka's default principal
+ * builder names it: "User:" and its certificate's subject in RFC 2253
+ * form. @return its length, or 0 (no certificate, or not such a
+ * connection).
+ */
+int km_snet_conn_principal(const struct km_net_conn *c, char *out,
+			   size_t cap);
+
 #ifdef __cplusplus
 }
 #endif

@@ -12,6 +12,7 @@
 
 #include "common/km_assert.h"
 #include "common/log.h"
+#include "dataplane/net/snet.h"
 #include "dataplane/serve/frontend_pvt.h"
 
 #define FRAME_BYTES_DEFAULT (8u << 20)
@@ -199,6 +200,17 @@ static void free_all(struct km_frontend *fe)
 	free(fe);
 }
 
+/* Stop accepting on every listener. */
+static void unlisten_all(struct km_frontend *fe)
+{
+	for (uint32_t i = 0; i < fe->n_lsns; i++)
+		if (fe->lsns[i].lsn != NULL) {
+			km_net_unlisten(fe->lsns[i].lsn);
+			fe->lsns[i].lsn = NULL;
+		}
+	fe->lsn = NULL;
+}
+
 int km_frontend_create(const struct km_frontend_config *cfg,
 		       struct km_frontend **out)
 {
@@ -248,39 +260,103 @@ void km_frontend_destroy(struct km_frontend *fe)
 {
 	if (fe == NULL)
 		return;
-	if (fe->lsn != NULL)
-		km_net_unlisten(fe->lsn);
+	unlisten_all(fe);
 	for (uint32_t i = 0; i < fe->conns_max; i++)
 		KM_ASSERT(fe->conns[i].c == NULL); /* km_frontend_idle() first */
 	free_all(fe);
 }
 
+/* Kafka's default for a listener: a client's address for us is the one
+ * the daemon advertises, the port the one bound. */
 int km_frontend_listen(struct km_frontend *fe, const char *ipv4,
 		       uint16_t port)
 {
+	struct km_frontend_listener l = {
+		.name = "PLAINTEXT", .protocol = KM_SEC_PLAINTEXT,
+		.advertised_port = fe->adv_port,
+	};
 	int rc;
 
-	if (fe->lsn != NULL)
+	if (fe->n_lsns > 0)
 		return -EALREADY;
-	rc = km_net_listen(fe->net, ipv4, port, &km_frontend_conn_handler, fe, &fe->lsn);
-	if (rc < 0) {
-		fe->lsn = NULL;
+	rc = km_frontend_listen_as(fe, &l, ipv4, port);
+	return rc < 0 ? rc : 0;
+}
+
+static int listen_on(struct km_frontend *fe, struct fe_listener *fl,
+		     const char *ipv4, uint16_t port)
+{
+	if (km_snet_is(fe->net)) /* a plaintext listener passes through */
+		return km_snet_listen(fe->net, ipv4, port, fl->cfg.tls,
+				      &km_frontend_conn_handler, fl, &fl->lsn);
+	if (fl->cfg.tls != NULL)
+		return -EOPNOTSUPP;
+	return km_net_listen(fe->net, ipv4, port, &km_frontend_conn_handler,
+			     fl, &fl->lsn);
+}
+
+int km_frontend_listen_as(struct km_frontend *fe,
+			  const struct km_frontend_listener *l,
+			  const char *ipv4, uint16_t port)
+{
+	struct fe_listener *fl;
+	int rc;
+
+	if (fe->n_lsns == KM_FRONTEND_LISTENERS_MAX)
+		return -ENOBUFS;
+	fl = &fe->lsns[fe->n_lsns];
+	*fl = (struct fe_listener){ .fe = fe, .cfg = *l };
+	if (fl->cfg.advertised_host[0] == '\0')
+		snprintf(fl->cfg.advertised_host,
+			 sizeof(fl->cfg.advertised_host), "%s", fe->host);
+	if ((rc = listen_on(fe, fl, ipv4, port)) < 0) {
+		fl->lsn = NULL;
 		return rc;
 	}
-	fe->port = km_net_listener_port(fe->lsn);
-	if (fe->adv_port == 0)
-		fe->adv_port = fe->port;
-	KM_INFO("frontend", "Kafka clients on %s:%u, advertised as %s:%u "
-		"(node %d, cluster %s, %u partitions)", ipv4, fe->port,
-		fe->host, fe->adv_port, (int)fe->node_id, fe->cluster_id,
+	fl->port = km_net_listener_port(fl->lsn);
+	if (fl->cfg.advertised_port == 0)
+		fl->cfg.advertised_port = fl->port;
+	if (fe->n_lsns == 0) {
+		fe->lsn = fl->lsn;
+		fe->port = fl->port;
+		fe->adv_port = fl->cfg.advertised_port;
+	}
+	KM_INFO("frontend", "Kafka clients on %s %s:%u (%s), advertised as "
+		"%s:%u (node %d, cluster %s, %u partitions)", fl->cfg.name,
+		ipv4, fl->port, km_secproto_name(fl->cfg.protocol),
+		fl->cfg.advertised_host, fl->cfg.advertised_port,
+		(int)fe->node_id, fe->cluster_id,
 		km_part_index_get(fe->table)->n);
-	return 0;
+	return (int)fe->n_lsns++;
 }
 
 uint16_t km_frontend_port(const struct km_frontend *fe)
 {
 	return fe->port;
 }
+
+uint16_t km_frontend_listener_port(const struct km_frontend *fe, uint32_t i)
+{
+	return i < fe->n_lsns ? fe->lsns[i].port : 0;
+}
+
+const char *km_frontend_adv_host(const struct fe_conn *fc)
+{
+	const struct km_frontend *fe = fc->fe;
+
+	return fc->listener < fe->n_lsns
+		       ? fe->lsns[fc->listener].cfg.advertised_host : fe->host;
+}
+
+uint16_t km_frontend_adv_port(const struct fe_conn *fc)
+{
+	const struct km_frontend *fe = fc->fe;
+
+	if (fc->listener < fe->n_lsns)
+		return fe->lsns[fc->listener].cfg.advertised_port;
+	return fe->adv_port ? fe->adv_port : fe->port;
+}
+
 
 void km_frontend_get_stats(const struct km_frontend *fe,
 			   struct km_frontend_stats *out)
@@ -367,10 +443,7 @@ uint64_t km_frontend_next_deadline_ms(const struct km_frontend *fe)
 void km_frontend_stop(struct km_frontend *fe)
 {
 	km_frontend_txn_stop(fe);
-	if (fe->lsn != NULL) {
-		km_net_unlisten(fe->lsn);
-		fe->lsn = NULL;
-	}
+	unlisten_all(fe);
 	for (uint32_t i = 0; i < fe->conns_max; i++) {
 		struct fe_conn *fc = &fe->conns[i];
 

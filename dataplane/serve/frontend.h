@@ -111,6 +111,7 @@
 #include <stdint.h>
 
 #include "dataplane/net/net.h"
+#include "dataplane/net/secconn.h"
 #include "iouring_log/log.h"
 #include "kafka/wire.h"
 
@@ -249,6 +250,22 @@ struct km_frontend_stats {
 
 struct km_frontend; /* opaque */
 
+enum { KM_FRONTEND_LISTENERS_MAX = 4 };
+
+/* One of the front end's listeners (Kafka's listeners=NAME://host:port):
+ * Metadata, FindCoordinator and DescribeCluster answer a client with the
+ * advertised address of the listener it connected on, as Kafka does. */
+struct km_frontend_listener {
+	char name[32];			/* Kafka's listener name, for logs */
+	enum km_secproto protocol;
+	char advertised_host[KM_WIRE_NAME_BYTES_MAX + 1]; /* "": the config's */
+	uint16_t advertised_port;	/* 0: the port bound */
+	/* SSL, SASL_SSL: the server's TLS (km_netsec_server_init), and the
+	 * front end's net must then be a secured one (dataplane/net/snet.h)
+	 * that runs the handshake before the connection is accepted here. */
+	const struct km_netsec *tls;
+};
+
 /* Offset sync from the source (issue 7): one source group's committed
  * offsets for partitions mirrored here, to be stored by the coordinator if
  * the group has no members here. Owned by the caller until done runs. */
@@ -305,8 +322,23 @@ int km_frontend_create(const struct km_frontend_config *cfg,
 int km_frontend_listen(struct km_frontend *fe, const char *ipv4,
 		       uint16_t port);
 
-/** The port listened on (host order), or 0 before km_frontend_listen(). */
+/** The port listened on (host order), or 0 before km_frontend_listen():
+ *  the first listener's. */
 uint16_t km_frontend_port(const struct km_frontend *fe);
+
+/**
+ * Listen for clients on ipv4:port as listener l (copied); the listeners
+ * are numbered in the order they are added.
+ * @return the listener's index (>= 0), or -ENOBUFS (KM_FRONTEND_
+ *         LISTENERS_MAX already), -EOPNOTSUPP (l->tls on a net that is not
+ *         a secured one), or km_net_listen()'s error.
+ */
+int km_frontend_listen_as(struct km_frontend *fe,
+			  const struct km_frontend_listener *l,
+			  const char *ipv4, uint16_t port);
+
+/** Listener i's bound port, 0 if there is none. */
+uint16_t km_frontend_listener_port(const struct km_frontend *fe, uint32_t i);
 
 /**
  * Timers and deferred work: parked Fetches whose data arrived or whose wait

@@ -629,7 +629,7 @@ int km_frontend_handle_describe_cluster(struct fe_conn *fc,
 {
 	struct km_frontend *fe = fc->fe;
 	struct km_dcluster_broker b = { .broker_id = fe->node_id,
-					.port = fe->adv_port };
+					.port = km_frontend_adv_port(fc) };
 	struct km_dcluster_resp m = {
 		.controller_id = fe->node_id, .brokers = &b, .brokers_max = 1,
 		.n_brokers = 1, .cluster_authorized_operations = INT32_MIN,
@@ -643,7 +643,7 @@ int km_frontend_handle_describe_cluster(struct fe_conn *fc,
 		return km_frontend_conn_fail(fc, "malformed DescribeCluster v%d "
 					     "request: %s", h->api_version,
 					     km_strerror(rc));
-	km_wire_name_set(&b.host, fe->host);
+	km_wire_name_set(&b.host, km_frontend_adv_host(fc));
 	km_wire_name_set_null(&b.rack);
 	km_wire_name_set_null(&m.error_message);
 	km_wire_name_set(&m.cluster_id, fe->cluster_id);

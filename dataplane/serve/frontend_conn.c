@@ -13,6 +13,7 @@
 #include "common/errors.h"
 #include "common/km_assert.h"
 #include "common/log.h"
+#include "dataplane/net/snet.h"
 #include "dataplane/serve/frontend_pvt.h"
 
 /* Frames handled per connection per call (STYLE 13); the rest wait for the
@@ -40,7 +41,8 @@ uint64_t km_frontend_now_ms(void)
 
 /* ---- connections ---- */
 
-static struct fe_conn *conn_alloc(struct km_frontend *fe)
+static struct fe_conn *conn_alloc(struct km_frontend *fe,
+				  struct km_net *net)
 {
 	for (uint32_t i = 0; i < fe->conns_max; i++) {
 		struct fe_conn *fc = &fe->conns[i];
@@ -52,7 +54,7 @@ static struct fe_conn *conn_alloc(struct km_frontend *fe)
 		fc->id = ++fe->next_id;
 		fc->pending_ops = 0;
 		fc->client_id[0] = '\0';
-		km_kframe_init(&fc->kf, fe->net, fe->limits.frame_bytes_max);
+		km_kframe_init(&fc->kf, net, fe->limits.frame_bytes_max);
 		fc->held = NULL;
 		fc->tail = 0;
 		fc->s_head = fc->s_count = 0;
@@ -122,10 +124,27 @@ static void set_client_host(struct fe_conn *fc, const struct km_net_conn *c)
 		snprintf(fc->client_host, sizeof(fc->client_host), "/%s", ip);
 }
 
+/* Who the client is and what its listener asks of it: a client
+ * certificate names it on TLS listeners (Kafka's SSL principal). */
+static void set_listener(struct fe_conn *fc, const struct fe_listener *fl,
+			 struct km_net_conn *c)
+{
+	enum km_secproto p = fl->cfg.protocol;
+
+	fc->listener = (uint8_t)(fl - fl->fe->lsns);
+	fc->protocol = p;
+	fc->sasl_required = p == KM_SEC_SASL_PLAINTEXT || p == KM_SEC_SASL_SSL;
+	if (km_snet_conn_principal(c, fc->principal,
+				   sizeof(fc->principal)) <= 0)
+		snprintf(fc->principal, sizeof(fc->principal), "%s",
+			 KM_FRONTEND_PRINCIPAL_ANONYMOUS);
+}
+
 static void on_accept(struct km_net_conn *c)
 {
-	struct km_frontend *fe = km_net_conn_ctx(c);
-	struct fe_conn *fc = conn_alloc(fe);
+	struct fe_listener *fl = km_net_conn_ctx(c);
+	struct km_frontend *fe = fl->fe;
+	struct fe_conn *fc = conn_alloc(fe, c->net);
 
 	if (fc == NULL) {
 		fe->st.refused++;
@@ -138,13 +157,13 @@ static void on_accept(struct km_net_conn *c)
 	fc->c = c;
 	km_net_conn_set_ctx(c, fc);
 	set_client_host(fc, c);
-	snprintf(fc->principal, sizeof(fc->principal), "%s",
-		 KM_FRONTEND_PRINCIPAL_ANONYMOUS);
+	set_listener(fc, fl, c);
 	fc->close_after = false;
-	km_frontend_sasl_conn_open(fc, fe->sasl_required);
+	km_frontend_sasl_conn_open(fc, fc->sasl_required);
 	fe->st.accepts++;
 	fe->st.conns++;
-	KM_DEBUG("frontend", "connection %u accepted", fc->id);
+	KM_DEBUG("frontend", "connection %u accepted on %s as %s", fc->id,
+		 fl->cfg.name, fc->principal);
 }
 
 static void on_recv(struct km_net_conn *c, const struct km_chain *data,
@@ -153,7 +172,7 @@ static void on_recv(struct km_net_conn *c, const struct km_chain *data,
 	struct fe_conn *fc = km_net_conn_ctx(c);
 
 	if (fc->closing) {
-		km_net_release(fc->fe->net, buf_ids, data->n_iov);
+		km_net_release(c->net, buf_ids, data->n_iov);
 		return;
 	}
 	if (km_kframe_push(&fc->kf, data, buf_ids) < 0) {

@@ -340,12 +340,12 @@ static int handle_findcoord(struct fe_conn *fc, const struct km_reqhdr *h,
 	struct km_frontend *fe = fc->fe;
 	struct km_findcoord_req q;
 	struct km_findcoord_resp m = { .node_id = fe->node_id,
-				       .port = fe->adv_port ? fe->adv_port : fe->port };
+				       .port = km_frontend_adv_port(fc) };
 	int rc = km_findcoord_req_decode(r, h->api_version, &q);
 
 	if (rc < 0)
 		return decode_failed(fc, h, rc);
-	km_wire_name_set(&m.host, fe->host);
+	km_wire_name_set(&m.host, km_frontend_adv_host(fc));
 	km_wire_name_set_null(&m.error_message);
 	m.error_code = findcoord_denied(fc, &q);
 	if (m.error_code == KM_KERR_NONE && q.key_type != 0 &&

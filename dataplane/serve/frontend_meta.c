@@ -334,8 +334,8 @@ int km_frontend_handle_metadata(struct fe_conn *fc, const struct km_reqhdr *h,
 		return km_frontend_conn_fail(fc, "malformed Metadata v%d request: %s",
 				    h->api_version, km_strerror(rc));
 	broker.node_id = fe->node_id;
-	km_wire_name_set(&broker.host, fe->host);
-	broker.port = fe->adv_port;
+	km_wire_name_set(&broker.host, km_frontend_adv_host(fc));
+	broker.port = km_frontend_adv_port(fc);
 	km_wire_name_set_null(&broker.rack);
 	km_wire_name_set(&m.cluster_id, fe->cluster_id);
 	if (req.n_topics < 0)

@@ -120,6 +120,15 @@ struct fe_fetch {
 #define KM_FRONTEND_PRINCIPAL_BYTES 256
 #define KM_FRONTEND_PRINCIPAL_ANONYMOUS "User:ANONYMOUS"
 
+/* A listener of the front end; the ctx of the connections it accepts
+ * until on_accept gives them their fe_conn. */
+struct fe_listener {
+	struct km_frontend *fe;
+	struct km_frontend_listener cfg;	/* advertised host filled in */
+	struct km_net_listener *lsn;
+	uint16_t port;
+};
+
 struct fe_conn {
 	struct km_frontend *fe;
 	struct km_net_conn *c;	/* NULL once on_close came */
@@ -133,6 +142,12 @@ struct fe_conn {
 	 * TLS client authentication or SASL (issue 16), User:ANONYMOUS until
 	 * then, as Kafka's PLAINTEXT listeners have it. */
 	char principal[KM_FRONTEND_PRINCIPAL_BYTES];
+	/* The listener it came in on (issue 16): its index in fe->lsns, its
+	 * security protocol, and whether SASL must authenticate it before
+	 * any other request (SASL_PLAINTEXT, SASL_SSL listeners). */
+	uint8_t listener;
+	enum km_secproto protocol;
+	bool sasl_required;
 	/* SASL (frontend_sasl.c): where the exchange is, the exchange while
 	 * one runs, the session's end (0: none; KIP-368) and how it began. */
 	uint8_t auth;		/* enum fe_auth */
@@ -182,7 +197,9 @@ struct km_frontend {
 	uint32_t worker_id;
 	uint16_t adv_port;
 	uint16_t port;
-	struct km_net_listener *lsn;
+	struct km_net_listener *lsn;	/* lsns[0].lsn, kept for old callers */
+	struct fe_listener lsns[KM_FRONTEND_LISTENERS_MAX];
+	uint32_t n_lsns;
 	struct km_wire_limits limits;
 	struct {
 		uint32_t buf_bytes;	/* the net's buffers: 0: not packable */
@@ -266,6 +283,10 @@ void km_frontend_rx_tick(struct fe_conn *fc, uint64_t now_ms);
 uint8_t *km_frontend_fbuf_get(struct km_frontend *fe);
 void km_frontend_fbuf_put(struct km_frontend *fe, uint8_t *mem);
 bool km_frontend_fbuf_available(const struct km_frontend *fe);
+
+/* frontend.c: the advertised address of the listener fc came in on. */
+const char *km_frontend_adv_host(const struct fe_conn *fc);
+uint16_t km_frontend_adv_port(const struct fe_conn *fc);
 
 /* frontend_conn.c: the pipeline (connections, framing, slots, sending). */
 extern const struct km_net_handler km_frontend_conn_handler;

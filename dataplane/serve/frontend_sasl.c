@@ -223,17 +223,15 @@ int km_frontend_sasl_gate(struct fe_conn *fc, const struct km_reqhdr *h)
 	}
 }
 
-/* One answer in a slot of its own. */
-static int answer(struct fe_conn *fc, const struct km_reqhdr *h,
+/* The answer in the slot the handler opened before the exchange moved: a
+ * handler that waits for room (FE_WAIT) runs again on the same frame, and
+ * must not have stepped the exchange the first time. */
+static int answer(struct fe_conn *fc, const struct km_reqhdr *h, uint32_t slot,
 		  int16_t err, const char *msg, const uint8_t *bytes,
 		  uint32_t len, int64_t lifetime)
 {
 	struct km_wire_wr w;
-	uint32_t slot;
-	int rc = km_frontend_slot_open(fc, h, SASL_RESP_BYTES, &slot);
 
-	if (rc != 0)
-		return rc;
 	km_frontend_slot_begin(fc, slot, &w);
 	if (h->api_key == KM_API_SASL_HANDSHAKE)
 		km_sasl_handshake_resp_encode(&w, h->api_version, err,
@@ -244,10 +242,10 @@ static int answer(struct fe_conn *fc, const struct km_reqhdr *h,
 	return km_frontend_slot_finish(fc, slot, &w, true);
 }
 
-static int refuse(struct fe_conn *fc, const struct km_reqhdr *h, int16_t err,
-		  const char *msg, const char *why)
+static int refuse(struct fe_conn *fc, const struct km_reqhdr *h, uint32_t slot,
+		  int16_t err, const char *msg, const char *why)
 {
-	int rc = answer(fc, h, err, msg, NULL, 0, 0);
+	int rc = answer(fc, h, slot, err, msg, NULL, 0, 0);
 
 	fc->fe->st.sasl_auth_failed++;
 	KM_WARN("frontend", "connection %u (%s, client id \"%s\"): SASL %s"
@@ -266,6 +264,7 @@ static int handshake(struct fe_conn *fc, const struct km_reqhdr *h,
 	struct fe_sasl *s = fc->fe->sasl;
 	char name[64], why[256];
 	enum km_sasl_mech m = KM_SASL_NONE;
+	uint32_t slot;
 	int rc = km_sasl_handshake_req_decode(r, h->api_version, name,
 					      sizeof(name));
 
@@ -279,20 +278,23 @@ static int handshake(struct fe_conn *fc, const struct km_reqhdr *h,
 		return km_frontend_conn_fail(fc, "SaslHandshake v0 (raw SASL "
 					     "tokens) is not served: "
 					     "SaslAuthenticate is");
+	if ((rc = km_frontend_slot_open(fc, h, SASL_RESP_BYTES, &slot)) != 0)
+		return rc;
 	/* Not a SASL listener, or re-authentication by a client that cannot
 	 * (SaslAuthenticate v0): what KafkaApis answers. */
 	if (fc->auth == FE_AUTH_NONE ||
 	    (fc->auth == FE_AUTH_DONE && fc->auth_version < 1))
-		return answer(fc, h, KM_KERR_ILLEGAL_SASL_STATE, "", NULL, 0, 0);
+		return answer(fc, h, slot, KM_KERR_ILLEGAL_SASL_STATE, "", NULL,
+			      0, 0);
 	fc->auth_reauth = fc->auth == FE_AUTH_DONE;
 	if (km_sasl_mech_parse(name, &m) < 0 || !(s->mechs & (1u << m))) {
 		snprintf(why, sizeof(why), "mechanism \"%s\" is not enabled "
 			 "(sasl.enabled.mechanisms=%s)", name, s->mech_list);
-		return refuse(fc, h, KM_KERR_UNSUPPORTED_SASL_MECHANISM,
+		return refuse(fc, h, slot, KM_KERR_UNSUPPORTED_SASL_MECHANISM,
 			      s->mech_list, why);
 	}
 	if (fc->auth_reauth && m != (enum km_sasl_mech)fc->auth_mech)
-		return refuse(fc, h, KM_KERR_ILLEGAL_SASL_STATE, "",
+		return refuse(fc, h, slot, KM_KERR_ILLEGAL_SASL_STATE, "",
 			      "SASL mechanism change not allowed during "
 			      "re-authentication");
 	users_refresh(fc->fe, false);
@@ -301,12 +303,12 @@ static int handshake(struct fe_conn *fc, const struct km_reqhdr *h,
 	if ((rc = km_sasl_server_start(fc->sx, m, NULL)) < 0)
 		return km_frontend_conn_drop(fc, "SASL: %s", km_strerror(rc));
 	fc->auth = FE_AUTH_AUTHENTICATE;
-	return answer(fc, h, KM_KERR_NONE, s->mech_list, NULL, 0, 0);
+	return answer(fc, h, slot, KM_KERR_NONE, s->mech_list, NULL, 0, 0);
 }
 
 /* The exchange succeeded: the session, Kafka's checks of a re-auth. */
 static int authenticated(struct fe_conn *fc, const struct km_reqhdr *h,
-			 const uint8_t *out, int n)
+			 uint32_t slot, const uint8_t *out, int n)
 {
 	struct fe_sasl *s = fc->fe->sasl;
 	char principal[KM_FRONTEND_PRINCIPAL_BYTES], why[3 * KM_FRONTEND_PRINCIPAL_BYTES];
@@ -314,14 +316,15 @@ static int authenticated(struct fe_conn *fc, const struct km_reqhdr *h,
 
 	if (snprintf(principal, sizeof(principal), "User:%s", fc->sx->user) >=
 	    (int)sizeof(principal))
-		return refuse(fc, h, KM_KERR_SASL_AUTHENTICATION_FAILED, NULL,
-			      "a user name too long for a principal");
+		return refuse(fc, h, slot, KM_KERR_SASL_AUTHENTICATION_FAILED,
+			      NULL, "a user name too long for a principal");
 	if (fc->auth_reauth && strcmp(principal, fc->principal) != 0) {
 		if (snprintf(why, sizeof(why), "Cannot change principals during "
 			     "re-authentication from %s: %s", fc->principal,
 			     principal) < 0)
 			why[0] = '\0';
-		return refuse(fc, h, KM_KERR_SASL_AUTHENTICATION_FAILED, why, why);
+		return refuse(fc, h, slot, KM_KERR_SASL_AUTHENTICATION_FAILED,
+			      why, why);
 	}
 	memcpy(fc->principal, principal, sizeof(principal));
 	fc->auth_mech = (int8_t)fc->sx->mech;
@@ -337,7 +340,7 @@ static int authenticated(struct fe_conn *fc, const struct km_reqhdr *h,
 	km_frontend_sasl_conn_closed(fc);
 	/* v0 has no lifetime field, and such a client cannot re-authenticate:
 	 * the session still ends (KIP-368 closes its connection). */
-	return answer(fc, h, KM_KERR_NONE, NULL, out, (uint32_t)n, life);
+	return answer(fc, h, slot, KM_KERR_NONE, NULL, out, (uint32_t)n, life);
 }
 
 static int authenticate(struct fe_conn *fc, const struct km_reqhdr *h,
@@ -345,15 +348,17 @@ static int authenticate(struct fe_conn *fc, const struct km_reqhdr *h,
 {
 	uint8_t in[KM_SASL_MSG_BYTES_MAX], out[KM_SASL_MSG_BYTES_MAX];
 	char msg[KM_SASL_TEXT_BYTES];
-	uint32_t len;
+	uint32_t len, slot;
 	int n = km_sasl_auth_req_decode(r, h->api_version, in, sizeof(in), &len);
 
 	if (n < 0)
 		return km_frontend_conn_fail(fc, "malformed SaslAuthenticate v%d "
 					     "request: %s", h->api_version,
 					     km_strerror(n));
+	if ((n = km_frontend_slot_open(fc, h, SASL_RESP_BYTES, &slot)) != 0)
+		return n;
 	if (fc->auth != FE_AUTH_AUTHENTICATE)
-		return answer(fc, h, KM_KERR_ILLEGAL_SASL_STATE,
+		return answer(fc, h, slot, KM_KERR_ILLEGAL_SASL_STATE,
 			      "SaslAuthenticate request received after "
 			      "successful authentication", NULL, 0, 0);
 	n = km_sasl_server_step(fc->sx, &fc->fe->sasl->users, in, len, out,
@@ -368,12 +373,12 @@ static int authenticate(struct fe_conn *fc, const struct km_reqhdr *h,
 		snprintf(why, sizeof(why), "%s %s: %s",
 			 km_sasl_mech_name(fc->sx->mech),
 			 fc->sx->user[0] ? fc->sx->user : "?", fc->sx->why);
-		return refuse(fc, h, KM_KERR_SASL_AUTHENTICATION_FAILED,
+		return refuse(fc, h, slot, KM_KERR_SASL_AUTHENTICATION_FAILED,
 			      fc->sx->reply[0] ? fc->sx->reply : msg, why);
 	}
 	if (fc->sx->step == KM_SASL_SRV_DONE)
-		return authenticated(fc, h, out, n);
-	return answer(fc, h, KM_KERR_NONE, NULL, out, (uint32_t)n, 0);
+		return authenticated(fc, h, slot, out, n);
+	return answer(fc, h, slot, KM_KERR_NONE, NULL, out, (uint32_t)n, 0);
 }
 
 int km_frontend_handle_sasl(struct fe_conn *fc, const struct km_reqhdr *h,

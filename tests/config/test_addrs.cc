@@ -109,4 +109,74 @@ TEST(Addrs, NewCodesAreNamedInRepliesAndExplained)
 		     km_strerror(KM_EDATADIRLOCK));
 }
 
+/* Issue 16: several listeners in Kafka's NAME://host:port form, each
+ * with the protocol listener.security.protocol.map gives its name
+ * (Kafka's default map without it), advertised by name; the primary
+ * listener (listener/advertised) is the first PLAINTEXT one. */
+TEST(Addrs, SeveralListenersTakeTheirProtocolAndAdvertisedAddressByName)
+{
+	Loaded l = load(nullptr, { "data.dir=/d",
+				  "listeners=SSL://127.0.0.1:9093,plaintext://:9092,"
+				  "SASL_SSL://:9094,SASL_PLAINTEXT://:9095",
+				  "advertised.listeners=SSL://tls.example.com:19093",
+				  "ssl.certificate.location=/c.pem",
+				  "ssl.key.location=/k.pem" });
+	ASSERT_EQ(0, l.rc) << l.err;
+	ASSERT_EQ(4u, l->listeners_count);
+	EXPECT_STREQ("SSL", l->listeners[0].name);
+	EXPECT_EQ(1, l->listeners[0].protocol);
+	EXPECT_STREQ("tls.example.com", l->listeners[0].advertised.host);
+	EXPECT_EQ(19093, l->listeners[0].advertised.port);
+	EXPECT_STREQ("PLAINTEXT", l->listeners[1].name);
+	EXPECT_EQ(0, l->listeners[1].protocol);
+	EXPECT_EQ(3, l->listeners[2].protocol);
+	EXPECT_EQ(2, l->listeners[3].protocol);
+	EXPECT_EQ(9094, l->listeners[2].advertised.port);
+	/* The primary is the PLAINTEXT one, not the first. */
+	EXPECT_EQ(9092, l->listener.port);
+	EXPECT_EQ(9092, l->advertised.port);
+}
+
+TEST(Addrs, NamedListenersNeedTheProtocolMap)
+{
+	Loaded l = load(nullptr, { "data.dir=/d",
+				  "listeners=INTERNAL://:9092,EXTERNAL://:9093",
+				  "listener.security.protocol.map=INTERNAL:PLAINTEXT,"
+				  "external:ssl",
+				  "advertised.listeners=EXTERNAL://x.example.com:443",
+				  "ssl.certificate.location=/c.pem",
+				  "ssl.key.location=/k.pem" });
+	ASSERT_EQ(0, l.rc) << l.err;
+	EXPECT_EQ(0, l->listeners[0].protocol);
+	EXPECT_EQ(1, l->listeners[1].protocol);
+	EXPECT_STREQ("x.example.com", l->listeners[1].advertised.host);
+
+	struct Case {
+		std::vector<std::string> sets;
+		std::string err;
+	} const cases[] = {
+		{ { "listeners=INTERNAL://:9092" },
+		  "listeners: listener INTERNAL is not in listener.security.protocol.map" },
+		{ { "listeners=PLAINTEXT://:9092",
+		    "listener.security.protocol.map=X:SSL" },
+		  "listeners: listener PLAINTEXT is not in listener.security.protocol.map" },
+		{ { "listeners=PLAINTEXT://:9092",
+		    "advertised.listeners=SSL://h:1" },
+		  "advertised.listeners names SSL, which listeners does not" },
+		{ { "listeners=SSL://:9093" },
+		  "listener SSL (SSL) needs ssl.certificate.location" },
+		{ { "listeners=SASL_SSL://:9093", "ssl.certificate.location=/c",
+		    "ssl.key.location=/k", "ssl.client.auth=required" },
+		  "listener SASL_SSL (SASL_SSL) needs ssl.ca.location (ssl.client.auth checks client certificates against it)" },
+	};
+	for (const Case &c : cases) {
+		std::vector<std::string> sets = { "data.dir=/d" };
+
+		sets.insert(sets.end(), c.sets.begin(), c.sets.end());
+		Loaded b = load(nullptr, sets);
+		EXPECT_EQ(KM_ECFGMISSING, b.rc) << c.sets[0];
+		EXPECT_EQ(c.err, b.err) << c.sets[0];
+	}
+}
+
 } // namespace

@@ -305,8 +305,14 @@ TEST(Config, BadValues)
 		{ "topics=ok," + t250, "topic 2 is longer than 249 characters" },
 		{ "topics=a,b,a", "topic \"a\" is listed twice" },
 		{ "topics=" + t129, "more than 128 entries" },
-		{ "listeners=a:1,b:2", "only one listener is supported" },
-		{ "listeners=SASL_SSL://:9093", "\"SASL_SSL://:9093\": only PLAINTEXT:// is supported (kmirror has no TLS or SASL)" },
+		{ "listeners=a:1,b:2", "listener name PLAINTEXT appears twice (each listener needs its own)" },
+		{ "listeners=PLAINTEXT://:1,SSL://:1", "port 1 appears twice (each listener needs its own)" },
+		{ "listeners=A B://:9093", "\"A B://:9093\": a listener name is letters, digits, _ and -" },
+		{ "listeners=://:9093", "\"://:9093\": a listener name of 1 to 31 characters before ://" },
+		{ "listeners=A://:1,B://:2,C://:3,D://:4,E://:5", "more than 4 entries" },
+		{ "listener.security.protocol.map=X:TLS", "\"X:TLS\": the protocol is PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL" },
+		{ "listener.security.protocol.map=X", "\"X\": expected NAME:PROTOCOL" },
+		{ "ssl.client.auth=maybe", "expected none, requested or required" },
 		{ "listeners=:99999", "\":99999\": port must be a number from 0 to 65535" },
 		{ "listeners=[fe80::1%eth0]:1", "\"[fe80::1%eth0]:1\": not an IPv6 address" },
 		{ "advertised.listeners=0.0.0.0:9092", "\"0.0.0.0:9092\": clients cannot connect to a wildcard address; name this host" },
@@ -869,6 +875,7 @@ TEST(Config, FormatText)
 			      "transactional.id.expiration.ms=604800000\n"
 			      "auto.create.topics.enable=false\n"
 			      "num.partitions=1\n"
+			      "ssl.client.auth=none\n"
 			      "sasl.enabled.mechanisms=SCRAM-SHA-256,SCRAM-SHA-512\n"
 			      "connections.max.reauth.ms=0\n"
 			      "acls.sync=false\n"
@@ -1096,7 +1103,8 @@ TEST(Config, ListenerSaslKeys)
 		v.insert(v.end(), more.begin(), more.end());
 		return v;
 	};
-	Loaded l = load(nullptr, with({ "sasl.enabled.mechanisms=SCRAM-SHA-512, PLAIN",
+	Loaded l = load(nullptr, with({ "listeners=PLAINTEXT://:9092,SASL_PLAINTEXT://:9094",
+					"sasl.enabled.mechanisms=SCRAM-SHA-512, PLAIN",
 					"sasl.users.file=/etc/k/users",
 					"connections.max.reauth.ms=1h" }));
 	ASSERT_EQ(0, l.rc) << l.err;
@@ -1116,6 +1124,16 @@ TEST(Config, ListenerSaslKeys)
 		EXPECT_EQ(KM_ECFGVALUE, l.rc) << bad;
 		EXPECT_NE(std::string::npos, l.err.find("sasl.enabled.mechanisms")) << l.err;
 	}
+	/* A SASL listener needs the users, the users a SASL listener. */
+	l = load(nullptr, with({ "listeners=SASL_SSL://:9093", "ssl.certificate.location=/c",
+				 "ssl.key.location=/k" }));
+	EXPECT_EQ(KM_ECFGMISSING, l.rc);
+	EXPECT_NE(std::string::npos, l.err.find("listener SASL_SSL (SASL_SSL) needs "
+						"sasl.users.file")) << l.err;
+	l = load(nullptr, with({ "sasl.users.file=/etc/k/users" }));
+	EXPECT_EQ(KM_ECFGVALUE, l.rc);
+	EXPECT_NE(std::string::npos, l.err.find("no listener is SASL_PLAINTEXT or SASL_SSL"))
+		<< l.err;
 	l = load(nullptr, with({}));
 	ASSERT_EQ(0, l.rc) << l.err;
 	EXPECT_EQ((1u << 2) | (1u << 3), l->sasl_enabled_mechanisms); /* SCRAM both */
