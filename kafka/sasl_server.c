@@ -298,7 +298,14 @@ void km_sasl_server_wipe(struct km_sasl_server *s)
 	OPENSSL_cleanse(s, sizeof(*s));
 }
 
-/* ---- codecs ---- */
+/* ---- codecs ----
+ * SaslHandshakeRequest.json: "validVersions": "0-1", "flexibleVersions":
+ * "none"; { "name": "Mechanism", "type": "string", "versions": "0+" }.
+ * SaslAuthenticateRequest.json: "validVersions": "0-2",
+ * "flexibleVersions": "2+"; { "name": "AuthBytes", "type": "bytes",
+ * "versions": "0+" }. The responses: ErrorCode, ErrorMessage ("nullable
+ * string"), AuthBytes, SessionLifetimeMs ("versions": "1+"); the
+ * handshake's Mechanisms ("[]string"). */
 
 int km_sasl_handshake_req_decode(struct km_wire_rd *r, int16_t version,
 				 char *mech, size_t cap)
