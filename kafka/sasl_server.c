@@ -77,7 +77,7 @@ static int plain_step(struct km_sasl_server *s,
 			    "Authentication failed: Client requested an "
 			    "authorization id that is different from username");
 	c = km_sasl_users_find(users, user, KM_SASL_NONE);
-	if (c == NULL || !km_scram_cred_check(c, pass)) {
+	if (c == NULL || !km_sasl_cred_check(c, pass)) {
 		OPENSSL_cleanse(msg, sizeof(msg));
 		return fail(s, c == NULL ? "unknown user" : "wrong password",
 			    "Authentication failed: Invalid username or "
@@ -230,7 +230,7 @@ static bool parse_client_final(const struct km_sasl_server *s, const char *msg,
 		return false;
 	*proof_at = (size_t)(pp - msg);
 	*proof_len = km_sasl_b64_decode(pp + 3, proof, KM_SCRAM_HASH_BYTES_MAX + 4);
-	return *proof_len == (int)km_scram_hash_bytes(s->mech);
+	return *proof_len == (int)km_sasl_scram_hash_bytes(s->mech);
 }
 
 static int scram_final(struct km_sasl_server *s, const char *msg,
@@ -238,7 +238,7 @@ static int scram_final(struct km_sasl_server *s, const char *msg,
 {
 	const EVP_MD *md = s->mech == KM_SASL_SCRAM_SHA_512 ? EVP_sha512()
 							    : EVP_sha256();
-	uint32_t hl = km_scram_hash_bytes(s->mech);
+	uint32_t hl = km_sasl_scram_hash_bytes(s->mech);
 	char auth[3 * KM_SASL_MSG_BYTES_MAX], v64[128];
 	uint8_t proof[KM_SCRAM_HASH_BYTES_MAX + 4], sig[KM_SCRAM_HASH_BYTES_MAX];
 	uint8_t stored[KM_SCRAM_HASH_BYTES_MAX];
@@ -298,7 +298,14 @@ void km_sasl_server_wipe(struct km_sasl_server *s)
 	OPENSSL_cleanse(s, sizeof(*s));
 }
 
-/* ---- codecs ---- */
+/* ---- codecs ----
+ * SaslHandshakeRequest.json: "validVersions": "0-1", "flexibleVersions":
+ * "none"; { "name": "Mechanism", "type": "string", "versions": "0+" }.
+ * SaslAuthenticateRequest.json: "validVersions": "0-2",
+ * "flexibleVersions": "2+"; { "name": "AuthBytes", "type": "bytes",
+ * "versions": "0+" }. The responses: ErrorCode, ErrorMessage ("nullable
+ * string"), AuthBytes, SessionLifetimeMs ("versions": "1+"); the
+ * handshake's Mechanisms ("[]string"). */
 
 int km_sasl_handshake_req_decode(struct km_wire_rd *r, int16_t version,
 				 char *mech, size_t cap)

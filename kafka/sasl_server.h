@@ -45,7 +45,7 @@ struct km_scram_cred {
 };
 
 /** The hash's length of a SCRAM mechanism (32 or 64), else 0. */
-uint32_t km_scram_hash_bytes(enum km_sasl_mech mech);
+uint32_t km_sasl_scram_hash_bytes(enum km_sasl_mech mech);
 
 /**
  * Derive a credential from a password (RFC 5802 3).
@@ -55,13 +55,13 @@ uint32_t km_scram_hash_bytes(enum km_sasl_mech mech);
  *         is empty, too long or has a space or control character), -EIO
  *         (no random bytes or OpenSSL failed).
  */
-int km_scram_cred_make(enum km_sasl_mech mech, const char *user,
+int km_sasl_cred_make(enum km_sasl_mech mech, const char *user,
 		       const char *password, int32_t iterations,
 		       const uint8_t *salt, uint32_t salt_len,
 		       struct km_scram_cred *out);
 
 /** Does password derive cred's StoredKey? Constant time in the keys. */
-bool km_scram_cred_check(const struct km_scram_cred *cred,
+bool km_sasl_cred_check(const struct km_scram_cred *cred,
 			 const char *password);
 
 /* The users file: one credential a line,

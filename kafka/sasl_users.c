@@ -12,7 +12,7 @@
 #include "common/errors.h"
 #include "kafka/sasl_server.h"
 
-uint32_t km_scram_hash_bytes(enum km_sasl_mech mech)
+uint32_t km_sasl_scram_hash_bytes(enum km_sasl_mech mech)
 {
 	return mech == KM_SASL_SCRAM_SHA_256 ? 32
 	       : mech == KM_SASL_SCRAM_SHA_512 ? 64 : 0;
@@ -43,7 +43,7 @@ static bool derive(enum km_sasl_mech mech, const char *password,
 		   uint8_t *stored, uint8_t *server)
 {
 	const EVP_MD *md = mech_md(mech);
-	uint32_t hl = km_scram_hash_bytes(mech);
+	uint32_t hl = km_sasl_scram_hash_bytes(mech);
 	uint8_t salted[KM_SCRAM_HASH_BYTES_MAX], ckey[KM_SCRAM_HASH_BYTES_MAX];
 	unsigned int len = 0;
 	bool ok;
@@ -62,13 +62,13 @@ static bool derive(enum km_sasl_mech mech, const char *password,
 	return ok;
 }
 
-int km_scram_cred_make(enum km_sasl_mech mech, const char *user,
+int km_sasl_cred_make(enum km_sasl_mech mech, const char *user,
 		       const char *password, int32_t iterations,
 		       const uint8_t *salt, uint32_t salt_len,
 		       struct km_scram_cred *out)
 {
 	memset(out, 0, sizeof(*out));
-	if (km_scram_hash_bytes(mech) == 0 || !valid_user(user) ||
+	if (km_sasl_scram_hash_bytes(mech) == 0 || !valid_user(user) ||
 	    iterations < KM_SCRAM_ITERATIONS_MIN ||
 	    iterations > KM_SCRAM_ITERATIONS_MAX ||
 	    (salt != NULL && (salt_len == 0 || salt_len > sizeof(out->salt))))
@@ -90,11 +90,11 @@ int km_scram_cred_make(enum km_sasl_mech mech, const char *user,
 	return 0;
 }
 
-bool km_scram_cred_check(const struct km_scram_cred *cred,
+bool km_sasl_cred_check(const struct km_scram_cred *cred,
 			 const char *password)
 {
 	uint8_t stored[KM_SCRAM_HASH_BYTES_MAX];
-	uint32_t hl = km_scram_hash_bytes(cred->mech);
+	uint32_t hl = km_sasl_scram_hash_bytes(cred->mech);
 	bool ok = hl > 0 &&
 		  derive(cred->mech, password, cred->salt, cred->salt_len,
 			 cred->iterations, stored, NULL) &&
@@ -188,7 +188,7 @@ static int b64_field(const char *val, uint8_t *out, uint32_t want_min,
 /* "salt=..,stored_key=..,server_key=..,iterations=N" into c. */
 static const char *parse_cred_text(char *text, struct km_scram_cred *c)
 {
-	uint32_t hl = km_scram_hash_bytes(c->mech);
+	uint32_t hl = km_sasl_scram_hash_bytes(c->mech);
 	int seen = 0, n;
 	char *save = NULL, *end;
 
@@ -308,7 +308,7 @@ char *km_sasl_users_format(const struct km_sasl_users *u)
 	      "server_key=,iterations= (base64; no password)\n", f);
 	for (uint32_t i = 0; i < u->n; i++) {
 		const struct km_scram_cred *c = &u->v[i];
-		uint32_t hl = km_scram_hash_bytes(c->mech);
+		uint32_t hl = km_sasl_scram_hash_bytes(c->mech);
 		char salt[KM_SCRAM_SALT_BYTES_MAX * 2], st[128], sv[128];
 
 		b64(c->salt, c->salt_len, salt);

@@ -179,7 +179,7 @@ static int add_user(const char *path, const char *name, enum km_sasl_mech only,
 		for (int m = KM_SASL_SCRAM_SHA_256; rc == 0 && m <= KM_SASL_SCRAM_SHA_512; m++) {
 			if (only != KM_SASL_NONE && m != (int)only)
 				continue;
-			rc = km_scram_cred_make((enum km_sasl_mech)m, name, pw,
+			rc = km_sasl_cred_make((enum km_sasl_mech)m, name, pw,
 						iterations, NULL, 0, &c);
 			if (rc == 0)
 				rc = km_sasl_users_put(&u, &c);

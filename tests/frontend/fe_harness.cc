@@ -127,11 +127,23 @@ std::string Server::Open(const std::vector<PartSpec> &parts)
 	fc.fetch_bufs = 4;
 	fc.send_iov_max = 80;
 	fc.acls = acls_;
+	fc.sasl.required = !sasl_users_.empty();
+	fc.sasl.users_file = sasl_users_.c_str();
+	fc.sasl.mechanisms = sasl_mechs_;
+	fc.sasl.reauth_ms = sasl_reauth_ms_;
 	if ((rc = km_frontend_create(&fc, &fe_)) < 0)
 		return Why("km_frontend_create", rc);
-	if ((rc = km_frontend_listen(fe_, "127.0.0.1", 0)) < 0)
+	if (!sasl_users_.empty()) {
+		km_frontend_listener l = {};
+		snprintf(l.name, sizeof(l.name), "SASL_PLAINTEXT");
+		l.protocol = KM_SEC_SASL_PLAINTEXT;
+		rc = km_frontend_listen_as(fe_, &l, "127.0.0.1", 0);
+	} else {
+		rc = km_frontend_listen(fe_, "127.0.0.1", 0);
+	}
+	if (rc < 0)
 		return Why("km_frontend_listen", rc);
-	port_ = km_frontend_port(fe_);
+	port_ = km_frontend_listener_port(fe_, 0);
 	return "";
 }
 

@@ -54,6 +54,15 @@ public:
 	// Before Start(): authorize with these ACLs (dataplane/serve/acl.h;
 	// the store stays the caller's and must outlive the server).
 	void SetAcls(struct km_acl_store *s) { acls_ = s; }
+	// Before Start(): the listener is SASL_PLAINTEXT with these users
+	// (a sasl.users.file) and settings (issue 16).
+	void Sasl(const std::string &users_file, uint32_t mechanisms,
+		  int64_t reauth_ms)
+	{
+		sasl_users_ = users_file;
+		sasl_mechs_ = mechanisms;
+		sasl_reauth_ms_ = reauth_ms;
+	}
 	// Parts in (topic, partition) order. "" on success, else why not.
 	std::string Start(const std::vector<PartSpec> &parts);
 	// Stop the loop (front-end stopped, connections closed, writers
@@ -96,6 +105,9 @@ private:
 	void Fail(const std::string &what);
 
 	std::string dir_;
+	std::string sasl_users_;
+	uint32_t sasl_mechs_ = 0;
+	int64_t sasl_reauth_ms_ = 0;
 	km_uring ring_ = {};
 	bool ring_up_ = false;
 	km_net *net_ = nullptr;

@@ -4,7 +4,7 @@
 // it was, and clear exit codes (0 done, 1 failed, 2 usage).
 // Method: the built tool run as a shell runs it (the password piped in);
 // the file read back with kafka/sasl_server.h's parser and checked with
-// km_scram_cred_check against the right and a wrong password.
+// km_sasl_cred_check against the right and a wrong password.
 #include <dirent.h>
 #include <sys/stat.h>
 
@@ -74,8 +74,8 @@ TEST(KmirrorUsers, AddStoresSaltedCredentialsOnly)
 	ASSERT_EQ("", parse(f, &p));
 	ASSERT_EQ(2u, p.u.n); /* both SCRAM mechanisms */
 	for (uint32_t i = 0; i < p.u.n; i++) {
-		EXPECT_TRUE(km_scram_cred_check(&p.u.v[i], "s3cret-pw"));
-		EXPECT_FALSE(km_scram_cred_check(&p.u.v[i], "s3cret-pW"));
+		EXPECT_TRUE(km_sasl_cred_check(&p.u.v[i], "s3cret-pw"));
+		EXPECT_FALSE(km_sasl_cred_check(&p.u.v[i], "s3cret-pW"));
 		EXPECT_EQ(4096, p.u.v[i].iterations);
 	}
 
@@ -87,11 +87,11 @@ TEST(KmirrorUsers, AddStoresSaltedCredentialsOnly)
 	ASSERT_EQ("", parse(f, &q));
 	const km_scram_cred *c = km_sasl_users_find(&q.u, "alice", KM_SASL_SCRAM_SHA_512);
 	ASSERT_NE(nullptr, c);
-	EXPECT_TRUE(km_scram_cred_check(c, "new-pw"));
+	EXPECT_TRUE(km_sasl_cred_check(c, "new-pw"));
 	EXPECT_EQ(5000, c->iterations);
 	c = km_sasl_users_find(&q.u, "alice", KM_SASL_SCRAM_SHA_256);
 	ASSERT_NE(nullptr, c);
-	EXPECT_TRUE(km_scram_cred_check(c, "s3cret-pw")); /* the other kept */
+	EXPECT_TRUE(km_sasl_cred_check(c, "s3cret-pw")); /* the other kept */
 	r = users({ "list", f }, "");
 	EXPECT_EQ(0, r.exit_code);
 	EXPECT_EQ(std::string::npos, r.out.find("salt")) << r.out;

@@ -97,7 +97,7 @@ struct Users {
 		 const Bytes &salt = {})
 	{
 		struct km_scram_cred c;
-		ASSERT_EQ(0, km_scram_cred_make(m, user, pw, 4096,
+		ASSERT_EQ(0, km_sasl_cred_make(m, user, pw, 4096,
 						salt.empty() ? nullptr : salt.data(),
 						(uint32_t)salt.size(), &c));
 		ASSERT_EQ(0, km_sasl_users_put(&u, &c));
@@ -321,8 +321,8 @@ TEST(SaslServer, UsersFileRoundTripsAndNamesTheBadLine)
 	const struct km_scram_cred *c =
 		km_sasl_users_find(&back.u, "bob", KM_SASL_SCRAM_SHA_512);
 	ASSERT_NE(nullptr, c);
-	EXPECT_TRUE(km_scram_cred_check(c, "bob-pw"));
-	EXPECT_FALSE(km_scram_cred_check(c, "bob-pW"));
+	EXPECT_TRUE(km_sasl_cred_check(c, "bob-pw"));
+	EXPECT_FALSE(km_sasl_cred_check(c, "bob-pW"));
 	EXPECT_EQ(0, memcmp(c, &us.u.v[1], sizeof(*c)));
 
 	std::string line2 = t.substr(t.find("bob"));
@@ -357,13 +357,13 @@ TEST(SaslServer, UsersFileRoundTripsAndNamesTheBadLine)
 TEST(SaslServer, CredentialsBelowKafkasMinimumIterationsAreRefused)
 {
 	struct km_scram_cred c;
-	EXPECT_EQ(KM_ECFGVALUE, km_scram_cred_make(KM_SASL_SCRAM_SHA_256, "a", "p",
+	EXPECT_EQ(KM_ECFGVALUE, km_sasl_cred_make(KM_SASL_SCRAM_SHA_256, "a", "p",
 						   4095, nullptr, 0, &c));
-	EXPECT_EQ(KM_ECFGVALUE, km_scram_cred_make(KM_SASL_PLAIN, "a", "p", 4096,
+	EXPECT_EQ(KM_ECFGVALUE, km_sasl_cred_make(KM_SASL_PLAIN, "a", "p", 4096,
 						   nullptr, 0, &c));
-	EXPECT_EQ(KM_ECFGVALUE, km_scram_cred_make(KM_SASL_SCRAM_SHA_256, "a b", "p",
+	EXPECT_EQ(KM_ECFGVALUE, km_sasl_cred_make(KM_SASL_SCRAM_SHA_256, "a b", "p",
 						   4096, nullptr, 0, &c));
-	EXPECT_EQ(0, km_scram_cred_make(KM_SASL_SCRAM_SHA_256, "a", "p", 4096,
+	EXPECT_EQ(0, km_sasl_cred_make(KM_SASL_SCRAM_SHA_256, "a", "p", 4096,
 					nullptr, 0, &c));
 }
 
