@@ -389,7 +389,8 @@ TEST_F(KafkaListeners, SslServesWhatPlaintextServes)
 				    << first_diff(jtls, jplain);
 }
 
-/* Metadata names the listener the client came in on: over PLAINTEXT the
+/* Metadata and FindCoordinator name the listener the client came in on:
+ * over PLAINTEXT the
  * broker is 127.0.0.1:<plaintext port> (its own address), over SSL it is
  * localhost:<ssl port> (advertised.listeners=SSL://localhost:<port>). */
 TEST_F(KafkaListeners, MetadataAdvertisesTheListenerConnectedOn)
@@ -401,6 +402,20 @@ TEST_F(KafkaListeners, MetadataAdvertisesTheListenerConnectedOn)
 			  " (controller)\n", plain);
 	EXPECT_EQ("broker 1 at localhost:" + std::to_string(ssl_) +
 			  " (controller)\n", tls);
+	/* FindCoordinator too: a group consumer over SSL reaches its
+	 * coordinator at the SSL listener's address (at the PLAINTEXT one
+	 * its TLS handshake would never end) and reads the topic. */
+	std::string src, grp;
+	ASSERT_EQ("", kcat_read(broker_->bootstrap(), {}, "tl", &src));
+	std::vector<std::string> a = { "-b", at(ssl_) };
+	auto sec = kcat_ssl();
+	a.insert(a.end(), sec.begin(), sec.end());
+	for (const char *x : { "-X", "auto.offset.reset=earliest", "-e", "-q",
+			       "-f", "%o|%k|%s\\n", "-G", "lsn-group", "tl" })
+		a.push_back(x);
+	ChildResult r = kcat(a, 30000);
+	ASSERT_EQ(0, r.exit_code) << r.describe();
+	EXPECT_EQ(src, r.out.substr(0, src.size())) << first_diff(r.out, src);
 }
 
 /* ssl.client.auth=required on a second kmirrord serving what the first
