@@ -75,10 +75,10 @@ static void ssl_errors(char *why, size_t cap, const char *what)
 
 static int passwd_cb(char *buf, int size, int rw, void *u)
 {
-	size_t n = strlen(u);
+	size_t n = u != NULL ? strlen(u) : 0;
 
 	(void)rw;
-	if (n >= (size_t)size)
+	if (n == 0 || n >= (size_t)size)
 		return 0;
 	memcpy(buf, u, n);
 	return (int)n;
@@ -112,11 +112,10 @@ static int load_cert(SSL_CTX *ctx, const struct km_netsec_config *cfg,
 
 	if (cfg->cert_location == NULL)
 		return 0;
-	if (cfg->key_password != NULL) {
-		SSL_CTX_set_default_passwd_cb(ctx, passwd_cb);
-		SSL_CTX_set_default_passwd_cb_userdata(
-			ctx, (void *)cfg->key_password);
-	}
+	/* Without a password OpenSSL would ask for one on the terminal. */
+	SSL_CTX_set_default_passwd_cb(ctx, passwd_cb);
+	SSL_CTX_set_default_passwd_cb_userdata(
+		ctx, (void *)(cfg->key_password ? cfg->key_password : ""));
 	if (SSL_CTX_use_certificate_chain_file(ctx, cfg->cert_location) != 1 ||
 	    SSL_CTX_use_PrivateKey_file(ctx, cfg->key_location
 						     ? cfg->key_location
