@@ -393,8 +393,8 @@ static int start_one_listener(struct km_daemon *d, uint32_t i)
 						 l->addr.port, &r)) == 0)
 		rc = km_worker_wait(d->ctl_efd, &r, REPLY_TIMEOUT_MS);
 	if (rc < 0) {
-		KM_ERROR("daemon", "listeners %s://%s:%u: %s", l->name, shown,
-			 l->addr.port, why[0] ? why : km_strerror(rc));
+		KM_ERROR("daemon", "listeners %s:%u: %s", shown, l->addr.port,
+			 why[0] ? why : km_strerror(rc));
 		return rc;
 	}
 	d->listener_ports[i] = r.port;

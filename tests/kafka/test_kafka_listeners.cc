@@ -211,6 +211,25 @@ int64_t ms_until_closed(int fd, int64_t t0)
 	}
 }
 
+/* Until kmirrord's stderr holds text (a short read drains its pipe). */
+bool logged(Daemon &d, const std::string &text)
+{
+	return poll_until([&] {
+		std::string line;
+		(void)d.child().read_line(5, &line);
+		return d.child().stderr_so_far().find(text) != std::string::npos;
+	}, 10000);
+}
+
+int count(const std::string &s, const std::string &what)
+{
+	int n = 0;
+	for (size_t at = s.find(what); at != std::string::npos;
+	     at = s.find(what, at + 1))
+		n++;
+	return n;
+}
+
 } // namespace
 
 class KafkaListeners : public ::testing::Test {
@@ -389,7 +408,8 @@ TEST_F(KafkaListeners, SslServesWhatPlaintextServes)
 				    << first_diff(jtls, jplain);
 }
 
-/* Metadata names the listener the client came in on: over PLAINTEXT the
+/* Metadata and FindCoordinator name the listener the client came in on:
+ * over PLAINTEXT the
  * broker is 127.0.0.1:<plaintext port> (its own address), over SSL it is
  * localhost:<ssl port> (advertised.listeners=SSL://localhost:<port>). */
 TEST_F(KafkaListeners, MetadataAdvertisesTheListenerConnectedOn)
@@ -401,6 +421,20 @@ TEST_F(KafkaListeners, MetadataAdvertisesTheListenerConnectedOn)
 			  " (controller)\n", plain);
 	EXPECT_EQ("broker 1 at localhost:" + std::to_string(ssl_) +
 			  " (controller)\n", tls);
+	/* FindCoordinator too: a group consumer over SSL reaches its
+	 * coordinator at the SSL listener's address (at the PLAINTEXT one
+	 * its TLS handshake would never end) and reads the topic. */
+	std::string src, grp;
+	ASSERT_EQ("", kcat_read(broker_->bootstrap(), {}, "tl", &src));
+	std::vector<std::string> a = { "-b", at(ssl_) };
+	auto sec = kcat_ssl();
+	a.insert(a.end(), sec.begin(), sec.end());
+	for (const char *x : { "-X", "auto.offset.reset=earliest", "-e", "-q",
+			       "-f", "%o|%k|%s\\n", "-G", "lsn-group", "tl" })
+		a.push_back(x);
+	ChildResult r = kcat(a, 30000);
+	ASSERT_EQ(0, r.exit_code) << r.describe();
+	EXPECT_EQ(src, r.out.substr(0, src.size())) << first_diff(r.out, src);
 }
 
 /* ssl.client.auth=required on a second kmirrord serving what the first
@@ -569,4 +603,12 @@ TEST_F(KafkaListeners, HostileClientsAreClosedWhileServingAndMirroring)
 	EXPECT_EQ(kRaw + 2, closed) << "some were not closed in time";
 	EXPECT_LT(slowest, 15000) << "the 3 s bound (listener.request.timeout.ms)";
 	ASSERT_NO_FATAL_FAILURE(wait_mirrored(*mirror_, "tl"));
+	/* Closed by kmirrord, not by the clients giving up (s_client ends
+	 * itself on the no_renegotiation alert OpenSSL would send): its log
+	 * names each. */
+	EXPECT_TRUE(logged(*mirror_, "the peer started a TLS renegotiation: refused"));
+	EXPECT_TRUE(logged(*mirror_, "TLS read:")) << "garbage after the handshake";
+	EXPECT_TRUE(logged(*mirror_, "no TLS handshake within 3000 ms"));
+	EXPECT_EQ(2 * kRaw / 3, count(mirror_->child().stderr_so_far(),
+				      "no TLS handshake within 3000 ms"));
 }

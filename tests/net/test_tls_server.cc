@@ -76,6 +76,10 @@ public:
 		// RFC 2253's specials in a value, and a type Java names by OID.
 		ASSERT_TRUE(Cert("odd", "ca", "/O=a\\+b/CN=smith, j/emailAddress=j@x.org"));
 		ASSERT_TRUE(Cert("mallory", "other", "/CN=mallory"));
+		// The server's key encrypted (ssl.key.password.file's case).
+		ASSERT_TRUE(Sh("openssl pkey -in " + g_dir + "/srv.key -aes256 "
+			       "-passout pass:key-secret -out " + g_dir +
+			       "/srv.enc.key"));
 	}
 	void TearDown() override { Sh("rm -rf " + g_dir); }
 };
@@ -230,6 +234,33 @@ TEST(ServerSecConn, RequiredClientAuthRefusesNoneAndStrangers)
 		<< km_secconn_why(stranger.sc);
 	MemPair alice(&s.sec, "alice");
 	EXPECT_EQ(0, alice.Handshake()) << km_secconn_why(alice.sc);
+}
+
+// An encrypted key loads with its password; a wrong one or none is
+// KM_ETLS naming the certificate.
+TEST(ServerSecConn, EncryptedKeyNeedsItsPassword)
+{
+	std::string cert = g_dir + "/srv.pem", key = g_dir + "/srv.enc.key";
+	for (const char *pw : { "key-secret", "wrong", (const char *)nullptr }) {
+		km_netsec_server_config c{};
+		km_netsec sec{};
+		char why[512] = "";
+		c.cert_location = cert.c_str();
+		c.key_location = key.c_str();
+		c.key_password = pw;
+		int rc = km_netsec_server_init(&sec, &c, why, sizeof(why));
+		if (pw != nullptr && std::string(pw) == "key-secret") {
+			EXPECT_EQ(0, rc) << why;
+			MemPair p(&sec, "");
+			EXPECT_EQ(0, p.Handshake()) << km_secconn_why(p.sc);
+		} else {
+			EXPECT_EQ(KM_ETLS, rc) << (pw ? pw : "no password");
+			EXPECT_NE(std::string::npos,
+				  std::string(why).find("cannot load certificate"))
+				<< why;
+		}
+		km_netsec_free(&sec);
+	}
 }
 
 namespace {
