@@ -120,7 +120,8 @@ TEST(Addrs, SeveralListenersTakeTheirProtocolAndAdvertisedAddressByName)
 				  "SASL_SSL://:9094,SASL_PLAINTEXT://:9095",
 				  "advertised.listeners=SSL://tls.example.com:19093",
 				  "ssl.certificate.location=/c.pem",
-				  "ssl.key.location=/k.pem" });
+				  "ssl.key.location=/k.pem",
+				  "sasl.users.file=/users" });
 	ASSERT_EQ(0, l.rc) << l.err;
 	ASSERT_EQ(4u, l->listeners_count);
 	EXPECT_STREQ("SSL", l->listeners[0].name);
