@@ -166,6 +166,65 @@ inline std::string ctl(const Daemon &d, const std::vector<std::string> &args,
 	return out->exit_code == 0 ? "" : out->describe();
 }
 
+/* The bound port of the first listener whose protocol starts with
+ * `protocol` ("SASL_" for either SASL one), from status --json's
+ * "listeners" rows. */
+inline std::string listener_port(const Daemon &d, const std::string &protocol,
+				 uint16_t *port)
+{
+	ChildResult r;
+	json_error_t e;
+	json_t *root, *row;
+	size_t i;
+
+	*port = 0;
+	if (ctl(d, { "status", "--json" }, &r) != "" ||
+	    (root = json_loads(r.out.c_str(), 0, &e)) == nullptr)
+		return "status: " + r.describe() + r.err;
+	json_array_foreach(json_object_get(root, "listeners"), i, row) {
+		const char *p = json_string_value(json_object_get(row, "protocol"));
+		if (*port == 0 && p != nullptr && std::string(p).rfind(protocol, 0) == 0)
+			*port = (uint16_t)json_integer_value(json_object_get(row, "port"));
+	}
+	json_decref(root);
+	return *port != 0 ? "" : "no " + protocol + " listener in: " + r.out;
+}
+
+/* What librdkafka reports when it cannot log in (its error callback, the
+ * words kcat prints), or "" if nothing went wrong within 5 s. A producer
+ * connects to its bootstrap server at once. */
+inline std::string rdk_login_error(const std::string &bootstrap, const Props &p)
+{
+	static std::string first;
+	std::string err;
+	Props props = p;
+	props.push_back({ "bootstrap.servers", bootstrap });
+	first.clear();
+	rd_kafka_t *rk = client_new(RD_KAFKA_PRODUCER, props, &err, [](rd_kafka_conf_t *c) {
+		rd_kafka_conf_set_error_cb(c, [](rd_kafka_t *, int, const char *reason, void *) {
+			if (first.empty())
+				first = reason;
+		});
+	});
+	if (rk == nullptr)
+		return "client_new: " + err;
+	poll_until([&] { rd_kafka_poll(rk, 50); return !first.empty(); }, 5000);
+	rd_kafka_destroy(rk);
+	return first;
+}
+
+/* kmirror-users with `input` (the password) on its standard input. */
+inline ChildResult kmirror_users(const std::vector<std::string> &args,
+				 const std::string &input)
+{
+	const char *exe = getenv("KM_KMIRROR_USERS");
+	std::string cmd = std::string("printf '%s\\n' '") + input + "' | '" +
+			  (exe ? exe : "kmirror-users") + "'";
+	for (auto &a : args)
+		cmd += " '" + a + "'";
+	return run_command({ "sh", "-c", cmd }, 30000);
+}
+
 /* status --json: one integer of the first row of a table ("net" or
  * "connections") whose "backend"/"peer" field is set; -1 if none. */
 inline int64_t status_figure(const Daemon &d, const char *table, const char *key,

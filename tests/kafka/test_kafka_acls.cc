@@ -395,34 +395,34 @@ TEST_F(KafkaAcls, AclsFileEnforcedAndReread)
  * topic and is refused the other's. */
 TEST_F(KafkaAcls, SaslUsersGetTheirOwnRights)
 {
-	const char *exe = getenv("KM_KMIRROR_USERS");
 	std::string users = dir_.file("users"), file = dir_.file("acls-sasl");
 	struct {
 		const char *name, *password, *topic, *other;
 	} who[] = { { "alice", "alice-secret", "acl-read", "acl-hidden" },
 		    { "bob", "bob-secret", "acl-hidden", "acl-read" } };
 	for (auto &u : who) {
-		ChildResult r = run_command(
-			{ "sh", "-c", std::string("printf '%s\\n' '") + u.password +
-					      "' | '" + (exe ? exe : "kmirror-users") +
-					      "' add '" + users + "' " + u.name +
-					      " --mechanism SCRAM-SHA-256" },
-			60000);
+		ChildResult r = kmirror_users({ "add", users, u.name, "--mechanism",
+						"SCRAM-SHA-256" },
+					       u.password);
 		ASSERT_EQ(0, r.exit_code) << r.describe() << r.err;
 	}
 	ASSERT_TRUE(put(file, "User:alice ALLOW Read TOPIC LITERAL acl-read\n"
 			      "User:bob ALLOW Read TOPIC LITERAL acl-hidden\n"));
 	Daemon d = daemon("data-sasl", { "acls.file=" + file,
-					 "sasl.users.file=" + users });
+					 "sasl.users.file=" + users,
+					 "listeners=SASL_PLAINTEXT://127.0.0.1:0" });
 	ASSERT_EQ("", d.start());
 	ASSERT_NO_FATAL_FAILURE(wait_mirrored(d));
+	uint16_t port = 0;
+	ASSERT_EQ("", listener_port(d, "SASL_PLAINTEXT", &port));
+	const std::string bs = "127.0.0.1:" + std::to_string(port);
 	for (auto &u : who) {
 		std::vector<std::string> login = {
 			"-X", "security.protocol=SASL_PLAINTEXT", "-X",
 			"sasl.mechanisms=SCRAM-SHA-256", "-X",
 			std::string("sasl.username=") + u.name, "-X",
 			std::string("sasl.password=") + u.password };
-		std::vector<std::string> ls = { "kcat", "-b", d.bootstrap(), "-L",
+		std::vector<std::string> ls = { "kcat", "-b", bs, "-L",
 						"-m", "10" };
 		ls.insert(ls.end(), login.begin(), login.end());
 		ChildResult r = run_command(ls, 30000);
@@ -433,7 +433,7 @@ TEST_F(KafkaAcls, SaslUsersGetTheirOwnRights)
 			  r.out.find(std::string("topic \"") + u.other + "\""))
 			<< u.name << ": " << r.out;
 		auto read_cmd = [&](const char *topic) {
-			std::vector<std::string> v = { "kcat", "-b", d.bootstrap(),
+			std::vector<std::string> v = { "kcat", "-b", bs,
 						       "-C", "-t", topic, "-p", "0",
 						       "-o", "beginning", "-e", "-f",
 						       "%o\\n" };

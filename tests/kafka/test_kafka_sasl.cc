@@ -32,6 +32,7 @@
 #include <gtest/gtest.h>
 
 #include "tests/e2e/daemon.h"
+#include "tests/e2e/e2e_util.h"
 #include "tests/kafka/kafka_broker.h"
 #include "tests/support/kafka_peers.h"
 
@@ -48,18 +49,6 @@ bool put(const std::string &path, const std::string &text, mode_t mode)
 	f << text;
 	f.close();
 	return f.good() && chmod(path.c_str(), mode) == 0;
-}
-
-/* kmirror-users with `input` on its standard input. */
-ChildResult users_tool(const std::vector<std::string> &args,
-		       const std::string &input)
-{
-	const char *exe = getenv("KM_KMIRROR_USERS");
-	std::string cmd = std::string("printf '%s\\n' '") + input + "' | '" +
-			  (exe ? exe : "kmirror-users") + "'";
-	for (auto &a : args)
-		cmd += " '" + a + "'";
-	return run_command({ "sh", "-c", cmd }, 30000);
 }
 
 /* The listener counters summed over workers (kmirrorctl status --json). */
@@ -116,29 +105,6 @@ std::string java_sasl(const std::string &mech, const std::string &user,
 	return "security.protocol=SASL_PLAINTEXT\nsasl.mechanism=" + mech +
 	       "\nsasl.jaas.config=org.apache.kafka.common.security." + module +
 	       " required username=\"" + user + "\" password=\"" + pw + "\";\n";
-}
-
-/* What librdkafka reports when it cannot log in (its error callback, the
- * words kcat prints), or "" if nothing went wrong within 5 s. A producer
- * connects to its bootstrap server at once. */
-std::string rdk_login_error(const std::string &bootstrap, const Props &p)
-{
-	static std::string first;
-	std::string err;
-	Props props = p;
-	props.push_back({ "bootstrap.servers", bootstrap });
-	first.clear();
-	rd_kafka_t *rk = client_new(RD_KAFKA_PRODUCER, props, &err, [](rd_kafka_conf_t *c) {
-		rd_kafka_conf_set_error_cb(c, [](rd_kafka_t *, int, const char *reason, void *) {
-			if (first.empty())
-				first = reason;
-		});
-	});
-	if (rk == nullptr)
-		return "client_new: " + err;
-	poll_until([&] { rd_kafka_poll(rk, 50); return !first.empty(); }, 5000);
-	rd_kafka_destroy(rk);
-	return first;
 }
 
 /* kmirrord's log, once stopped. */
@@ -217,10 +183,10 @@ protected:
 		users_ = dir_.file("users");
 		for (auto &u : { std::make_pair("alice", "alice-pw"),
 				 std::make_pair("carol", "carol-pw") }) {
-			ChildResult r = users_tool({ "add", users_, u.first }, u.second);
+			ChildResult r = kmirror_users({ "add", users_, u.first }, u.second);
 			ASSERT_EQ(0, r.exit_code) << r.describe() << r.err;
 		}
-		ChildResult r = users_tool({ "add", users_, "bob", "--mechanism",
+		ChildResult r = kmirror_users({ "add", users_, "bob", "--mechanism",
 					     "SCRAM-SHA-512", "--iterations", "8192" },
 					   "bob-pw");
 		ASSERT_EQ(0, r.exit_code) << r.describe() << r.err;
@@ -243,7 +209,7 @@ protected:
 		*out = new Daemon(dir_.file("data"), sets);
 		Daemon &d = **out;
 		ASSERT_EQ("", d.start());
-		ASSERT_EQ("", sasl_port(d, &sasl_port_));
+		ASSERT_EQ("", listener_port(d, "SASL_", &sasl_port_));
 		std::string k = std::string(kTopic) + ":0";
 		ASSERT_EQ("", d.wait_status(
 				      [&](const std::map<std::string, PartStatus> &st) {
@@ -253,27 +219,6 @@ protected:
 				      60000));
 	}
 
-	/* The bound port of the SASL listener (status --json "listeners"). */
-	static std::string sasl_port(Daemon &d, uint16_t *port)
-	{
-		const char *exe = getenv("KM_KMIRRORCTL");
-		ChildResult r = run_command({ exe ? exe : "kmirrorctl", "--socket",
-					      d.socket(), "status", "--json" },
-					    10000);
-		json_error_t jerr;
-		json_t *root = json_loads(r.out.c_str(), 0, &jerr), *row;
-		size_t i;
-		*port = 0;
-		if (root == nullptr)
-			return "status: " + r.describe();
-		json_array_foreach(json_object_get(root, "listeners"), i, row) {
-			std::string proto = json_string_value(json_object_get(row, "protocol"));
-			if (proto.rfind("SASL_", 0) == 0)
-				*port = (uint16_t)json_integer_value(json_object_get(row, "port"));
-		}
-		json_decref(root);
-		return *port != 0 ? "" : "no SASL listener in: " + r.out;
-	}
 	std::string sasl_bs() const { return "127.0.0.1:" + std::to_string(sasl_port_); }
 
 	/* librdkafka's consumer of the mirror. */
@@ -348,14 +293,14 @@ TEST_F(KafkaSasl, UsersFileIsSaltedAndPrivate)
 	struct stat st;
 	ASSERT_EQ(0, stat(users_.c_str(), &st));
 	EXPECT_EQ(0600u, st.st_mode & 0777);
-	ChildResult r = users_tool({ "list", users_ }, "");
+	ChildResult r = kmirror_users({ "list", users_ }, "");
 	EXPECT_EQ(0, r.exit_code);
 	EXPECT_EQ("alice SCRAM-SHA-256 iterations=4096\n"
 		  "alice SCRAM-SHA-512 iterations=4096\n"
 		  "carol SCRAM-SHA-256 iterations=4096\n"
 		  "carol SCRAM-SHA-512 iterations=4096\n"
 		  "bob SCRAM-SHA-512 iterations=8192\n", r.out);
-	r = users_tool({ "remove", users_, "nobody" }, "");
+	r = kmirror_users({ "remove", users_, "nobody" }, "");
 	EXPECT_EQ(1, r.exit_code);
 	EXPECT_NE(std::string::npos, r.err.find("no user nobody")) << r.err;
 }
@@ -473,7 +418,7 @@ TEST_F(KafkaSasl, UsersFileChangesApplyWithoutRestart)
 	auto alice = rdk_sasl("SCRAM-SHA-512", "alice", "alice-pw");
 	ASSERT_EQ("", rdk_read(sasl_bs(), carol, &got));
 	EXPECT_EQ("", same(*truth_, got));
-	ChildResult r = users_tool({ "remove", users_, "carol" }, "");
+	ChildResult r = kmirror_users({ "remove", users_, "carol" }, "");
 	ASSERT_EQ(0, r.exit_code) << r.err;
 	std::string e = rdk_login_error(sasl_bs(), carol);
 	EXPECT_NE(std::string::npos, e.find("invalid credentials")) << e;
@@ -491,7 +436,7 @@ TEST_F(KafkaSasl, UsersFileChangesApplyWithoutRestart)
 	EXPECT_GT(counter(*d, "sasl_users_file_errors"), errors);
 
 	ASSERT_EQ(0, chmod(users_.c_str(), 0600));
-	r = users_tool({ "add", users_, "dave" }, "dave-pw");
+	r = kmirror_users({ "add", users_, "dave" }, "dave-pw");
 	ASSERT_EQ(0, r.exit_code) << r.err;
 	EXPECT_EQ("", rdk_read(sasl_bs(), rdk_sasl("SCRAM-SHA-256", "dave", "dave-pw"), &got));
 	EXPECT_EQ("", same(*truth_, got));
