@@ -208,6 +208,7 @@ static struct km_fsess *open_like(struct km_fsess *from)
 	memcpy(s, from, offsetof(struct km_fsess, members));
 	s->members = NULL;
 	s->n_members = 0;
+	km_fsess_inc_reset(s, false);
 	s->pinned = false;
 	s->rr = 0;
 	s->backoff_ms = s->backoff_min_ms;
@@ -254,6 +255,7 @@ static void unlink_member(struct km_fetcher *f)
 
 	KM_ASSERT(!f->in_frame);
 	km_fsess_unask(f);
+	km_fsess_inc_leave(s, f);
 	f->in_meta = false;
 	while (*pp != f)
 		pp = &(*pp)->next;
