@@ -673,6 +673,8 @@ static const struct key_def keys[] = {
 	ENUM("auto.create.topics.enable", auto_create_topics, booleans),
 	NUMBER("num.partitions", K_U32, num_partitions, KM_CONFIG_UNITS_PLAIN, 1,
 	       1u << 20),
+	NUMBER("max.incremental.fetch.session.cache.slots", K_U32,
+	       fetch_session_slots, KM_CONFIG_UNITS_PLAIN, 0, 1u << 20),
 };
 
 _Static_assert(sizeof(keys) / sizeof(keys[0]) == KM_CONFIG_KEYS_COUNT,

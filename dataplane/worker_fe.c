@@ -235,6 +235,9 @@ int km_worker_fe_listen(struct km_worker *w, const char *ipv4, uint16_t port,
 	c.txn_ids_max = w->cfg.txn_ids_max;
 	c.txn_id_expiration_ms = w->cfg.txn_id_expiration_ms;
 	c.auto_create_topics = w->cfg.auto_create_topics;
+	c.fetch_session_slots = w->cfg.fetch_session_slots != 0
+					? w->cfg.fetch_session_slots
+					: KM_FRONTEND_FSESS_NONE;
 	if ((rc = km_frontend_create(&c, &w->fe)) < 0)
 		return rc;
 	if ((rc = km_frontend_listen(w->fe, ipv4, port)) < 0) {

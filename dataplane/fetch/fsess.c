@@ -92,6 +92,8 @@ uint32_t km_fsess_pool_conns(const struct km_fsess_pool *p, struct km_fsess_pool
 		snprintf(out[n].peer, sizeof(out[n].peer), "%s:%u",
 			 s->target_ip, (unsigned)s->target.port);
 		km_net_conn_get_stats(s->conn, &out[n].st);
+		out[n].fetch_session_id = s->fs_id;
+		out[n].fetch_session_epoch = s->fs_epoch;
 		n++;
 	}
 	return n;

@@ -221,6 +221,10 @@ struct km_fsess_pool {
 struct km_fsess_pool_conn {
 	char peer[KM_FETCHER_IPV4_BYTES + 8]; /* "a.b.c.d:port" */
 	struct km_net_conn_stats st;
+	/* The broker's fetch session (KIP-227): id (0: none) and the epoch
+	 * of the next Fetch. */
+	int32_t fetch_session_id;
+	int32_t fetch_session_epoch;
 };
 
 /** The connections of the pool's sessions that have one, at most cap.

@@ -197,7 +197,14 @@ struct km_frontend_config {
 	/* auto.create.topics.enable: a Metadata request that allows it
 	 * creates a topic it names that is not here (ops->admin). */
 	bool auto_create_topics;
+	/* max.incremental.fetch.session.cache.slots: KIP-227 sessions kept
+	 * (frontend_fsess.c); 0: Kafka's 1000, KM_FRONTEND_FSESS_NONE: none
+	 * (every Fetch answered without a session). */
+	uint32_t fetch_session_slots;
 };
+
+#define KM_FRONTEND_FSESS_NONE UINT32_MAX
+#define KM_FRONTEND_FSESS_DEFAULT 1000u
 
 struct km_frontend_stats {
 	uint32_t conns;			     /* open now */
@@ -221,6 +228,13 @@ struct km_frontend_stats {
 					      * promised to requests, now */
 	uint64_t bytes_out;		     /* response bytes sent */
 	uint64_t records_bytes_out;	     /* ... of which record batches */
+	/* KIP-227 fetch sessions (frontend_fsess.c). */
+	uint32_t fetch_sessions;	     /* cached now */
+	uint64_t fetch_sessions_evicted;
+	uint64_t fetch_full;		     /* Fetches that made a session */
+	uint64_t fetch_incremental;	     /* ... of a session */
+	uint64_t fetch_sessionless;	     /* ... with none */
+	uint64_t fetch_session_errors;	     /* answered 70 or 71 */
 };
 
 struct km_frontend; /* opaque */

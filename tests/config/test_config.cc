@@ -868,7 +868,8 @@ TEST(Config, FormatText)
 			      "transaction.ids.max=1024\n"
 			      "transactional.id.expiration.ms=604800000\n"
 			      "auto.create.topics.enable=false\n"
-			      "num.partitions=1\n"),
+			      "num.partitions=1\n"
+			      "max.incremental.fetch.session.cache.slots=1000\n"),
 		  text);
 }
 
