@@ -37,6 +37,7 @@
  * slot: id = gen * slots + slot + 1, so a lookup is one comparison.
  */
 #include <errno.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -76,7 +77,7 @@ int km_frontend_fsess_init(struct km_frontend *fe, uint32_t slots,
 	for (uint32_t i = 0; i < ents_max; i++)
 		c->ents[i].next = i + 1 < ents_max ? i + 1 : NIL;
 	c->free_head = 0;
-	c->gen = (uint32_t)random();
+	c->gen = (uint32_t)(km_frontend_now_ms() * 2654435761u);
 	return 0;
 }
 
@@ -197,11 +198,12 @@ static void create(struct fe_conn *fc, uint64_t now)
 		s->bound += ENT_BOUND(f->res[i].p);
 	}
 	s->n = n;
+	/* A new generation each time, so that a client holding an evicted
+	 * session's id meets 70, not another client's session. */
 	c->gen++;
-	s->id = (int32_t)(((uint64_t)c->gen * c->slots +
-			   (uint32_t)(s - c->sess)) % INT32_MAX) + 1;
-	if (find(c, s->id) != s) /* the modulus wrapped onto another slot */
-		s->id = (int32_t)(s - c->sess) + 1;
+	s->id = (int32_t)((uint64_t)(c->gen % ((INT32_MAX - c->slots) / c->slots)) *
+			  c->slots + (uint32_t)(s - c->sess) + 1);
+	KM_ASSERT(find(c, s->id) == s);
 	s->epoch = 1;
 	s->created_ms = s->used_ms = now;
 	fe->st.fetch_sessions++;
