@@ -362,10 +362,10 @@ static int16_t incremental(struct fe_conn *fc, uint64_t now)
 
 	if (s == NULL || s->epoch != f->req.session_epoch) {
 		fe->st.fetch_session_errors++;
-		/* Epoch > 0 without an id is Kafka's epoch error. */
-		return s != NULL || f->req.session_id == 0
-			       ? KM_KERR_INVALID_FETCH_SESSION_EPOCH
-			       : KM_KERR_FETCH_SESSION_ID_NOT_FOUND;
+		/* SessionId 0 with epoch > 0 too: Kafka looks session 0 up
+		 * (kafka-fsess compares with the broker's answer). */
+		return s != NULL ? KM_KERR_INVALID_FETCH_SESSION_EPOCH
+				 : KM_KERR_FETCH_SESSION_ID_NOT_FOUND;
 	}
 	if (!apply(fc, s) || s->n == 0 || s->n > fe->parts_max ||
 	    !rewrite(fc, s)) {
