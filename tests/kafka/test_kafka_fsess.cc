@@ -2,7 +2,9 @@
  * (issue 17; suite kafka-fsess): kmirrord's Fetches to the source carry
  * only the partitions that changed once a session is open, the copy stays
  * byte-identical, and a lost session (closed under it, or a broker
- * restart) or a broker with no session slot still mirrors everything.
+ * restart) or a broker with no session slot still mirrors everything; and
+ * Kafka's Java consumer reading 200 partitions from kmirrord gets a
+ * session there and reads every record.
  *
  * Method: one KRaft broker for the suite (SetUpTestSuite) with 202
  * partitions: fsidle (200, a few records each from Kafka's
@@ -16,8 +18,11 @@
  * which Kafka's FetchManager answers by removing that session), so the
  * next incremental Fetch meets FETCH_SESSION_ID_NOT_FOUND on a live
  * connection. A second broker with max.incremental.fetch.session.cache.
- * slots=0 answers every Fetch without a session. Every wait polls an
- * observable condition with a deadline.
+ * slots=0 answers every Fetch without a session. kafka-console-consumer
+ * (subscribed to fsidle on kmirrord) must read each offset below the
+ * broker's end once and every value VerifiableProducer sent, while
+ * kmirrord's listener counts a session made and incremental Fetches. Every
+ * wait polls an observable condition with a deadline.
  */
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -128,10 +133,11 @@ std::string read_n(int fd, uint8_t *p, size_t n)
 	return "";
 }
 
-/* A Fetch v11 naming no partition with SessionId id and epoch -1: Kafka
- * removes session id (FetchManager.newContext: "Any session specified in
- * a FULL fetch request will be closed"). *err: its top-level error. */
-std::string close_session(uint16_t port, int32_t id, int16_t *err)
+/* A Fetch v11 naming no partition with SessionId id and this epoch; with
+ * epoch -1 Kafka removes session id (FetchManager.newContext: "Any
+ * session specified in a FULL fetch request will be closed"). *err: its
+ * top-level error. */
+std::string raw_fetch(uint16_t port, int32_t id, int32_t epoch, int16_t *err)
 {
 	uint8_t buf[512];
 	km_wire_wr w;
@@ -147,7 +153,7 @@ std::string close_session(uint16_t port, int32_t id, int16_t *err)
 	m.min_bytes = 1;
 	m.max_bytes = 1024;
 	m.session_id = id;
-	m.session_epoch = -1;
+	m.session_epoch = epoch;
 	km_wire_name_set(&m.rack_id, "");
 	km_fetch_req_encode(&w, 11, &m);
 	int n = km_wire_wr_frame_end(&w);
@@ -405,6 +411,15 @@ TEST_F(KafkaFsess, IdlePartitionsRideAnIncrementalSession)
 	Daemon d = daemon_for(*broker_, "fsidle,fsbusy");
 	ASSERT_EQ("", d.start());
 	ASSERT_NO_FATAL_FAILURE(caught_up(d, *broker_, { "fsidle", "fsbusy" }));
+	/* Session errors as the broker answers them: an id it never gave,
+	 * and an incremental epoch with no id. */
+	for (auto [id, epoch] : { std::pair<int32_t, int32_t>{ 2000000011, 1 }, { 0, 3 } }) {
+		int16_t theirs = -1, ours = -1;
+		ASSERT_EQ("", raw_fetch(port_of(broker_->bootstrap()), id, epoch, &theirs));
+		ASSERT_EQ("", raw_fetch(d.port(), id, epoch, &ours));
+		EXPECT_EQ(theirs, ours) << "SessionId " << id << " epoch " << epoch;
+		EXPECT_NE(0, theirs);
+	}
 	Counts c0, c1, c2, c3;
 	ASSERT_EQ("", scrape(d, &c0));
 	ASSERT_GE(c0.full, 1) << "the session opens with a full Fetch: " << describe(c0);
@@ -426,7 +441,7 @@ TEST_F(KafkaFsess, IdlePartitionsRideAnIncrementalSession)
 	ASSERT_FALSE(ids.empty()) << "status shows no fetch session id";
 	for (int32_t id : ids) {
 		int16_t err = -1;
-		ASSERT_EQ("", close_session(port_of(broker_->bootstrap()), id, &err));
+		ASSERT_EQ("", raw_fetch(port_of(broker_->bootstrap()), id, -1, &err));
 		ASSERT_EQ(0, err);
 	}
 	ASSERT_EQ("", produce_busy(1000));
