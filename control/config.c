@@ -68,6 +68,7 @@ void km_config_defaults(struct km_config *cfg)
 	cfg->failed_retry_max_backoff_ms = 60000;
 	cfg->failed_retry_max_attempts = 0;
 	cfg->num_partitions = 1; /* Kafka's num.partitions */
+	cfg->fetch_session_slots = 1000; /* Kafka's default */
 	cfg->config_sync_interval_ms = 600000; /* MM2's sync.topic.configs */
 	km_config_sync_exclude_defaults(cfg);
 	cfg->source_ssl_verify_host = true; /* Kafka's https default */

@@ -149,6 +149,9 @@ struct km_config {
 	 * CreateTopics with -1 partitions and topics a Metadata creates. */
 	int auto_create_topics;
 	uint32_t num_partitions;
+	/* Kafka's max.incremental.fetch.session.cache.slots: KIP-227 fetch
+	 * sessions the listener keeps for its clients (0: none). */
+	uint32_t fetch_session_slots;
 	struct km_config_addr listener;	  /* where the Kafka API listens */
 	/* What Metadata tells clients. Without advertised.listeners: the
 	 * listener, with the machine's host name for a wildcard host; port 0

@@ -807,6 +807,8 @@ static const struct key_def keys[] = {
 	CUSTOM("super.users", super_users),
 	ENUM("allow.everyone.if.no.acl.found", allow_everyone_if_no_acl_found,
 	     booleans),
+	NUMBER("max.incremental.fetch.session.cache.slots", K_U32,
+	       fetch_session_slots, KM_CONFIG_UNITS_PLAIN, 0, 1u << 20),
 };
 
 _Static_assert(sizeof(keys) / sizeof(keys[0]) == KM_CONFIG_KEYS_COUNT,

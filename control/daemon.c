@@ -120,6 +120,7 @@ static void worker_config(const struct km_daemon *d, uint32_t id,
 	wc->group_min_session_timeout_ms = d->cfg->group_min_session_timeout_ms;
 	wc->group_max_session_timeout_ms = d->cfg->group_max_session_timeout_ms;
 	wc->txn_ids_max = d->cfg->txn_ids_max;
+	wc->fetch_session_slots = d->cfg->fetch_session_slots;
 	wc->txn_id_expiration_ms = (int64_t)d->cfg->txn_id_expiration_ms;
 	/* A topic no override names: the broker-level settings. */
 	km_config_log_config(d->cfg, "", 0, &wc->broker_log);

@@ -55,8 +55,10 @@ static json_t *port_row(uint32_t w, const struct km_worker_net *n)
 
 static json_t *conn_row(uint32_t w, const struct km_fsess_pool_conn *c)
 {
-	return json_pack("{s:i, s:s, s:I, s:I, s:I, s:I, s:I, s:I}",
+	return json_pack("{s:i, s:s, s:i, s:i, s:I, s:I, s:I, s:I, s:I, s:I}",
 			 "worker", (int)w, "peer", c->peer,
+			 "fetch_session_id", (int)c->fetch_session_id,
+			 "fetch_session_epoch", (int)c->fetch_session_epoch,
 			 "bytes_in", (json_int_t)c->st.bytes_in,
 			 "bytes_out", (json_int_t)c->st.bytes_out,
 			 "packets_in", (json_int_t)c->st.recvs,
@@ -71,8 +73,9 @@ static json_t *listener_row(uint32_t w, const struct km_worker_net *n)
 {
 	const struct km_frontend_stats *s = &n->fe;
 
-	json_t *row = json_pack("{s:i, s:i, s:I, s:I, s:I, s:I, s:I, s:I, s:i, s:i, s:i}",
+	json_t *row = json_pack("{s:i, s:i, s:i, s:I, s:I, s:I, s:I, s:I, s:I, s:i, s:i, s:i}",
 			 "worker", (int)w, "clients", (int)s->conns,
+			 "fetch_sessions", (int)s->fetch_sessions,
 			 "accepts", (json_int_t)s->accepts,
 			 "refused", (json_int_t)s->refused,
 			 "protocol_errors", (json_int_t)s->protocol_errors,
@@ -191,7 +194,47 @@ static const struct {
 	FE_METRIC(sasl_auth_failed, "kmirror_listener_sasl_failed_authentications_total", "SASL authentications refused (wrong credentials, a mechanism not enabled); the connection was closed."),
 	FE_METRIC(sasl_expired, "kmirror_listener_sasl_expired_connections_killed_total", "Connections closed for a request after their SASL session expired (connections.max.reauth.ms)."),
 	FE_METRIC(sasl_users_errors, "kmirror_listener_sasl_users_file_errors_total", "Times a changed sasl.users.file was refused (the users read before stay)."),
+	FE_METRIC(fetch_full, "kmirror_listener_fetch_sessions_created_total", "Full Fetches that opened a KIP-227 fetch session."),
+	FE_METRIC(fetch_incremental, "kmirror_listener_fetch_incremental_total", "Incremental Fetches served in a fetch session (only the partitions that changed answered)."),
+	FE_METRIC(fetch_sessionless, "kmirror_listener_fetch_sessionless_total", "Fetches served without a fetch session (below v7, epoch -1, no slot, or a partition not here)."),
+	FE_METRIC(fetch_session_errors, "kmirror_listener_fetch_session_errors_total", "Fetches answered FETCH_SESSION_ID_NOT_FOUND or INVALID_FETCH_SESSION_EPOCH."),
+	FE_METRIC(fetch_sessions_evicted, "kmirror_listener_fetch_sessions_evicted_total", "Fetch sessions evicted for a new one (max.incremental.fetch.session.cache.slots)."),
 };
+
+#define FS_METRIC(f, name, help) { offsetof(struct km_fsess_stats, f), name, help }
+static const struct {
+	size_t off;
+	const char *name, *help;
+} fsess_metrics[] = {
+	FS_METRIC(fetch_partitions, "kmirror_fetch_request_partitions_total", "Partitions written into the Fetch requests sent to the source (an incremental Fetch writes only those that changed)."),
+	FS_METRIC(fetch_forgotten, "kmirror_fetch_forgotten_partitions_total", "Partitions dropped from the source's fetch session by incremental Fetches (ForgottenTopicsData)."),
+	FS_METRIC(fetch_session_errors, "kmirror_fetch_session_errors_total", "Fetches the source answered FETCH_SESSION_ID_NOT_FOUND, INVALID_FETCH_SESSION_EPOCH or FETCH_SESSION_TOPIC_ID_ERROR (a new session follows)."),
+	FS_METRIC(fetch_sessionless, "kmirror_fetch_sessionless_total", "Full Fetches the source answered without a fetch session (no free slot)."),
+};
+
+/* Fetches to the source by kind (KIP-227), then the session counters. */
+static void fsess_counters(FILE *f, const struct km_worker_net *nets,
+			   uint32_t n_workers)
+{
+	static const char *name = "kmirror_fetch_requests_total";
+
+	fprintf(f, "# HELP %s Fetch requests sent to the source: full (every "
+		"partition) or incremental (KIP-227 fetch session).\n# TYPE %s "
+		"counter\n", name, name);
+	for (uint32_t w = 0; w < n_workers; w++) {
+		const struct km_fsess_stats *s = &nets[w].fpool.sum;
+
+		fprintf(f, "%s{worker=\"%u\",kind=\"full\"} %" PRIu64 "\n",
+			name, w, s->fetch_full);
+		fprintf(f, "%s{worker=\"%u\",kind=\"incremental\"} %" PRIu64
+			"\n", name, w, s->fetch_incremental);
+	}
+	for (size_t m = 0; m < sizeof(fsess_metrics) / sizeof(fsess_metrics[0]); m++)
+		counter(f, fsess_metrics[m].name, fsess_metrics[m].help, nets,
+			n_workers, offsetof(struct km_worker_net, fpool) +
+			offsetof(struct km_fsess_pool_stats, sum) +
+			fsess_metrics[m].off, false);
+}
 
 char *km_daemon_net_metrics(struct km_daemon *d)
 {
@@ -212,6 +255,7 @@ char *km_daemon_net_metrics(struct km_daemon *d)
 			offsetof(struct km_worker_net, net) + port_metrics[m].off,
 			false);
 	conn_metrics(f, nets, d->n_workers);
+	fsess_counters(f, nets, d->n_workers);
 	for (size_t m = 0; m < sizeof(fe_metrics) / sizeof(fe_metrics[0]); m++)
 		counter(f, fe_metrics[m].name, fe_metrics[m].help, nets,
 			d->n_workers,

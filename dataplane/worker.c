@@ -843,6 +843,7 @@ static void publish_net(struct km_worker *w)
 	p->dpdk = w->fnet != w->net && w->cfg.fetch_net.kind == KM_NET_DPDK;
 	km_net_get_stats(w->fnet, &p->net);
 	p->n_conns = km_fsess_pool_conns(&w->fpool, p->conns, KM_WORKER_NET_CONNS);
+	km_fsess_pool_get_stats(&w->fpool, &p->fpool);
 	p->listener = w->fe != NULL;
 	if (w->fe != NULL) {
 		km_frontend_get_stats(w->fe, &p->fe);

@@ -84,6 +84,7 @@ struct km_worker_config {
 	 * network is wrapped (dataplane/net/snet.h). Outlives the worker. */
 	const struct km_netsec *source_sec;
 	uint32_t txn_ids_max;		/* 0: the front-end's default */
+	uint32_t fetch_session_slots;	/* KIP-227 sessions; 0: none */
 	int64_t txn_id_expiration_ms;
 	/* The Admin topic calls' way to the control thread (NULL: refused),
 	 * and auto.create.topics.enable for the front end's Metadata. */
@@ -123,6 +124,8 @@ struct km_worker_net {
 	bool listener;
 	struct km_frontend_stats fe;
 	struct km_net_stats fe_net;
+	/* The fetch sessions' figures (full and incremental Fetches). */
+	struct km_fsess_pool_stats fpool;
 };
 
 /** A copy of w's last published figures (control thread; takes the lock

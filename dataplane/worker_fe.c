@@ -254,6 +254,9 @@ static int fe_create(struct km_worker *w, const char *ipv4)
 	c.auto_create_topics = w->cfg.auto_create_topics;
 	c.sasl = w->cfg.fe_sasl;
 	c.acls = w->cfg.acls;
+	c.fetch_session_slots = w->cfg.fetch_session_slots != 0
+					? w->cfg.fetch_session_slots
+					: KM_FRONTEND_FSESS_NONE;
 	return km_frontend_create(&c, &w->fe);
 }
 

@@ -157,6 +157,13 @@ enum {
 #define KM_FETCHER_META_NODES_MAX (KM_FETCHER_META_PARTS_MAX * 12u)
 #define KM_FETCHER_API_KEYS_MAX 256u
 
+/* A partition an incremental Fetch drops from the broker's session. */
+struct km_fetcher_fg {
+	const char *topic;
+	const uint8_t *topic_id;
+	int32_t partition;
+};
+
 struct km_fetcher_scratch {
 	struct km_api_range keys[KM_FETCHER_API_KEYS_MAX];
 	struct km_metadata_broker brokers[KM_FETCHER_META_BROKERS_MAX];
@@ -173,6 +180,11 @@ struct km_fetcher_scratch {
 	struct km_fetcher *sel[KM_FETCHER_ASK_MAX];
 	uint32_t sel_topic[KM_FETCHER_ASK_MAX];
 	uint32_t topic_n[KM_FETCHER_ASK_MAX];
+	/* The ForgottenTopicsData of an incremental Fetch (KIP-227). */
+	struct km_proto_topic fg_topics[KM_FETCHER_ASK_MAX];
+	uint8_t fg_ids[KM_FETCHER_ASK_MAX][KM_WIRE_UUID_BYTES];
+	int32_t fg_parts[KM_FETCHER_ASK_MAX];
+	struct km_fetcher_fg fg[KM_FETCHER_ASK_MAX];
 };
 
 /* Refetches of one corrupt batch before the partition gives up (FAILED): a
@@ -371,6 +383,11 @@ struct km_fetcher {
 	int64_t next_offset;	   /* next offset to fetch, -1 unknown */
 	int64_t inflight_offset;   /* FetchOffset asked in flight */
 	uint64_t asked_us;	   /* ... when (throttle.h), if capped */
+	/* Its place in the broker's fetch session (KIP-227, fsess_inc.c): in
+	 * it as the last Fetch sent left it, at that offset and MaxBytes. */
+	bool fs_in;
+	int64_t fs_offset;
+	int32_t fs_max_bytes;
 	bool oor;		   /* resolving OFFSET_OUT_OF_RANGE */
 	int64_t oor_start;
 	int64_t corrupt_offset;	   /* where the last corrupt batch sat */

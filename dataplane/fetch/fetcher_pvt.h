@@ -160,6 +160,23 @@ void km_fsess_on_apiversions(struct km_fsess *s,
 			     const struct km_kframe_frame *fr,
 			     struct km_wire_rd *r);
 
+/* ---- fsess_inc.c: KIP-227 fetch sessions ---- */
+/** No session with the broker: the next Fetch is full (keep_id: it
+ *  closes session fs_id, which the broker may still hold). */
+void km_fsess_inc_reset(struct km_fsess *s, bool keep_id);
+/** f leaves s: the next incremental Fetch forgets it. */
+void km_fsess_inc_leave(struct km_fsess *s, struct km_fetcher *f);
+/** m names every partition asked (m->parts[i] is s->asked[i]'s): make it
+ *  the session's next Fetch, full or incremental (only what changed, and
+ *  ForgottenTopicsData), and note what the broker's session will hold. */
+void km_fsess_inc_build(struct km_fsess *s, struct km_fetch_req *m,
+			int16_t version);
+/** 70, 71 or 106: the session is gone on the broker's side. */
+bool km_fsess_inc_session_error(int16_t err);
+/** The Fetch in flight was answered with this error: a new session. */
+void km_fsess_inc_error(struct km_fsess *s, int16_t err);
+/** ... or served, with this SessionId. */
+void km_fsess_inc_answered(struct km_fsess *s, int32_t session_id);
 /* ---- fsess_resp.c: answers ---- */
 
 void km_fsess_on_metadata(struct km_fsess *s, struct km_wire_rd *r);

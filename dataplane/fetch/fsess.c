@@ -92,6 +92,8 @@ uint32_t km_fsess_pool_conns(const struct km_fsess_pool *p, struct km_fsess_pool
 		snprintf(out[n].peer, sizeof(out[n].peer), "%s:%u",
 			 s->target_ip, (unsigned)s->target.port);
 		km_net_conn_get_stats(s->conn, &out[n].st);
+		out[n].fetch_session_id = s->fs_id;
+		out[n].fetch_session_epoch = s->fs_epoch;
 		n++;
 	}
 	return n;
@@ -208,6 +210,7 @@ static struct km_fsess *open_like(struct km_fsess *from)
 	memcpy(s, from, offsetof(struct km_fsess, members));
 	s->members = NULL;
 	s->n_members = 0;
+	km_fsess_inc_reset(s, false);
 	s->pinned = false;
 	s->rr = 0;
 	s->backoff_ms = s->backoff_min_ms;
@@ -254,6 +257,7 @@ static void unlink_member(struct km_fetcher *f)
 
 	KM_ASSERT(!f->in_frame);
 	km_fsess_unask(f);
+	km_fsess_inc_leave(s, f);
 	f->in_meta = false;
 	while (*pp != f)
 		pp = &(*pp)->next;

@@ -88,6 +88,25 @@ struct km_fsess_stats {
 	uint64_t responses;
 	uint64_t moves_in, moves_out; /* partitions moved by Metadata */
 	uint64_t source_throttle_ms; /* the source's throttle_time_ms, summed */
+	/* KIP-227 fetch sessions (fsess_inc.c). fetch_partitions above counts
+	 * the partitions written into each Fetch, not the session's. */
+	uint64_t fetch_full;	     /* Fetches naming every partition */
+	uint64_t fetch_incremental;  /* ... naming only what changed */
+	uint64_t fetch_forgotten;    /* partitions dropped from the session */
+	uint64_t fetch_session_errors; /* answered 70, 71 or 106: a new one */
+	uint64_t fetch_sessionless;  /* full Fetches answered with no session */
+};
+
+/* Partitions that left a session (stopped, failed, moved to another
+ * broker) while in the broker's fetch session: the next incremental
+ * Fetch names them in ForgottenTopicsData; more than this make it a full
+ * Fetch, which replaces the broker's session. */
+#define KM_FSESS_FORGET_MAX 16u
+
+struct km_fsess_forget {
+	char topic[KM_WIRE_NAME_BYTES_MAX + 1];
+	uint8_t topic_id[KM_WIRE_UUID_BYTES];
+	int32_t partition;
 };
 
 enum km_fsess_phase {
@@ -166,6 +185,19 @@ struct km_fsess {
 	uint32_t frame_users;	   /* partitions with in_frame set */
 	uint8_t req[KM_FSESS_REQ_BYTES];
 	struct km_fsess_stats stats;
+	/* The broker's fetch session (KIP-227, fsess_inc.c): its id (0:
+	 * none), the epoch the next Fetch carries (0: a full Fetch that opens
+	 * one, replacing fs_id's), the Fetch version it was opened with;
+	 * whether the Fetch in flight is full; how many partitions it
+	 * wrote. */
+	int32_t fs_id;
+	int32_t fs_epoch;
+	int16_t fs_ver;
+	bool fs_full;
+	uint32_t fs_written;
+	struct km_fsess_forget forget[KM_FSESS_FORGET_MAX];
+	uint32_t n_forget;
+	bool forget_overflow;
 };
 
 struct km_fsess_pool_stats {
@@ -189,6 +221,10 @@ struct km_fsess_pool {
 struct km_fsess_pool_conn {
 	char peer[KM_FETCHER_IPV4_BYTES + 8]; /* "a.b.c.d:port" */
 	struct km_net_conn_stats st;
+	/* The broker's fetch session (KIP-227): id (0: none) and the epoch
+	 * of the next Fetch. */
+	int32_t fetch_session_id;
+	int32_t fetch_session_epoch;
 };
 
 /** The connections of the pool's sessions that have one, at most cap.

@@ -242,6 +242,9 @@ void km_fsess_conn_gone(struct km_fsess *s)
 		s->handover = true;
 	unask_all(s);
 	reset_members(s);
+	/* The answer to the last Fetch may be lost with the connection: the
+	 * next one closes the session and opens another. */
+	km_fsess_inc_reset(s, true);
 	s->phase = KM_FPH_IDLE;
 	s->dropping = s->closed = s->lost = s->connect_failed = false;
 	s->refresh = s->healthy = s->versions_known = s->overflow = false;
@@ -354,7 +357,7 @@ static void count_request(struct km_fsess *s, enum km_freq r)
 	s->stats.requests++;
 	if (r == KM_FREQ_FETCH) {
 		s->stats.fetch_requests++;
-		s->stats.fetch_partitions += s->n_asked;
+		s->stats.fetch_partitions += s->fs_written;
 		if (s->frame != NULL)
 			s->stats.fetch_pipelined++;
 	} else if (r == KM_FREQ_METADATA) {

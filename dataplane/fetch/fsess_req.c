@@ -435,8 +435,6 @@ static int enc_fetch(struct km_fsess *s, struct km_wire_wr *w, uint64_t now)
 	m.min_bytes = 1;
 	m.max_bytes = max_bytes;
 	m.isolation_level = 0;	     /* read_uncommitted: all up to the HW */
-	m.session_id = 0;	     /* no fetch session (KIP-227) */
-	m.session_epoch = -1;
 	m.topics = sc->req_topics;
 	m.topics_max = m.n_topics = nt;
 	m.parts = sc->fetch_parts;
@@ -444,6 +442,7 @@ static int enc_fetch(struct km_fsess *s, struct km_wire_wr *w, uint64_t now)
 	km_wire_name_set(&m.rack_id, "");
 	m.topic_ids = sc->req_topic_ids;
 	version = fetch_version(s, nt);
+	km_fsess_inc_build(s, &m, version); /* KIP-227 */
 	rotate_members(s);
 	km_fsess_req_begin(s, w, KM_API_FETCH, version);
 	return km_fetch_req_encode(w, version, &m);

@@ -197,6 +197,7 @@ static void fetch_failed(struct km_fsess *s, int16_t err)
 /* A malformed answer: nothing of it is appended. */
 static void fetch_malformed(struct km_fsess *s, int rc)
 {
+	km_fsess_inc_reset(s, true);
 	for (struct km_fetcher *f = s->members; f != NULL; f = f->next)
 		f->in_frame = false;
 	unask_all(s);
@@ -258,6 +259,7 @@ bool km_fsess_on_fetch(struct km_fsess *s, const struct km_kframe_frame *fr,
 	struct km_fetch_resp_iter it;
 	int rc = km_fetch_resp_begin(&it, r, s->inflight_ver, aborted,
 				     ABORTED_MAX);
+	bool full;
 
 	if (rc == 0 && it.throttle_time_ms > 0) {
 		/* A quota of the source (KIP-219): from Fetch v8 the broker
@@ -271,8 +273,16 @@ bool km_fsess_on_fetch(struct km_fsess *s, const struct km_kframe_frame *fr,
 		s->stats.source_throttle_ms += (uint64_t)it.throttle_time_ms;
 		km_throttle_source(s->throttle, it.throttle_time_ms);
 	}
+	if (rc == 0 && km_fsess_inc_session_error(it.error_code)) {
+		/* The broker lost our session (KIP-227): not the partitions'
+		 * fault; a full Fetch goes at once. */
+		unask_all(s);
+		km_fsess_inc_error(s, it.error_code);
+		return false;
+	}
 	if (rc == 0 && it.error_code) {
 		fetch_failed(s, it.error_code);
+		km_fsess_inc_reset(s, true);
 		return false;
 	}
 	if (rc == 0)
@@ -284,6 +294,12 @@ bool km_fsess_on_fetch(struct km_fsess *s, const struct km_kframe_frame *fr,
 	s->healthy = true;
 	s->proto_streak = 0;
 	s->backoff_ms = s->backoff_min_ms;
+	full = s->fs_full;
+	km_fsess_inc_answered(s, it.session_id);
+	/* An incremental answer leaves out the partitions with nothing new
+	 * (KIP-227): they are unchanged, not missing. */
+	if (!full)
+		unask_all(s);
 	/* KIP-219: a broker over its quota answers a full Fetch with no
 	 * partition at all and the time to wait (Kafka's
 	 * SessionlessFetchContext.getThrottledResponse); its clients ask

@@ -197,6 +197,7 @@ static void free_all(struct km_frontend *fe)
 	km_frontend_txn_free(fe);
 	km_frontend_txnoff_free(fe);
 	km_frontend_sasl_free(fe);
+	km_frontend_fsess_free(fe);
 	free(fe);
 }
 
@@ -209,6 +210,23 @@ static void unlisten_all(struct km_frontend *fe)
 			fe->lsns[i].lsn = NULL;
 		}
 	fe->lsn = NULL;
+}
+
+/* KIP-227 sessions: the slots, and partition entries for 64 per session
+ * on average (at least 4 requests' worth; at most 1 Mi, 56 MiB). */
+static int fsess_init(struct km_frontend *fe,
+		      const struct km_frontend_config *cfg)
+{
+	uint32_t slots = cfg->fetch_session_slots == KM_FRONTEND_FSESS_NONE
+				 ? 0 : or_default(cfg->fetch_session_slots,
+						  KM_FRONTEND_FSESS_DEFAULT);
+	uint64_t ents = (uint64_t)slots * 64u;
+
+	if (ents > (1u << 20))
+		ents = 1u << 20;
+	if (ents < 4ull * fe->parts_max)
+		ents = 4ull * fe->parts_max;
+	return km_frontend_fsess_init(fe, slots, (uint32_t)ents);
 }
 
 int km_frontend_create(const struct km_frontend_config *cfg,
@@ -248,7 +266,8 @@ int km_frontend_create(const struct km_frontend_config *cfg,
 	    (rc = km_frontend_txn_init(fe, cfg->txn_ids_max,
 					   cfg->txn_id_expiration_ms)) < 0 ||
 	    (rc = km_frontend_txnoff_init(fe)) < 0 ||
-	    (rc = km_frontend_sasl_init(fe, &cfg->sasl)) < 0) {
+	    (rc = km_frontend_sasl_init(fe, &cfg->sasl)) < 0 ||
+	    (rc = fsess_init(fe, cfg)) < 0) {
 		free_all(fe);
 		return rc;
 	}

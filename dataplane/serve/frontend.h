@@ -213,7 +213,14 @@ struct km_frontend_config {
 	/* Authorization (dataplane/serve/acl.h): the ACLs the control thread
 	 * publishes; NULL: no authorizer, every request allowed. Outlives us. */
 	struct km_acl_store *acls;
+	/* max.incremental.fetch.session.cache.slots: KIP-227 sessions kept
+	 * (frontend_fsess.c); 0: Kafka's 1000, KM_FRONTEND_FSESS_NONE: none
+	 * (every Fetch answered without a session). */
+	uint32_t fetch_session_slots;
 };
+
+#define KM_FRONTEND_FSESS_NONE UINT32_MAX
+#define KM_FRONTEND_FSESS_DEFAULT 1000u
 
 struct km_frontend_stats {
 	uint32_t conns;			     /* open now */
@@ -246,6 +253,13 @@ struct km_frontend_stats {
 					      * session expired */
 	uint64_t sasl_users_reloads;	     /* sasl.users.file read again */
 	uint64_t sasl_users_errors;	     /* ... and refused (old kept) */
+	/* KIP-227 fetch sessions (frontend_fsess.c). */
+	uint32_t fetch_sessions;	     /* cached now */
+	uint64_t fetch_sessions_evicted;
+	uint64_t fetch_full;		     /* Fetches that made a session */
+	uint64_t fetch_incremental;	     /* ... of a session */
+	uint64_t fetch_sessionless;	     /* ... with none */
+	uint64_t fetch_session_errors;	     /* answered 70 or 71 */
 };
 
 struct km_frontend; /* opaque */

@@ -70,21 +70,6 @@ static uint64_t fetch_deadline(const struct fe_conn *fc,
 	return recheck < f->deadline_ms ? recheck : f->deadline_ms;
 }
 
-/* Kafka's FetchSession rules for a broker without a session cache: id 0
- * with epoch -1 (sessionless) or 0 (a new session: answered sessionless,
- * id 0, which tells the client to keep sending full requests) is served;
- * an incremental epoch without a session, or a session id, is refused. */
-static int16_t session_error(int16_t version, const struct km_fetch_req *q)
-{
-	if (version < 7)
-		return KM_KERR_NONE;
-	if (q->session_id != 0)
-		return KM_KERR_FETCH_SESSION_ID_NOT_FOUND;
-	if (q->session_epoch > 0)
-		return KM_KERR_INVALID_FETCH_SESSION_EPOCH;
-	return KM_KERR_NONE;
-}
-
 static int fetch_decode(struct fe_conn *fc, const struct km_reqhdr *h,
 			struct km_wire_rd *r)
 {
@@ -111,7 +96,7 @@ static int fetch_decode(struct fe_conn *fc, const struct km_reqhdr *h,
 	if (rc < 0)
 		return km_frontend_conn_fail(fc, "malformed Fetch v%d request: %s",
 				    h->api_version, km_strerror(rc));
-	f->top_err = session_error(h->api_version, q);
+	f->top_err = KM_KERR_NONE; /* km_frontend_fsess_begin() says */
 	return 0;
 }
 
@@ -125,7 +110,7 @@ static uint32_t fetch_bound(const struct fe_fetch *f)
 }
 
 /* The table is fixed while we run: look each partition up once. */
-static void fetch_resolve(struct fe_conn *fc)
+void km_frontend_fetch_resolve(struct fe_conn *fc)
 {
 	struct fe_fetch *f = fc->fetch;
 
@@ -464,13 +449,21 @@ static void fetch_respond(struct fe_conn *fc)
 	f->n_ext = 0;
 	km_frontend_slot_begin(fc, f->slot, &f->w);
 	km_wire_wr_set_gaps(&f->w, f->gaps, KM_FRONTEND_GAPS_MAX);
-	km_fetch_resp_enc_begin(&e, &f->w, ver, 0, f->top_err, 0);
+	if (f->top_err == KM_KERR_NONE)
+		km_frontend_fsess_answer(fc); /* KIP-227: what to leave out */
+	km_fetch_resp_enc_begin(&e, &f->w, ver, 0, f->top_err, f->fs_resp_id);
 	for (uint32_t t = 0; t < f->req.n_topics && f->top_err == 0; t++) {
 		const struct km_proto_topic *tp = &f->req.topics[t];
+		uint32_t i, end = tp->first + tp->count;
 
+		for (i = tp->first; i < end && f->res[i].skip; i++)
+			;
+		if (i == end)
+			continue; /* nothing of it in this answer */
 		km_fetch_resp_enc_topic(&e, &tp->name);
-		for (uint32_t i = tp->first; i < tp->first + tp->count; i++)
-			fetch_enc_part(fc, &e, i);
+		for (i = tp->first; i < end; i++)
+			if (!f->res[i].skip)
+				fetch_enc_part(fc, &e, i);
 	}
 	km_fetch_resp_enc_end(&e);
 	km_frontend_slot_finish(fc, f->slot, &f->w, false);
@@ -578,6 +571,7 @@ int km_frontend_handle_fetch(struct fe_conn *fc, const struct km_reqhdr *h,
 		    struct km_wire_rd *r)
 {
 	struct fe_fetch *f = fc->fetch;
+	bool resolved;
 	uint64_t now;
 	uint32_t slot;
 	int rc;
@@ -586,7 +580,11 @@ int km_frontend_handle_fetch(struct fe_conn *fc, const struct km_reqhdr *h,
 		return FE_WAIT; /* the previous Fetch's answer is not sent */
 	if ((rc = fetch_decode(fc, h, r)) < 0)
 		return rc;
-	rc = km_frontend_slot_open(fc, h, fetch_bound(f), &slot);
+	/* Room for the session's partitions too: the session is applied
+	 * only once the slot is ours (a FE_WAIT retry decodes again). */
+	rc = km_frontend_slot_open(fc, h, fetch_bound(f) +
+				   km_frontend_fsess_bound(fc, h->api_version),
+				   &slot);
 	if (rc != 0)
 		return rc;
 	fc->slots[slot].ops = &fetch_slot_ops;
@@ -596,7 +594,9 @@ int km_frontend_handle_fetch(struct fe_conn *fc, const struct km_reqhdr *h,
 	now = km_frontend_now_ms();
 	f->deadline_ms = now + (f->req.max_wait_ms > 0
 					? (uint64_t)f->req.max_wait_ms : 0);
-	fetch_resolve(fc);
+	f->top_err = km_frontend_fsess_begin(fc, h->api_version, &resolved);
+	if (!resolved)
+		km_frontend_fetch_resolve(fc);
 	fetch_eval(fc, now, false);
 	return 0;
 }

@@ -88,6 +88,41 @@ struct fe_fpart {
 	uint32_t ab_first;	/* aborted[ab_first, + n_ab); -1: null */
 	int32_t n_ab;
 	bool denied;		/* no Read on its topic (acl.h) */
+	uint32_t fs_ent;	/* its entry in the fetch session */
+	bool skip;		/* left out of an incremental answer */
+};
+
+/* KIP-227 fetch sessions served (frontend_fsess.c): one partition of a
+ * session, what the session's Fetches asked of it and what was last
+ * answered (hw -1: answer it next time). */
+struct fe_fsent {
+	struct km_part *p;
+	int64_t fetch_offset;
+	int32_t max_bytes;
+	int64_t hw, lso, log_start;
+	uint32_t next;		/* in its session's list, or the free list */
+};
+
+struct fe_fsession {
+	int32_t id;		/* 0: the slot is free */
+	int32_t epoch;		/* the next incremental Fetch's */
+	uint64_t created_ms, used_ms;
+	uint32_t n;		/* partitions */
+	uint32_t head, tail;	/* the partitions' entries, in order */
+	uint32_t bound;		/* response bytes of all of them, at most */
+};
+
+/* The worker's session cache: slots sessions over a pool of ents_max
+ * partition entries, all allocated at create (STYLE 9). */
+struct fe_fscache {
+	struct fe_fsession *sess;
+	uint32_t slots;
+	struct fe_fsent *ents;
+	uint32_t ents_max;
+	uint32_t free_head;
+	uint32_t gen;		/* the last id's generation */
+	const char **topics;	/* rewrite()'s scratch: topics_max */
+	uint32_t *first;
 };
 
 /* The connection's Fetch in process (one at a time: clients wait for a
@@ -114,6 +149,14 @@ struct fe_fetch {
 	struct km_wire_gap gaps[KM_FRONTEND_GAPS_MAX];
 	struct iovec ext[KM_FRONTEND_GAPS_MAX];
 	uint32_t n_ext;
+	/* Its fetch session (frontend_fsess.c): NULL if none; fs_full: the
+	 * answer names every partition; the SessionId answered, and the
+	 * session's epoch after this Fetch (it must still be so when the
+	 * answer is encoded). */
+	struct fe_fsession *fs;
+	bool fs_full;
+	int32_t fs_resp_id;
+	int32_t fs_epoch;
 };
 
 /* A principal's text, "User:" and a SASL name or a certificate's subject. */
@@ -269,6 +312,7 @@ struct km_frontend {
 	 * without a call. */
 	struct km_acl_store *acls;
 	bool produce_txn_denied;	/* the Produce being handled's */
+	struct fe_fscache fsc;		/* frontend_fsess.c */
 };
 
 /* frontend_rx.c: what a connection may hold of the receive pool. */
@@ -504,5 +548,22 @@ static inline bool km_frontend_allowed(struct fe_conn *fc, enum km_acl_op op,
 {
 	return fc->fe->acls == NULL || km_frontend_acl_check(fc, op, rtype, name);
 }
+/* frontend_fsess.c: KIP-227 fetch sessions served. */
+int km_frontend_fsess_init(struct km_frontend *fe, uint32_t slots,
+			   uint32_t ents_max);
+void km_frontend_fsess_free(struct km_frontend *fe);
+/* Response bytes the session a decoded Fetch names may add (before
+ * km_frontend_fsess_begin, which may make it the whole session). */
+uint32_t km_frontend_fsess_bound(const struct fe_conn *fc, int16_t version);
+/* Apply the session fields of the decoded Fetch: sessionless, a new
+ * session, or the session's partitions in place of the request's (res[].p
+ * set: *resolved). @return the Fetch's top-level error (70, 71) or 0. */
+int16_t km_frontend_fsess_begin(struct fe_conn *fc, int16_t version,
+				bool *resolved);
+/* Before the answer is encoded: res[].skip for each partition, and the
+ * session's figures of what is answered. */
+void km_frontend_fsess_answer(struct fe_conn *fc);
+/* frontend_fetch.c: res[].p of every partition the Fetch names. */
+void km_frontend_fetch_resolve(struct fe_conn *fc);
 
 #endif

@@ -880,7 +880,8 @@ TEST(Config, FormatText)
 			      "connections.max.reauth.ms=0\n"
 			      "acls.sync=false\n"
 			      "acls.sync.interval.ms=600000\n"
-			      "allow.everyone.if.no.acl.found=false\n"),
+			      "allow.everyone.if.no.acl.found=false\n"
+			      "max.incremental.fetch.session.cache.slots=1000\n"),
 		  text);
 }
 

@@ -197,9 +197,21 @@ struct FetchPart {
 inline Bytes FetchReq(int32_t corr, int16_t ver, int32_t max_wait,
 		      int32_t max_bytes, const std::vector<FetchPart> &parts,
 		      int32_t session_id = 0, int32_t session_epoch = -1,
-		      int8_t isolation = 0)
+		      int8_t isolation = 0,
+		      const std::vector<FetchPart> &forgotten = {})
 {
-	std::vector<km_proto_topic> topics;
+	std::vector<km_proto_topic> topics, fg;
+	std::vector<int32_t> fg_parts;
+	for (const FetchPart &p : forgotten) {
+		if (fg.empty() || strcmp(fg.back().name.s, p.topic.c_str()) != 0) {
+			km_proto_topic t = {};
+			km_wire_name_set(&t.name, p.topic.c_str());
+			t.first = (uint32_t)fg_parts.size();
+			fg.push_back(t);
+		}
+		fg.back().count++;
+		fg_parts.push_back(p.partition);
+	}
 	std::vector<km_fetch_req_part> ps;
 	for (const FetchPart &p : parts) {
 		if (topics.empty() ||
@@ -224,6 +236,10 @@ inline Bytes FetchReq(int32_t corr, int16_t ver, int32_t max_wait,
 	m.n_topics = m.topics_max = (uint32_t)topics.size();
 	m.parts = ps.data();
 	m.n_parts = m.parts_max = (uint32_t)ps.size();
+	m.forgotten = fg.data();
+	m.n_forgotten = m.forgotten_max = (uint32_t)fg.size();
+	m.forgotten_parts = fg_parts.data();
+	m.n_forgotten_parts = m.forgotten_parts_max = (uint32_t)fg_parts.size();
 	km_wire_name_set(&m.rack_id, "");
 	return Req(KM_API_FETCH, ver, corr,
 		   [&](km_wire_wr *w) { km_fetch_req_encode(w, ver, &m); });
@@ -232,6 +248,7 @@ inline Bytes FetchReq(int32_t corr, int16_t ver, int32_t max_wait,
 // A Fetch response, every served batch parsed (a partial one fails).
 struct FetchOut {
 	int16_t top_error = 0;
+	int32_t session_id = 0;
 	struct Part {
 		std::string topic;
 		int32_t partition;
@@ -257,6 +274,7 @@ inline void DecodeFetch(Resp *x, int16_t ver, FetchOut *out)
 	ASSERT_EQ(0, km_fetch_resp_begin(&it, &x->r, ver, ab.data(),
 					 (uint32_t)ab.size()));
 	out->top_error = it.error_code;
+	out->session_id = it.session_id;
 	int rc;
 	while ((rc = km_fetch_resp_next_partition(&it, &p)) == 1) {
 		FetchOut::Part o = {it.cur.topic.s, p.partition, p.error_code,

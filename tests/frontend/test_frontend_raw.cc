@@ -563,7 +563,8 @@ TEST_F(Raw, InitProducerIdAndFetchErrors)
 	ASSERT_NO_FATAL_FAILURE(Fetch(FetchReq(3, 11, 0, 1 << 20,
 					       {{"alpha", 0, 0, 1 << 20}}, 0, 3),
 				      11, &e));
-	EXPECT_EQ(KM_KERR_INVALID_FETCH_SESSION_EPOCH, e.top_error);
+	// Kafka 4.3 looks session 0 up: not found (kafka-fsess checks it).
+	EXPECT_EQ(KM_KERR_FETCH_SESSION_ID_NOT_FOUND, e.top_error);
 	// A partition taken offline.
 	srv_.SetError(1, -EIO);
 	FetchOut o;
@@ -1209,4 +1210,98 @@ TEST_F(RawGroups, OffsetDeleteAnswersAsKafka)
 	RoundTrip(FetchOcReq(corr), KM_API_OFFSET_FETCH, 7, &f);
 	EXPECT_EQ((std::vector<int64_t>{ -1, 11 }), FetchOcOffsets(&f))
 		<< "alpha-0 deleted, alpha-1 kept";
+}
+
+// KIP-227 fetch sessions as Kafka's FetchManager serves them: a full
+// Fetch with epoch 0 opens a session and answers every partition; an
+// incremental one answers only partitions with records or new figures
+// (the session remembers each partition's offset from the request that
+// last named it); a repeated epoch is INVALID_FETCH_SESSION_EPOCH, an
+// unknown id FETCH_SESSION_ID_NOT_FOUND, both with no partition and
+// SessionId 0; ForgottenTopicsData drops a partition; epoch -1 closes the
+// session; a full Fetch naming a partition not here gets no session.
+// Expected offsets come from our own Produce answers.
+TEST_F(Raw, FetchSessionsAsKafka)
+{
+	Bytes b2 = Batch(2), b1 = Batch(1);
+	int64_t base = -1;
+	ASSERT_EQ(0, ProduceOne("alpha", 0, &b2, -1));
+	ASSERT_EQ(0, ProduceOne("alpha", 1, &b1, -1));
+	auto fetch = [&](int32_t corr, const std::vector<fetest::FetchPart> &ps,
+			 int32_t id, int32_t epoch, FetchOut *out,
+			 const std::vector<fetest::FetchPart> &fg = {}) {
+		Fetch(FetchReq(corr, 11, 0, 1 << 20, ps, id, epoch, 0, fg), 11, out);
+	};
+	const int32_t m = 1 << 20;
+	FetchOut full;
+	ASSERT_NO_FATAL_FAILURE(fetch(1, {{"alpha", 0, 0, m}, {"alpha", 1, 0, m},
+					  {"alpha", 2, 0, m}}, 0, 0, &full));
+	ASSERT_EQ(0, full.top_error);
+	const int32_t id = full.session_id;
+	ASSERT_GT(id, 0) << "epoch 0 opens a session";
+	ASSERT_EQ(3u, full.parts.size()) << "a full answer names every partition";
+	EXPECT_EQ(2, full.parts[0].hw);
+	EXPECT_EQ(1u, full.parts[0].batch_bases.size());
+	EXPECT_EQ(1u, full.parts[1].batch_bases.size());
+	EXPECT_EQ(1u, srv_.Stats().fetch_full);
+
+	// The client moves alpha-0 and alpha-1 to their ends: nothing new.
+	FetchOut quiet;
+	ASSERT_NO_FATAL_FAILURE(fetch(2, {{"alpha", 0, 2, m}, {"alpha", 1, 1, m}},
+				      id, 1, &quiet));
+	EXPECT_EQ(0, quiet.top_error);
+	EXPECT_EQ(id, quiet.session_id);
+	EXPECT_TRUE(quiet.parts.empty()) << "unchanged partitions are left out";
+
+	// alpha-2 takes a batch: an empty incremental Fetch brings it, from
+	// the offset the session holds (0).
+	ASSERT_EQ(0, ProduceOne("alpha", 2, &b1, -1, &base));
+	FetchOut news;
+	ASSERT_NO_FATAL_FAILURE(fetch(3, {}, id, 2, &news));
+	ASSERT_EQ(1u, news.parts.size());
+	EXPECT_EQ(2, news.parts[0].partition);
+	ASSERT_EQ(1u, news.parts[0].batch_bases.size());
+	EXPECT_EQ(base, news.parts[0].batch_bases[0]);
+	EXPECT_EQ(base + 1, news.parts[0].hw);
+	EXPECT_EQ(2u, srv_.Stats().fetch_incremental);
+
+	// Epoch 2 again, and an id never given.
+	FetchOut dup, lost;
+	ASSERT_NO_FATAL_FAILURE(fetch(4, {}, id, 2, &dup));
+	EXPECT_EQ(KM_KERR_INVALID_FETCH_SESSION_EPOCH, dup.top_error);
+	EXPECT_EQ(0, dup.session_id);
+	EXPECT_TRUE(dup.parts.empty());
+	ASSERT_NO_FATAL_FAILURE(fetch(5, {}, id == INT32_MAX ? 1 : id + 1, 3, &lost));
+	EXPECT_EQ(KM_KERR_FETCH_SESSION_ID_NOT_FOUND, lost.top_error);
+	EXPECT_EQ(0, lost.session_id);
+
+	// alpha-2 forgotten: its next batch is not answered; alpha-0's is.
+	FetchOut fg, after;
+	ASSERT_NO_FATAL_FAILURE(fetch(6, {}, id, 3, &fg, {{"alpha", 2, 0, 0}}));
+	EXPECT_EQ(0, fg.top_error);
+	ASSERT_EQ(0, ProduceOne("alpha", 2, &b1, -1));
+	ASSERT_EQ(0, ProduceOne("alpha", 0, &b1, -1, &base));
+	ASSERT_NO_FATAL_FAILURE(fetch(7, {}, id, 4, &after));
+	ASSERT_EQ(1u, after.parts.size()) << "alpha-2 left the session";
+	EXPECT_EQ(0, after.parts[0].partition);
+	ASSERT_EQ(1u, after.parts[0].batch_bases.size());
+	EXPECT_EQ(base, after.parts[0].batch_bases[0]);
+
+	// Epoch -1 closes it (answered without a session); then it is gone.
+	FetchOut closing, gone;
+	ASSERT_NO_FATAL_FAILURE(fetch(8, {{"alpha", 1, 1, m}}, id, -1, &closing));
+	EXPECT_EQ(0, closing.top_error);
+	EXPECT_EQ(0, closing.session_id);
+	EXPECT_EQ(1u, closing.parts.size());
+	ASSERT_NO_FATAL_FAILURE(fetch(9, {}, id, 5, &gone));
+	EXPECT_EQ(KM_KERR_FETCH_SESSION_ID_NOT_FOUND, gone.top_error);
+
+	// A partition not here: no session, everything answered.
+	FetchOut ghost;
+	ASSERT_NO_FATAL_FAILURE(fetch(10, {{"alpha", 0, 0, m}, {"ghost", 0, 0, m}},
+				      0, 0, &ghost));
+	EXPECT_EQ(0, ghost.session_id);
+	ASSERT_EQ(2u, ghost.parts.size());
+	EXPECT_EQ(KM_KERR_UNKNOWN_TOPIC_OR_PARTITION, ghost.parts[1].error);
+	EXPECT_EQ(0u, srv_.Stats().fetch_sessions);
 }
