@@ -108,6 +108,7 @@ struct km_log {
 	 * log_io.c): 0 until the first write after an open. */
 	uint64_t step_bytes;
 	uint64_t step_ms;
+	size_t map_bytes; /* the log's one mapping (log.c), this struct first */
 };
 
 static inline struct km_segment *log_active(struct km_log *log)
