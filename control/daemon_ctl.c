@@ -199,6 +199,7 @@ static int on_status(void *ctx, const json_t *req, json_t *resp)
 	json_object_set_new(resp, "config_sync", km_daemon_configs_status(d));
 	km_daemon_net_status(d, resp);
 	km_daemon_throttle_status(d, resp);
+	km_daemon_scale_status(d, resp);
 	return 0;
 }
 
@@ -366,6 +367,9 @@ char *km_daemon_metrics_text(struct km_daemon *d, size_t *len)
 		emit(&t, "%s", net);
 	free(net);
 	if ((parts = km_daemon_part_metrics(d)) != NULL)
+		emit(&t, "%s", parts);
+	free(parts);
+	if ((parts = km_daemon_scale_metrics(d)) != NULL)
 		emit(&t, "%s", parts);
 	free(parts);
 	*len = t.len;
