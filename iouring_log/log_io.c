@@ -119,6 +119,11 @@ static void write_done(struct km_io_req *req, int res, uint32_t flags)
 		log->w_head = (log->w_head + 1) % KM_LOG_WRITES_MAX;
 		log->w_count--;
 	}
+	/* Empty: start again at slot 0, so that the ring's backed pages (the
+	 * log is one lazily backed mapping, log.c) are as many as its
+	 * deepest queue, not all 64 slots of a partition once busy. */
+	if (log->w_count == 0)
+		log->w_head = 0;
 	if (appended >= 0 && log->error == 0) {
 		/* Bytes first, then offsets, both release: a reader that
 		 * acquires appended and then the readable bytes finds the
@@ -335,7 +340,7 @@ static int check_room(struct km_log *log, const struct km_batch *b)
 
 /* Blocks for b in the active segment, so that its write cannot fail for
  * space. The step scales with the partition's write rate
- * (km_segment_step_next), from half a MiB up to prealloc_bytes: a
+ * (km_segment_step_next), from 64 KiB up to prealloc_bytes: a
  * partition reserves about a second of its own writes ahead, so thousands
  * of quiet ones do not each pin prealloc_bytes of disk while a busy one
  * still gets large extents (Kafka reserves nothing unless

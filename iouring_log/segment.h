@@ -36,7 +36,7 @@ enum {
 };
 
 /* The .log's reservation steps (km_segment_step_next). */
-#define KM_SEGMENT_STEP_MIN_BYTES (512ull << 10)
+#define KM_SEGMENT_STEP_MIN_BYTES (64ull << 10)
 #define KM_SEGMENT_STEP_FAST_MS 1000u
 #define KM_SEGMENT_STEP_SLOW_MS 4000u
 
@@ -182,8 +182,8 @@ int64_t km_segment_time_lookup(const struct km_segment *s, int64_t ts);
  * lasted less than KM_SEGMENT_STEP_FAST_MS; halved, down to
  * KM_SEGMENT_STEP_MIN_BYTES (or max if smaller), when it lasted more than
  * KM_SEGMENT_STEP_SLOW_MS; else the same. So a partition holds about a
- * second of its own writes ahead, between those bounds: a quiet one half a
- * MiB at most, a busy one the full step (fewer, larger extents).
+ * second of its own writes ahead, between those bounds: a quiet one 64 KiB
+ * at most, a busy one the full step (fewer, larger extents).
  */
 uint64_t km_segment_step_next(uint64_t step, uint64_t elapsed_ms, uint64_t max);
 

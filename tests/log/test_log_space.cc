@@ -1,5 +1,5 @@
 // Goal: a partition log takes disk in proportion to its data (issue 17):
-// the .log's fallocate step starts at half a MiB and grows only while the
+// the .log's fallocate step starts at 64 KiB and grows only while the
 // partition writes fast (km_segment_step_next), and the .index/.timeindex
 // files are sparse at their full length, as Kafka's setLength makes them,
 // with blocks allocated a page at a time ahead of their entries. A new,
