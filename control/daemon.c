@@ -603,7 +603,8 @@ static int start(struct km_daemon *d)
 	    (rc = km_daemon_disk_init(d)) < 0 ||
 	    (rc = km_daemon_retry_init(d)) < 0 ||
 	    (rc = km_daemon_configs_init(d)) < 0 ||
-	    (rc = km_daemon_acls_init(d)) < 0 || (rc = eal_init(d->cfg)) < 0)
+	    (rc = km_daemon_acls_init(d)) < 0 || (rc = eal_init(d->cfg)) < 0 ||
+	    (rc = km_daemon_scale_init(d)) < 0)
 		return rc;
 	KM_INFO("daemon", "cluster id %s; %u partitions on %u workers",
 		d->cfg->cluster_id, d->table.n, d->n_workers);

@@ -224,6 +224,7 @@ static int on_status(void *ctx, const json_t *req, json_t *resp)
 	json_object_set_new(resp, "acls", km_daemon_acls_status(d));
 	km_daemon_net_status(d, resp);
 	km_daemon_throttle_status(d, resp);
+	km_daemon_scale_status(d, resp);
 	return 0;
 }
 
@@ -394,6 +395,9 @@ char *km_daemon_metrics_text(struct km_daemon *d, size_t *len)
 		emit(&t, "%s", parts);
 	free(parts);
 	if ((parts = km_daemon_acls_metrics(d)) != NULL)
+		emit(&t, "%s", parts);
+	free(parts);
+	if ((parts = km_daemon_scale_metrics(d)) != NULL)
 		emit(&t, "%s", parts);
 	free(parts);
 	*len = t.len;

@@ -174,6 +174,14 @@ struct km_daemon {
 		bool security_disabled;	/* the source has no authorizer */
 		char sync_error[320];
 	} acls;
+	/* Open files and memory at scale (daemon_scale.c). */
+	struct km_daemon_scale {
+		uint64_t nofile_was;	/* RLIMIT_NOFILE's soft limit at start */
+		uint64_t nofile;	/* after raising it to the hard limit */
+		uint64_t nofile_need;	/* what the partitions and sockets need */
+		uint64_t maps_max;	/* vm.max_map_count (0: unknown) */
+		uint64_t maps_need;	/* the mappings the logs need */
+	} scale;
 };
 
 /* daemon_acls.c: ACLs from acls.file and the source (acls.sync) */
@@ -431,5 +439,10 @@ void km_daemon_throttle_fill(const struct km_daemon *d, const char *topic,
 void km_daemon_throttle_status(struct km_daemon *d, json_t *resp);
 char *km_daemon_throttle_metrics(struct km_daemon *d); /* malloc'd, or NULL */
 int km_daemon_on_throttle(void *ctx, const json_t *req, json_t *resp);
+
+/* daemon_scale.c: open files and memory for many partitions (issue 17) */
+int km_daemon_scale_init(struct km_daemon *d);
+void km_daemon_scale_status(struct km_daemon *d, json_t *resp);
+char *km_daemon_scale_metrics(struct km_daemon *d); /* malloc'd, or NULL */
 
 #endif

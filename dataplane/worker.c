@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/eventfd.h>
 #include <time.h>
 #include <unistd.h>
@@ -349,6 +350,24 @@ static int fetch_pool_init(struct km_worker *w)
 	return km_fsess_pool_init(&w->fpool, &pc, w->fnet, w->fsess_mem);
 }
 
+/* A mapping per fetcher, zero and backed only where touched: its burst
+ * array (KM_FETCHER_BURST parsed batches, 24 KiB) is filled as deep as a
+ * round's batches go, so a quiet partition holds a page or two of it
+ * rather than the whole of a malloc'd (reused, resident) chunk. */
+static struct km_fetcher *fetcher_alloc(void)
+{
+	void *p = mmap(NULL, sizeof(struct km_fetcher), PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	return p == MAP_FAILED ? NULL : p;
+}
+
+static void fetcher_free(struct km_fetcher *f)
+{
+	if (f != NULL)
+		munmap(f, sizeof(*f));
+}
+
 static void on_fetch(struct km_worker *w, struct wmsg *m)
 {
 	struct wpart *wp = km_worker_find(w, m->part);
@@ -364,14 +383,14 @@ static void on_fetch(struct km_worker *w, struct wmsg *m)
 		km_worker_reply_done(w, m->reply, rc, "the log's disk is full");
 		return;
 	}
-	if ((wp->fetcher = malloc(sizeof(*wp->fetcher))) == NULL) {
+	if ((wp->fetcher = fetcher_alloc()) == NULL) {
 		km_worker_reply_done(w, m->reply, -ENOMEM, NULL);
 		return;
 	}
 	wp->fetch_failed_logged = false;
 	rc = km_fetcher_init(wp->fetcher, &m->u.fetch, &w->fpool, wp->log);
 	if (rc < 0) {
-		free(wp->fetcher);
+		fetcher_free(wp->fetcher);
 		wp->fetcher = NULL;
 	} else {
 		/* Before the reply: the control thread never takes a previous
@@ -611,7 +630,7 @@ void km_worker_fetcher_free(struct wpart *wp)
 	}
 	wp->gone.data_loss_events += fs->data_loss_events;
 	wp->gone.fetches += fs->fetches;
-	free(wp->fetcher);
+	fetcher_free(wp->fetcher);
 	wp->fetcher = NULL;
 }
 

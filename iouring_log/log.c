@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -38,18 +39,52 @@ void km_log_config_defaults(struct km_log_config *cfg, const char *data_dir,
 	cfg->min_cleanable_ratio = 0.5;		   /* min.cleanable.dirty.ratio */
 }
 
-static int alloc_state(struct km_log *log)
-{
-	size_t ps_bytes = km_pstate_memsize(&log->cfg.pstate);
+/* A log's memory is one zeroed mapping, backed only where it is touched:
+ * the struct (its write ring fills as the partition writes), the segment
+ * array (segments_max), the producer table (producers_max) and the
+ * snapshot buffer are sized for the most a partition may hold, and a quiet
+ * partition touches a page or two of each - where calloc from the heap
+ * writes them all. One mapping, not four: vm.max_map_count (65530) also
+ * has to cover two index maps per segment of thousands of partitions. */
+struct log_layout {
+	size_t segs, ps, snap, total; /* offsets, and the whole length */
+};
 
-	log->segs = calloc(log->cfg.segments_max, sizeof(*log->segs));
-	log->ps_mem = aligned_alloc(64, (ps_bytes + 63) & ~(size_t)63);
-	log->snap_cap = 10 + 46 * (size_t)log->cfg.pstate.producers_max;
-	log->snap_buf = malloc(log->snap_cap);
-	if (log->segs == NULL || log->ps_mem == NULL || log->snap_buf == NULL)
-		return -ENOMEM;
-	log->ps = km_pstate_init(log->ps_mem, &log->cfg.pstate);
-	return log->ps == NULL ? -EINVAL : 0;
+static size_t page_up(size_t n)
+{
+	size_t pg = (size_t)sysconf(_SC_PAGESIZE);
+
+	return (n + pg - 1) / pg * pg;
+}
+
+static void log_layout(const struct km_log_config *c, struct log_layout *l)
+{
+	l->segs = page_up(sizeof(struct km_log));
+	l->ps = l->segs + page_up((size_t)c->segments_max *
+				  sizeof(struct km_segment));
+	l->snap = l->ps + page_up(km_pstate_memsize(&c->pstate));
+	l->total = l->snap + page_up(10 + 46 * (size_t)c->pstate.producers_max);
+}
+
+static struct km_log *alloc_log(const struct km_log_config *c)
+{
+	struct log_layout l;
+	struct km_log *log;
+	uint8_t *p;
+
+	log_layout(c, &l);
+	p = mmap(NULL, l.total, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED)
+		return NULL;
+	log = (struct km_log *)p;
+	log->map_bytes = l.total;
+	log->segs = (struct km_segment *)(p + l.segs);
+	log->ps_mem = p + l.ps;
+	log->snap_buf = p + l.snap;
+	log->snap_cap = l.total - l.snap;
+	log->ps = km_pstate_init(log->ps_mem, &c->pstate);
+	return log;
 }
 
 static void free_log(struct km_log *log)
@@ -58,11 +93,8 @@ static void free_log(struct km_log *log)
 		km_segment_close(&log->segs[i]);
 	if (log->dir_fd >= 0)
 		close(log->dir_fd);
-	free(log->segs);
-	free(log->ps_mem);
-	free(log->snap_buf);
 	pthread_rwlock_destroy(&log->seg_lock);
-	free(log);
+	munmap(log, log->map_bytes);
 }
 
 /* Writer-preferring: readers of other threads call in a tight loop, and
@@ -161,10 +193,12 @@ int km_log_open(struct km_log **out, const struct km_log_config *cfg,
 
 	if (rc < 0)
 		return rc;
-	if ((log = calloc(1, sizeof(*log))) == NULL)
+	if (cfg->pstate.producers_max == 0 || cfg->pstate.txns_max == 0)
+		return -EINVAL;
+	if ((log = alloc_log(cfg)) == NULL)
 		return -ENOMEM;
 	if ((rc = init_seg_lock(log)) < 0) {
-		free(log);
+		munmap(log, log->map_bytes);
 		return rc;
 	}
 	log->cfg = *cfg;
@@ -173,7 +207,7 @@ int km_log_open(struct km_log **out, const struct km_log_config *cfg,
 	log->dir_fd = -1;
 	log->clean_horizon = INT64_MAX;
 	log->last_flush_ms = km_log_now_ms();
-	if ((rc = alloc_state(log)) < 0 || (rc = open_dir(log)) < 0 ||
+	if ((rc = open_dir(log)) < 0 ||
 	    (rc = km_log_write_metadata(log)) < 0 ||
 	    (rc = km_log_epoch_load(log)) < 0 ||
 	    (rc = km_log_recover(log, rec ? rec : &local)) < 0)

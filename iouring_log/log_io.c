@@ -119,6 +119,11 @@ static void write_done(struct km_io_req *req, int res, uint32_t flags)
 		log->w_head = (log->w_head + 1) % KM_LOG_WRITES_MAX;
 		log->w_count--;
 	}
+	/* Empty: start again at slot 0, so that the ring's backed pages (the
+	 * log is one lazily backed mapping, log.c) are as many as its
+	 * deepest queue, not all 64 slots of a partition once busy. */
+	if (log->w_count == 0)
+		log->w_head = 0;
 	if (appended >= 0 && log->error == 0) {
 		/* Bytes first, then offsets, both release: a reader that
 		 * acquires appended and then the readable bytes finds the
@@ -334,21 +339,40 @@ static int check_room(struct km_log *log, const struct km_batch *b)
 }
 
 /* Blocks for b in the active segment, so that its write cannot fail for
- * space. No more blocks ahead than a segment holds: small segments must
- * not each pin prealloc_bytes of disk. Data leaves keep_free_bytes of the
- * filesystem to CONTROL batches and the files a stop or a recovery writes,
- * so that a full disk can still be failed over. */
+ * space. The step scales with the partition's write rate
+ * (km_segment_step_next), from 64 KiB up to prealloc_bytes: a
+ * partition reserves about a second of its own writes ahead, so thousands
+ * of quiet ones do not each pin prealloc_bytes of disk while a busy one
+ * still gets large extents (Kafka reserves nothing unless
+ * file.preallocate=true, and then a whole segment). No more than a segment
+ * holds. Data leaves keep_free_bytes of the filesystem to CONTROL batches
+ * and the files a stop or a recovery writes, so that a full disk can still
+ * be failed over. */
 static int reserve(struct km_log *log, const struct km_batch *b,
 		   enum km_origin origin)
 {
 	struct km_segment *seg = log_active(log);
+	uint64_t end = seg->size_bytes + km_batch_size(b);
+	uint64_t max = log->cfg.prealloc_bytes < log->cfg.segment_bytes
+			       ? log->cfg.prealloc_bytes
+			       : log->cfg.segment_bytes;
+	uint64_t now = 0, step = log->step_bytes;
+	bool stepping = end > seg->reserved_bytes;
+	int rc;
 
-	return km_segment_reserve(seg, seg->size_bytes + km_batch_size(b),
-				  log->cfg.prealloc_bytes < log->cfg.segment_bytes
-					  ? log->cfg.prealloc_bytes
-					  : log->cfg.segment_bytes,
-				  origin == KM_ORIGIN_CONTROL
-					  ? 0 : log->cfg.keep_free_bytes);
+	if (stepping) {
+		now = km_log_now_ms();
+		step = km_segment_step_next(log->step_bytes, now - log->step_ms,
+					    max);
+	}
+	rc = km_segment_reserve(seg, end, step,
+				origin == KM_ORIGIN_CONTROL
+					? 0 : log->cfg.keep_free_bytes);
+	if (rc == 0 && stepping) {
+		log->step_bytes = step;
+		log->step_ms = now;
+	}
+	return rc;
 }
 
 /* Roll for an accepted batch (its snapshot, snap_len bytes, is in

@@ -104,6 +104,11 @@ struct km_log {
 	 * earliest delete horizon a kept batch carries (INT64_MAX: none). */
 	int64_t clean_dirty;
 	int64_t clean_horizon;
+	/* The .log's reservation step and when it was last taken (reserve in
+	 * log_io.c): 0 until the first write after an open. */
+	uint64_t step_bytes;
+	uint64_t step_ms;
+	size_t map_bytes; /* the log's one mapping (log.c), this struct first */
 };
 
 static inline struct km_segment *log_active(struct km_log *log)

@@ -330,7 +330,7 @@ static void on_replayed(void *ctx, const struct km_batch *b,
 int64_t km_log_clean_cut(struct km_log *log)
 {
 	struct km_pstate_config pc = log->cfg.pstate;
-	void *mem = malloc(km_pstate_memsize(&pc));
+	void *mem = calloc(1, km_pstate_memsize(&pc));
 	struct km_pstate *tmp = mem ? km_pstate_init(mem, &pc) : NULL;
 	struct cut cut;
 	int64_t snap;

@@ -361,8 +361,12 @@ struct km_pstate *km_pstate_init(void *mem, const struct km_pstate_config *cfg)
 void km_pstate_reset(struct km_pstate *ps)
 {
 	KM_ASSERT(ps != NULL);
-	for (uint32_t i = 0; i <= ps->table_mask; i++)
-		ps->table[i].producer_id = NO_PID;
+	/* Only slots in use are written: free ones stay untouched pages. */
+	for (uint32_t i = 0; ps->count > 0 && i <= ps->table_mask; i++)
+		if (ps->table[i].used) {
+			ps->table[i].used = false;
+			ps->count--;
+		}
 	ps->count = 0;
 	ps->txn_head = 0;
 	ps->txn_len = 0;

@@ -99,8 +99,10 @@ struct km_producer_info {
 size_t km_pstate_memsize(const struct km_pstate_config *cfg);
 
 /**
- * Initialise an empty state in mem (km_pstate_memsize() bytes, 8-aligned).
- * @return the state, or NULL if a capacity is 0.
+ * Initialise an empty state in mem (km_pstate_memsize() bytes, 8-aligned,
+ * zeroed: the table is not written, so that the pages of a fresh mapping
+ * stay unbacked until producers come). @return the state, or NULL if a
+ * capacity is 0.
  */
 struct km_pstate *km_pstate_init(void *mem, const struct km_pstate_config *cfg);
 

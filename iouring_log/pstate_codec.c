@@ -132,7 +132,7 @@ int km_pstate_snapshot_encode(const struct km_pstate *ps, void *buf,
 		return KM_ENOSPACE;
 	w = p + SNAP_HEADER_BYTES;
 	for (uint32_t i = 0; i <= ps->table_mask; i++) {
-		if (ps->table[i].producer_id == NO_PID)
+		if (!ps->table[i].used)
 			continue;
 		snap_put_entry(w, &ps->table[i]);
 		w += SNAP_ENTRY_BYTES;

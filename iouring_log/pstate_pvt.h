@@ -12,7 +12,7 @@
 #include "iouring_log/pstate.h"
 
 /* producerId -1 is "no producer" (RecordBatch.NO_PRODUCER_ID); it is never
- * stored, so it marks a free hash slot. */
+ * stored. */
 #define NO_PID ((int64_t)-1)
 
 /* Kafka's BatchMetadata, with the first sequence and offset kept rather than
@@ -25,15 +25,18 @@ struct batch_md {
 	int64_t timestamp;
 };
 
-/* Kafka's ProducerStateEntry. */
+/* Kafka's ProducerStateEntry. In the table, a slot is free while used is
+ * 0, so that zeroed memory is an empty table: km_pstate_init writes no
+ * slot, and a partition whose producers never came holds no page of it. */
 struct entry {
-	int64_t producer_id; /* NO_PID: free slot */
+	int64_t producer_id;
 	int64_t last_timestamp;
 	int64_t txn_first_offset; /* -1: no open transaction */
 	int32_t coordinator_epoch;
 	int16_t epoch;
 	uint8_t batch_head; /* oldest remembered batch */
 	uint8_t batch_count;
+	bool used;	    /* the table's: a producer's slot */
 	struct batch_md batches[KM_PSTATE_BATCHES];
 };
 static_assert(KM_PSTATE_BATCHES < UINT8_MAX, "ring indexes fit uint8_t");

@@ -111,10 +111,10 @@ struct entry *km_pstate_table_find(const struct km_pstate *ps, int64_t pid)
 	for (uint32_t n = 0; n <= ps->table_mask; n++) {
 		struct entry *e = &ps->table[i];
 
+		if (!e->used)
+			return NULL;
 		if (e->producer_id == pid)
 			return e;
-		if (e->producer_id == NO_PID)
-			return NULL;
 		i = (i + 1) & ps->table_mask;
 	}
 	return NULL;
@@ -126,8 +126,9 @@ void km_pstate_table_insert(struct km_pstate *ps, const struct entry *e)
 
 	KM_ASSERT(ps->count < ps->producers_max);
 	for (uint32_t n = 0; n <= ps->table_mask; n++) {
-		if (ps->table[i].producer_id == NO_PID) {
+		if (!ps->table[i].used) {
 			ps->table[i] = *e;
+			ps->table[i].used = true;
 			ps->count++;
 			return;
 		}
@@ -140,9 +141,10 @@ void km_pstate_table_insert(struct km_pstate *ps, const struct entry *e)
 void km_pstate_table_commit(struct km_pstate *ps, struct entry *slot,
 			    const struct entry *e)
 {
-	if (slot != NULL)
+	if (slot != NULL) {
 		*slot = *e;
-	else
+		slot->used = true;
+	} else
 		km_pstate_table_insert(ps, e);
 }
 
@@ -155,7 +157,7 @@ static void table_delete_at(struct km_pstate *ps, uint32_t hole)
 
 	for (uint32_t n = 0; n < mask; n++) {
 		j = (j + 1) & mask;
-		if (ps->table[j].producer_id == NO_PID)
+		if (!ps->table[j].used)
 			break;
 		uint32_t home = home_slot(ps, ps->table[j].producer_id);
 
@@ -165,7 +167,7 @@ static void table_delete_at(struct km_pstate *ps, uint32_t hole)
 			hole = j;
 		}
 	}
-	ps->table[hole].producer_id = NO_PID;
+	ps->table[hole].used = false;
 	ps->count--;
 }
 
@@ -179,7 +181,7 @@ uint32_t km_pstate_table_expire_negative(struct km_pstate *ps)
 
 	for (uint32_t i = 0; i <= ps->table_mask; i++) {
 		for (uint32_t k = 0; k < ps->producers_max; k++) {
-			if (ps->table[i].producer_id >= NO_PID)
+			if (!ps->table[i].used || ps->table[i].producer_id >= 0)
 				break;
 			table_delete_at(ps, i);
 			expired++;

@@ -89,51 +89,33 @@ static void unmap(struct km_segment *s)
 	km_segment_drop_retired(s);
 }
 
-/* Size fd to at least len with its blocks allocated. */
-static int alloc_file(int fd, uint32_t len)
-{
-	if (fallocate(fd, 0, 0, (off_t)len) == 0)
-		return 0;
-	if (errno != EOPNOTSUPP)
-		return -1;
-	return ftruncate(fd, len);
-}
-
 static bool no_space(int err)
 {
 	return err == ENOSPC || err == EDQUOT;
 }
 
-/* Allocate both index files at *len bytes, or, on a disk too full for
- * that, at a smaller length down to min: a smaller index only rolls the
- * segment sooner (km_segment_index_full), while refusing it would refuse
- * the segment - and the log - although space remains. */
-static int alloc_pair(const struct km_segment *s, uint32_t *len, uint32_t min)
+/* Size both index files to len, sparse: Kafka's setLength. Blocks come a
+ * page at a time ahead of the entries (alloc_entries), so a segment that
+ * stays small - most of them, with many quiet partitions - takes a page or
+ * two rather than index_bytes_max. Extending a file's length takes no
+ * space, so a full disk never shrinks the index. */
+static int size_pair(const struct km_segment *s, uint32_t len)
 {
-	for (int i = 0; i < 32; i++) {
-		int err;
+	struct stat st[2];
 
-		if (alloc_file(s->index_fd, *len) == 0 &&
-		    alloc_file(s->time_fd, *len) == 0)
-			return 0;
-		err = errno;
-		if (!no_space(err) || *len <= min)
-			return -err;
-		/* Give back what this try took before a smaller one; min is
-		 * at least what the files hold, so no entry is cut. */
-		if (ftruncate(s->index_fd, min) < 0 || ftruncate(s->time_fd, min) < 0)
-			return -err;
-		*len = (*len / 2 + 4095) & ~4095u;
-		if (*len < min)
-			*len = min;
-	}
-	return -ENOSPC;
+	if (fstat(s->index_fd, &st[0]) < 0 || fstat(s->time_fd, &st[1]) < 0)
+		return -errno;
+	/* Never cut entries a reopened file holds past len. */
+	if ((uint64_t)st[0].st_size < len && ftruncate(s->index_fd, len) < 0)
+		return -errno;
+	if ((uint64_t)st[1].st_size < len && ftruncate(s->time_fd, len) < 0)
+		return -errno;
+	return 0;
 }
 
-/* Map both indexes at len bytes into m; writable maps size the files (at
- * least min bytes: see alloc_pair). */
-static int map_pair(const struct km_segment *s, uint32_t len, uint32_t min,
-		    bool writable, struct maps *m)
+/* Map both indexes at len bytes into m; writable maps size the files. */
+static int map_pair(struct km_segment *s, uint32_t len, bool writable,
+		    struct maps *m)
 {
 	int prot = PROT_READ | (writable ? PROT_WRITE : 0);
 	int rc;
@@ -142,11 +124,14 @@ static int map_pair(const struct km_segment *s, uint32_t len, uint32_t min,
 	if (len == 0)
 		return 0;
 	/* Read-only: map what is there (entries are counted from each
-	 * file's own size); never pad the shorter file. Writable: allocate
-	 * the blocks, so stores into the map cannot fault on a full disk. */
-	if (writable && (rc = alloc_pair(s, &len, min < len ? min : len)) < 0)
-		return rc;
-	m->len = len;
+	 * file's own size); never pad the shorter file. Writable: stores
+	 * land only in blocks alloc_entries allocated, which starts again
+	 * from 0 for this mapping. */
+	if (writable) {
+		if ((rc = size_pair(s, len)) < 0)
+			return rc;
+		s->index_alloc = s->time_alloc = 0;
+	}
 	m->index = mmap(NULL, len, prot, MAP_SHARED, s->index_fd, 0);
 	m->time = mmap(NULL, len, prot, MAP_SHARED, s->time_fd, 0);
 	if (m->index == MAP_FAILED || m->time == MAP_FAILED) {
@@ -162,11 +147,10 @@ static int map_pair(const struct km_segment *s, uint32_t len, uint32_t min,
 }
 
 /* Map a segment no reader can see yet (or under the write lock). */
-static int map_indexes(struct km_segment *s, uint32_t len, uint32_t min,
-		       bool writable)
+static int map_indexes(struct km_segment *s, uint32_t len, bool writable)
 {
 	struct maps m;
-	int rc = map_pair(s, len, min, writable, &m);
+	int rc = map_pair(s, len, writable, &m);
 
 	if (rc == 0)
 		set_maps(s, &m);
@@ -229,7 +213,7 @@ int km_segment_create(struct km_segment *s, int dir_fd, int64_t base,
 	if (rc < 0)
 		return rc;
 	s->active = true;
-	rc = map_indexes(s, index_bytes_max, KM_SEGMENT_INDEX_MIN_BYTES, true);
+	rc = map_indexes(s, index_bytes_max, true);
 	/* The new names must survive a crash as well as their contents. */
 	if (rc == 0 && fsync(dir_fd) < 0)
 		rc = -errno;
@@ -292,7 +276,8 @@ static int load_sizes(struct km_segment *s, uint32_t *map_len)
 int km_segment_open(struct km_segment *s, int dir_fd, int64_t base,
 		    uint32_t index_bytes_max, bool active)
 {
-	uint32_t len, min;
+	uint32_t len;
+	bool trimmed;
 	int rc = open_files(s, dir_fd, base, O_CREAT);
 
 	if (rc < 0)
@@ -300,14 +285,16 @@ int km_segment_open(struct km_segment *s, int dir_fd, int64_t base,
 	if ((rc = load_sizes(s, &len)) < 0)
 		goto out_close;
 	s->active = active;
-	min = len > KM_SEGMENT_INDEX_MIN_BYTES ? len : KM_SEGMENT_INDEX_MIN_BYTES;
-	if (active && len < index_bytes_max)
+	trimmed = len < index_bytes_max;
+	if (active && trimmed)
 		len = index_bytes_max;
-	/* A crashed active segment leaves its preallocated index size behind;
-	 * the caller resets and rebuilds those indexes from the .log. */
-	if ((rc = map_indexes(s, len, min, active)) < 0)
+	/* A crashed active segment leaves its index files at their full
+	 * length behind; the caller resets and rebuilds them from the .log.
+	 * Their last "entry" is then a hole, which a read would fill with a
+	 * page on tmpfs: only a trimmed file's is read. */
+	if ((rc = map_indexes(s, len, active)) < 0)
 		goto out_close;
-	if (s->time_entries > 0) {
+	if (s->time_entries > 0 && (trimmed || !active)) {
 		s->max_timestamp = time_ts(s->time_map, s->time_entries - 1);
 		s->max_timestamp_offset =
 			time_offset(s, s->time_map, s->time_entries - 1);
@@ -335,7 +322,7 @@ static int trim_indexes(struct km_segment *s, bool retire)
 		return -errno;
 	if (s->time_map != NULL && msync(s->time_map, s->map_bytes, MS_SYNC) < 0)
 		return -errno;
-	if ((rc = map_pair(s, ilen > tlen ? ilen : tlen, 0, false, &m)) < 0)
+	if ((rc = map_pair(s, ilen > tlen ? ilen : tlen, false, &m)) < 0)
 		return rc;
 	set_maps(s, &m);
 	if (retire) {
@@ -410,6 +397,47 @@ bool km_segment_index_full(const struct km_segment *s)
 	       (s->time_entries + 1) * KM_TIMEINDEX_ENTRY_BYTES > s->map_bytes;
 }
 
+/* Blocks in fd up to end bytes (capped at the mapping), from *alloc on,
+ * in KM_SEGMENT_INDEX_STEP_BYTES steps. A filesystem without fallocate
+ * cannot promise them: its stores fault on a full disk as Kafka's do. */
+static int alloc_entries(const struct km_segment *s, int fd, uint32_t *alloc,
+			 uint64_t end)
+{
+	uint64_t to;
+
+	if (end > s->map_bytes)
+		end = s->map_bytes;
+	if (end <= *alloc)
+		return 0;
+	to = (end + KM_SEGMENT_INDEX_STEP_BYTES - 1) &
+	     ~(uint64_t)(KM_SEGMENT_INDEX_STEP_BYTES - 1);
+	if (to > s->map_bytes)
+		to = s->map_bytes;
+	if (fallocate(fd, FALLOC_FL_KEEP_SIZE, (off_t)*alloc,
+		      (off_t)(to - *alloc)) < 0) {
+		if (errno != EOPNOTSUPP)
+			return -errno;
+		to = s->map_bytes;
+	}
+	*alloc = (uint32_t)to;
+	return 0;
+}
+
+/* Blocks for what the next batch may store (one offset entry, one time
+ * entry) and what a seal then adds (one time entry). */
+static int reserve_indexes(struct km_segment *s)
+{
+	int rc = alloc_entries(s, s->index_fd, &s->index_alloc,
+			       (uint64_t)(s->index_entries + 1) *
+				       KM_INDEX_ENTRY_BYTES);
+
+	if (rc == 0)
+		rc = alloc_entries(s, s->time_fd, &s->time_alloc,
+				   (uint64_t)(s->time_entries + 2) *
+					   KM_TIMEINDEX_ENTRY_BYTES);
+	return rc;
+}
+
 /* TimeIndex.maybeAppend: only a timestamp above the last entry's (or above
  * -1 when empty) is recorded. */
 static void time_maybe_append(struct km_segment *s, int64_t ts, int64_t offset)
@@ -430,6 +458,8 @@ int km_segment_index_batch(struct km_segment *s, int64_t base_offset,
 			   uint64_t position, uint32_t size_bytes,
 			   uint32_t interval_bytes)
 {
+	int rc;
+
 	KM_ASSERT(s->active);
 	KM_ASSERT(base_offset >= s->next_offset);
 	KM_ASSERT(last_offset - s->base_offset <= INT32_MAX);
@@ -442,6 +472,9 @@ int km_segment_index_batch(struct km_segment *s, int64_t base_offset,
 
 		if (km_segment_index_full(s))
 			return -ENOSPC;
+		/* Callers that did not reserve (a rebuild, the cleaner). */
+		if ((rc = reserve_indexes(s)) < 0)
+			return rc;
 		e = s->index_map + s->index_entries * KM_INDEX_ENTRY_BYTES;
 		km_store_be32(e, (uint32_t)(last_offset - s->base_offset));
 		km_store_be32(e + 4, (uint32_t)position);
@@ -459,6 +492,10 @@ int km_segment_seal(struct km_segment *s)
 	int rc;
 
 	KM_ASSERT(s->active);
+	/* Appends reserved this entry's blocks already; a rebuilt segment
+	 * that never took an entry did not. */
+	if ((rc = reserve_indexes(s)) < 0)
+		return rc;
 	if (s->max_timestamp >= 0 && !km_segment_index_full(s))
 		time_maybe_append(s, s->max_timestamp, s->max_timestamp_offset);
 	if ((rc = trim_indexes(s, true)) < 0)
@@ -516,6 +553,20 @@ int64_t km_segment_time_lookup(const struct km_segment *s, int64_t ts)
 	return lo == 0 ? s->base_offset : time_offset(s, map, lo - 1);
 }
 
+uint64_t km_segment_step_next(uint64_t step, uint64_t elapsed_ms, uint64_t max)
+{
+	uint64_t min = KM_SEGMENT_STEP_MIN_BYTES < max ? KM_SEGMENT_STEP_MIN_BYTES
+						       : max;
+
+	if (step == 0)
+		return min;
+	if (elapsed_ms < KM_SEGMENT_STEP_FAST_MS)
+		step *= 2;
+	else if (elapsed_ms > KM_SEGMENT_STEP_SLOW_MS)
+		step /= 2;
+	return step < min ? min : step > max ? max : step;
+}
+
 /* fallocate *want bytes at from, or, if the disk cannot hold that, only
  * need: a step the disk cannot hold says nothing of the batch, and the disk
  * should fill up to its last batch. @return 0 (*want reserved), 1 (no
@@ -562,6 +613,8 @@ int km_segment_reserve(struct km_segment *s, uint64_t end, uint64_t chunk_bytes,
 	uint64_t need, want;
 	int rc;
 
+	if (s->active && (rc = reserve_indexes(s)) < 0)
+		return rc;
 	if (end <= s->reserved_bytes)
 		return 0;
 	need = end - s->reserved_bytes;

@@ -8,8 +8,11 @@
  *
  * The .log is written by the owner's io_uring (log.c); this module keeps the
  * indexes and the files. The active segment's offset and time indexes are
- * preallocated to index_bytes_max and memory-mapped, as Kafka does, and
- * trimmed to their entries when the segment stops being active. The
+ * sized to index_bytes_max and memory-mapped, as Kafka does (its
+ * AbstractIndex's RandomAccessFile.setLength: a sparse file), and trimmed
+ * to their entries when the segment stops being active. Their blocks are
+ * allocated a page at a time ahead of the entries (km_segment_reserve), so
+ * that a store into the map cannot fault on a full disk. The
  * .txnindex is made only when the segment's first aborted transaction is
  * recorded (Kafka's TransactionIndex); a segment without one has none.
  */
@@ -28,10 +31,14 @@ enum {
 	KM_TIMEINDEX_ENTRY_BYTES = 12,
 	KM_TXNINDEX_ENTRY_BYTES = 34,
 	KM_SEGMENT_NAME_DIGITS = 20,
-	/* Smallest index file a segment is given when the disk is too full
-	 * for index_bytes_max (it then rolls sooner). */
-	KM_SEGMENT_INDEX_MIN_BYTES = 4096,
+	/* Index blocks are allocated in steps of this many bytes. */
+	KM_SEGMENT_INDEX_STEP_BYTES = 4096,
 };
+
+/* The .log's reservation steps (km_segment_step_next). */
+#define KM_SEGMENT_STEP_MIN_BYTES (64ull << 10)
+#define KM_SEGMENT_STEP_FAST_MS 1000u
+#define KM_SEGMENT_STEP_SLOW_MS 4000u
 
 /* One .txnindex entry (AbortedTxn). */
 struct km_aborted_txn {
@@ -62,6 +69,11 @@ struct km_segment {
 	uint64_t size_bytes;	  /* .log bytes appended (some maybe in flight) */
 	uint64_t readable_bytes;  /* [pub] .log bytes whose writes completed */
 	uint64_t reserved_bytes;  /* .log blocks reserved with fallocate */
+	/* Bytes from the start of each index file whose blocks are allocated
+	 * (km_segment_reserve); 0 after an open, which allocates again what
+	 * is there (fallocate of allocated blocks takes no space). */
+	uint32_t index_alloc;
+	uint32_t time_alloc;
 	uint8_t *index_map;	  /* [pub] */
 	uint8_t *time_map;	  /* [pub] */
 	uint32_t map_bytes;	  /* mapping length of each index */
@@ -99,8 +111,7 @@ void km_segment_path(char *out, const char *dir, int64_t base,
 
 /**
  * Create the four files of a new, empty, active segment (existing ones are
- * truncated) and map its indexes at index_bytes_max (less, down to
- * KM_SEGMENT_INDEX_MIN_BYTES, on a disk too full for that).
+ * truncated) and map its indexes at index_bytes_max (sparse files).
  * @return 0 or -errno.
  */
 int km_segment_create(struct km_segment *s, int dir_fd, int64_t base,
@@ -109,8 +120,8 @@ int km_segment_create(struct km_segment *s, int dir_fd, int64_t base,
 /**
  * Open an existing segment's files. Indexes are mapped as they are on disk
  * (entries = file size / entry size); with active, they are extended to
- * index_bytes_max for appends (or less on a full disk, as at create, but
- * never below what they hold).
+ * index_bytes_max for appends (sparse, as at create; never below what
+ * they hold).
  * @return 0 or -errno.
  */
 int km_segment_open(struct km_segment *s, int dir_fd, int64_t base,
@@ -166,12 +177,25 @@ uint64_t km_segment_lookup(const struct km_segment *s, int64_t target);
 int64_t km_segment_time_lookup(const struct km_segment *s, int64_t ts);
 
 /**
+ * The .log's next reservation step after one of step bytes that lasted
+ * elapsed_ms (step 0: the segment's first): doubled, up to max, when it
+ * lasted less than KM_SEGMENT_STEP_FAST_MS; halved, down to
+ * KM_SEGMENT_STEP_MIN_BYTES (or max if smaller), when it lasted more than
+ * KM_SEGMENT_STEP_SLOW_MS; else the same. So a partition holds about a
+ * second of its own writes ahead, between those bounds: a quiet one 64 KiB
+ * at most, a busy one the full step (fewer, larger extents).
+ */
+uint64_t km_segment_step_next(uint64_t step, uint64_t elapsed_ms, uint64_t max);
+
+/**
  * Ensure .log blocks are reserved up to end (fallocate KEEP_SIZE, in steps
  * of chunk_bytes but at most a quarter of the free space, and never less
  * than end needs: near full, exactly that), so a write below end cannot
  * fail for space, leaving keep_free bytes of the filesystem free (0: none).
  * Free space is measured (fstatvfs) only when blocks must be reserved,
- * never when end is already reserved.
+ * never when end is already reserved. An active segment's index files get
+ * blocks first for the entries the batch and a seal may add (a page at a
+ * time; not held to keep_free: two pages per some MiB of data).
  * @return 0, or -errno (-ENOSPC, -EDQUOT: not even what end needs fits,
  *         above keep_free; nothing was written, the segment is unchanged).
  */

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "common/clock.h"
 #include "common/errors.h"
@@ -74,6 +75,25 @@ struct lw_report {
 	struct km_part_produced res;
 };
 
+/* The copy ring and the entry ring in mappings of their own, zero and
+ * backed only where they are touched: both restart at 0 once empty, so a
+ * writable partition holds as many pages as its deepest burst, and a quiet
+ * one a page of each - not the 8 MiB and 256 entries (230 KiB) sized for
+ * a busy one, which calloc from the heap would write whole. */
+static void *lw_map(size_t len)
+{
+	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	return p == MAP_FAILED ? NULL : p;
+}
+
+static void lw_unmap(void *p, size_t len)
+{
+	if (p != NULL)
+		munmap(p, len);
+}
+
 int km_local_write_create(const struct km_local_write_config *cfg,
 			  struct km_local_write **out)
 {
@@ -92,8 +112,8 @@ int km_local_write_create(const struct km_local_write_config *cfg,
 	lw->ents_max = cfg->pending_max;
 	lw->txn_coordinated = cfg->txn_coordinated;
 	lw->coordinator_only = cfg->coordinator_only;
-	lw->mem = malloc(cfg->mem_bytes);
-	lw->ents = calloc(cfg->pending_max, sizeof(*lw->ents));
+	lw->mem = lw_map(cfg->mem_bytes);
+	lw->ents = lw_map((size_t)cfg->pending_max * sizeof(*lw->ents));
 	lw->inflate = cfg->inflate;
 	if (lw->inflate == NULL) {
 		lw->own_inflate = true;
@@ -130,8 +150,8 @@ void km_local_write_destroy(struct km_local_write *lw)
 		release_adopted(lw, ent(lw, i));
 	if (lw->own_inflate)
 		km_inflate_destroy(lw->inflate);
-	free(lw->mem);
-	free(lw->ents);
+	lw_unmap(lw->mem, lw->mem_bytes);
+	lw_unmap(lw->ents, (size_t)lw->ents_max * sizeof(*lw->ents));
 	free(lw);
 }
 
@@ -533,6 +553,8 @@ static void free_reported(struct km_local_write *lw)
 		lw->head = (lw->head + 1) % lw->ents_max;
 		lw->count--;
 	}
+	if (lw->count == 0)
+		lw->head = 0; /* the ring's low entries, its only backed pages */
 }
 
 /* Collect up to REPORT_BURST finished outcomes, free what may be freed,
