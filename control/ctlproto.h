@@ -46,7 +46,7 @@ extern "C" {
  * of each client); kmirrorctl accepts replies up to
  * KM_CTLPROTO_REPLY_BYTES_MAX (metrics text may be long). */
 #define KM_CTLPROTO_LINE_BYTES_MAX (64u * 1024)
-#define KM_CTLPROTO_REPLY_BYTES_MAX (16u * 1024 * 1024)
+#define KM_CTLPROTO_REPLY_BYTES_MAX (64u * 1024 * 1024)
 #define KM_CTLPROTO_TOPIC_BYTES_MAX 250u /* Kafka's 249 chars + NUL */
 /* The highest throttle rate (KM_CONFIG_THROTTLE_MAX: a TiB/s). */
 #define KM_CTLPROTO_RATE_MAX (1ll << 40)

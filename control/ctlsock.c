@@ -36,7 +36,8 @@ struct conn {
 	size_t in_len;
 	size_t out_off, out_len;
 	char *in;	  /* IN_BYTES */
-	char *out;	  /* KM_CTLSOCK_OUT_BYTES_MAX */
+	char *out;	  /* out_cap, up to KM_CTLSOCK_OUT_BYTES_MAX */
+	size_t out_cap;
 };
 
 struct handler {
@@ -187,7 +188,8 @@ static int alloc_conns(struct km_ctlsock *s)
 	for (uint32_t i = 0; i < s->clients_max; i++) {
 		s->conns[i].fd = -1;
 		s->conns[i].in = malloc(IN_BYTES);
-		s->conns[i].out = malloc(KM_CTLSOCK_OUT_BYTES_MAX);
+		s->conns[i].out = malloc(KM_CTLSOCK_OUT_BYTES_MIN);
+		s->conns[i].out_cap = KM_CTLSOCK_OUT_BYTES_MIN;
 		if (s->conns[i].in == NULL || s->conns[i].out == NULL)
 			return -ENOMEM;
 	}
@@ -340,6 +342,25 @@ static int conn_flush(struct conn *c)
 	return 0;
 }
 
+/* Grow the client's output buffer to hold need bytes (<= the max). */
+static int out_room(struct conn *c, size_t need)
+{
+	size_t cap = c->out_cap;
+	char *p;
+
+	while (cap < need)
+		cap *= 2;
+	if (cap > KM_CTLSOCK_OUT_BYTES_MAX)
+		cap = KM_CTLSOCK_OUT_BYTES_MAX;
+	if (cap == c->out_cap)
+		return 0;
+	if ((p = realloc(c->out, cap)) == NULL)
+		return -ENOMEM;
+	c->out = p;
+	c->out_cap = cap;
+	return 0;
+}
+
 /* Queue obj as one line (+ "id" if any) and try to send it. */
 static int conn_send(struct km_ctlsock *s, struct conn *c, json_t *obj,
 		     const json_t *id)
@@ -354,16 +375,17 @@ static int conn_send(struct km_ctlsock *s, struct conn *c, json_t *obj,
 	if (text == NULL)
 		return -ENOMEM;
 	n = strlen(text);
-	if (c->out_off > 0 && c->out_len + n + 1 > KM_CTLSOCK_OUT_BYTES_MAX) {
+	if (c->out_off > 0 && c->out_len + n + 1 > c->out_cap) {
 		memmove(c->out, c->out + c->out_off, c->out_len - c->out_off);
 		c->out_len -= c->out_off;
 		c->out_off = 0;
 	}
 	if (c->out_len + n + 1 > KM_CTLSOCK_OUT_BYTES_MAX) {
-		KM_WARN(MOD, "client too slow: %zu bytes unsent, closing",
-			c->out_len - c->out_off);
+		KM_WARN(MOD, "a reply of %zu bytes with %zu unsent before it is "
+			"more than a client may hold (%u): closing", n + 1,
+			c->out_len, KM_CTLSOCK_OUT_BYTES_MAX);
 		rc = -ENOBUFS;
-	} else {
+	} else if ((rc = out_room(c, c->out_len + n + 1)) == 0) {
 		memcpy(c->out + c->out_len, text, n);
 		c->out[c->out_len + n] = '\n';
 		c->out_len += n + 1;

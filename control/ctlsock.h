@@ -33,9 +33,12 @@ extern "C" {
 struct km_ctlsock;
 
 #define KM_CTLSOCK_CLIENTS_MAX 64u /* hard cap on clients_max */
-/* Unsent output per client (progress + final lines); a client that lets
- * more pile up is disconnected. */
-#define KM_CTLSOCK_OUT_BYTES_MAX (1024u * 1024)
+/* Unsent output per client (progress + final lines): the largest reply a
+ * client reads (metrics of thousands of partitions run to megabytes) and
+ * room for progress lines; a client that lets more pile up is
+ * disconnected. The buffer grows to it from KM_CTLSOCK_OUT_BYTES_MIN. */
+#define KM_CTLSOCK_OUT_BYTES_MAX (KM_CTLPROTO_REPLY_BYTES_MAX + 64u * 1024)
+#define KM_CTLSOCK_OUT_BYTES_MIN (64u * 1024)
 #define KM_CTLSOCK_EVENTS_MAX 32u
 #define KM_CTLSOCK_LINES_PER_STEP 8u
 
