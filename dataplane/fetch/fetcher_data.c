@@ -89,6 +89,10 @@ static void bad_offset(struct km_fetcher *f, int64_t base, int64_t last,
 				km_strerror(KM_EBASEOFFSET));
 		return;
 	}
+	/* Written whole into the next Fetch even in a KIP-227 session: if the
+	 * broker's session holds another fetch offset than ours, only a Fetch
+	 * naming ours puts it right (seen once, under re-authentication). */
+	f->fs_offset = -1;
 	shift = f->badoff_streak - 1;
 	delay = f->cfg.backoff_ms << shift;
 	if (delay > f->cfg.backoff_max_ms || delay >> shift != f->cfg.backoff_ms)

@@ -57,6 +57,14 @@ static void unask_all(struct km_fsess *s)
 	s->n_asked = 0;
 }
 
+static void unchanged_all(struct km_fsess *s)
+{
+	for (uint32_t i = 0; i < s->n_asked; i++)
+		if (s->asked[i] != NULL)
+			s->asked[i]->stats.fetches++;
+	unask_all(s);
+}
+
 /* ---- Metadata ---- */
 
 static bool port_ok(int32_t port)
@@ -297,9 +305,10 @@ bool km_fsess_on_fetch(struct km_fsess *s, const struct km_kframe_frame *fr,
 	full = s->fs_full;
 	km_fsess_inc_answered(s, it.session_id);
 	/* An incremental answer leaves out the partitions with nothing new
-	 * (KIP-227): they are unchanged, not missing. */
+	 * (KIP-227): they are unchanged, not missing, and the answer says so
+	 * as much as one naming them (a planned stop waits for that). */
 	if (!full)
-		unask_all(s);
+		unchanged_all(s);
 	/* KIP-219: a broker over its quota answers a full Fetch with no
 	 * partition at all and the time to wait (Kafka's
 	 * SessionlessFetchContext.getThrottledResponse); its clients ask
