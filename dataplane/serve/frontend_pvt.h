@@ -307,7 +307,6 @@ struct km_frontend {
 	struct km_tconfig *upstream;	/* cfg's: kmirror.source.cluster.ids */
 	struct fe_txnlog *txnlog;	/* frontend_txnlog.c; with txn */
 	struct fe_sasl *sasl;		/* frontend_sasl.c; NULL: no SASL */
-	bool sasl_required;		/* the listener wants SASL */
 	/* Authorization (acl.h, issue 16); NULL: off, every check passes
 	 * without a call. */
 	struct km_acl_store *acls;

@@ -137,7 +137,6 @@ int km_frontend_sasl_init(struct km_frontend *fe,
 	struct fe_sasl *s;
 	size_t used = 0;
 
-	fe->sasl_required = cfg->required;
 	if (!cfg->required)
 		return 0;
 	if (cfg->users_file == NULL || cfg->users_file[0] == '\0') {
