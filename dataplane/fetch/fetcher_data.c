@@ -91,7 +91,8 @@ static void bad_offset(struct km_fetcher *f, int64_t base, int64_t last,
 	}
 	/* Written whole into the next Fetch even in a KIP-227 session: if the
 	 * broker's session holds another fetch offset than ours, only a Fetch
-	 * naming ours puts it right (seen once, under re-authentication). */
+	 * naming ours puts it right (a Fetch built but not sent did that until
+	 * km_fsess_inc_unsent; this stays for any other way in). */
 	f->fs_offset = -1;
 	shift = f->badoff_streak - 1;
 	delay = f->cfg.backoff_ms << shift;

@@ -171,6 +171,8 @@ void km_fsess_inc_leave(struct km_fsess *s, struct km_fetcher *f);
  *  ForgottenTopicsData), and note what the broker's session will hold. */
 void km_fsess_inc_build(struct km_fsess *s, struct km_fetch_req *m,
 			int16_t version);
+/** The Fetch km_fsess_inc_build made was never sent: the next is full. */
+void km_fsess_inc_unsent(struct km_fsess *s);
 /** 70, 71 or 106: the session is gone on the broker's side. */
 bool km_fsess_inc_session_error(int16_t err);
 /** The Fetch in flight was answered with this error: a new session. */

@@ -195,6 +195,7 @@ struct km_fsess {
 	int16_t fs_ver;
 	bool fs_full;
 	uint32_t fs_written;
+	uint32_t fs_forgot; /* partitions it put in ForgottenTopicsData */
 	struct km_fsess_forget forget[KM_FSESS_FORGET_MAX];
 	uint32_t n_forget;
 	bool forget_overflow;

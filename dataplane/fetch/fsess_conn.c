@@ -380,6 +380,8 @@ void km_fsess_send(struct km_fsess *s)
 	rc = km_fsess_encode(s, &w, r);
 	if (rc == 0)
 		rc = km_kframe_req_send(&s->kf, s->conn, &w, on_sent, s);
+	if (rc < 0 && r == KM_FREQ_FETCH)
+		km_fsess_inc_unsent(s);
 	if (rc < 0)
 		unask_all(s);
 	if (rc == -EAGAIN || rc == -EPIPE)

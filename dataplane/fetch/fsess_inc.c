@@ -248,7 +248,25 @@ void km_fsess_inc_build(struct km_fsess *s, struct km_fetch_req *m,
 		s->stats.fetch_incremental++;
 		s->stats.fetch_forgotten += (uint32_t)n_fg;
 	}
+	s->fs_forgot = n_fg > 0 ? (uint32_t)n_fg : 0;
 	mark_sent(s, m->n_parts);
+}
+
+void km_fsess_inc_unsent(struct km_fsess *s)
+{
+	/* The Fetch was built, and the session's view of each partition
+	 * moved with it, but the connection did not take it (its queue full,
+	 * or re-authenticating: snet.c): the broker's session still holds
+	 * the offsets before it. An incremental Fetch that then left out a
+	 * partition whose offset we believe was sent had the broker serve it
+	 * from its old offset, below ours, forever (seen under KIP-368). A
+	 * full Fetch with the session's id replaces the broker's view. */
+	if (s->fs_full)
+		s->stats.fetch_full--;
+	else
+		s->stats.fetch_incremental--;
+	s->stats.fetch_forgotten -= s->fs_forgot;
+	km_fsess_inc_reset(s, true);
 }
 
 void km_fsess_inc_answered(struct km_fsess *s, int32_t session_id)

@@ -203,3 +203,34 @@ TEST_F(FsessInc, AnotherVersionIsFull)
 }
 
 } // namespace
+
+/* A Fetch built but never handed to the connection (its send queue full,
+ * or KIP-368 re-authentication under way: snet answers -EAGAIN) left the
+ * broker's session at the offsets before it. Before the fix the next
+ * Fetch was incremental and left partition 2 out (its offset "already
+ * sent"), so the broker went on serving it from 200 while we wanted 205:
+ * kafka-tls's re-authentication case failed the partition once ("the
+ * source sent 1200..1200 (wholly below it) 5 times in a row"). */
+TEST_F(FsessInc, UnsentFetchMakesTheNextFull)
+{
+	Build({ 0, 1, 2, 3 });
+	km_fsess_inc_answered(s_.get(), 77);
+	f_[2]->inflight_offset += 5;
+	km_fetch_req m = Build({ 0, 1, 2, 3 });
+	ASSERT_EQ(V({ 2 }), Written(m));
+	km_fsess_inc_unsent(s_.get());
+	EXPECT_EQ(0u, s_->stats.fetch_incremental) << "not sent, not counted";
+	EXPECT_EQ(1u, s_->stats.fetch_full);
+
+	m = Build({ 0, 1, 2, 3 });
+	EXPECT_EQ(77, m.session_id) << "closes the broker's session";
+	EXPECT_EQ(0, m.session_epoch) << "and opens another: a full Fetch";
+	EXPECT_EQ(V({ 0, 1, 2, 3 }), Written(m));
+	EXPECT_EQ(205, m.parts[2].fetch_offset);
+	km_fsess_inc_answered(s_.get(), 78);
+
+	m = Build({ 0, 1, 2, 3 });
+	EXPECT_EQ(78, m.session_id);
+	EXPECT_EQ(1, m.session_epoch);
+	EXPECT_TRUE(Written(m).empty());
+}

@@ -556,6 +556,11 @@ TEST_F(KafkaTls, ReauthenticatesBeforeTheSessionEnds)
 			    std::string::npos; at++)
 		n++;
 	EXPECT_GE(n, 2u) << rounds << " rounds; " << res.err;
+	/* A Fetch built while the connection re-authenticated, and so not
+	 * sent, must not leave the broker's fetch session at an older offset
+	 * than ours (fsess_inc.c km_fsess_inc_unsent). */
+	EXPECT_EQ(std::string::npos, res.err.find("expected a batch at offset"))
+		<< res.err;
 	int mapped = 0;
 	expect_identical(d.data_dir() + "/" + topic + "-0",
 			 broker_->partition_dir(topic, 0), &mapped);
