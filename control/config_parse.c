@@ -265,8 +265,12 @@ static int strip_scheme(const struct km_config_ctx *c, const char **item)
 		return 0;
 	if (sep - *item != 9 || strncasecmp(*item, "PLAINTEXT", 9) != 0)
 		return km_config_bad(c,
-			"\"%s\": only PLAINTEXT:// is supported (kmirror has no TLS or SASL)",
-			*item);
+			"\"%s\": %s takes host:port (PLAINTEXT:// at most); %s",
+			*item, c->key,
+			strcmp(c->key, "source.bootstrap.servers") == 0
+				? "TLS and SASL to the source are set by "
+				  "source.security.protocol"
+				: "this address serves plaintext only");
 	*item = sep + 3;
 	return 0;
 }

@@ -292,7 +292,7 @@ TEST(Config, BadValues)
 		{ "source.bootstrap.servers=[::1:9092", "\"[::1:9092\": missing ']' after the IPv6 address" },
 		{ "source.bootstrap.servers=[zz]:1", "\"[zz]:1\": not an IPv6 address" },
 		{ "source.bootstrap.servers=[::1]9092", "\"[::1]9092\": no port (expected host:port)" },
-		{ "source.bootstrap.servers=SSL://h:1", "\"SSL://h:1\": only PLAINTEXT:// is supported (kmirror has no TLS or SASL)" },
+		{ "source.bootstrap.servers=SSL://h:1", "\"SSL://h:1\": source.bootstrap.servers takes host:port (PLAINTEXT:// at most); TLS and SASL to the source are set by source.security.protocol" },
 		{ "source.bootstrap.servers=a:1,,b:2", "empty entry in the list" },
 		{ "source.bootstrap.servers=a:1,", "empty entry in the list" },
 		{ "source.bootstrap.servers=bad host!:1", "\"bad host!:1\": not a valid host name" },
