@@ -135,8 +135,7 @@ std::string Daemon::status(std::map<std::string, PartStatus> *out)
 	std::string line;
 	size_t i;
 
-	/* Keep kmirrord's stderr pipe drained (into stderr_so_far()): a full
-	 * pipe would block its logging, and so the daemon. */
+	/* Collect kmirrord's stderr so far (stderr_so_far()). */
 	if (child_.running())
 		child_.read_line(1, &line);
 	if (res.exit_code != 0)

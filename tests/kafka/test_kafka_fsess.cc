@@ -307,9 +307,8 @@ protected:
 	{
 		return Daemon(dir_.path(), { "source.bootstrap.servers=" + b.bootstrap(),
 					     "topics=" + topics, "workers=1",
-					     /* a line or two per partition at INFO fill
-					      * the stderr pipe the harness drains only
-					      * between status calls */
+					     /* a line or two per partition at INFO:
+					      * 400 lines to read past on a failure */
 					     "log.level=warn" });
 	}
 

@@ -28,8 +28,8 @@ struct ChildResult {
 	std::string describe() const;
 };
 
-/* One child process with stdout and stderr on pipes and stdin on
- * /dev/null. The destructor SIGKILLs a child still running and reaps it. */
+/* One child process with stdout on a pipe, stderr into an unlinked
+ * file (it never blocks on a reader) and stdin on /dev/null. The destructor SIGKILLs a child still running and reaps it. */
 class Child {
 public:
 	Child() = default;

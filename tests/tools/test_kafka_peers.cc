@@ -324,6 +324,28 @@ TEST(Process, ReadLineFailsWhenTheChildExitsWithoutOne)
 	EXPECT_EQ(0, r.exit_code);
 }
 
+// A child writing far more to stderr than a pipe holds (1 MiB; a pipe
+// takes 64 KiB) while the test reads none of it is not blocked (kmirrord
+// logging a line per partition at start blocked so in e2e-scale between
+// two status calls), and nothing it wrote is lost.
+TEST(Process, StderrNeverBlocksTheChild)
+{
+	kmtest::TempDir dir;
+	ASSERT_NE("", dir.path()) << dir.error();
+	const std::string done = dir.file("done");
+	kmtest::Child c;
+	ASSERT_EQ("", c.spawn({"sh", "-c",
+			       "head -c 1048576 /dev/zero | tr '\\0' e >&2; "
+			       "touch " + done + "; exec sleep 30"}));
+	EXPECT_EQ("", kmtest::wait_for_file(done, kTimeoutMs))
+		<< "the child blocked writing stderr";
+	EXPECT_EQ("", c.kill(SIGKILL));
+	ChildResult r;
+	ASSERT_EQ("", c.wait(kTimeoutMs, &r));
+	EXPECT_EQ(1048576u, r.err.size());
+	EXPECT_EQ(std::string::npos, r.err.find_first_not_of('e'));
+}
+
 TEST(Process, TempDirAndWaitForFile)
 {
 	std::string path;
