@@ -35,6 +35,7 @@
 #include "tests/e2e/daemon.h"
 #include "tests/kafka/kafka_broker.h"
 #include "tests/kafka/kafka_files.h"
+#include "tests/support/certs.h"
 #include "tests/support/kafka_peers.h"
 
 using namespace kmtest;
@@ -52,35 +53,13 @@ bool put(const std::string &path, const std::string &text, mode_t mode)
 	return f.good() && chmod(path.c_str(), mode) == 0;
 }
 
-std::string openssl(const std::vector<std::string> &args)
-{
-	std::vector<std::string> argv = { "openssl" };
-	argv.insert(argv.end(), args.begin(), args.end());
-	ChildResult r = run_command(argv, 60000);
-	return r.exit_code == 0 ? "" : "openssl " + args[0] + ": " + r.describe();
-}
-
 /* ca.pem, and broker.ks.pem (key + certificate naming ip). */
 std::string make_certs(const std::string &d, const std::string &ip)
 {
-	std::string why, b = d + "/broker";
+	std::string why = make_ca(d, "ca");
 
-	if (!(why = openssl({ "req", "-x509", "-newkey", "rsa:2048", "-nodes",
-			      "-keyout", d + "/ca.key", "-out", d + "/ca.pem",
-			      "-subj", "/CN=dpdk-ca", "-days", "2" })).empty())
-		return why;
-	if (!put(b + ".ext", "subjectAltName=IP:" + ip + "\n", 0644))
-		return "cannot write " + b + ".ext";
-	if (!(why = openssl({ "req", "-newkey", "rsa:2048", "-nodes", "-keyout",
-			      b + ".key", "-out", b + ".csr", "-subj",
-			      "/CN=broker" })).empty() ||
-	    !(why = openssl({ "x509", "-req", "-in", b + ".csr", "-CA",
-			      d + "/ca.pem", "-CAkey", d + "/ca.key",
-			      "-CAcreateserial", "-out", b + ".pem", "-days", "2",
-			      "-extfile", b + ".ext" })).empty())
-		return why;
-	return put(b + ".ks.pem", read_file(b + ".key") + read_file(b + ".pem"),
-		   0600) ? "" : "cannot write " + b + ".ks.pem";
+	return why.empty() ? make_cert(d, "ca", "broker", "/CN=broker", "IP:" + ip)
+			   : why;
 }
 
 /* The listeners: the harness's on A's loopback, the secured ones on the

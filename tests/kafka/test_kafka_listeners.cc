@@ -38,6 +38,7 @@
 
 #include "tests/e2e/daemon.h"
 #include "tests/kafka/kafka_broker.h"
+#include "tests/support/certs.h"
 #include "tests/support/kafka_peers.h"
 
 using namespace kmtest;
@@ -50,46 +51,6 @@ bool put(const std::string &path, const std::string &text)
 	f << text;
 	f.close();
 	return f.good();
-}
-
-std::string openssl(const std::vector<std::string> &args)
-{
-	std::vector<std::string> argv = { "openssl" };
-	argv.insert(argv.end(), args.begin(), args.end());
-	ChildResult r = run_command(argv, 60000);
-	return r.exit_code == 0 ? "" : "openssl " + args[0] + ": " + r.describe();
-}
-
-std::string make_ca(const std::string &dir, const std::string &name)
-{
-	return openssl({ "req", "-x509", "-newkey", "rsa:2048", "-nodes",
-			 "-keyout", dir + "/" + name + ".key", "-out",
-			 dir + "/" + name + ".pem", "-subj", "/CN=" + name,
-			 "-days", "2" });
-}
-
-/* name.pem and name.key, signed by ca, for subj (and the names in san). */
-std::string make_cert(const std::string &dir, const std::string &ca,
-		      const std::string &name, const std::string &subj,
-		      const std::string &san)
-{
-	std::string why, p = dir + "/" + name;
-	std::vector<std::string> ext;
-	if (!san.empty()) {
-		if (!put(p + ".ext", "subjectAltName=" + san + "\n"))
-			return "cannot write " + p + ".ext";
-		ext = { "-extfile", p + ".ext" };
-	}
-	if (!(why = openssl({ "req", "-newkey", "rsa:2048", "-nodes", "-keyout",
-			      p + ".key", "-out", p + ".csr", "-subj", subj }))
-		     .empty())
-		return why;
-	std::vector<std::string> x = { "x509", "-req", "-in", p + ".csr", "-CA",
-				       dir + "/" + ca + ".pem", "-CAkey",
-				       dir + "/" + ca + ".key", "-CAcreateserial",
-				       "-out", p + ".pem", "-days", "2" };
-	x.insert(x.end(), ext.begin(), ext.end());
-	return openssl(x);
 }
 
 ChildResult kcat(const std::vector<std::string> &args, int timeout_ms = 60000)

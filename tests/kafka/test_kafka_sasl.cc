@@ -34,6 +34,7 @@
 #include "tests/e2e/daemon.h"
 #include "tests/e2e/e2e_util.h"
 #include "tests/kafka/kafka_broker.h"
+#include "tests/support/certs.h"
 #include "tests/support/kafka_peers.h"
 
 using namespace kmtest;
@@ -550,18 +551,9 @@ TEST_F(KafkaSasl, SessionsEndAndJavaClientsReauthenticate)
 TEST_F(KafkaSasl, SaslSslListener)
 {
 	std::string d = dir_.path();
-	ChildResult r = run_command(
-		{ "sh", "-c",
-		  "cd '" + d + "' && "
-		  "openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.pem "
-		  "-subj /CN=kafka-sasl-ca -days 2 && "
-		  "openssl req -newkey rsa:2048 -nodes -keyout srv.key -out srv.csr "
-		  "-subj /CN=kmirrord && "
-		  "printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\\n' > srv.ext && "
-		  "openssl x509 -req -in srv.csr -CA ca.pem -CAkey ca.key -CAcreateserial "
-		  "-out srv.pem -days 2 -extfile srv.ext && chmod 600 srv.key" },
-		60000);
-	ASSERT_EQ(0, r.exit_code) << r.describe() << r.err;
+	ASSERT_EQ("", make_ca(d, "ca"));
+	ASSERT_EQ("", make_cert(d, "ca", "srv", "/CN=kmirrord",
+				"DNS:localhost,IP:127.0.0.1"));
 	Daemon *dp;
 	ASSERT_NO_FATAL_FAILURE(start(&dp, { "listeners=PLAINTEXT://127.0.0.1:0,SASL_SSL://127.0.0.1:0",
 					     "ssl.certificate.location=" + d + "/srv.pem",
@@ -585,7 +577,7 @@ TEST_F(KafkaSasl, SaslSslListener)
 	std::string conf = java_sasl("SCRAM-SHA-256", "alice", "alice-pw");
 	conf.replace(conf.find("SASL_PLAINTEXT"), 14, "SASL_SSL");
 	conf += "ssl.truststore.type=PEM\nssl.truststore.location=" + d + "/ca.pem\n";
-	r = java_read(sasl_bs(), kTopic, conf, end_, 30000);
+	ChildResult r = java_read(sasl_bs(), kTopic, conf, end_, 30000);
 	EXPECT_EQ(0, r.exit_code) << r.describe() << r.err;
 	EXPECT_EQ("", same(*truth_, java_values(r.out))) << r.err;
 	EXPECT_GE(counter(*dm, "sasl_authentications"), 3);

@@ -35,6 +35,7 @@
 #include "tests/e2e/daemon.h"
 #include "tests/e2e/e2e_util.h"
 #include "tests/kafka/kafka_broker.h"
+#include "tests/support/certs.h"
 #include "tests/support/kafka_peers.h"
 
 using namespace kmtest;
@@ -56,27 +57,17 @@ bool put(const std::string &path, const std::string &text, mode_t mode)
 	return chmod(path.c_str(), mode) == 0;
 }
 
-std::string sh(const std::string &cmd)
-{
-	ChildResult r = run_command({ "sh", "-c", cmd }, 60000);
-	return r.exit_code == 0 ? "" : cmd + ": " + r.describe() + r.err;
-}
-
 /* A CA and two certificates it signs for 127.0.0.1 and localhost: the
  * broker's (with its PEM keystore, key then chain) and kmirrord's. */
 std::string make_certs(const std::string &d)
 {
-	std::string c = "cd '" + d + "' && "
-			"openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key "
-			"-out ca.pem -subj /CN=kafka-secure-ca -days 2 && "
-			"printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\\n' > san";
+	std::string why = make_ca(d, "ca");
+
 	for (const char *n : { "broker", "kmirrord" })
-		c += std::string(" && openssl req -newkey rsa:2048 -nodes -keyout ") + n +
-		     ".key -out " + n + ".csr -subj /CN=" + n +
-		     " && openssl x509 -req -in " + n + ".csr -CA ca.pem -CAkey ca.key "
-		     "-CAcreateserial -out " + n + ".pem -days 2 -extfile san";
-	c += " && cat broker.key broker.pem > broker.ks.pem && chmod 600 *.key";
-	return sh(c);
+		if (why.empty())
+			why = make_cert(d, "ca", n, std::string("/CN=") + n,
+					"DNS:localhost,IP:127.0.0.1");
+	return why;
 }
 
 std::string acls(const std::string &bootstrap, std::vector<std::string> args)

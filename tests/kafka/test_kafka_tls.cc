@@ -43,6 +43,7 @@
 #include "tests/e2e/e2e_util.h"
 #include "tests/kafka/kafka_broker.h"
 #include "tests/kafka/kafka_files.h"
+#include "tests/support/certs.h"
 #include "tests/support/kafka_peers.h"
 
 using namespace kmtest;
@@ -58,45 +59,6 @@ bool put(const std::string &path, const std::string &text, mode_t mode)
 	f << text;
 	f.close();
 	return f.good() && chmod(path.c_str(), mode) == 0;
-}
-
-/* openssl, or why it failed. */
-std::string openssl(const std::vector<std::string> &args)
-{
-	std::vector<std::string> argv = { "openssl" };
-	argv.insert(argv.end(), args.begin(), args.end());
-	ChildResult r = run_command(argv, 60000);
-	return r.exit_code == 0 ? "" : "openssl " + args[0] + ": " + r.describe();
-}
-
-/* A CA (name.ca.pem) and a certificate it signs for the names in san
- * ("DNS:localhost,IP:127.0.0.1"): name.pem, name.key, and name.ks.pem
- * (key and chain, Kafka's PEM keystore). */
-std::string make_cert(const std::string &dir, const std::string &ca,
-		      const std::string &name, const std::string &san)
-{
-	std::string why, p = dir + "/" + name;
-	if (!put(p + ".ext", "subjectAltName=" + san + "\n", 0644))
-		return "cannot write " + p + ".ext";
-	if (!(why = openssl({ "req", "-newkey", "rsa:2048", "-nodes", "-keyout",
-			      p + ".key", "-out", p + ".csr", "-subj",
-			      "/CN=" + name })).empty() ||
-	    !(why = openssl({ "x509", "-req", "-in", p + ".csr", "-CA",
-			      dir + "/" + ca + ".pem", "-CAkey",
-			      dir + "/" + ca + ".key", "-CAcreateserial", "-out",
-			      p + ".pem", "-days", "2", "-extfile", p + ".ext" }))
-		     .empty())
-		return why;
-	return put(p + ".ks.pem", read_file(p + ".key") + read_file(p + ".pem"),
-		   0600) ? "" : "cannot write " + p + ".ks.pem";
-}
-
-std::string make_ca(const std::string &dir, const std::string &name)
-{
-	return openssl({ "req", "-x509", "-newkey", "rsa:2048", "-nodes",
-			 "-keyout", dir + "/" + name + ".key", "-out",
-			 dir + "/" + name + ".pem", "-subj", "/CN=" + name,
-			 "-days", "2" });
 }
 
 /* listener.name.<l>.KEY=value lines of one secured listener. */
@@ -175,10 +137,10 @@ protected:
 		if (setup_error_.empty())
 			setup_error_ = make_ca(d, "otherca");
 		if (setup_error_.empty())
-			setup_error_ = make_cert(d, "ca", "broker",
+			setup_error_ = make_cert(d, "ca", "broker", "/CN=broker",
 						 "DNS:localhost,IP:127.0.0.1");
 		if (setup_error_.empty())
-			setup_error_ = make_cert(d, "ca", "stranger",
+			setup_error_ = make_cert(d, "ca", "stranger", "/CN=stranger",
 						 "DNS:other.example");
 		/* A client certificate for mutual TLS whose key is encrypted
 		 * (AES-256, pass "client-key-pw"). */
