@@ -150,8 +150,16 @@ int km_batch_map_pid(struct km_batch *b)
 			      b->size_bytes - KM_BATCH_OFF_PRODUCER_EPOCH,
 			      old_be, new_be, sizeof(new_be));
 	km_store_be32(crc_be, crc);
-	store_header(b, KM_BATCH_OFF_PRODUCER_ID, new_be, sizeof(new_be));
-	store_header(b, KM_BATCH_OFF_CRC, crc_be, sizeof(crc_be));
+	if (b->base != NULL) {
+		/* Plain stores, no call: this runs once per batch. */
+		memcpy(b->base + KM_BATCH_OFF_PRODUCER_ID, new_be, 8);
+		memcpy(b->base + KM_BATCH_OFF_CRC, crc_be, 4);
+		memcpy(b->hdr + KM_BATCH_OFF_PRODUCER_ID, new_be, 8);
+		memcpy(b->hdr + KM_BATCH_OFF_CRC, crc_be, 4);
+	} else {
+		store_header(b, KM_BATCH_OFF_PRODUCER_ID, new_be, sizeof(new_be));
+		store_header(b, KM_BATCH_OFF_CRC, crc_be, sizeof(crc_be));
+	}
 	/* STYLE 12: in strict builds, the patch is checked against a recompute. */
 	KM_ASSERT_HOT(km_batch_verify_crc(b) == 0);
 	return 1;

@@ -220,8 +220,10 @@ static bool parse_one(struct km_fetcher *f)
 	} else if (rc < 0) {
 		reject_corrupt(f, km_strerror(rc));
 	} else {
-		km_chain_advance(&f->sess->frame->chain, &f->rec_cur,
-				 (uint32_t)rc);
+		/* By value: one store the next parse's read is forwarded
+		 * from (km_chain_next). */
+		f->rec_cur = km_chain_next(&f->sess->frame->chain, f->rec_cur,
+					   (uint32_t)rc);
 		f->rec_left -= (uint32_t)rc;
 		f->stats.fetched_bytes += (uint64_t)rc;
 		f->stats.fetched_records += records_of(b);
