@@ -822,10 +822,11 @@ static uint64_t cost_verify_map(struct cost_set *cs)
 	return n;
 }
 
-/* The span walk of dataplane/fetch/fetcher_data.c: the length read with
- * km_chain_copy, then parse bounded by what is left, map, and the cursor,
- * kept in memory as the fetcher keeps it, stepped with km_chain_next (the
- * fetcher now) or km_chain_advance (before: see km_chain_next). */
+/* The span walk of dataplane/fetch/fetcher_data.c: the length read, then
+ * parse bounded by what is left, map, and the cursor, kept in memory as
+ * the fetcher keeps it. The fetcher now reads the length in place and
+ * steps the cursor with km_chain_next; before, it copied the length out
+ * (km_chain_copy) and stepped with km_chain_advance (see km_chain_next). */
 static struct {
 	struct km_chain_cur cur;
 	uint32_t left;
@@ -840,11 +841,15 @@ static uint64_t span_walk(struct cost_set *cs, bool by_value)
 	span_state.left = COST_BATCHES * 1024;
 	while (span_state.left >= KM_BATCH_LOG_OVERHEAD) {
 		uint8_t lo[KM_BATCH_LOG_OVERHEAD];
+		const uint8_t *p = lo;
 		struct km_batch *v = &b[n & 15];
 		int size;
 
-		km_chain_copy(&cs->span, span_state.cur, lo, sizeof(lo));
-		if (km_load_be32(lo + KM_BATCH_OFF_LENGTH) +
+		if (by_value)
+			p = km_chain_contig(&cs->span, span_state.cur, sizeof(lo));
+		else
+			km_chain_copy(&cs->span, span_state.cur, lo, sizeof(lo));
+		if (km_load_be32(p + KM_BATCH_OFF_LENGTH) +
 			    (uint64_t)KM_BATCH_LOG_OVERHEAD > span_state.left)
 			break;
 		size = km_batch_parse(v, &cs->span, span_state.cur,
@@ -931,9 +936,9 @@ static const struct {
 	{ "   km_batch_parse: header copy, checks, CRC", cost_parse },
 	{ "b  km_batch_parse + km_batch_map_pid", cost_parse_map },
 	{ "   km_batch_verify_map (contiguous entry point)", cost_verify_map },
-	{ "   the fetcher's span walk: length, parse, map, km_chain_next",
+	{ "   the fetcher's span walk: length, parse, map, next batch",
 	  cost_span },
-	{ "   the same stepping the cursor with km_chain_advance (before)",
+	{ "   the same as it was: km_chain_copy, km_chain_advance",
 	  cost_span_advance },
 	{ "   crc32_iscsi + 61-byte SSE copy, upper state left dirty",
 	  stall_dirty },
