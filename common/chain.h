@@ -43,6 +43,30 @@ bool km_chain_has(const struct km_chain *c, struct km_chain_cur cur, size_t len)
 int km_chain_advance(const struct km_chain *c, struct km_chain_cur *cur,
 		     size_t n);
 
+/** km_chain_next's out-of-line part: a move that leaves cur's segment. */
+struct km_chain_cur km_chain_next_far(const struct km_chain *c,
+				      struct km_chain_cur cur, size_t n);
+
+/**
+ * cur moved forward by n bytes, as km_chain_advance moves it (to the end
+ * at most), returned by value. For loops that step a cursor kept in
+ * memory from batch to batch: km_chain_advance writes seg and off one by
+ * one, and the next 8-byte read of the cursor cannot be forwarded from two
+ * 4-byte stores, so it waits until they retire - behind the CRC of the
+ * batch just parsed, which then no longer overlaps the next one (16 ns of
+ * a 1 KiB batch's ~45 in bench-batch). One 8-byte store is forwarded.
+ */
+static inline struct km_chain_cur km_chain_next(const struct km_chain *c,
+						struct km_chain_cur cur,
+						size_t n)
+{
+	if (cur.seg < c->n_iov && c->iov[cur.seg].iov_len - cur.off > n) {
+		cur.off += (uint32_t)n;
+		return cur;
+	}
+	return km_chain_next_far(c, cur, n);
+}
+
 /** Copy up to len bytes from cur; returns how many were there to copy. */
 size_t km_chain_copy(const struct km_chain *c, struct km_chain_cur cur,
 		     void *dst, size_t len);

@@ -109,6 +109,22 @@ int km_batch_parse(struct km_batch *b, const struct km_chain *chain,
 int km_batch_map_pid(struct km_batch *b);
 
 /**
+ * The mirror's per-batch work on one contiguous batch, for a caller that
+ * holds its bytes in one buffer (a write buffer the batch was copied
+ * into): km_batch_parse's checks in its order, the CRC over the bytes as
+ * they came, then km_batch_map_pid in place. One pass over the bytes.
+ *
+ * @param p               the batch's first byte (baseOffset)
+ * @param avail           bytes readable (and writable) at p
+ * @param size_bytes_max  as for km_batch_parse
+ * @return the batch size (> 0) with the id mapped and the CRC patched, 0 if
+ *         avail ends inside the batch, or km_batch_parse's negative code,
+ *         or KM_EPIDMAX (producerId INT64_MAX); on any code <= 0 the bytes
+ *         are as they came.
+ */
+int km_batch_verify_map(uint8_t *p, size_t avail, uint32_t size_bytes_max);
+
+/**
  * The R1 function alone: *out = p if p < 0, else -(p + 2).
  * @return 0, or KM_EPIDMAX for p == INT64_MAX (no int64 is -(INT64_MAX + 2)).
  */

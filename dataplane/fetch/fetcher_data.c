@@ -46,6 +46,7 @@ static int frame_batch(struct km_fetcher *f, struct km_batch *b)
 {
 	const struct km_chain *ch = &f->sess->frame->chain;
 	uint8_t lo[KM_BATCH_LOG_OVERHEAD];
+	const uint8_t *p;
 	uint32_t max = f->rec_left < f->cfg.batch_bytes_max
 			       ? f->rec_left
 			       : f->cfg.batch_bytes_max;
@@ -53,8 +54,14 @@ static int frame_batch(struct km_fetcher *f, struct km_batch *b)
 
 	if (f->rec_left < KM_BATCH_LOG_OVERHEAD)
 		return 0;
-	km_chain_copy(ch, f->rec_cur, lo, sizeof(lo));
-	blen = (int32_t)km_load_be32(lo + KM_BATCH_OFF_LENGTH);
+	/* Read in place when contiguous: glibc's AVX-512 memcpy writes 12
+	 * bytes with a masked store, which no load is forwarded from. */
+	p = km_chain_contig(ch, f->rec_cur, sizeof(lo));
+	if (p == NULL) {
+		km_chain_copy(ch, f->rec_cur, lo, sizeof(lo));
+		p = lo;
+	}
+	blen = (int32_t)km_load_be32(p + KM_BATCH_OFF_LENGTH);
 	if (blen >= KM_BATCH_LENGTH_MIN &&
 	    (uint64_t)blen + KM_BATCH_LOG_OVERHEAD > f->rec_left)
 		return 0;
@@ -221,8 +228,10 @@ static bool parse_one(struct km_fetcher *f)
 	} else if (rc < 0) {
 		reject_corrupt(f, km_strerror(rc));
 	} else {
-		km_chain_advance(&f->sess->frame->chain, &f->rec_cur,
-				 (uint32_t)rc);
+		/* By value: one store the next parse's read is forwarded
+		 * from (km_chain_next). */
+		f->rec_cur = km_chain_next(&f->sess->frame->chain, f->rec_cur,
+					   (uint32_t)rc);
 		f->rec_left -= (uint32_t)rc;
 		f->stats.fetched_bytes += (uint64_t)rc;
 		f->stats.fetched_records += records_of(b);

@@ -3,8 +3,9 @@
  * Goal: no input, split anywhere, makes km_batch_parse, km_batch_map_pid,
  * record iteration, km_validate_batch (and the decompressors behind it) or
  * km_ctrl_parse read or write out of bounds, hang, or break their
- * contracts. Method: byte 0 picks where the input is split into
- * two segments. The input is parsed as is; then a "repaired" copy gets a
+ * contracts, and km_batch_verify_map (the contiguous entry point) answer
+ * what km_batch_parse does and write nothing unless it maps. Method: byte 0
+ * picks where the input is split into two segments. The input is parsed as is; then a "repaired" copy gets a
  * matching batchLength, magic 2 and a correct CRC, so the fuzzer also reaches
  * the record and control decoders behind the CRC check.
  */
@@ -96,6 +97,32 @@ static void exercise(uint8_t *buf, size_t size, size_t cut)
 	KM_ASSERT(km_batch_producer_id(&b) < 0 || rc == KM_EPIDMAX);
 }
 
+/* km_batch_verify_map over the same bytes in one piece: parse's code (or
+ * KM_EPIDMAX), the bytes untouched unless it mapped, then a valid crc. */
+static void verify_map(const uint8_t *buf, size_t size)
+{
+	struct iovec iov = { (void *)buf, size };
+	struct km_chain chain = { &iov, 1 };
+	struct km_batch b;
+	int want = km_batch_parse(&b, &chain, km_chain_start(&chain),
+				  KM_BATCH_BYTES_MAX);
+	uint8_t *copy = malloc(size + 1);
+	int rc;
+
+	memcpy(copy, buf, size);
+	rc = km_batch_verify_map(copy, size, KM_BATCH_BYTES_MAX);
+	if (want > 0 && km_batch_producer_id(&b) == INT64_MAX)
+		want = KM_EPIDMAX;
+	KM_ASSERT(rc == want);
+	if (rc <= 0 || km_batch_producer_id(&b) < 0)
+		KM_ASSERT(memcmp(copy, buf, size) == 0);
+	else
+		KM_ASSERT(km_crc32c_update(0, copy + KM_BATCH_OFF_ATTRIBUTES,
+					   (size_t)rc - KM_BATCH_OFF_ATTRIBUTES) ==
+			  km_load_be32(copy + KM_BATCH_OFF_CRC));
+	free(copy);
+}
+
 static void repair(uint8_t *buf, size_t size)
 {
 	km_store_be32(buf + KM_BATCH_OFF_LENGTH,
@@ -118,9 +145,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	/* A private copy: the view writes the mapped id back into it. */
 	buf = malloc(size + 1);
 	memcpy(buf, data, size);
+	verify_map(buf, size);
 	exercise(buf, size, cut < size ? cut : size);
 	if (size >= KM_BATCH_HEADER_BYTES) {
 		repair(buf, size);
+		verify_map(buf, size);
 		exercise(buf, size, cut < size ? cut : size);
 	}
 	free(buf);

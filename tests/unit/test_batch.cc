@@ -4,6 +4,10 @@
 // Method: batches built by kmirror's builder, parsed whole and split at every
 // byte; every truncation point and every single-bit flip checked against the
 // error the rule order predicts (run under ASan/UBSan by ./kmirror test).
+// km_batch_verify_map (the contiguous entry point): over random batches and
+// producer ids (-1, 0, INT64_MAX and random ones of both signs) its patched
+// CRC equals a full recompute and the id is km_pid_map's; every single-bit
+// flip gets km_batch_parse's exact code and leaves the bytes as they came.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -282,6 +286,102 @@ TEST(PidMap, PatchMatchesRecomputeForLargeBatches)
 		ASSERT_EQ(1, km_batch_map_pid(&b));
 		EXPECT_EQ(FullCrc(buf), km_batch_crc(&b)) << value_bytes;
 	}
+}
+
+// A batch of random bytes: built by kmirror's builder, its record bytes
+// then overwritten at random and its crc made right again.
+std::vector<uint8_t> RandomBatch(std::mt19937_64 &rng, int64_t pid,
+				 int value_bytes_max = 3000)
+{
+	int n = 1 + (int)(rng() % 20);
+	auto buf = sample::DataBatch((int64_t)(rng() >> 1), pid, n,
+				     (int)(rng() % value_bytes_max));
+	for (size_t i = 61; i < buf.size(); i++)
+		buf[i] = (uint8_t)rng();
+	km_store_be16(&buf[21], (uint16_t)(rng() & 0x10)); // transactional or not
+	km_store_be32(&buf[17], FullCrc(buf));
+	return buf;
+}
+
+int64_t RandomPid(std::mt19937_64 &rng, int i)
+{
+	static const int64_t edges[] = {-1, 0, INT64_MAX, 1, -2, INT64_MAX - 1,
+					INT64_MIN};
+	if (i < (int)(sizeof(edges) / sizeof(edges[0])))
+		return edges[i];
+	return (int64_t)rng() >> (rng() % 63); // both signs, every magnitude
+}
+
+TEST(VerifyMap, PatchedCrcEqualsRecomputeForRandomBatchesAndIds)
+{
+	std::mt19937_64 rng(18);
+	for (int i = 0; i < 500; i++) {
+		int64_t pid = RandomPid(rng, i);
+		auto buf = RandomBatch(rng, pid);
+		auto before = buf;
+		int64_t want;
+		int rc = km_batch_verify_map(buf.data(), buf.size(), kMax);
+
+		if (km_pid_map(pid, &want) < 0) {
+			EXPECT_EQ(KM_EPIDMAX, rc) << pid;
+			EXPECT_EQ(before, buf) << "refused, yet written: " << pid;
+			continue;
+		}
+		ASSERT_EQ((int)buf.size(), rc) << pid;
+		EXPECT_EQ(want, (int64_t)km_load_be64(&buf[43])) << pid;
+		EXPECT_EQ(FullCrc(buf), km_load_be32(&buf[17])) << pid;
+		if (pid < 0) {
+			EXPECT_EQ(before, buf) << "a negative id is left alone";
+		}
+		// Only the id and crc change: the rest is the source's.
+		for (size_t k = 0; k < buf.size(); k++)
+			if ((k < 17 || k >= 21) && (k < 43 || k >= 51)) {
+				ASSERT_EQ(before[k], buf[k]) << "byte " << k;
+			}
+		// The parse of the result agrees, and a second pass maps nothing.
+		km_batch b;
+		ASSERT_EQ((int)buf.size(), Parse(buf, {}, &b));
+		EXPECT_EQ(want, km_batch_producer_id(&b));
+		auto once = buf;
+		EXPECT_EQ((int)buf.size(),
+			  km_batch_verify_map(buf.data(), buf.size(), kMax));
+		EXPECT_EQ(once, buf) << "idempotent";
+	}
+}
+
+// The CRC is checked over the bytes as they came, before any write: a
+// damaged batch gets km_batch_parse's own code and is not touched.
+TEST(VerifyMap, EverySingleBitFlipGetsParsesCodeUntouched)
+{
+	std::mt19937_64 rng(7);
+	auto buf = RandomBatch(rng, 4242, 40);
+	ASSERT_GT(buf.size(), 200u) << "a batch with records past the header";
+	for (size_t byte = 0; byte < buf.size(); byte++) {
+		for (int bit = 0; bit < 8; bit++) {
+			auto f = buf;
+			f[byte] ^= (uint8_t)(1u << bit);
+			auto g = f;
+			int want = ExpectedAfterFlip(byte, f, buf.size());
+			int rc = km_batch_verify_map(g.data(), g.size(), kMax);
+
+			ASSERT_EQ(want, rc) << "byte " << byte << " bit " << bit;
+			if (rc <= 0) {
+				ASSERT_EQ(f, g) << "byte " << byte << " bit " << bit;
+			}
+		}
+	}
+}
+
+TEST(VerifyMap, TruncatedAndOversizedAsParse)
+{
+	std::mt19937_64 rng(9);
+	auto buf = RandomBatch(rng, 5);
+	auto before = buf;
+	for (size_t n = 0; n < buf.size(); n += 1 + n / 8)
+		EXPECT_EQ(0, km_batch_verify_map(buf.data(), n, kMax)) << n;
+	EXPECT_EQ(KM_EBATCHMAX, km_batch_verify_map(buf.data(), buf.size(),
+						    (uint32_t)buf.size() - 1));
+	EXPECT_EQ(before, buf);
 }
 
 TEST(Batch, SettersOutsideCrc)

@@ -1,6 +1,7 @@
 // Goal: common/ building blocks behave at their edges: varint limits, chain
-// cursors over empty and odd segments, the chain CRC at any split, and
-// km_strerror naming every code.
+// cursors over empty and odd segments (km_chain_next lands where
+// km_chain_advance does), the chain CRC at any split, and km_strerror naming
+// every code.
 // Method: table-driven checks with hand-encoded bytes.
 #include <gtest/gtest.h>
 
@@ -120,6 +121,39 @@ TEST(Chain, Crc32cEqualsFlatAtEverySplit)
 		EXPECT_EQ(km_crc32c_update(0, b.data() + off, len), crc)
 			<< "round " << round;
 		EXPECT_EQ(-ERANGE, km_chain_crc32c(&ch, cur, b.size() - off + 1, &crc));
+	}
+}
+
+/* km_chain_next (by value, fast inside a segment) lands exactly where
+ * km_chain_advance does from every start and by every length, empty
+ * segments, segment ends and moves past the end included. */
+TEST(Chain, NextEqualsAdvanceEverywhere)
+{
+	std::mt19937 rng(17);
+	for (int round = 0; round < 50; round++) {
+		std::vector<unsigned char> b(1 + rng() % 200);
+		std::vector<iovec> iov;
+		for (size_t at = 0; at < b.size();) {
+			size_t n = std::min(b.size() - at, (size_t)(rng() % 40));
+			iov.push_back({ b.data() + at, n }); // 0: an empty one
+			at += n;
+		}
+		km_chain ch = { iov.data(), (uint32_t)iov.size() };
+		for (size_t off = 0; off <= b.size(); off++) {
+			km_chain_cur at = km_chain_start(&ch);
+			ASSERT_EQ(0, km_chain_advance(&ch, &at, off));
+			for (size_t n = 0; n <= b.size() - off + 1; n++) {
+				km_chain_cur want = at;
+				(void)km_chain_advance(&ch, &want, n);
+				km_chain_cur got = km_chain_next(&ch, at, n);
+				ASSERT_EQ(want.seg, got.seg)
+					<< "round " << round << " off " << off
+					<< " n " << n;
+				ASSERT_EQ(want.off, got.off)
+					<< "round " << round << " off " << off
+					<< " n " << n;
+			}
+		}
 	}
 }
 
