@@ -194,6 +194,7 @@ std::string peer_up(Peer *p)
 	p->ops.event = peer_event;
 	p->ops.accept = peer_accept;
 	ssize_t need = km_tcp_memsize(&cfg);
+	free(p->mem); /* the previous case's endpoint */
 	p->mem = aligned_alloc(64, ((size_t)need + 63) & ~(size_t)63);
 	if (km_tcp_init(p->mem, (size_t)need, &cfg, &p->ops, p, &p->ep) < 0 ||
 	    km_tcp_listen(p->ep, kPeerPort) < 0)
@@ -259,10 +260,11 @@ struct Outcome {
 	std::string err;
 };
 
+Peer peer; /* its port and pool live as long as the EAL */
+
 /* Stream the pattern from the peer to a backend with dpdk.mtu = mtu. */
 Outcome stream(uint32_t mtu)
 {
-	static Peer peer;
 	Outcome o;
 	if ((o.err = peer_up(&peer)) != "")
 		return o;
@@ -325,7 +327,15 @@ protected:
 		if (!why.empty())
 			GTEST_SKIP() << why;
 	}
-	static void TearDownTestSuite() { unlink(sock_path().c_str()); }
+	static void TearDownTestSuite()
+	{
+		if (peer.pool != nullptr)
+			rte_eth_dev_stop(peer.port);
+		free(peer.mem);
+		peer.mem = nullptr;
+		unlink(sock_path().c_str());
+		km_dpdk_eal_cleanup();
+	}
 };
 
 TEST_F(DpdkJumbo, Mtu9000FramesArriveWholeAndByteEqual)
