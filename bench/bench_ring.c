@@ -1018,15 +1018,16 @@ static void header(const struct stream *st, bool offload)
 	       "on 2 ethdev ports over crossed rte_rings (net_ring), MTU 1500 "
 	       "or 9000 (one mbuf a frame), %u KiB send ring, zero-copy "
 	       "receive, checksums %s;\n"
-	       "    2thr: a poll thread each (they spin: CPU = wall time); "
-	       "1thr: ONE poll thread drives both endpoints, so its CPU time "
-	       "is the whole cost of both ends\n",
+	       "    2thr: a poll thread each (napping after %u empty polls, "
+	       "as dnet's worker); 1thr: ONE poll thread drives both "
+	       "endpoints, so its CPU time is the whole cost of both ends\n",
 	       SRC_RING_BYTES >> 10,
 	       offload ? "left to the port (as a NIC's offload; the sink's "
 			 "CRC-32C still checks every Kafka byte)" :
-			 "in software");
-	printf("  kernel/loopback: send() thread -> recv() thread, TCP over "
-	       "127.0.0.1 (MTU 65536), 1 MiB receive buffer\n");
+			 "in software", SPIN_POLLS);
+	printf("  kernel lo: send() thread -> recv() thread, TCP over "
+	       "127.0.0.1 (MTU 65536), 1 MiB receive buffer; 2cpu: threads "
+	       "free, 1cpu: both pinned to one CPU\n");
 	printf("  cpu: thread CPU time (src, sink; 1thr: all in sink); "
 	       "softirq: ksoftirqd's CPU during a kernel run (anyone's "
 	       "softirqs; not in cpu_s/GB);\n  GB/cpu-s: GB per CPU second "

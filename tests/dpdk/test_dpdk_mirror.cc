@@ -274,7 +274,6 @@ TEST_F(DpdkMirror, MtuThePortRefusesKeepsItsOwn)
 	int64_t frames = counter(log, "frames_in"), bytes = counter(log, "bytes_in");
 	ASSERT_GT(frames, 0) << log;
 	EXPECT_LE(bytes / frames, 1514) << log;
-	EXPECT_EQ(0, counter(log, "frames_dropped")) << log;
 }
 
 TEST_F(DpdkMirror, ResetMidStreamResumesWhereItStopped)
