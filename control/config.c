@@ -201,7 +201,7 @@ static int unknown_key(const struct loader *l, const char *where,
 			       where, shown, hint);
 	else if (strncmp(name, "dpdk.", 5) == 0)
 		km_config_errf(l->err, l->err_len,
-			       "%s: unknown key \"%s\" (the dpdk keys are dpdk.eal.args, dpdk.port, dpdk.ip, dpdk.netmask, dpdk.gateway and dpdk.mac)",
+			       "%s: unknown key \"%s\" (the dpdk keys are dpdk.eal.args, dpdk.port, dpdk.ip, dpdk.netmask, dpdk.gateway, dpdk.mac and dpdk.mtu)",
 			       where, shown);
 	else
 		km_config_errf(l->err, l->err_len, "%s: unknown key \"%s\"", where,

@@ -57,6 +57,7 @@ struct km_log_config; /* iouring_log/log.h: not included, so that this header
 #define KM_CONFIG_EAL_ARGS_BYTES_MAX 1024u /* dpdk.eal.args, incl. NUL */
 #define KM_CONFIG_EAL_ARGC_MAX 64u	/* words in dpdk.eal.args */
 #define KM_CONFIG_DPDK_PORT_BYTES_MAX 256u /* dpdk.port, incl. NUL */
+#define KM_CONFIG_DPDK_MTU_MIN 576u	/* dpdk.mtu, unless 0 (IPv4's minimum) */
 #define KM_CONFIG_FILE_BYTES_MAX (1u << 20) /* largest config file read */
 #define KM_CONFIG_SETS_MAX 256u		/* --set flags */
 #define KM_CONFIG_LOCAL_PARTS_MAX 1024u /* partitions of a local topic */
@@ -121,6 +122,7 @@ struct km_config_dpdk {
 	uint32_t gateway_be;
 	uint8_t mac[6];
 	bool mac_set;	/* else the port's own MAC */
+	uint32_t mtu;	/* dpdk.mtu: 0 = the port's own, else 576..9000 */
 };
 
 struct km_config {

@@ -95,6 +95,12 @@ static int check_dpdk(struct km_config *cfg, bool workers_set,
 			       d->port[0] == '\0' ? "dpdk.port" : "dpdk.ip");
 		return KM_ECFGMISSING;
 	}
+	if (d->mtu != 0 && d->mtu < KM_CONFIG_DPDK_MTU_MIN) {
+		km_config_errf(err, err_len,
+			       "%sdpdk.mtu %u: 0 (the port's own) or %u..9000",
+			       prefix, d->mtu, KM_CONFIG_DPDK_MTU_MIN);
+		return KM_ECFGVALUE;
+	}
 	if (d->gateway_be == 0 ||
 	    (d->gateway_be & d->netmask_be) == (d->ip_be & d->netmask_be))
 		return 0;

@@ -809,6 +809,8 @@ static const struct key_def keys[] = {
 	     booleans),
 	NUMBER("max.incremental.fetch.session.cache.slots", K_U32,
 	       fetch_session_slots, KM_CONFIG_UNITS_PLAIN, 0, 1u << 20),
+	/* 1..575 are refused by config_check.c (IPv4's minimum MTU). */
+	NUMBER("dpdk.mtu", K_U32, dpdk.mtu, KM_CONFIG_UNITS_PLAIN, 0, 9000),
 };
 
 _Static_assert(sizeof(keys) / sizeof(keys[0]) == KM_CONFIG_KEYS_COUNT,

@@ -73,6 +73,7 @@ static void dpdk_net_config(const struct km_config *cfg, uint32_t parts,
 	nc->dpdk.gateway_be = cfg->dpdk.gateway_be;
 	memcpy(nc->dpdk.mac, cfg->dpdk.mac, sizeof(nc->dpdk.mac));
 	nc->dpdk.mac_set = cfg->dpdk.mac_set;
+	nc->dpdk.mtu = cfg->dpdk.mtu;
 }
 
 /* The kernel backend, one each for the front-end's clients and the fetch

@@ -98,6 +98,9 @@ struct km_net_dpdk_config {
 	uint32_t gateway_be;	/* 0: every peer is on-link */
 	uint8_t mac[6];
 	bool mac_set;		/* else the port's own MAC */
+	uint32_t mtu;		/* 0: the port's own (at most one default
+				   mbuf's frame); else set on the port, with
+				   mbufs that hold a frame of it */
 };
 
 /* Static capacities: everything is allocated by km_net_create() (STYLE 9).

@@ -186,6 +186,7 @@ TEST(Config, GoodValues)
 		{ "fetch.max.bytes=1M", [](const km_config &c) { EXPECT_EQ(1u << 20, c.fetch_bytes_max); } },
 		{ "batch.max.bytes=61", [](const km_config &c) { EXPECT_EQ(61u, c.batch_bytes_max); } },
 		{ "batch.max.bytes=1048588", [](const km_config &c) { EXPECT_EQ(1048588u, c.batch_bytes_max); } },
+		{ "dpdk.mtu=9000", [](const km_config &c) { EXPECT_EQ(9000u, c.dpdk.mtu); } },
 		{ "workers=64", [](const km_config &c) { EXPECT_EQ(64u, c.workers); } },
 		{ "node.id=0", [](const km_config &c) { EXPECT_EQ(0, c.node_id); } },
 		{ "node.id=2147483647", [](const km_config &c) { EXPECT_EQ(INT32_MAX, c.node_id); } },
@@ -373,6 +374,7 @@ TEST(Config, BadValues)
 		{ "fetch.max.wait.ms=600h", "must be between 0 and 2147483647" },
 		{ "batch.max.bytes=60", "must be between 61 and 67108864" },
 		{ "batch.max.bytes=65M", "must be between 61 and 67108864" },
+		{ "dpdk.mtu=9001", "must be between 0 and 9000" },
 		{ "log.level=trace", "expected error, warn, info or debug" },
 		{ "groups.include=app-(", "a comma-separated list of POSIX extended regular expressions, each matching a whole name: \"app-(\": Unmatched ( or \\(" },
 		{ "groups.exclude=a{2,1}", "a comma-separated list of POSIX extended regular expressions, each matching a whole name: \"a{2,1}\": Invalid content of \\{\\}" },
@@ -406,7 +408,7 @@ TEST(Config, UnknownKeyNamesKeyFileAndLine)
 	} cases[] = {
 		{ "segment.byte=1", "unknown key \"segment.byte\" (did you mean \"segment.bytes\"?)" },
 		{ "frobnicate=1", "unknown key \"frobnicate\"" },
-		{ "dpdk.queues=4", "unknown key \"dpdk.queues\" (the dpdk keys are dpdk.eal.args, dpdk.port, dpdk.ip, dpdk.netmask, dpdk.gateway and dpdk.mac)" },
+		{ "dpdk.queues=4", "unknown key \"dpdk.queues\" (the dpdk keys are dpdk.eal.args, dpdk.port, dpdk.ip, dpdk.netmask, dpdk.gateway, dpdk.mac and dpdk.mtu)" },
 		{ "log.dirs=/x", "unknown key \"log.dirs\" (did you mean \"data.dir\"?)" },
 		{ "bootstrap.servers=h:1", "unknown key \"bootstrap.servers\" (did you mean \"source.bootstrap.servers\"?)" },
 		{ "Topics=a", "unknown key \"Topics\" (did you mean \"topics\"?)" },
@@ -604,6 +606,15 @@ TEST(Config, DpdkModeNeedsPortAndIp)
 			    "dpdk.ip=10.0.0.2", "dpdk.gateway=10.0.1.1",
 			    "dpdk.netmask=16" });
 	EXPECT_EQ(0, l.rc) << l.err;
+	/* dpdk.mtu: 0 is the port's own; below IPv4's 576 is no MTU. */
+	l = load(nullptr, { "data.dir=/d", "net.mode=dpdk", "dpdk.port=net_tap0",
+			    "dpdk.ip=10.0.0.2", "dpdk.mtu=575" });
+	EXPECT_EQ(KM_ECFGVALUE, l.rc);
+	EXPECT_EQ("dpdk.mtu 575: 0 (the port's own) or 576..9000", l.err);
+	l = load(nullptr, { "data.dir=/d", "net.mode=dpdk", "dpdk.port=net_tap0",
+			    "dpdk.ip=10.0.0.2", "dpdk.mtu=576" });
+	EXPECT_EQ(0, l.rc) << l.err;
+	EXPECT_EQ(576u, l->dpdk.mtu);
 }
 
 TEST(Config, DpdkKeysAreCheckedButIgnoredInKernelMode)
@@ -881,7 +892,8 @@ TEST(Config, FormatText)
 			      "acls.sync=false\n"
 			      "acls.sync.interval.ms=600000\n"
 			      "allow.everyone.if.no.acl.found=false\n"
-			      "max.incremental.fetch.session.cache.slots=1000\n"),
+			      "max.incremental.fetch.session.cache.slots=1000\n"
+			      "dpdk.mtu=0\n"),
 		  text);
 }
 

@@ -172,6 +172,11 @@ std::string Bed::up()
 	return offloads_off(ns_a_, data_a_);
 }
 
+std::string Bed::set_source_mtu(uint32_t mtu)
+{
+	return nsip(ns_a_, { "link", "set", data_a_, "mtu", std::to_string(mtu) });
+}
+
 int64_t Bed::link_bytes(const std::string &ns, const std::string &ifname,
 			const char *dir) const
 {

@@ -62,6 +62,9 @@ public:
 	 * net_af_packet (or net_af_xdp with xdp) with `qpairs` queue pairs
 	 * (one per worker). */
 	std::vector<std::string> dpdk_sets(int qpairs = 1, bool xdp = false) const;
+	/* The MTU of the source's end of the data link (dA); the DPDK end
+	 * is kmirrord's to set (dpdk.mtu). */
+	std::string set_source_mtu(uint32_t mtu);
 
 private:
 	std::string ns_a_, ns_b_, data_a_, data_b_, mgmt_a_, mgmt_b_;

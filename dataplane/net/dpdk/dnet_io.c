@@ -338,7 +338,7 @@ int km_dnet_tx(void *ctx, const struct iovec *iov, uint32_t n_iov,
 
 	for (uint32_t i = 0; i < n_iov; i++)
 		total += iov[i].iov_len;
-	if (total > RTE_MBUF_DEFAULT_DATAROOM) {
+	if (total > (size_t)dn->dp->dataroom - RTE_PKTMBUF_HEADROOM) {
 		dn->st.tx_dropped++;
 		return -EMSGSIZE;
 	}

@@ -95,8 +95,7 @@ static int make_queue(struct dport *dp, uint16_t q)
 		return -ENOMEM;
 	snprintf(name, sizeof(name), "km_rx%u_%u", dp->port_id, q);
 	dq->rx_pool = rte_pktmbuf_pool_create(name, dp->n_bufs, DNET_POOL_CACHE,
-					      DNET_PRIV_BYTES,
-					      RTE_MBUF_DEFAULT_BUF_SIZE,
+					      DNET_PRIV_BYTES, dp->dataroom,
 					      socket_of(dp));
 	if (dq->rx_pool == NULL)
 		return -rte_errno;
@@ -105,8 +104,10 @@ static int make_queue(struct dport *dp, uint16_t q)
 	/* The port's, not the backend's: a queue's transmit descriptors may
 	 * hold its mbufs until the port stops, after its backend is gone. */
 	snprintf(name, sizeof(name), "km_tx%u_%u", dp->port_id, q);
-	dq->tx_pool = rte_pktmbuf_pool_create(name, DNET_TX_POOL, DNET_POOL_CACHE,
-					      0, RTE_MBUF_DEFAULT_BUF_SIZE,
+	dq->tx_pool = rte_pktmbuf_pool_create(name,
+					      dp->dataroom > RTE_MBUF_DEFAULT_BUF_SIZE ?
+					      DNET_TX_POOL_JUMBO : DNET_TX_POOL,
+					      DNET_POOL_CACHE, 0, dp->dataroom,
 					      socket_of(dp));
 	if (dq->tx_pool == NULL)
 		return -rte_errno;
@@ -203,11 +204,50 @@ static int setup_queues(struct dport *dp)
 	return 0;
 }
 
+/* The MTU the endpoint uses and the mbufs' data room. Unset dpdk.mtu:
+ * the port's own, at most what one default mbuf holds. Set: asked of the
+ * port. A port with no MTU to set (-ENOTSUP: net_ring, net_memif, which
+ * move frames of any size, memif as chained descriptors, whatever their
+ * dev_info says) is taken at the operator's word; one that refuses
+ * (af_packet, tap: a frame past their max_rx_pktlen) keeps its own,
+ * logged. One mbuf holds a whole frame either way (frames we build are
+ * never chained, and a jumbo frame in one mbuf is one buffer id, not 5). */
+static void pick_mtu(struct dport *dp, const struct km_net_dpdk_config *c)
+{
+	uint16_t mtu = 1500;
+	uint32_t cap = RTE_MBUF_DEFAULT_DATAROOM - RTE_ETHER_HDR_LEN;
+	int rc = 0;
+
+	dp->dataroom = RTE_MBUF_DEFAULT_BUF_SIZE;
+	if (c->mtu != 0)
+		rc = rte_eth_dev_set_mtu(dp->port_id, (uint16_t)c->mtu);
+	if (rte_eth_dev_get_mtu(dp->port_id, &mtu) < 0)
+		mtu = 1500;
+	if (c->mtu != 0 && rc == -ENOTSUP)
+		mtu = (uint16_t)c->mtu;
+	else if (c->mtu != 0 && rc < 0)
+		KM_WARN("dpdk", "port %s refuses MTU %u (%s): it keeps MTU %u",
+			dp->devargs, c->mtu, rte_strerror(-rc), mtu);
+	if (c->mtu != 0 && mtu > cap) {
+		if (mtu > c->mtu)
+			mtu = (uint16_t)c->mtu;
+		cap = RTE_ALIGN_CEIL(mtu + RTE_ETHER_HDR_LEN + RTE_VLAN_HLEN, 1024);
+		dp->dataroom = (uint16_t)(RTE_PKTMBUF_HEADROOM + cap);
+		cap -= RTE_ETHER_HDR_LEN + RTE_VLAN_HLEN;
+		/* As many bytes of mbufs as asked for in default ones: the
+		 * window they hold stays, the hugepages too. */
+		dp->n_bufs = (uint32_t)((uint64_t)dp->n_bufs *
+					RTE_MBUF_DEFAULT_BUF_SIZE / dp->dataroom);
+		if (dp->n_bufs < DNET_JUMBO_BUFS_MIN)
+			dp->n_bufs = DNET_JUMBO_BUFS_MIN;
+	}
+	dp->mtu = mtu < cap ? mtu : cap;
+}
+
 static int configure(struct dport *dp, const struct km_net_dpdk_config *c)
 {
 	struct rte_eth_conf conf;
 	struct rte_eth_dev_info di;
-	uint16_t mtu = 1500;
 	int rc;
 
 	memset(&conf, 0, sizeof(conf));
@@ -217,15 +257,11 @@ static int configure(struct dport *dp, const struct km_net_dpdk_config *c)
 	pick_offloads(dp, &di, &conf);
 	pick_rss(dp, &di, &conf);
 	if ((rc = rte_eth_dev_configure(dp->port_id, dp->n_queues, dp->n_queues,
-					&conf)) < 0 ||
-	    (rc = setup_queues(dp)) < 0 || (rc = set_mac(dp, c)) < 0)
+					&conf)) < 0)
 		return rc;
-	if (rte_eth_dev_get_mtu(dp->port_id, &mtu) < 0)
-		mtu = 1500;
-	/* One frame per mbuf: frames we build are never chained. */
-	dp->mtu = mtu < RTE_MBUF_DEFAULT_DATAROOM - RTE_ETHER_HDR_LEN
-			  ? mtu
-			  : RTE_MBUF_DEFAULT_DATAROOM - RTE_ETHER_HDR_LEN;
+	pick_mtu(dp, c);
+	if ((rc = setup_queues(dp)) < 0 || (rc = set_mac(dp, c)) < 0)
+		return rc;
 	return 0;
 }
 
@@ -345,7 +381,7 @@ static int dport_create(const struct km_net_config *c, uint16_t port_id,
 		return -ENOMEM;
 	dp->port_id = port_id;
 	dp->n_queues = n;
-	dp->n_bufs = c->rx_buf_count;
+	dp->n_bufs = dp->bufs_asked = c->rx_buf_count;
 	dp->ip = rte_be_to_cpu_32(c->dpdk.ip_be);
 	dp->port_span = DNET_PORT_SPACE / pow2_at_least(n);
 	snprintf(dp->devargs, sizeof(dp->devargs), "%s", c->dpdk.port);
@@ -374,7 +410,7 @@ static int dport_join(struct dport *dp, const struct km_net_config *c)
 
 	if (n != dp->n_queues || c->dpdk.queue >= n ||
 	    rte_be_to_cpu_32(c->dpdk.ip_be) != dp->ip ||
-	    c->rx_buf_count != dp->n_bufs)
+	    c->rx_buf_count != dp->bufs_asked)
 		return -EINVAL;
 	return dp->q[c->dpdk.queue].taken ? -EBUSY : 0;
 }
@@ -396,6 +432,7 @@ static int attach(struct dnet *dn)
 		return rc;
 	}
 	dn->dp = dports[port_id];
+	dn->n_bufs = dn->dp->n_bufs;	/* fewer with jumbo mbufs */
 	dn->dp->refs++;
 	dn->dp->q[c->dpdk.queue].taken = true;
 	return 0;

@@ -26,6 +26,11 @@
  * receive buffer cannot stop the ACKs that reopen the window. 2^n - 1 as
  * rte_mempool prefers; about 9 MiB. */
 #define DNET_TX_POOL 4095u
+/* With jumbo mbufs (dpdk.mtu past one default mbuf's frame), 9 MiB too. */
+#define DNET_TX_POOL_JUMBO 1023u
+/* Receive mbufs per queue at least, when jumbo ones replace rx_buf_count
+ * default ones (dnet_port.c's pick_mtu). */
+#define DNET_JUMBO_BUFS_MIN 1023u
 #define DNET_POOL_CACHE 256u
 /* iovecs gathered per km_tcp_send() when feeding the endpoint. */
 #define DNET_SEND_GATHER 64u
@@ -126,6 +131,7 @@ struct dport {
 	uint16_t n_queues;
 	uint32_t refs;
 	uint32_t n_bufs;	/* receive mbufs per queue */
+	uint32_t bufs_asked;	/* rx_buf_count (n_bufs is fewer if jumbo) */
 	uint32_t ip;		/* our address, host order */
 	uint32_t port_span;	/* local ports per queue block */
 	bool started;
@@ -134,6 +140,7 @@ struct dport {
 	bool rss;		/* the port spreads frames by RSS hash */
 	bool flow_rules;	/* a flow rule per queue steers its ports */
 	uint32_t mtu;
+	uint16_t dataroom;	/* of every mbuf, rx and tx: one frame */
 	uint8_t mac[6];
 	char devargs[256];
 	struct dqueue q[];	/* [n_queues] */

@@ -342,6 +342,14 @@ static uint32_t min_u32(uint32_t a, uint32_t b)
 	return a < b ? a : b;
 }
 
+/* The receiver's "full-sized segment" (RFC 1122 4.2.3.2, 4.2.3.3) is the
+ * peer's: its MSS bounded by ours, which snd_mss already is. On a jumbo
+ * MTU talking to a 1500-byte peer, ours would be six of its segments. */
+static uint32_t peer_mss(const struct km_tcp_conn *c)
+{
+	return c->snd_mss;
+}
+
 static uint32_t rx_avail(const struct km_tcp_conn *c)
 {
 	uint32_t buf = c->ep->cfg.rcv_buf_bytes;
@@ -361,7 +369,7 @@ uint32_t km_tcp_rcv_window(struct km_tcp_conn *c)
 		       c->rcv_adv - c->rcv_nxt : 0;
 	uint32_t wnd = rx_avail(c), field, edge;
 
-	if (wnd > cur && wnd - cur < min_u32(buf / 2, c->ep->rcv_mss))
+	if (wnd > cur && wnd - cur < min_u32(buf / 2, peer_mss(c)))
 		wnd = cur;
 	if (wnd < cur)
 		wnd = cur;
@@ -376,7 +384,7 @@ uint32_t km_tcp_rcv_window(struct km_tcp_conn *c)
  * quarter of the buffer, or opened by two segments from nearly shut. */
 void km_tcp_rx_released(struct km_tcp_conn *c)
 {
-	uint32_t buf = c->ep->cfg.rcv_buf_bytes, mss = c->ep->rcv_mss;
+	uint32_t buf = c->ep->cfg.rcv_buf_bytes, mss = peer_mss(c);
 	uint32_t cur, avail = rx_avail(c);
 
 	if (c->state != KM_TCP_ESTABLISHED && c->state != KM_TCP_FIN_WAIT_1 &&
@@ -389,14 +397,14 @@ void km_tcp_rx_released(struct km_tcp_conn *c)
 		km_tcp_send_ack(c);
 }
 
-/* One ACK per burst: now if asked for or two full segments are unacked,
- * else after delack_ms. */
+/* One ACK per burst: now if asked for or two of the peer's full segments
+ * are unacked, else after delack_ms. */
 void km_tcp_rx_ack_decide(struct km_tcp_conn *c)
 {
 	struct km_tcp_ep *ep = c->ep;
 
 	if (c->flags & CF_ACK_NOW ||
-	    c->rcv_nxt - c->rcv_acked >= 2u * ep->rcv_mss ||
+	    c->rcv_nxt - c->rcv_acked >= 2u * peer_mss(c) ||
 	    (c->rcv_nxt != c->rcv_acked && ep->cfg.delack_ms == 0)) {
 		km_tcp_send_ack(c);
 		return;
