@@ -3,9 +3,13 @@
 side by side in one run, on a CPU-bound path: the source's logs and the
 mirror's data.dir are on tmpfs (/dev/shm), so no disk bounds either side.
 
-The source is a kmirrord serving writable partitions this script preloads
-(one topic per case: 2 or 4 partitions, 64 KiB or 1 KiB records, WORKERS_MIB
-of log in all, spread evenly). For each case and repetition the mirror runs
+The source's logs are written by a kmirrord serving writable partitions
+this script preloads (one topic per case: 2 or 4 partitions, 64 KiB or
+1 KiB records, WORKERS_MIB of log in all, spread evenly). They are then
+served by bench-fast-source (fast_source.cc), a broker with a thread per
+connection: kmirrord serves every client from one worker thread, which
+feeds about what one mirror worker takes, so a kmirrord source cannot show
+two workers scaling (WORKERS_SOURCE=kmirrord keeps it, for comparison). For each case and repetition the mirror runs
 once with each worker count, timed from its first mirrored record until
 every partition's high watermark is the source's end (start-up apart).
 
@@ -38,7 +42,8 @@ capacity).
 
 usage: bench/workers.py BUILD_DIR
 env:   WORKERS_MIB (log per case, default 512), WORKERS_REPS (default 3),
-       WORKERS_CASES (default "64k:2 64k:4 1k:2 1k:4"), WORKERS_PERF (a
+       WORKERS_CASES (default "64k:2 64k:4 1k:2 1k:4"), WORKERS_SOURCE
+       (fast, the default, or kmirrord), WORKERS_NICE, WORKERS_PERF (a
        directory: perf record -g of each timed span there)
 """
 import json
@@ -56,6 +61,14 @@ HZ = os.sysconf("SC_CLK_TCK")
 BUILD = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else "build")
 KD = os.path.join(BUILD, "control", "kmirrord")
 PRODUCE = os.path.join(BUILD, "tools", "kmirror-produce")
+FAST = os.path.join(BUILD, "bench", "bench-fast-source")
+SOURCE = os.environ.get("WORKERS_SOURCE", "fast")
+SOURCE_WHAT = {
+    "fast": "bench-fast-source over the preloaded logs, a thread per "
+            "connection (each mirror worker fed by its own thread)",
+    "kmirrord": "the preloading kmirrord itself (it serves every client "
+                "from one worker thread)",
+}
 MIB = int(os.environ.get("WORKERS_MIB", "512"))
 REPS = int(os.environ.get("WORKERS_REPS", "3"))
 CASES = os.environ.get("WORKERS_CASES", "64k:2 64k:4 1k:2 1k:4").split()
@@ -105,6 +118,11 @@ def parts_of(st, topic):
             if p["partition"].rsplit(":", 1)[0] == topic]
 
 
+def nice_fn():
+    nice = int(os.environ.get("WORKERS_NICE", "0"))
+    return (lambda: os.nice(nice)) if nice else None
+
+
 def start_kmirrord(data, sock, *sets):
     """WORKERS_NICE (e.g. -10, as root) runs both kmirrords ahead of the
     rest of a shared machine, so that the wall ratio is theirs."""
@@ -113,9 +131,8 @@ def start_kmirrord(data, sock, *sets):
     for s in sets:
         args += ["--set", s]
     log = open(data + ".log", "ab")
-    nice = int(os.environ.get("WORKERS_NICE", "0"))
     p = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT,
-                         preexec_fn=(lambda: os.nice(nice)) if nice else None)
+                         preexec_fn=nice_fn())
     PROCS.append(p)
     return p
 
@@ -396,6 +413,21 @@ def run(tmp):
         ends[t] = (end, nbytes)
         print(f"source {t}: {n} partitions, {end} records of {size} B, "
               f"{nbytes} bytes of log (tmpfs)")
+    ctl.close()
+    if SOURCE == "fast":  # the same logs, served a thread per connection
+        stop(source)
+        port_file = os.path.join(tmp, "fast.port")
+        source = subprocess.Popen(
+            [FAST, a, ",".join(t for _, t, _, _ in topics), port_file],
+            preexec_fn=nice_fn())
+        PROCS.append(source)
+        while not os.path.exists(port_file):
+            if source.poll() is not None:
+                die("bench-fast-source exited")
+            time.sleep(0.02)
+        with open(port_file) as f:
+            src = "127.0.0.1:" + f.read().strip()
+    print(f"source: {SOURCE_WHAT[SOURCE]}")
     print(f"load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores")
     results = {}
     for rep in range(REPS):
@@ -407,7 +439,6 @@ def run(tmp):
     print(f"load average {os.getloadavg()[0]:.2f}")
     for case, t, n, size in topics:
         verdict(case, results[case])
-    ctl.close()
     stop(source)
 
 
