@@ -219,6 +219,32 @@ def same_logs(a, b, topic, n):
                     break
 
 
+def sample_waits(pid, waits):
+    """Where each worker thread is asleep now, if it is: the kernel
+    function it waits in (/proc/PID/task/TID/wchan), counted per worker
+    with its runnable samples ('R': running or waiting for a core), so
+    that the report says where a worker waits (io_cqring_wait: for its
+    io_uring's completions, i.e. the source's bytes or its writes; a
+    futex would be a lock)."""
+    d = f"/proc/{pid}/task"
+    for tid in os.listdir(d):
+        try:
+            with open(f"{d}/{tid}/comm") as f:
+                name = f.read().strip()
+            if not name.startswith("km-worker-"):
+                continue
+            with open(f"{d}/{tid}/stat") as f:
+                state = f.read().rsplit(")", 1)[1].split()[0]
+            where = "R"
+            if state != "R":
+                with open(f"{d}/{tid}/wchan") as f:
+                    where = f.read().strip() or state
+        except OSError:
+            continue
+        w = waits.setdefault(name, {})
+        w[where] = w.get(where, 0) + 1
+
+
 def mirror_once(tmp, src, topic, end, nbytes, workers, source):
     data = os.path.join(tmp, f"b{workers}")
     shutil.rmtree(data, ignore_errors=True)
@@ -244,10 +270,12 @@ def mirror_once(tmp, src, topic, end, nbytes, workers, source):
                            f"perf.{topic}.w{workers}.data")
         perf = subprocess.Popen(["perf", "record", "-g", "-q", "-o", out,
                                  "-p", str(p.pid)], stderr=subprocess.DEVNULL)
+    waits = {}
     while True:
         ps = parts_of(c.status(), topic)
         if sum(x["hw"] for x in ps) == end:
             break
+        sample_waits(p.pid, waits)
         if p.poll() is not None or time.monotonic() > deadline:
             die(f"mirror workers={workers} did not catch up")
         time.sleep(0.01)
@@ -268,6 +296,7 @@ def mirror_once(tmp, src, topic, end, nbytes, workers, source):
     moved = nbytes * (1 - h0 / end)  # records are of one size
     secs = t1 - t0
     return dict(workers=workers, gbps=moved / secs / 1e9, secs=secs,
+                waits=waits,
                 cpu_s_gb=(k1 - k0) / HZ / (moved / 1e9),
                 src_cpu_s=(s1 - s0) / HZ, src_thread_s=src_thread,
                 roles=roles, owners=owners,
@@ -292,6 +321,12 @@ def show(case, r):
           f"(its busiest thread {r['src_thread_s']:.2f}); "
           f"partitions per worker {owners_hist(r)}")
     print(f"[{case}]   " + "; ".join(parts))
+    for k in sorted(r["waits"]):
+        n = sum(r["waits"][k].values())
+        top = sorted(r["waits"][k].items(), key=lambda kv: -kv[1])[:3]
+        print(f"[{case}]   {k} samples ({n}): " + ", ".join(
+            f"{'runnable' if w == 'R' else 'asleep in ' + w} {c / n:.0%}"
+            for w, c in top))
     print(f"[{case}]   bounds: {capacity(r):.2f} GB/s with a core per worker "
           f"thread, {source_bound(r):.2f} GB/s by the source's busiest "
           f"thread, {machine_bound(r):.2f} GB/s by this machine's "
