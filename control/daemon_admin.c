@@ -332,6 +332,7 @@ static void make_local(struct km_daemon *d, uint32_t i)
 	atomic_store_explicit(&d->table.parts[i].mode, KM_PART_WRITABLE,
 			      memory_order_relaxed);
 	d->mirrored[i] = false;
+	d->table.parts[i].owner = km_daemon_pick_owner(d, false);
 	/* role=local is recorded from the mode (km_daemon_record_role). */
 }
 

@@ -125,7 +125,7 @@ void km_daemon_fill_entry(struct km_daemon *d, uint32_t i, const char *topic,
 	snprintf(p->topic, sizeof(p->topic), "%s", topic);
 	p->partition = partition;
 	atomic_init(&p->mode, KM_PART_MIRROR);
-	p->owner = km_worker_hash(topic, partition, d->n_workers);
+	p->owner = km_daemon_pick_owner(d, true);
 	atomic_init(&p->stats.source_hw, -1);
 	atomic_init(&p->stats.source_start, -1);
 	d->mirrored[i] = true;

@@ -281,9 +281,6 @@ static int finish(struct km_daemon *d, struct plan *p)
 		return -ENOMEM;
 	for (uint32_t i = 0; i < p->n; i++) {
 		d->mirrored[i] = p->parts[i].owner != 0;
-		p->parts[i].owner = km_worker_hash(p->parts[i].topic,
-						   p->parts[i].partition,
-						   d->n_workers);
 		atomic_init(&p->parts[i].stats.source_hw, -1);
 		atomic_init(&p->parts[i].stats.source_start, -1);
 		atomic_init(&p->parts[i].stats.source_lso, -1);
@@ -294,6 +291,7 @@ static int finish(struct km_daemon *d, struct plan *p)
 	d->table.parts = p->parts;
 	d->table.n = p->n;
 	d->table.cap = cap;
+	km_daemon_assign_owners(d);
 	return km_part_table_publish(&d->table);
 }
 

@@ -218,6 +218,14 @@ void km_daemon_discover(struct km_daemon *d);
 void km_daemon_fill_entry(struct km_daemon *d, uint32_t i, const char *topic,
 			  int32_t partition);
 
+/* daemon_assign.c: which worker owns each partition */
+/** The start's table (entries 0..n-1, mirrored[] set): owners dealt round
+ *  robin, mirrored partitions and the rest apart. */
+void km_daemon_assign_owners(struct km_daemon *d);
+/** A partition added while running, mirrored or not: the worker owning
+ *  fewest of that class among the table's n entries. */
+uint32_t km_daemon_pick_owner(const struct km_daemon *d, bool mirrored);
+
 /* daemon_admin.c: CreateTopics, DeleteTopics, DeleteRecords and
  * CreatePartitions from the front end (dataplane/serve/admin.h) */
 int km_daemon_admin_init(struct km_daemon *d);

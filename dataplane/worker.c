@@ -10,7 +10,6 @@
 
 #include "common/clock.h"
 #include "common/container.h"
-#include "common/crc32c.h"
 #include "common/errors.h"
 #include "common/km_assert.h"
 #include "common/km_limits.h"
@@ -24,24 +23,6 @@
 static uint64_t now_ms(void)
 {
 	return km_clock_ms();
-}
-
-uint32_t km_worker_hash(const char *topic, int32_t partition, uint32_t n)
-{
-	/* CRC32C of the name with the partition, through splitmix64's
-	 * finaliser: stable across restarts and builds, so a partition keeps
-	 * its worker. A CRC alone is linear over GF(2): the CRC of the name
-	 * then the partition's bytes changes by the same bits for p and p ^ 1
-	 * whatever the name, so with 2 or 4 workers they always shared one. */
-	uint64_t x = ((uint64_t)km_crc32c_update(0, topic, strlen(topic)) << 32) |
-		     (uint32_t)partition;
-
-	x ^= x >> 30;
-	x *= 0xbf58476d1ce4e5b9ull;
-	x ^= x >> 27;
-	x *= 0x94d049bb133111ebull;
-	x ^= x >> 31;
-	return n > 0 ? (uint32_t)(x % n) : 0;
 }
 
 /* ---- replies and rings ---------------------------------------------- */
@@ -1185,10 +1166,14 @@ int km_worker_create(const struct km_worker_config *cfg,
 int km_worker_start(struct km_worker *w)
 {
 	int rc = pthread_create(&w->thread, NULL, worker_main, w);
+	char name[16];
 
 	if (rc != 0)
 		return -rc;
 	w->started = true;
+	/* Named, so top -H, perf and the bench tell the workers apart. */
+	snprintf(name, sizeof(name), "km-worker-%u", w->cfg.id);
+	pthread_setname_np(w->thread, name);
 	return 0;
 }
 

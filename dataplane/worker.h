@@ -251,9 +251,6 @@ int km_worker_shutdown(struct km_worker *w, struct km_worker_reply *reply);
 int km_worker_wait(int ctl_efd, struct km_worker_reply *reply,
 		   int timeout_ms);
 
-/** Worker owning (topic, partition) among n: a stable hash. */
-uint32_t km_worker_hash(const char *topic, int32_t partition, uint32_t n);
-
 #ifdef __cplusplus
 }
 #endif

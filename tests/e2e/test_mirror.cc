@@ -292,7 +292,7 @@ TEST_F(Mirror, LocalWritableTopicTakesIdempotentProducer)
 		EXPECT_EQ("WRITABLE", st["loc:" + std::to_string(p)].state);
 		workers.insert(st["loc:" + std::to_string(p)].worker);
 	}
-	EXPECT_EQ(2u, workers.size()) << "the hash must spread 4 partitions";
+	EXPECT_EQ(2u, workers.size()) << "the owners must spread 4 partitions";
 
 	/* The mirrored topic refuses writes, and nothing lands in it. */
 	ProduceSpec m;
