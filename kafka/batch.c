@@ -131,6 +131,7 @@ int km_batch_map_pid(struct km_batch *b)
 	uint8_t old_be[8], new_be[8], crc_be[4];
 	int64_t pid, mapped;
 	uint32_t crc;
+	int rc;
 
 	/* The id from the batch's own bytes when they are contiguous: the
 	 * header copy's 16-byte stores split it (bytes 43-50 straddle the
@@ -139,12 +140,11 @@ int km_batch_map_pid(struct km_batch *b)
 	memcpy(old_be, (b->base != NULL ? b->base : b->hdr) +
 			       KM_BATCH_OFF_PRODUCER_ID, sizeof(old_be));
 	pid = (int64_t)km_load_be64(old_be);
-	if (pid < 0)
+	rc = km_pid_map(pid, &mapped);
+	if (rc < 0)
+		return rc;
+	if (mapped == pid)
 		return 0;
-	if (pid == INT64_MAX)
-		return KM_EPIDMAX;
-	/* km_pid_map's -(p + 2), inline: this runs once per batch. */
-	mapped = ~pid - 1;
 	km_store_be64(new_be, (uint64_t)mapped);
 	crc = km_crc32c_patch(km_batch_crc(b),
 			      b->size_bytes - KM_BATCH_OFF_PRODUCER_EPOCH,
