@@ -68,6 +68,7 @@
 #include <rte_lcore.h>
 #include <rte_cycles.h>
 #include <rte_mbuf.h>
+#include <rte_prefetch.h>
 #include <rte_mempool.h>
 #include <rte_ring.h>
 
@@ -524,6 +525,13 @@ static void rx_burst(struct side *s, struct rte_mbuf **pkts, uint16_t n)
 	uint32_t flags = s->csum_offload ?
 			 KM_TCP_RX_IP_CSUM_GOOD | KM_TCP_RX_L4_CSUM_GOOD : 0;
 
+	/* The burst's mbuf headers and ids load while the first frames are
+	 * parsed, as in dnet_io.c (their first touch was this loop's top cost
+	 * in perf; +7% per core at MTU 1500, A/B interleaved). */
+	for (uint16_t i = 0; i < n; i++) {
+		rte_prefetch0(pkts[i]);
+		rte_prefetch0(rte_mbuf_to_priv(pkts[i]));
+	}
 	for (uint16_t i = 0; i < n; i++) {
 		struct iovec iov = { rte_pktmbuf_mtod(pkts[i], void *),
 				     pkts[i]->data_len };

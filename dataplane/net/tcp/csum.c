@@ -3,13 +3,22 @@
 #include <errno.h>
 #include <string.h>
 
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
+/* Lengths summed with AVX2: below, the set-up costs more than it saves;
+ * above, a 64-bit lane could wrap (2^32 words of 32 bits). */
+#define SUM_AVX2_MIN 256u
+#define SUM_AVX2_MAX (1u << 30)
+
 
 /* One's-complement sum of little-endian 64-bit words, with the carries
  * out of bit 63 kept in the upper half of a 128-bit accumulator (an add
  * and an add-with-carry per 8 bytes, twice the 32-bit loop's rate: every
  * received byte is summed in DPDK mode). 2^64 = 1 (mod 2^16 - 1), so the
  * carries are added back in at the end. */
-static uint64_t sum_words(const uint8_t *p, size_t len)
+static uint64_t sum_words_scalar(const uint8_t *p, size_t len)
 {
 	unsigned __int128 s = 0;
 	uint64_t w, lo, hi;
@@ -47,6 +56,51 @@ static uint64_t sum_words(const uint8_t *p, size_t len)
 	lo += hi;
 	lo += lo < hi;
 	return (lo & 0xffffffffu) + (lo >> 32);
+}
+
+#if defined(__x86_64__)
+/* Ports without checksum offload (net_memif, net_ring, af_packet) sum every
+ * byte twice, once sending and once receiving: AVX2 adds 64 bytes a pass
+ * as 32-bit words widened into 64-bit lanes, twice the rate of the scalar
+ * loop on a 9000-byte frame. 2^32 = 1 (mod 2^16 - 1), so 32-bit words sum
+ * to what 16-bit ones do; a lane takes 2^32 words before it could wrap. */
+__attribute__((target("avx2")))
+static uint64_t sum_avx2(const uint8_t *p, size_t len, size_t *done)
+{
+	__m256i a0 = _mm256_setzero_si256(), a1 = a0, z = a0;
+	uint64_t l[8];
+	size_t i = 0;
+
+	for (; i + 64 <= len; i += 64) {
+		__m256i v = _mm256_loadu_si256((const __m256i *)(p + i));
+		__m256i w = _mm256_loadu_si256((const __m256i *)(p + i + 32));
+
+		a0 = _mm256_add_epi64(a0, _mm256_unpacklo_epi32(v, z));
+		a1 = _mm256_add_epi64(a1, _mm256_unpackhi_epi32(v, z));
+		a0 = _mm256_add_epi64(a0, _mm256_unpacklo_epi32(w, z));
+		a1 = _mm256_add_epi64(a1, _mm256_unpackhi_epi32(w, z));
+	}
+	_mm256_storeu_si256((__m256i *)l, a0);
+	_mm256_storeu_si256((__m256i *)(l + 4), a1);
+	*done = i;
+	return l[0] + l[1] + l[2] + l[3] + l[4] + l[5] + l[6] + l[7];
+}
+#endif
+
+static uint64_t sum_words(const uint8_t *p, size_t len)
+{
+#if defined(__x86_64__)
+	if (len >= SUM_AVX2_MIN && len <= SUM_AVX2_MAX &&
+	    __builtin_cpu_supports("avx2")) {
+		size_t done;
+		uint64_t a = sum_avx2(p, len, &done);
+		uint64_t t = a + sum_words_scalar(p + done, len - done);
+
+		t += t < a;
+		return (t & 0xffffffffu) + (t >> 32);
+	}
+#endif
+	return sum_words_scalar(p, len);
 }
 
 static uint32_t fold64(uint64_t s)
