@@ -275,6 +275,10 @@ def mirror_once(tmp, src, topic, end, nbytes, workers, source):
         ps = parts_of(c.status(), topic)
         if sum(x["hw"] for x in ps) == end:
             break
+        failed = [x for x in ps if x["state"] == "FAILED"]
+        if failed:
+            die(f"mirror workers={workers}: {failed[0]['partition']} FAILED: "
+                f"{failed[0].get('reason', '')}")
         sample_waits(p.pid, waits)
         if p.poll() is not None or time.monotonic() > deadline:
             die(f"mirror workers={workers} did not catch up")
