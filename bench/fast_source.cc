@@ -257,10 +257,12 @@ bool ans_listoffsets(struct km_wire_wr *w, struct km_wire_rd *r,
 }
 
 /* One partition of a Fetch answer: whole batches from the one holding the
- * offset, the first always (KIP-74), then up to max_bytes. */
+ * offset, within PartitionMaxBytes and what is left of MaxBytes; the first
+ * batch of the answer's first partition with any goes even if larger
+ * (KIP-74), *first says whether that one is still to come. */
 void fetch_part(const struct km_wire_name &topic, const km_fetch_req_part &rp,
-		int32_t *budget, struct km_fetch_part *fp, const uint8_t **rec,
-		size_t *len)
+		int32_t *budget, bool *first, struct km_fetch_part *fp,
+		const uint8_t **rec, size_t *len)
 {
 	const Part *p = find(topic, rp.partition);
 
@@ -291,13 +293,14 @@ void fetch_part(const struct km_wire_name &topic, const km_fetch_req_part &rp,
 	size_t max = (size_t)(rp.partition_max_bytes < *budget ? rp.partition_max_bytes
 							      : *budget);
 	for (size_t i = lo; i < p->batches.size(); i++) {
-		if (*len > 0 && *len + p->batches[i].len > max)
+		if ((*len > 0 || !*first) && *len + p->batches[i].len > max)
 			break;
 		if (*len == 0)
 			*rec = p->log + p->batches[i].pos;
 		*len += p->batches[i].len;
 	}
 	*budget -= (int32_t)(*len < (size_t)*budget ? *len : (size_t)*budget);
+	*first = *first && *len == 0;
 }
 
 /* The records stay in the mapped segments: each partition's is a gap of
@@ -324,6 +327,7 @@ bool ans_fetch(struct km_wire_wr *w, struct km_wire_rd *r,
 	if (km_fetch_req_decode(r, h.api_version, &q) < 0)
 		return false;
 	int32_t budget = q.max_bytes > 0 ? q.max_bytes : INT32_MAX;
+	bool first = true;
 	if (km_proto_resp_begin(w, KM_API_FETCH, h.api_version, h.correlation_id) < 0 ||
 	    km_fetch_resp_enc_begin(&e, w, h.api_version, 0, 0, 0) < 0)
 		return false;
@@ -333,7 +337,7 @@ bool ans_fetch(struct km_wire_wr *w, struct km_wire_rd *r,
 			struct km_fetch_part fp;
 			const uint8_t *rec;
 			size_t len;
-			fetch_part(t[i].name, rp[j], &budget, &fp, &rec, &len);
+			fetch_part(t[i].name, rp[j], &budget, &first, &fp, &rec, &len);
 			km_fetch_resp_enc_partition(&e, &fp, len > 0 ? nullptr : rec,
 						    (int32_t)len);
 			if (len > 0)

@@ -19,8 +19,9 @@
  * disk names a worker, so a restart may deal them differently.
  */
 #include <stdint.h>
-#include <stdlib.h>
 
+#include "common/km_assert.h"
+#include "control/config.h"
 #include "control/daemon_pvt.h"
 
 /* The class's n-th partition's worker, in dealing order. */
@@ -46,12 +47,9 @@ void km_daemon_assign_owners(struct km_daemon *d)
 uint32_t km_daemon_pick_owner(const struct km_daemon *d, bool mirrored)
 {
 	uint32_t n = d->n_workers > 0 ? d->n_workers : 1;
-	uint32_t *count = calloc(n, sizeof(*count)), best = dealt(0, n, mirrored);
+	uint32_t count[KM_CONFIG_WORKERS_MAX] = { 0 }, best = dealt(0, n, mirrored);
 
-	/* Without memory for the counts the first in dealing order still
-	 * owns it correctly, only less evenly. */
-	if (count == NULL)
-		return best;
+	KM_ASSERT(n <= KM_CONFIG_WORKERS_MAX);
 	for (uint32_t i = 0; i < d->table.n; i++)
 		if (!d->table.parts[i].deleted && d->mirrored[i] == mirrored &&
 		    d->table.parts[i].owner < n)
@@ -62,6 +60,5 @@ uint32_t km_daemon_pick_owner(const struct km_daemon *d, bool mirrored)
 		if (count[w] < count[best])
 			best = w;
 	}
-	free(count);
 	return best;
 }

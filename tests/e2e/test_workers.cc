@@ -12,12 +12,16 @@
  *    time: its 4 partitions land 2 and 2 (the hash gave 3 and 1).
  *  - Content: every mirrored partition ends at the source's end and its
  *    .log is byte-identical to the source's.
+ *  - Local partitions are dealt on their own count: a topic the mirror
+ *    auto-creates (4 partitions) lands 2 and 2, whatever the mirrored
+ *    partitions' count says.
  * Method: kmirrord child processes (daemon.h). The source has
  * local.topics=wide:4,one:1,two:1 and auto.create.topics.enable with
  * num.partitions=4; a real librdkafka producer writes 500 records of 1 KiB
  * to every partition. The mirror runs workers=2 with
  * topics.include=wide,one,two,many and a 200 ms metadata refresh; `many`
- * is then produced to at the source (auto-created there). Owners are read
+ * is then produced to at the source (auto-created there), and `loc` at the
+ * mirror (auto-created there, local and writable). Owners are read
  * from status's per-partition "worker" field; every wait polls status with
  * a deadline. (km_worker_hash's owners over 2 workers: wide 0 0 0 0,
  * one 0, two 0, many 1 1 1 0.) */
@@ -133,7 +137,8 @@ TEST(Workers, BusyPartitionsSpreadOverTwoWorkersAtStartAndWhenAdded)
 
 	Daemon b(tb.path(), { "source.bootstrap.servers=" + a.bootstrap(),
 			      "topics.include=wide,one,two,many",
-			      "metadata.refresh.interval.ms=200", "workers=2" });
+			      "metadata.refresh.interval.ms=200", "workers=2",
+			      "auto.create.topics.enable=true", "num.partitions=4" });
 	ASSERT_EQ("", b.start());
 	ASSERT_EQ("", b.wait_status(
 			      [&](const std::map<std::string, PartStatus> &st) {
@@ -172,6 +177,24 @@ TEST(Workers, BusyPartitionsSpreadOverTwoWorkersAtStartAndWhenAdded)
 			all[(size_t)s.worker]++;
 	EXPECT_EQ((std::vector<int>{ 5, 5 }), all) << "mirrored partitions per worker";
 	expect_same_logs(ta.path(), tb.path(), "many", 4);
+
+	/* A local topic the mirror itself auto-creates: dealt on the count of
+	 * the partitions that are not mirrored. */
+	ASSERT_EQ("", produce_topic(b.bootstrap(), "loc", 4));
+	ASSERT_EQ("", b.wait_status(
+			      [&](const std::map<std::string, PartStatus> &s) {
+				      for (int p = 0; p < 4; p++) {
+					      auto it = s.find("loc:" + std::to_string(p));
+					      if (it == s.end() || it->second.state != "WRITABLE" ||
+						  it->second.leo != kRecords)
+						      return false;
+				      }
+				      return true;
+			      },
+			      30000));
+	st.clear();
+	ASSERT_EQ("", b.status(&st));
+	EXPECT_EQ((std::vector<int>{ 2, 2 }), per_worker(st, "loc", 4));
 
 	ChildResult r;
 	ASSERT_EQ("", b.stop(60000, &r));
