@@ -809,6 +809,7 @@ static const struct key_def keys[] = {
 	     booleans),
 	NUMBER("max.incremental.fetch.session.cache.slots", K_U32,
 	       fetch_session_slots, KM_CONFIG_UNITS_PLAIN, 0, 1u << 20),
+	ENUM("log.direct.io", log_direct_io, booleans),
 };
 
 _Static_assert(sizeof(keys) / sizeof(keys[0]) == KM_CONFIG_KEYS_COUNT,
