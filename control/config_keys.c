@@ -810,6 +810,8 @@ static const struct key_def keys[] = {
 	NUMBER("max.incremental.fetch.session.cache.slots", K_U32,
 	       fetch_session_slots, KM_CONFIG_UNITS_PLAIN, 0, 1u << 20),
 	ENUM("log.direct.io", log_direct_io, booleans),
+	NUMBER("log.tail.cache.bytes", K_U64, log_tail_cache_bytes,
+	       KM_CONFIG_UNITS_BYTES, 0, INT64_MAX),
 };
 
 _Static_assert(sizeof(keys) / sizeof(keys[0]) == KM_CONFIG_KEYS_COUNT,

@@ -38,6 +38,7 @@ void km_log_config_defaults(struct km_log_config *cfg, const char *data_dir,
 	cfg->cleaner_map_bytes = 128ull << 20;	   /* dedupe.buffer.size */
 	cfg->min_cleanable_ratio = 0.5;		   /* min.cleanable.dirty.ratio */
 	cfg->direct_io = true;
+	cfg->tail_cache_bytes = 64ull << 20;
 }
 
 /* A log's memory is one zeroed mapping, backed only where it is touched:
@@ -96,6 +97,7 @@ static void free_log(struct km_log *log)
 		close(log->dir_fd);
 	if (log->dio_fd >= 0)
 		close(log->dio_fd);
+	km_log_dio_release(log);
 	pthread_rwlock_destroy(&log->seg_lock);
 	munmap(log, log->map_bytes);
 }

@@ -86,6 +86,11 @@ struct km_log_config {
 	 * a filesystem that refuses it (tmpfs), writes through the page
 	 * cache. */
 	bool direct_io;
+	/* log.tail.cache.bytes: with direct I/O, the buffers of each
+	 * partition's newest writes (its last two) are kept for km_log_read
+	 * up to this many bytes per worker, the longest kept given back
+	 * first; so serving consumers at the tail does not read the disk. */
+	uint64_t tail_cache_bytes;
 };
 
 /** Kafka's defaults, for the given dir/topic/partition. */

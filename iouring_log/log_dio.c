@@ -75,12 +75,16 @@ int km_log_dio_probe(struct km_log *log)
 	if (rc < 0)
 		return rc;
 	log->dio_on = true;
-	(void)atomic_compare_exchange_strong(&dio_mode, &was, KM_LOG_DIO_ON);
+	if (atomic_compare_exchange_strong(&dio_mode, &was, KM_LOG_DIO_ON))
+		KM_INFO("log", "log.direct.io: .log files are written with "
+			"O_DIRECT (%s is the first)", log->dir);
 	return 0;
 }
 
 void km_log_dio_forget(struct km_log *log)
 {
+	/* Readers wait for the lock's holder: none is copying. */
+	km_log_dio_release(log);
 	if (log->dio_fd >= 0)
 		close(log->dio_fd); /* writes in flight hold the file */
 	log->dio_fd = -1;
@@ -220,13 +224,68 @@ int km_log_dio_close(struct km_log *log)
 	return submit(log, w);
 }
 
-void km_log_dio_done(struct km_log *log, struct log_write *w)
+void km_log_dio_release(struct km_log *log)
+{
+	for (uint32_t i = 0; i < KM_DIO_TAIL_SLOTS; i++)
+		km_dio_tail_drop(log->ring, &log->tails[i]);
+}
+
+/* w's buffer becomes the newest tail slot's (as many as the cache's budget
+ * allows; beyond, the pool takes back the longest kept, any partition's). */
+static void keep_tail(struct km_log *log, struct log_write *w, bool ok)
+{
+	uint32_t max = (uint32_t)(log->cfg.tail_cache_bytes / KM_DIO_CHUNK_BYTES);
+	struct km_dio_tail *t = &log->tails[log->dio_tail_next];
+	uint32_t seq;
+
+	km_dio_tail_drop(log->ring, t);
+	if (!ok || max == 0) {
+		km_dio_put(log->ring, w->chunk);
+		return;
+	}
+	if (max > KM_DIO_CHUNKS_MAX / 2)
+		max = KM_DIO_CHUNKS_MAX / 2; /* half the pool stays for writes */
+	log->dio_tail_next = (log->dio_tail_next + 1) % KM_DIO_TAIL_SLOTS;
+	seq = atomic_load_explicit(&t->seq, memory_order_relaxed);
+	atomic_store_explicit(&t->seq, seq + 1, memory_order_relaxed);
+	atomic_thread_fence(memory_order_release);
+	t->base = log_active(log)->base_offset;
+	t->pos = w->pos;
+	t->bytes = w->bytes;
+	km_dio_keep(log->ring, w->chunk, t, max);
+	atomic_store_explicit(&t->seq, seq + 2, memory_order_release);
+}
+
+bool km_log_dio_read(const struct km_log *log, const struct km_segment *s,
+		     void *buf, size_t len, uint64_t pos)
+{
+	for (uint32_t i = 0; i < KM_DIO_TAIL_SLOTS; i++) {
+		const struct km_dio_tail *t = &log->tails[i];
+		uint32_t s1 = atomic_load_explicit(&t->seq, memory_order_acquire);
+		struct km_dio_chunk *c = __atomic_load_n(&t->chunk, __ATOMIC_RELAXED);
+		uint64_t at = __atomic_load_n(&t->pos, __ATOMIC_RELAXED);
+		uint32_t n = __atomic_load_n(&t->bytes, __ATOMIC_RELAXED);
+
+		if ((s1 & 1) || c == NULL ||
+		    __atomic_load_n(&t->base, __ATOMIC_RELAXED) != s->base_offset ||
+		    pos < at || pos + len > at + n)
+			continue;
+		/* A seqlock read: the copy counts only if no change began. */
+		memcpy(buf, c->buf + (pos - at), len);
+		atomic_thread_fence(memory_order_acquire);
+		if (atomic_load_explicit(&t->seq, memory_order_relaxed) == s1)
+			return true;
+	}
+	return false;
+}
+
+void km_log_dio_done(struct km_log *log, struct log_write *w, bool ok)
 {
 	uint32_t next = (slot_of(log, w) + 1) % KM_LOG_WRITES_MAX;
 	bool in_ring = (next + KM_LOG_WRITES_MAX - log->w_head) %
 			       KM_LOG_WRITES_MAX < log->w_count;
 
-	km_dio_put(log->ring, w->chunk);
+	keep_tail(log, w, ok);
 	w->chunk = NULL;
 	if (in_ring && log->writes[next].held)
 		(void)submit(log, &log->writes[next]);

@@ -111,7 +111,7 @@ void km_log_write_done(struct km_io_req *req, int res, uint32_t flags)
 		km_log_set_error(log, -EIO); /* short write to a reserved file */
 	w->done = true;
 	if (w->chunk != NULL)
-		km_log_dio_done(log, w);
+		km_log_dio_done(log, w, res >= 0 && (uint32_t)res == w->io_bytes);
 	/* Completions can arrive out of order; publish only a done prefix. */
 	while (log->w_count > 0 && log->writes[log->w_head].done) {
 		appended = log->writes[log->w_head].end_offset;
@@ -331,12 +331,24 @@ static int place(struct km_log *log, struct km_batch *b, enum km_origin origin)
 }
 
 /* Refusals that change nothing: size, and room in the write queue. */
-static int check_room(struct km_log *log, const struct km_batch *b)
+static int check_room(struct km_log *log, const struct km_batch *b,
+		      enum km_origin origin)
 {
+	int rc;
+
 	if (km_batch_size(b) > log->cfg.batch_bytes_max)
 		return KM_EBATCHMAX;
-	if (log->dio_on)
-		return km_log_dio_room(log, km_batch_size(b));
+	if (log->dio_on) {
+		rc = km_log_dio_room(log, km_batch_size(b));
+		/* The write buffers are the worker's: other partitions' writes
+		 * may hold them all. A CONTROL batch (a stop's barrier, a
+		 * transaction marker) waits for them, as a roll waits. */
+		for (uint32_t n = 0; rc == -EAGAIN && origin == KM_ORIGIN_CONTROL &&
+				     km_uring_busy(log->ring) > 0 && n < 1000000; n++)
+			if ((rc = km_uring_poll(log->ring, true)) >= 0)
+				rc = km_log_dio_room(log, km_batch_size(b));
+		return rc;
+	}
 	/* One write per KM_LOG_WRITE_IOV_MAX runs, plus one to close a
 	 * partly filled write, plus one spare for a roll. */
 	if (free_writes(log) < count_iov(b) / KM_LOG_WRITE_IOV_MAX + 3)
@@ -449,7 +461,7 @@ static int append_one(struct km_log *log, struct km_batch *b,
 		res->duplicates += rc == 0;
 		return rc;
 	}
-	if ((rc = check_room(log, b)) < 0)
+	if ((rc = check_room(log, b, origin)) < 0)
 		return rc;
 	/* A roll's snapshot is the state before this batch: encode it now,
 	 * so producer state can still refuse the batch before a segment is

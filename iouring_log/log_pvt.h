@@ -128,6 +128,11 @@ struct km_log {
 	 * block's end until a seal or close cuts them. */
 	bool dio_on;
 	int dio_fd;
+	/* The tail cache: the buffers of the newest completed writes, which
+	 * km_log_read copies from rather than read the disk; dio_tail_next is
+	 * the slot the next completed write takes. */
+	struct km_dio_tail tails[KM_DIO_TAIL_SLOTS];
+	uint32_t dio_tail_next;
 	uint64_t dio_tail_end;
 	uint8_t dio_tail[KM_DIO_BLOCK];
 };
@@ -170,11 +175,17 @@ void km_log_dio_add(struct km_log *log, struct km_segment *seg,
 /* Close the write being filled: submit it, or hold it for the one before. */
 int km_log_dio_close(struct km_log *log);
 /* w completed: give its buffer back, submit the write held for it. */
-void km_log_dio_done(struct km_log *log, struct log_write *w);
+void km_log_dio_done(struct km_log *log, struct log_write *w, bool ok);
 /* -EAGAIN if the pool or the ring cannot take a batch of size bytes now. */
 int km_log_dio_room(struct km_log *log, uint32_t size);
 /* Structural change: forget the O_DIRECT fd and the tail block. */
 void km_log_dio_forget(struct km_log *log);
+/* Copy len bytes at pos of segment s from the tail cache, if it holds
+ * them all (any thread). @return true if it did. */
+bool km_log_dio_read(const struct km_log *log, const struct km_segment *s,
+		     void *buf, size_t len, uint64_t pos);
+/* Give the tail cache's buffers back (close). */
+void km_log_dio_release(struct km_log *log);
 /* Writes drained: cut the zeros past the active segment's data (fsync'd).
  * @return 0 or -errno. */
 int km_log_dio_trim(struct km_log *log);

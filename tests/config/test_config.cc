@@ -187,6 +187,11 @@ TEST(Config, GoodValues)
 			km_config_log_config(&c, "t", 0, &lc);
 			EXPECT_FALSE(lc.direct_io);
 		} },
+		{ "log.tail.cache.bytes=8M", [](const km_config &c) {
+			km_log_config lc;
+			km_config_log_config(&c, "t", 0, &lc);
+			EXPECT_EQ(8u << 20, lc.tail_cache_bytes);
+		} },
 		{ "flush.bytes=4G", [](const km_config &c) { EXPECT_EQ(4ull << 30, c.flush_bytes); } },
 		{ "fetch.max.wait.ms=250ms", [](const km_config &c) { EXPECT_EQ(250u, c.fetch_wait_ms_max); } },
 		{ "fetch.max.bytes=1M", [](const km_config &c) { EXPECT_EQ(1u << 20, c.fetch_bytes_max); } },
@@ -888,7 +893,8 @@ TEST(Config, FormatText)
 			      "acls.sync.interval.ms=600000\n"
 			      "allow.everyone.if.no.acl.found=false\n"
 			      "max.incremental.fetch.session.cache.slots=1000\n"
-			      "log.direct.io=true\n"),
+			      "log.direct.io=true\n"
+			      "log.tail.cache.bytes=67108864\n"),
 		  text);
 }
 

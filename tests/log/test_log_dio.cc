@@ -288,3 +288,85 @@ TEST(Dio, ARollLeavesTheSealedSegmentAtItsDataEnd)
 	}
 	EXPECT_EQ(s.all, joined);
 }
+
+namespace {
+
+// Overwrite the file's copy of [pos, pos + n) through the page cache:
+// a read that goes to the file sees 0xEE, the tail cache the real bytes.
+void Scribble(const std::string &path, uint64_t pos, size_t n)
+{
+	int fd = open(path.c_str(), O_WRONLY | O_CLOEXEC);
+	ASSERT_GE(fd, 0) << path;
+	std::vector<uint8_t> junk(n, 0xEE);
+	ASSERT_EQ((ssize_t)n, pwrite(fd, junk.data(), n, (off_t)pos));
+	close(fd);
+}
+
+struct TwoLogs {
+	km_uring ring;
+	km_log *a = nullptr, *b = nullptr;
+	explicit TwoLogs(const std::string &dir, uint64_t cache)
+	{
+		EXPECT_EQ(0, km_uring_init(&ring, 64));
+		km_log_config c;
+		for (const char *t : { "a", "b" }) {
+			km_log_config_defaults(&c, dir.c_str(), t, 0);
+			c.direct_io = true;
+			c.flush_always = true;
+			c.tail_cache_bytes = cache;
+			EXPECT_EQ(0, km_log_open(t[0] == 'a' ? &a : &b, &c, &ring,
+						 nullptr));
+		}
+	}
+	~TwoLogs()
+	{
+		km_log_close(a);
+		km_log_close(b);
+		km_uring_exit(&ring);
+	}
+	void Append(km_log *l, Batch &batch)
+	{
+		km_log_append_result res;
+		ASSERT_EQ(1, km_log_append_burst(l, &batch.view, 1,
+						 KM_ORIGIN_MIRROR, &res));
+		ASSERT_EQ(0, km_log_sync(l));
+	}
+};
+
+} // namespace
+
+// The tail cache (log.tail.cache.bytes): a read at the tail copies the
+// newest writes' buffers, not the file (after a direct write the page
+// cache does not hold them, so the file means the disk); the pool takes
+// back the longest kept first, so an idle partition's tail goes to the
+// file again once a busy one needs the room; with no budget nothing is
+// kept.
+TEST(Dio, TailReadsComeFromTheCacheTheIdleOnesGoFirst)
+{
+	for (uint64_t cache : { (uint64_t)1 << 20, (uint64_t)0 }) {
+		SCOPED_TRACE("tail cache " + std::to_string(cache));
+		TempDir d;
+		TwoLogs l(d.path, cache);
+		ASSERT_NE(nullptr, l.a);
+		ASSERT_NE(nullptr, l.b);
+		Stream sa, sb;
+		l.Append(l.a, sa.Add(3000));
+		Scribble(d.path + "/a-0/" + SegName(0, ".log"), 100, 1000);
+		std::vector<uint8_t> got = ReadAll(l.a, 0, sa.next);
+		if (cache > 0)
+			EXPECT_EQ(sa.all, got) << "read from the tail cache";
+		else
+			EXPECT_NE(sa.all, got) << "no cache: read from the file";
+		// b's write takes the one buffer the budget allows: a's tail
+		// is read from the file again.
+		l.Append(l.b, sb.Add(3000));
+		EXPECT_NE(sa.all, ReadAll(l.a, 0, sa.next))
+			<< "a's tail given back for b's";
+		Scribble(d.path + "/b-0/" + SegName(0, ".log"), 100, 1000);
+		got = ReadAll(l.b, 0, sb.next);
+		if (cache > 0)
+			EXPECT_EQ(sb.all, got);
+		else
+			EXPECT_NE(sb.all, got);
+	}
+}
