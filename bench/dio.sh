@@ -14,12 +14,12 @@
 # offset (the HW) is the source's end. CPU is the whole process's
 # (/proc/PID/stat utime + stime, its io_uring workers included), per GB of
 # log moved. Targets: (k) >= 0.9 x (d), at <= 0.35 CPU s/GB.
-# usage: bench/dio.sh BUILD_DIR [MIB] [ROUNDS]   (MIB of log, default 1024;
+# usage: bench/dio.sh BUILD_DIR [MIB] [ROUNDS]   (MIB of log, default 1000, under a segment;
 #        data lives under ${TMPDIR:-/var/tmp}, on the disk, and is deleted)
 set -euo pipefail
 
 BUILD=$(readlink -f "$1")
-MIB=${2:-1024}
+MIB=${2:-1000}
 ROUNDS=${3:-1}
 T=$(mktemp -d "${TMPDIR:-/var/tmp}/kmirror-bench-dio.XXXXXX")
 PIDS=()
