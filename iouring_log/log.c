@@ -38,7 +38,7 @@ void km_log_config_defaults(struct km_log_config *cfg, const char *data_dir,
 	cfg->cleaner_map_bytes = 128ull << 20;	   /* dedupe.buffer.size */
 	cfg->min_cleanable_ratio = 0.5;		   /* min.cleanable.dirty.ratio */
 	cfg->direct_io = true;
-	cfg->tail_cache_bytes = 64ull << 20;
+	cfg->tail_cache_bytes = 16ull << 20;
 }
 
 /* A log's memory is one zeroed mapping, backed only where it is touched:

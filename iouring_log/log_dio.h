@@ -21,7 +21,7 @@
 /* Buffers a worker may hold: the largest batch spans 64 of them. */
 #define KM_DIO_CHUNKS_MAX 80u
 /* Buffers kept allocated once free; more are given back (munmap). */
-#define KM_DIO_CHUNKS_KEEP 16u
+#define KM_DIO_CHUNKS_KEEP 4u
 
 _Static_assert(KM_BATCH_BYTES_MAX / KM_DIO_CHUNK_BYTES + 4 <= KM_DIO_CHUNKS_MAX,
 	       "the largest batch must fit the pool");

@@ -894,7 +894,7 @@ TEST(Config, FormatText)
 			      "allow.everyone.if.no.acl.found=false\n"
 			      "max.incremental.fetch.session.cache.slots=1000\n"
 			      "log.direct.io=true\n"
-			      "log.tail.cache.bytes=67108864\n"),
+			      "log.tail.cache.bytes=16777216\n"),
 		  text);
 }
 
