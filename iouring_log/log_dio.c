@@ -118,6 +118,7 @@ static int load_tail(struct km_log *log, struct km_segment *seg, uint64_t at)
 static struct log_write *start(struct km_log *log, struct km_segment *seg,
 			       uint64_t at)
 {
+	struct km_dio_chunk *chunk;
 	struct log_write *w;
 	uint32_t carry = (uint32_t)(at % KM_DIO_BLOCK);
 	int rc = load_tail(log, seg, at);
@@ -126,14 +127,38 @@ static struct log_write *start(struct km_log *log, struct km_segment *seg,
 		km_log_set_error(log, rc);
 		return NULL;
 	}
+	/* km_log_dio_room checked there is one (unless mmap fails). */
+	if ((chunk = km_dio_get(log->ring)) == NULL) {
+		km_log_set_error(log, -ENOMEM);
+		return NULL;
+	}
 	w = km_log_write_new(log, seg);
 	KM_ASSERT(w != NULL); /* km_log_dio_room checked */
-	w->chunk = km_dio_get(log->ring);
-	KM_ASSERT(w->chunk != NULL);
+	w->chunk = chunk;
 	w->pos = at - carry;
 	w->bytes = carry;
 	w->end_offset = log->leo;
 	memcpy(w->chunk->buf, log->dio_tail, carry);
+	return w;
+}
+
+/* The newest write, if it still waits for the one before it and ends
+ * where the data goes on (at): it takes more data instead of a new write
+ * that would wait too. So appends arriving while a write is in flight
+ * coalesce into one write, rather than each waiting for the last. */
+static struct log_write *reopen_held(struct km_log *log,
+				     struct km_segment *seg, uint64_t at)
+{
+	struct log_write *w;
+
+	if (log->w_count == 0)
+		return NULL;
+	w = &log->writes[(log->w_head + log->w_count - 1) % KM_LOG_WRITES_MAX];
+	if (!w->held || w->fd != seg->log_fd || w->pos + w->bytes != at ||
+	    w->bytes >= KM_DIO_CHUNK_BYTES)
+		return NULL;
+	w->held = false;
+	log->filling = w;
 	return w;
 }
 
@@ -144,7 +169,7 @@ void km_log_dio_add(struct km_log *log, struct km_segment *seg,
 	uint32_t left = km_batch_size(b);
 	uint64_t at = seg->size_bytes;
 
-	while (left > 0) {
+	while (left > 0 && log->error == 0) {
 		const struct iovec *v = &b->chain->iov[cur.seg];
 		size_t take = v->iov_len - cur.off;
 		struct log_write *w = log->filling;
@@ -153,6 +178,8 @@ void km_log_dio_add(struct km_log *log, struct km_segment *seg,
 			(void)km_log_dio_close(log);
 			w = NULL;
 		}
+		if (w == NULL)
+			w = reopen_held(log, seg, at);
 		if (w == NULL && (w = start(log, seg, at)) == NULL)
 			return; /* the log failed: nothing more is written */
 		if (take > left)
