@@ -69,6 +69,8 @@ void km_config_defaults(struct km_config *cfg)
 	cfg->failed_retry_max_attempts = 0;
 	cfg->num_partitions = 1; /* Kafka's num.partitions */
 	cfg->fetch_session_slots = 1000; /* Kafka's default */
+	cfg->log_direct_io = 1;
+	cfg->log_tail_cache_bytes = log.tail_cache_bytes;
 	cfg->config_sync_interval_ms = 600000; /* MM2's sync.topic.configs */
 	km_config_sync_exclude_defaults(cfg);
 	cfg->source_ssl_verify_host = true; /* Kafka's https default */
@@ -435,6 +437,8 @@ void km_config_log_config(const struct km_config *cfg, const char *topic,
 	out->delete_retention_ms = (int64_t)cfg->delete_retention_ms;
 	out->cleaner_map_bytes = cfg->cleaner_map_bytes;
 	out->min_cleanable_ratio = cfg->min_cleanable_ratio;
+	out->direct_io = cfg->log_direct_io != 0;
+	out->tail_cache_bytes = cfg->log_tail_cache_bytes;
 	if (strcmp(topic, KM_CONFIG_OFFSETS_TOPIC) == 0 ||
 	    strcmp(topic, KM_CONFIG_TXN_TOPIC) == 0) {
 		/* Committed offsets and transactions go only by compaction

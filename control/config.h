@@ -154,6 +154,12 @@ struct km_config {
 	/* Kafka's max.incremental.fetch.session.cache.slots: KIP-227 fetch
 	 * sessions the listener keeps for its clients (0: none). */
 	uint32_t fetch_session_slots;
+	/* log.direct.io (0 false, 1 true: an enum of booleans[]): write the
+	 * .log files with O_DIRECT where the filesystem supports it. */
+	int log_direct_io;
+	/* log.tail.cache.bytes: per worker, the newest writes' buffers kept
+	 * for Fetch with direct I/O (km_log_config's tail_cache_bytes). */
+	uint64_t log_tail_cache_bytes;
 	struct km_config_addr listener;	  /* where the Kafka API listens */
 	/* What Metadata tells clients. Without advertised.listeners: the
 	 * listener, with the machine's host name for a wildcard host; port 0

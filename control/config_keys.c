@@ -811,6 +811,9 @@ static const struct key_def keys[] = {
 	       fetch_session_slots, KM_CONFIG_UNITS_PLAIN, 0, 1u << 20),
 	/* 1..575 are refused by config_check.c (IPv4's minimum MTU). */
 	NUMBER("dpdk.mtu", K_U32, dpdk.mtu, KM_CONFIG_UNITS_PLAIN, 0, 9000),
+	ENUM("log.direct.io", log_direct_io, booleans),
+	NUMBER("log.tail.cache.bytes", K_U64, log_tail_cache_bytes,
+	       KM_CONFIG_UNITS_BYTES, 0, INT64_MAX),
 };
 
 _Static_assert(sizeof(keys) / sizeof(keys[0]) == KM_CONFIG_KEYS_COUNT,

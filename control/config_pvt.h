@@ -115,7 +115,7 @@ bool km_config_host_is_any(const char *host);
 
 /* Keys in the table; config_keys.c asserts the count at compile time, so
  * the loader can size its per-key arrays with it. */
-#define KM_CONFIG_KEYS_COUNT 89u
+#define KM_CONFIG_KEYS_COUNT 91u
 
 /** @return the index of the key called name, or KM_ECFGKEY. */
 int km_config_key_find(const char *name);

@@ -161,6 +161,22 @@ static uint64_t open_files(void)
 	return n > 3 ? n - 3 : 0; /* ".", ".." and the DIR's own */
 }
 
+/* How the .log files are written (log.direct.io and what the filesystem
+ * took, iouring_log/log_dio.c). */
+static const char *log_writes(void)
+{
+	switch (km_log_direct_io_mode()) {
+	case KM_LOG_DIO_ON:
+		return "direct";
+	case KM_LOG_DIO_OFF:
+		return "buffered (log.direct.io=false)";
+	case KM_LOG_DIO_REFUSED:
+		return "buffered (filesystem without direct I/O)";
+	default:
+		return "none yet";
+	}
+}
+
 void km_daemon_scale_status(struct km_daemon *d, json_t *resp)
 {
 	const struct km_daemon_scale *s = &d->scale;
@@ -168,7 +184,7 @@ void km_daemon_scale_status(struct km_daemon *d, json_t *resp)
 	uint32_t n = d->table.n ? d->table.n : 1;
 
 	json_object_set_new(resp, "resources", json_pack(
-		"{s:I, s:I, s:I, s:I, s:I, s:b, s:I, s:I}",
+		"{s:I, s:I, s:I, s:I, s:I, s:b, s:I, s:I, s:s}",
 		"resident_bytes", (json_int_t)rss,
 		"resident_bytes_per_partition", (json_int_t)(rss / n),
 		"open_files", (json_int_t)open_files(),
@@ -176,7 +192,8 @@ void km_daemon_scale_status(struct km_daemon *d, json_t *resp)
 		"open_files_needed", (json_int_t)s->nofile_need,
 		"open_files_short", s->nofile < s->nofile_need,
 		"max_map_count", (json_int_t)s->maps_max,
-		"maps_needed", (json_int_t)s->maps_need));
+		"maps_needed", (json_int_t)s->maps_need,
+		"log_writes", log_writes()));
 }
 
 char *km_daemon_scale_metrics(struct km_daemon *d)

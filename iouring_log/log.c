@@ -37,6 +37,8 @@ void km_log_config_defaults(struct km_log_config *cfg, const char *data_dir,
 	cfg->delete_retention_ms = 86400000;	   /* delete.retention.ms */
 	cfg->cleaner_map_bytes = 128ull << 20;	   /* dedupe.buffer.size */
 	cfg->min_cleanable_ratio = 0.5;		   /* min.cleanable.dirty.ratio */
+	cfg->direct_io = true;
+	cfg->tail_cache_bytes = 16ull << 20;
 }
 
 /* A log's memory is one zeroed mapping, backed only where it is touched:
@@ -93,6 +95,9 @@ static void free_log(struct km_log *log)
 		km_segment_close(&log->segs[i]);
 	if (log->dir_fd >= 0)
 		close(log->dir_fd);
+	if (log->dio_fd >= 0)
+		close(log->dio_fd);
+	km_log_dio_release(log);
 	pthread_rwlock_destroy(&log->seg_lock);
 	munmap(log, log->map_bytes);
 }
@@ -119,6 +124,9 @@ void km_log_lock_segments(struct km_log *log)
 {
 	/* Fails only on misuse (EDEADLK: the owner already holds it). */
 	KM_ASSERT(pthread_rwlock_wrlock(&log->seg_lock) == 0);
+	/* The active segment's file may change: the O_DIRECT fd and the
+	 * remembered last block are opened and read again when needed. */
+	km_log_dio_forget(log);
 }
 
 void km_log_unlock_segments(struct km_log *log)
@@ -205,12 +213,14 @@ int km_log_open(struct km_log **out, const struct km_log_config *cfg,
 	log->cfg.index_bytes_max = index_bytes_for(cfg);
 	log->ring = ring;
 	log->dir_fd = -1;
+	log->dio_fd = -1;
 	log->clean_horizon = INT64_MAX;
 	log->last_flush_ms = km_log_now_ms();
 	if ((rc = open_dir(log)) < 0 ||
 	    (rc = km_log_write_metadata(log)) < 0 ||
 	    (rc = km_log_epoch_load(log)) < 0 ||
-	    (rc = km_log_recover(log, rec ? rec : &local)) < 0)
+	    (rc = km_log_recover(log, rec ? rec : &local)) < 0 ||
+	    (rc = km_log_dio_probe(log)) < 0)
 		goto out_free;
 	log->cfg.data_dir = log->cfg.topic = NULL; /* borrowed: not kept */
 	*out = log;
@@ -244,6 +254,10 @@ int km_log_close(struct km_log *log)
 
 	if (rc == 0)
 		rc = sync_rc;
+	/* A clean close leaves the .log at its data's end (Kafka's tools
+	 * read to the file's end), not at the last direct write's block end. */
+	if (rc == 0)
+		rc = km_log_dio_trim(log);
 	if (rc == 0)
 		rc = km_segment_seal(log_active(log));
 	if (rc == 0)
@@ -289,6 +303,11 @@ int64_t km_log_lso(struct km_log *log)
 struct km_pstate *km_log_pstate(struct km_log *log)
 {
 	return log->ps;
+}
+
+bool km_log_direct_io(const struct km_log *log)
+{
+	return log->dio_on;
 }
 
 const char *km_log_dir(const struct km_log *log)

@@ -81,6 +81,16 @@ struct km_log_config {
 	 * say (R6). */
 	uint32_t client_batch_bytes_max; /* max.message.bytes; 0: none */
 	bool client_log_append_time;	 /* message.timestamp.type */
+	/* log.direct.io: write the .log with O_DIRECT from the worker's
+	 * aligned buffers where the filesystem takes it (default); false, or
+	 * a filesystem that refuses it (tmpfs), writes through the page
+	 * cache. */
+	bool direct_io;
+	/* log.tail.cache.bytes: with direct I/O, the buffers of each
+	 * partition's newest writes (its last two) are kept for km_log_read
+	 * up to this many bytes per worker, the longest kept given back
+	 * first; so serving consumers at the tail does not read the disk. */
+	uint64_t tail_cache_bytes;
 };
 
 /** Kafka's defaults, for the given dir/topic/partition. */
@@ -241,6 +251,19 @@ int km_log_clear_error(struct km_log *log);
 
 /** Producer state, for reads by the owner (status, stop). */
 struct km_pstate *km_log_pstate(struct km_log *log);
+
+/** True if the .log is written with O_DIRECT (log.direct.io, and the
+ *  filesystem took it at open). */
+bool km_log_direct_io(const struct km_log *log);
+
+/* What the process's logs do, for status (km_log_direct_io_mode). */
+enum {
+	KM_LOG_DIO_NONE = 0,	/* no log opened yet */
+	KM_LOG_DIO_ON = 1,	/* direct I/O */
+	KM_LOG_DIO_OFF = 2,	/* log.direct.io=false */
+	KM_LOG_DIO_REFUSED = 3, /* a filesystem refused O_DIRECT: buffered */
+};
+int km_log_direct_io_mode(void);
 
 /** Partition directory path. */
 const char *km_log_dir(const struct km_log *log);

@@ -94,7 +94,7 @@ int km_log_queue_flush(struct km_log *log, int fd, int64_t target)
 	return 0;
 }
 
-static void write_done(struct km_io_req *req, int res, uint32_t flags)
+void km_log_write_done(struct km_io_req *req, int res, uint32_t flags)
 {
 	struct log_write *w = (struct log_write *)req;
 	struct km_log *log = w->log;
@@ -107,9 +107,11 @@ static void write_done(struct km_io_req *req, int res, uint32_t flags)
 	KM_ASSERT_HOT(w->fd == log_active(log)->log_fd);
 	if (res < 0)
 		km_log_set_error(log, res);
-	else if ((uint32_t)res != w->bytes)
+	else if ((uint32_t)res != (w->chunk ? w->io_bytes : w->bytes))
 		km_log_set_error(log, -EIO); /* short write to a reserved file */
 	w->done = true;
+	if (w->chunk != NULL)
+		km_log_dio_done(log, w, res >= 0 && (uint32_t)res == w->io_bytes);
 	/* Completions can arrive out of order; publish only a done prefix. */
 	while (log->w_count > 0 && log->writes[log->w_head].done) {
 		appended = log->writes[log->w_head].end_offset;
@@ -143,8 +145,10 @@ static int queue_filling(struct km_log *log)
 
 	if (w == NULL)
 		return 0;
+	if (w->chunk != NULL)
+		return km_log_dio_close(log);
 	log->filling = NULL;
-	w->io.fn = write_done;
+	w->io.fn = km_log_write_done;
 	rc = km_uring_writev(log->ring, w->fd, w->iov, w->n_iov, w->pos, false,
 			     &w->io);
 	if (rc < 0)
@@ -152,7 +156,7 @@ static int queue_filling(struct km_log *log)
 	return rc;
 }
 
-static struct log_write *new_write(struct km_log *log, struct km_segment *seg)
+struct log_write *km_log_write_new(struct km_log *log, struct km_segment *seg)
 {
 	struct log_write *w;
 
@@ -203,7 +207,7 @@ static void add_run(struct km_log *log, struct km_segment *seg, char *base,
 		w = NULL;
 	}
 	if (w == NULL) {
-		w = new_write(log, seg);
+		w = km_log_write_new(log, seg);
 		KM_ASSERT(w != NULL); /* prepare() checked free_writes() */
 	}
 	last = w->n_iov ? &w->iov[w->n_iov - 1] : NULL;
@@ -216,7 +220,7 @@ static void add_run(struct km_log *log, struct km_segment *seg, char *base,
 			uint64_t next_pos = w->pos + w->bytes;
 
 			queue_filling(log);
-			w = new_write(log, seg);
+			w = km_log_write_new(log, seg);
 			KM_ASSERT(w != NULL);
 			w->pos = next_pos;
 		}
@@ -265,8 +269,8 @@ static int roll(struct km_log *log, int64_t base, int snap_len)
 			return rc;
 	if (log->error)
 		return log->error;
-	if (fdatasync(old->log_fd) < 0)
-		return -errno;
+	if ((rc = km_log_dio_trim(log)) < 0 || fdatasync(old->log_fd) < 0)
+		return rc < 0 ? rc : -errno;
 	if (log->leo > atomic_load_explicit(&log->durable, memory_order_relaxed))
 		atomic_store_explicit(&log->durable, log->leo, memory_order_release);
 	/* Readers keep reading the old segment meanwhile: the seal swaps its
@@ -327,10 +331,24 @@ static int place(struct km_log *log, struct km_batch *b, enum km_origin origin)
 }
 
 /* Refusals that change nothing: size, and room in the write queue. */
-static int check_room(struct km_log *log, const struct km_batch *b)
+static int check_room(struct km_log *log, const struct km_batch *b,
+		      enum km_origin origin)
 {
+	int rc;
+
 	if (km_batch_size(b) > log->cfg.batch_bytes_max)
 		return KM_EBATCHMAX;
+	if (log->dio_on) {
+		rc = km_log_dio_room(log, km_batch_size(b));
+		/* The write buffers are the worker's: other partitions' writes
+		 * may hold them all. A CONTROL batch (a stop's barrier, a
+		 * transaction marker) waits for them, as a roll waits. */
+		for (uint32_t n = 0; rc == -EAGAIN && origin == KM_ORIGIN_CONTROL &&
+				     km_uring_busy(log->ring) > 0 && n < 1000000; n++)
+			if ((rc = km_uring_poll(log->ring, true)) >= 0)
+				rc = km_log_dio_room(log, km_batch_size(b));
+		return rc;
+	}
 	/* One write per KM_LOG_WRITE_IOV_MAX runs, plus one to close a
 	 * partly filled write, plus one spare for a roll. */
 	if (free_writes(log) < count_iov(b) / KM_LOG_WRITE_IOV_MAX + 3)
@@ -357,9 +375,13 @@ static int reserve(struct km_log *log, const struct km_batch *b,
 			       ? log->cfg.prealloc_bytes
 			       : log->cfg.segment_bytes;
 	uint64_t now = 0, step = log->step_bytes;
-	bool stepping = end > seg->reserved_bytes;
+	bool stepping;
 	int rc;
 
+	/* A direct write fills the last block with zeros: its blocks too. */
+	if (log->dio_on)
+		end = (end + KM_DIO_BLOCK - 1) & ~(uint64_t)(KM_DIO_BLOCK - 1);
+	stepping = end > seg->reserved_bytes;
 	if (stepping) {
 		now = km_log_now_ms();
 		step = km_segment_step_next(log->step_bytes, now - log->step_ms,
@@ -439,7 +461,7 @@ static int append_one(struct km_log *log, struct km_batch *b,
 		res->duplicates += rc == 0;
 		return rc;
 	}
-	if ((rc = check_room(log, b)) < 0)
+	if ((rc = check_room(log, b, origin)) < 0)
 		return rc;
 	/* A roll's snapshot is the state before this batch: encode it now,
 	 * so producer state can still refuse the batch before a segment is
@@ -468,7 +490,10 @@ static int append_one(struct km_log *log, struct km_batch *b,
 		km_log_set_error(log, rc);
 		return rc;
 	}
-	add_batch(log, log_active(log), b);
+	if (log->dio_on)
+		km_log_dio_add(log, log_active(log), b);
+	else
+		add_batch(log, log_active(log), b);
 	log_active(log)->size_bytes += km_batch_size(b);
 	log->leo = km_batch_last_offset(b) + 1;
 	log->unflushed_bytes += km_batch_size(b);

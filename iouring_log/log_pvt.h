@@ -7,6 +7,7 @@
 #include <stdatomic.h>
 
 #include "iouring_log/log.h"
+#include "iouring_log/log_dio.h"
 
 /* iovecs one queued write can carry; more segments start another write. */
 #define KM_LOG_WRITE_IOV_MAX 32
@@ -35,6 +36,15 @@ struct log_write {
 	uint32_t n_iov;
 	int64_t end_offset; /* last offset written + 1 */
 	bool done;
+	/* Direct I/O (log_dio.c): the write's buffer, whose first bytes are
+	 * the partial block before pos + the data (pos is then that block's
+	 * start); the bytes submitted, padded with zeros to whole blocks; and
+	 * whether it waits for the write before it, which ends in the same
+	 * block, to complete (two writes of one block in flight could land
+	 * in either order). chunk is NULL for a buffered write. */
+	struct km_dio_chunk *chunk;
+	uint32_t io_bytes;
+	bool held;
 	struct iovec iov[KM_LOG_WRITE_IOV_MAX];
 };
 
@@ -109,6 +119,22 @@ struct km_log {
 	uint64_t step_bytes;
 	uint64_t step_ms;
 	size_t map_bytes; /* the log's one mapping (log.c), this struct first */
+	/* Direct I/O (log_dio.c): whether the .log is written with O_DIRECT
+	 * (cfg.direct_io and the filesystem takes it), the active segment's
+	 * O_DIRECT fd (-1: to open; closed at each structural change), and
+	 * the partial last block of what is queued: the bytes from the block
+	 * start up to dio_tail_end (UINT64_MAX: not loaded, read back from the
+	 * file when needed). The file may hold zeros past the data up to the
+	 * block's end until a seal or close cuts them. */
+	bool dio_on;
+	int dio_fd;
+	/* The tail cache: the buffers of the newest completed writes, which
+	 * km_log_read copies from rather than read the disk; dio_tail_next is
+	 * the slot the next completed write takes. */
+	struct km_dio_tail tails[KM_DIO_TAIL_SLOTS];
+	uint32_t dio_tail_next;
+	uint64_t dio_tail_end;
+	uint8_t dio_tail[KM_DIO_BLOCK];
 };
 
 static inline struct km_segment *log_active(struct km_log *log)
@@ -135,6 +161,34 @@ void km_log_start_load(struct km_log *log);
 /* log_io.c */
 int km_log_queue_flush(struct km_log *log, int fd, int64_t target);
 void km_log_set_error(struct km_log *log, int err);
+
+/* log_io.c: a new write in the ring, being filled, at seg's end. */
+struct log_write *km_log_write_new(struct km_log *log, struct km_segment *seg);
+void km_log_write_done(struct km_io_req *req, int res, uint32_t flags);
+
+/* log_dio.c: the direct-I/O write path */
+/* At open: decide dio_on (logged once per process if refused). */
+int km_log_dio_probe(struct km_log *log);
+/* Copy b (at the active segment's end) into write buffers. */
+void km_log_dio_add(struct km_log *log, struct km_segment *seg,
+		    const struct km_batch *b);
+/* Close the write being filled: submit it, or hold it for the one before. */
+int km_log_dio_close(struct km_log *log);
+/* w completed: give its buffer back, submit the write held for it. */
+void km_log_dio_done(struct km_log *log, struct log_write *w, bool ok);
+/* -EAGAIN if the pool or the ring cannot take a batch of size bytes now. */
+int km_log_dio_room(struct km_log *log, uint32_t size);
+/* Structural change: forget the O_DIRECT fd and the tail block. */
+void km_log_dio_forget(struct km_log *log);
+/* Copy len bytes at pos of segment s from the tail cache, if it holds
+ * them all (any thread). @return true if it did. */
+bool km_log_dio_read(const struct km_log *log, const struct km_segment *s,
+		     void *buf, size_t len, uint64_t pos);
+/* Give the tail cache's buffers back (close). */
+void km_log_dio_release(struct km_log *log);
+/* Writes drained: cut the zeros past the active segment's data (fsync'd).
+ * @return 0 or -errno. */
+int km_log_dio_trim(struct km_log *log);
 
 /* log_recover.c */
 int km_log_recover(struct km_log *log, struct km_log_recovery *rec);

@@ -65,11 +65,13 @@ static void decode_hdr(const uint8_t *h, struct walk_hdr *w)
 	w->max_ts = (int64_t)km_load_be64(h + KM_BATCH_OFF_MAX_TIMESTAMP);
 }
 
-static int read_hdr(const struct km_segment *s, uint64_t pos,
-		    struct walk_hdr *w)
+static int read_hdr(const struct km_log *log, const struct km_segment *s,
+		    uint64_t pos, struct walk_hdr *w)
 {
 	uint8_t h[WALK_HDR_BYTES];
-	ssize_t n = pread(s->log_fd, h, sizeof(h), (off_t)pos);
+	ssize_t n = km_log_dio_read(log, s, h, sizeof(h), pos)
+			    ? (ssize_t)sizeof(h)
+			    : pread(s->log_fd, h, sizeof(h), (off_t)pos);
 
 	if (n < 0)
 		return -errno;
@@ -110,14 +112,14 @@ uint32_t km_log_find_segment(const struct km_log *log, int64_t offset)
  * maxTimestamp >= ts whose header lies below end (the readable bytes), or
  * end if none does. The walk goes from batch to batch, each size read from
  * a header below end, so it never parses bytes a write is still filling. */
-static int find_batch(const struct km_segment *s, uint64_t end, int64_t offset,
+static int find_batch(const struct km_log *log, const struct km_segment *s, uint64_t end, int64_t offset,
 		      int64_t ts, uint64_t *pos, struct walk_hdr *w)
 {
 	int rc;
 
 	for (*pos = km_segment_lookup(s, offset); *pos + WALK_HDR_BYTES <= end;
 	     *pos += w->size) {
-		if ((rc = read_hdr(s, *pos, w)) < 0)
+		if ((rc = read_hdr(log, s, *pos, w)) < 0)
 			return rc;
 		if (w->last >= offset && w->max_ts >= ts)
 			return 0;
@@ -145,7 +147,7 @@ static int pread_all(int fd, void *buf, size_t len, uint64_t pos)
 
 /* Whole batches from pos that start below upto and end at or below end
  * (the readable bytes): at least the first, then as many as fit max_bytes. */
-static int copy_batches(const struct km_segment *s, uint64_t pos, uint64_t end,
+static int copy_batches(const struct km_log *log, const struct km_segment *s, uint64_t pos, uint64_t end,
 			uint32_t first_size, int64_t upto, uint32_t max_bytes,
 			uint8_t *buf, size_t cap, struct km_log_read_result *out)
 {
@@ -158,7 +160,10 @@ static int copy_batches(const struct km_segment *s, uint64_t pos, uint64_t end,
 	want = want < cap ? want : cap;
 	if (want > end - pos)
 		want = end - pos;
-	if ((rc = pread_all(s->log_fd, buf, want, pos)) < 0)
+	/* The tail cache first: what was just written is not in the page
+	 * cache after a direct write. */
+	if (!km_log_dio_read(log, s, buf, want, pos) &&
+	    (rc = pread_all(s->log_fd, buf, want, pos)) < 0)
 		return rc;
 	while (len + WALK_HDR_BYTES <= want) {
 		struct walk_hdr w;
@@ -195,11 +200,11 @@ static int read_locked(struct km_log *log, int64_t offset, int64_t upto,
 		const struct km_segment *s = &log->segs[i];
 		uint64_t end = km_segment_readable(s);
 
-		if ((rc = find_batch(s, end, offset, INT64_MIN, &pos, &w)) < 0)
+		if ((rc = find_batch(log, s, end, offset, INT64_MIN, &pos, &w)) < 0)
 			return rc;
 		if (pos < end)
 			return w.base >= upto ? 0
-					      : copy_batches(s, pos, end, w.size,
+					      : copy_batches(log, s, pos, end, w.size,
 							     upto, max_bytes,
 							     buf, cap, out);
 	}
@@ -236,7 +241,7 @@ static int time_locked(struct km_log *log, int64_t ts, int64_t *offset)
 		 * every append, and only the owner may read it. */
 		if (i + 1 < log->n_segs && s->max_timestamp < ts)
 			continue;
-		rc = find_batch(s, end, km_segment_time_lookup(s, ts), ts, &pos,
+		rc = find_batch(log, s, end, km_segment_time_lookup(s, ts), ts, &pos,
 				&w);
 		if (rc < 0)
 			return rc;
@@ -264,7 +269,8 @@ int km_log_offset_for_time(struct km_log *log, int64_t ts, int64_t *offset)
 /* In s, from the time index's last entry (the largest timestamp indexed:
  * no batch before it has a larger one) to the readable end, the first
  * appended batch whose maxTimestamp is above *ts. */
-static int max_in_segment(const struct km_segment *s, int64_t appended,
+static int max_in_segment(const struct km_log *log, const struct km_segment *s,
+			  int64_t appended,
 			  int64_t *ts, int64_t *base)
 {
 	uint64_t end = km_segment_readable(s), pos;
@@ -273,7 +279,7 @@ static int max_in_segment(const struct km_segment *s, int64_t appended,
 
 	pos = km_segment_lookup(s, km_segment_time_lookup(s, INT64_MAX));
 	for (; pos + WALK_HDR_BYTES <= end; pos += w.size) {
-		if ((rc = read_hdr(s, pos, &w)) < 0)
+		if ((rc = read_hdr(log, s, pos, &w)) < 0)
 			return rc;
 		if (w.base >= appended)
 			break;
@@ -301,7 +307,7 @@ int km_log_max_timestamp(struct km_log *log, int64_t *ts, int64_t *base_offset)
 		 * cannot hold a larger timestamp than found. */
 		if (i + 1 < log->n_segs && s->max_timestamp <= *ts)
 			continue;
-		rc = max_in_segment(s, appended, ts, base_offset);
+		rc = max_in_segment(log, s, appended, ts, base_offset);
 	}
 	read_unlock(log);
 	return rc;

@@ -348,6 +348,34 @@ static int cut_at(struct km_log *log, uint32_t i, uint64_t pos, int code,
 	return fsync(s->log_fd) < 0 ? -errno : 1;
 }
 
+/* Direct writes fill the block the data ends in with zeros (log_dio.c):
+ * after a crash the last segment may hold up to a block of them past its
+ * last batch. They were never data: cut them without reporting a torn
+ * tail. @return 0 if that is all there was, else code (the caller cuts
+ * as for any bad batch), or -errno. */
+static int cut_padding(struct km_log *log, struct km_segment *s, uint64_t pos,
+		       int64_t next, int code)
+{
+	uint8_t buf[KM_DIO_BLOCK];
+	uint64_t len = s->size_bytes - pos;
+	ssize_t n;
+	int rc;
+
+	if (len >= KM_DIO_BLOCK)
+		return code;
+	n = pread(s->log_fd, buf, (size_t)len, (off_t)pos);
+	if (n != (ssize_t)len)
+		return code;
+	for (uint64_t k = 0; k < len; k++)
+		if (buf[k] != 0)
+			return code;
+	KM_INFO("log", "%s: cutting %llu bytes of zeros after the last batch "
+		"(a direct write's padding)", log->dir, (unsigned long long)len);
+	if ((rc = km_segment_truncate(s, pos, next)) < 0)
+		return rc;
+	return fsync(s->log_fd) < 0 ? -errno : 0;
+}
+
 /* @return 0 (segment fully valid), 1 (log cut here), or a negative error. */
 static int rescan_segment(struct km_log *log, uint32_t i, struct rescan *r)
 {
@@ -371,6 +399,8 @@ static int rescan_segment(struct km_log *log, uint32_t i, struct rescan *r)
 		}
 	}
 	km_log_scan_fini(&sc);
+	if (rc < 0 && batch_error(rc) && i + 1 == log->n_segs)
+		rc = cut_padding(log, s, pos, r->next, rc);
 	if (rc < 0 && batch_error(rc))
 		return cut_at(log, i, pos, rc, r);
 	s->next_offset = r->next > s->base_offset ? r->next : s->base_offset;

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "common/km_assert.h"
+#include "iouring_log/log_dio.h"
 
 /* CQEs reaped per pass before callbacks run (STYLE 13: bounded work). */
 #define REAP_BATCH 64
@@ -18,6 +19,7 @@ void km_uring_exit(struct km_uring *u)
 {
 	KM_ASSERT(u->in_flight == 0);
 	KM_ASSERT(u->queued == 0);
+	km_dio_pool_free(u);
 	io_uring_queue_exit(&u->ring);
 }
 
@@ -42,6 +44,22 @@ int km_uring_writev(struct km_uring *u, int fd, const struct iovec *iov,
 	io_uring_prep_writev(sqe, fd, iov, n_iov, off);
 	if (link)
 		sqe->flags |= IOSQE_IO_LINK;
+	io_uring_sqe_set_data(sqe, req);
+	u->queued++;
+	return 0;
+}
+
+int km_uring_write(struct km_uring *u, int fd, const void *buf, uint32_t len,
+		   uint64_t off, int buf_index, struct km_io_req *req)
+{
+	struct io_uring_sqe *sqe = get_sqe(u);
+
+	if (sqe == NULL)
+		return -EBUSY;
+	if (buf_index >= 0)
+		io_uring_prep_write_fixed(sqe, fd, buf, len, off, buf_index);
+	else
+		io_uring_prep_write(sqe, fd, buf, len, off);
 	io_uring_sqe_set_data(sqe, req);
 	u->queued++;
 	return 0;

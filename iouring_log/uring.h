@@ -23,6 +23,7 @@ extern "C" {
 #endif
 
 struct km_io_req;
+struct km_dio_pool; /* log_dio.c: the worker's aligned write buffers */
 
 /* res is the CQE result: bytes for writes, 0 for fsync, or -errno; flags
  * the CQE flags (IORING_CQE_F_MORE, IORING_CQE_F_BUFFER and its buffer id). */
@@ -37,6 +38,9 @@ struct km_uring {
 	struct io_uring ring;
 	uint32_t in_flight; /* submitted and not yet finally completed */
 	uint32_t queued;    /* prepared and not yet submitted */
+	/* The direct-I/O write buffers of the logs on this ring, made at the
+	 * first direct write and registered with the ring (log_dio.c). */
+	struct km_dio_pool *dio;
 };
 
 /**
@@ -59,6 +63,15 @@ void km_uring_exit(struct km_uring *u);
 int km_uring_writev(struct km_uring *u, int fd, const struct iovec *iov,
 		    unsigned n_iov, uint64_t off, bool link,
 		    struct km_io_req *req);
+
+/**
+ * Queue a positioned write of len bytes from buf: with buf_index >= 0, a
+ * buffer registered with the ring (IORING_OP_WRITE_FIXED, no page pinning
+ * per write), else a plain IORING_OP_WRITE. buf must stay valid until the
+ * request completes. @return 0, or -EBUSY when the SQ is full.
+ */
+int km_uring_write(struct km_uring *u, int fd, const void *buf, uint32_t len,
+		   uint64_t off, int buf_index, struct km_io_req *req);
 
 /**
  * Queue an fdatasync. It covers the writes to fd that completed before it

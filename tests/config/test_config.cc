@@ -181,6 +181,17 @@ TEST(Config, GoodValues)
 		{ "flush=interval", [](const km_config &c) { EXPECT_FALSE(c.flush_always); } },
 		{ "flush=ALWAYS", [](const km_config &c) { EXPECT_TRUE(c.flush_always); } },
 		{ "flush.bytes=1", [](const km_config &c) { EXPECT_EQ(1u, c.flush_bytes); } },
+		{ "log.direct.io=false", [](const km_config &c) {
+			EXPECT_EQ(0, c.log_direct_io);
+			km_log_config lc;
+			km_config_log_config(&c, "t", 0, &lc);
+			EXPECT_FALSE(lc.direct_io);
+		} },
+		{ "log.tail.cache.bytes=8M", [](const km_config &c) {
+			km_log_config lc;
+			km_config_log_config(&c, "t", 0, &lc);
+			EXPECT_EQ(8u << 20, lc.tail_cache_bytes);
+		} },
 		{ "flush.bytes=4G", [](const km_config &c) { EXPECT_EQ(4ull << 30, c.flush_bytes); } },
 		{ "fetch.max.wait.ms=250ms", [](const km_config &c) { EXPECT_EQ(250u, c.fetch_wait_ms_max); } },
 		{ "fetch.max.bytes=1M", [](const km_config &c) { EXPECT_EQ(1u << 20, c.fetch_bytes_max); } },
@@ -893,7 +904,9 @@ TEST(Config, FormatText)
 			      "acls.sync.interval.ms=600000\n"
 			      "allow.everyone.if.no.acl.found=false\n"
 			      "max.incremental.fetch.session.cache.slots=1000\n"
-			      "dpdk.mtu=0\n"),
+			      "dpdk.mtu=0\n"
+			      "log.direct.io=true\n"
+			      "log.tail.cache.bytes=16777216\n"),
 		  text);
 }
 

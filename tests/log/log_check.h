@@ -197,6 +197,31 @@ inline std::vector<FileBatch> WalkLog(const std::string &path,
 	return out;
 }
 
+// The bytes of a .log that is still open: with direct I/O (log.direct.io)
+// the file ends at the last write's block end, zeros past the data, which
+// a close or a seal cuts. Those zeros, if any, are checked (fewer than a
+// block, the file a whole number of blocks) and left out.
+inline std::vector<uint8_t> ReadOpenLog(const std::string &path)
+{
+	std::vector<uint8_t> f = ReadFile(path);
+	uint64_t tail = 0;
+	std::vector<FileBatch> v = WalkLog(path, &tail);
+	uint64_t end = f.size() - tail;
+	if (tail == 0)
+		return f;
+	EXPECT_TRUE(TestDirectIo()) << path << ": " << tail
+				    << " bytes past the last batch";
+	EXPECT_LT(tail, 4096u) << path;
+	EXPECT_EQ(0u, f.size() % 4096) << path;
+	for (uint64_t i = end; i < f.size(); i++)
+		if (f[i] != 0) {
+			ADD_FAILURE() << path << ": padding not zero at " << i;
+			break;
+		}
+	f.resize(end);
+	return f;
+}
+
 // ---- what the log says about producer state ----
 
 struct StateView {

@@ -99,6 +99,17 @@ inline std::vector<uint8_t> Barrier(int64_t off, const char *cluster = "src")
 	return out;
 }
 
+// The log's write mode for this run: direct I/O (the default) unless
+// KM_TEST_LOG_DIRECT_IO=0 (meson registers each log suite both ways).
+// Direct I/O is really exercised only where the data dir is on a disk:
+// TempDir is /tmp (a disk here); FastTempDir and the space tests' own
+// filesystems are tmpfs, where the log falls back to buffered writes.
+inline bool TestDirectIo()
+{
+	const char *v = getenv("KM_TEST_LOG_DIRECT_IO");
+	return v == nullptr || std::string(v) != "0";
+}
+
 struct Log {
 	km_uring ring;
 	km_log *log = nullptr;
@@ -133,6 +144,7 @@ struct Log {
 		cfg.index_bytes_max = 64 * 1024;
 		cfg.flush_always = always;
 		cfg.prealloc_bytes = 1 << 20;
+		cfg.direct_io = TestDirectIo();
 	}
 	std::string data_dir_;
 	void Open()

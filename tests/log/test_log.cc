@@ -105,14 +105,20 @@ TEST(Log, TornTailRecovered)
 	ASSERT_GE(pid, 0);
 	if (pid == 0) {
 		Log l(td.path);
+		off_t end = 0;
 		for (int i = 0; i < 10; i++) {
 			Batch b(Data(i, 9, 0, i, 1));
 			if (l.Append(b) != 1)
 				_exit(1);
+			end += (off_t)b.bytes.size();
 		}
 		std::string path = l.dir + "/00000000000000000000.log";
 		Batch extra(Data(10, 9, 0, 10, 1));
 		int fd = open(path.c_str(), O_WRONLY | O_APPEND);
+		// The torn write follows the data (a direct write's zeros
+		// past it would otherwise come first).
+		if (ftruncate(fd, end) != 0)
+			_exit(3);
 		_exit(write(fd, extra.bytes.data(), 30) == 30 ? 0 : 2);
 	}
 	int status;

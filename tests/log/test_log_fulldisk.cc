@@ -330,8 +330,14 @@ TEST_F(FullDisk, SealedSegmentsGiveBackTheirReservation)
 TEST(WriteError, FailedWriteIsStickyAndNothingDurableIsLost)
 {
 	TempDir td;
-	const int value = 500;
+	// Batches of 2 KiB: 10 of them end on a block boundary, so a direct
+	// write (whole blocks) of the 10th still fits below the limit and the
+	// 11th starts at it, as a buffered one does.
+	int value = 1900;
+	while (Data(0, 3, 0, 0, 1, false, value).size() < 2048)
+		value++;
 	uint32_t batch_bytes = (uint32_t)Data(0, 3, 0, 0, 1, false, value).size();
+	ASSERT_EQ(2048u, batch_bytes);
 	int status;
 	int fds[2];
 	ASSERT_EQ(0, pipe(fds));

@@ -336,11 +336,10 @@ TEST(Append, ChainedBatchesWriteTheRightBytes)
 							 KM_ORIGIN_MIRROR, &res));
 	ASSERT_EQ(0, km_log_sync(l.log));
 	EXPECT_EQ(off, km_log_durable_offset(l.log));
-	uint64_t tail;
-	std::vector<FileBatch> fb = WalkLog(l.dir + "/" + SegName(0, ".log"), &tail);
-	EXPECT_EQ(0u, tail) << "every byte of the .log parses";
+	std::vector<FileBatch> fb = WalkLog(l.dir + "/" + SegName(0, ".log"));
 	EXPECT_EQ(keep.size(), fb.size());
-	EXPECT_EQ(all, ReadFile(l.dir + "/" + SegName(0, ".log")));
+	// Every byte of the .log parses (but a direct write's zero padding).
+	EXPECT_EQ(all, ReadOpenLog(l.dir + "/" + SegName(0, ".log")));
 	EXPECT_EQ(all, ReadAll(l.log, 0, off));
 }
 
@@ -349,7 +348,13 @@ TEST(Append, ChainedBatchesWriteTheRightBytes)
 TEST(Append, BurstLargerThanTheWriteQueueIsShort)
 {
 	TempDir td;
-	Log l(td.path, [](km_log_config &c) { c.flush_always = false; }, 256);
+	// The writev queue is the buffered path's: a direct write copies the
+	// batches into the worker's buffers, a burst is short there only once
+	// they are all in flight (80 MiB).
+	Log l(td.path, [](km_log_config &c) {
+		c.flush_always = false;
+		c.direct_io = false;
+	}, 256);
 	const int n = 64 * 32 + 500;
 	std::vector<std::unique_ptr<Batch>> keep;
 	std::vector<km_batch> views;
@@ -509,7 +514,8 @@ TEST(Append, ASyncIsSubmittedOnlyAfterTheWritesItCovers)
 		int writes = 0, unordered_syncs = 0;
 		for (size_t k = 0; k < sub.size(); k++) {
 			writes += sub[k].opcode == IORING_OP_WRITEV ||
-				  sub[k].opcode == IORING_OP_WRITE;
+				  sub[k].opcode == IORING_OP_WRITE ||
+				  sub[k].opcode == IORING_OP_WRITE_FIXED;
 			bool ordered = (sub[k].flags & IOSQE_IO_DRAIN) ||
 				       (k > 0 && (sub[k - 1].flags & IOSQE_IO_LINK));
 			unordered_syncs += sub[k].opcode == IORING_OP_FSYNC && !ordered;

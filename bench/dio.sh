@@ -1,0 +1,112 @@
+#!/usr/bin/env bash
+# bench dio (issue 18 item 1): kmirrord's .log written with direct I/O
+# against the page cache, onto the disk, side by side in one run:
+#   (a) raw TCP -> buffered file copy + fdatasync (bench-raw-copy);
+#   (d) raw TCP -> O_DIRECT file copy (bench-raw-copy --direct): the
+#       issue's reference;
+#   (k) kmirrord, log.direct.io=true (the default);
+#   (kb) kmirrord, log.direct.io=false (buffered, as before).
+# The source is a kmirrord with a local topic preloaded with 64 KiB records
+# (in the page cache for every contender alike; written buffered, so that
+# its open .log ends at its data, which the mirror's must equal once it is
+# stopped); each kmirrord mirrors it
+# with one worker, timed from its first mirrored record until its durable
+# offset (the HW) is the source's end. CPU is the whole process's
+# (/proc/PID/stat utime + stime, its io_uring workers included), per GB of
+# log moved. Targets: (k) >= 0.9 x (d), at <= 0.35 CPU s/GB.
+# usage: bench/dio.sh BUILD_DIR [MIB] [ROUNDS]   (MIB of log, default 1000, under a segment;
+#        data lives under ${TMPDIR:-/var/tmp}, on the disk, and is deleted)
+set -euo pipefail
+
+BUILD=$(readlink -f "$1")
+MIB=${2:-1000}
+ROUNDS=${3:-1}
+T=$(mktemp -d "${TMPDIR:-/var/tmp}/kmirror-bench-dio.XXXXXX")
+PIDS=()
+cleanup() {
+	for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null || true; done
+	wait 2>/dev/null || true
+	rm -rf "$T"
+}
+trap cleanup EXIT
+[ "$(stat -f -c %T "$T")" != tmpfs ] || { echo "bench dio: $T is tmpfs; set TMPDIR to a disk dir" >&2; exit 1; }
+
+wait_file() {
+	for _ in $(seq 300); do [ -s "$1" ] && return 0; sleep 0.1; done
+	echo "bench dio: timed out waiting for $1" >&2
+	exit 1
+}
+status_json() { "$BUILD/tools/kmirrorctl" --socket "$1" status --json; }
+field() { sed -n "s/.*\"$1\":\([0-9-]*\).*/\1/p"; }
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+HZ=$(getconf CLK_TCK)
+
+"$BUILD/control/kmirrord" --set data.dir="$T/a" --set local.topics=big:1 \
+	--set listeners=127.0.0.1:0 --set control.socket="$T/a.sock" \
+	--set flush.ms=1000 --set log.direct.io=false >"$T/a.log" 2>&1 &
+PIDS+=($!)
+wait_file "$T/a/kmirrord.port"
+A="127.0.0.1:$(cat "$T/a/kmirrord.port")"
+END=$((MIB * 16))
+echo "preloading big:0 in $A: $END records of 64 KiB"
+"$BUILD/tools/kmirror-produce" --bootstrap "$A" --topic big --partition 0 \
+	--count "$END" --size 65536 --keys seq --mode plain --compression none \
+	--batch-size 1048576 --linger-ms 20 >/dev/null
+until [ "$(status_json "$T/a.sock" | tr '{' '\n' | grep '"partition":"big:0"' | field hw)" = "$END" ]; do sleep 0.05; done
+SEG=$(ls "$T/a/big-0/"*.log)
+BYTES=$(stat -c %s $SEG | awk '{s += $1} END {print s}')
+cat $SEG >/dev/null
+echo "source: $END records, $BYTES bytes of log; destination $T (on $(stat -f -c %T "$T"))"
+
+mirror() { # DIRECT -> MIR line
+	local dest="$T/b" B t0 t1 ticks
+	rm -rf "$dest" && mkdir -p "$dest"
+	"$BUILD/control/kmirrord" --set data.dir="$dest" --set topics=big \
+		--set source.bootstrap.servers="$A" --set listeners=127.0.0.1:0 \
+		--set control.socket="$T/b.sock" --set workers=1 \
+		--set flush.ms=20 --set log.direct.io="$1" >"$T/b.log" 2>&1 &
+	B=$!
+	PIDS+=("$B")
+	until [ -S "$T/b.sock" ] && [ -n "$(status_json "$T/b.sock" 2>/dev/null | field leo 2>/dev/null)" ] &&
+	      [ "$(status_json "$T/b.sock" 2>/dev/null | field leo 2>/dev/null)" != 0 ]; do
+		kill -0 "$B" || { cat "$T/b.log" >&2; exit 1; }
+		sleep 0.005
+	done
+	t0=$(date +%s.%N)
+	until [ "$(status_json "$T/b.sock" 2>/dev/null | field hw 2>/dev/null)" = "$END" ]; do
+		kill -0 "$B" || { cat "$T/b.log" >&2; exit 1; }
+		sleep 0.005
+	done
+	t1=$(date +%s.%N)
+	ticks=$(cpu_ticks "$B")
+	local writes=$(status_json "$T/b.sock" | sed -n 's/.*"log_writes":"\([^"]*\)".*/\1/p')
+	kill -TERM "$B"; wait "$B" || true
+	cmp "$SEG" "$dest/big-0/$(basename "$SEG")" >&2 || { echo "bench dio: the mirrored .log differs from the source's" >&2; exit 1; }
+	rm -rf "$dest"
+	writes=${writes// /_}
+	python3 -c "b=$BYTES; s=$t1-$t0; c=$ticks/$HZ; print(f'kmirrord_$1 bytes={b} seconds={s:.3f} gbps={b/s/1e9:.3f} cpu_s_per_gb={c/(b/1e9):.3f} writes=$writes')"
+}
+
+for r in $(seq "$ROUNDS"); do
+	RAW=$("$BUILD/bench/bench-raw-copy" "$SEG" "$T/raw.out"); rm -f "$T/raw.out"
+	echo "[round $r] (a)  $RAW"
+	DIR=$("$BUILD/bench/bench-raw-copy" --direct "$SEG" "$T/raw.out"); rm -f "$T/raw.out"
+	echo "[round $r] (d)  $DIR"
+	KD=$(mirror true)
+	echo "[round $r] (k)  $KD"
+	KB=$(mirror false)
+	echo "[round $r] (kb) $KB"
+	python3 - "$r" "$RAW" "$DIR" "$KD" "$KB" <<'PYEOF'
+import sys
+def f(s, k): return dict(kv.split("=", 1) for kv in s.split()[1:])[k]
+r, raw, dio, kd, kb = sys.argv[1:]
+g = {n: float(f(s, "gbps")) for n, s in (("a", raw), ("d", dio), ("k", kd), ("kb", kb))}
+c = {n: float(f(s, "cpu_s_per_gb")) for n, s in (("a", raw), ("d", dio), ("k", kd), ("kb", kb))}
+print(f"[round {r}] GB/s: kmirrord direct {g['k']:.3f}, kmirrord buffered {g['kb']:.3f}, raw O_DIRECT copy {g['d']:.3f}, raw buffered copy {g['a']:.3f}")
+print(f"[round {r}] CPU s/GB: kmirrord direct {c['k']:.2f}, kmirrord buffered {c['kb']:.2f}, raw O_DIRECT copy {c['d']:.2f}, raw buffered copy {c['a']:.2f} (raw: the receiving thread)")
+ratio = g['k'] / g['d']
+print(f"[round {r}] kmirrord direct / raw O_DIRECT copy: {ratio:.2f} (target >= 0.9: {'met' if ratio >= 0.9 else 'not met'})")
+print(f"[round {r}] kmirrord direct / kmirrord buffered: {g['k'] / g['kb']:.2f} x the rate, {c['k'] / c['kb']:.2f} x the CPU per GB")
+print(f"[round {r}] kmirrord direct CPU {c['k']:.2f} s/GB (target <= 0.35: {'met' if c['k'] <= 0.35 else 'not met'})")
+PYEOF
+done
