@@ -89,6 +89,7 @@ static struct km_log *alloc_log(const struct km_log_config *c)
 
 static void free_log(struct km_log *log)
 {
+	km_log_files_forget(log);
 	for (uint32_t i = 0; i < log->n_segs; i++)
 		km_segment_close(&log->segs[i]);
 	if (log->dir_fd >= 0)
@@ -213,6 +214,7 @@ int km_log_open(struct km_log **out, const struct km_log_config *cfg,
 	    (rc = km_log_recover(log, rec ? rec : &local)) < 0)
 		goto out_free;
 	log->cfg.data_dir = log->cfg.topic = NULL; /* borrowed: not kept */
+	km_log_files_track(log);
 	*out = log;
 	return 0;
 out_free:
@@ -238,7 +240,10 @@ static int write_marker(struct km_log *log)
 
 int km_log_close(struct km_log *log)
 {
-	int rc = km_log_flush(log);
+	int rc = km_log_files_need(log);
+
+	if (rc == 0)
+		rc = km_log_flush(log);
 	/* Always: queued and in-flight requests point into *log. */
 	int sync_rc = km_log_sync(log);
 
@@ -259,7 +264,9 @@ int km_log_close(struct km_log *log)
 
 void km_log_abandon(struct km_log *log)
 {
-	/* Queued and in-flight requests point into *log. */
+	/* Queued and in-flight requests point into *log; the files closed
+	 * by a budget are opened for the close's trims. */
+	(void)km_log_files_need(log);
 	(void)km_log_sync(log);
 	free_log(log);
 }
@@ -268,8 +275,10 @@ int km_log_checkpoint(struct km_log *log)
 {
 	/* km_log_sync only waits: the fdatasync must be queued first, or the
 	 * durable offset (the HW) waits for the flush timer. */
-	int rc = km_log_flush(log);
+	int rc = km_log_files_need(log);
 
+	if (rc == 0)
+		rc = km_log_flush(log);
 	if (rc == 0)
 		rc = km_log_sync(log);
 
