@@ -276,18 +276,22 @@ static void load_file(const struct km_daemon *d, struct km_part *first)
 
 int km_daemon_configs_init(struct km_daemon *d)
 {
+	/* One store per topic (partitions of a topic are adjacent): comparing
+	 * with the previous partition's store alone gave every other
+	 * partition one of its own, 20 KiB each. */
+	const char *had = NULL;
+
 	for (uint32_t i = 0; i < d->table.n; i++) {
 		struct km_part *p = &d->table.parts[i];
 		int rc;
 
 		if ((!d->mirrored[i] && !km_daemon_created(d, p)) ||
-		    (i > 0 && d->table.parts[i - 1].tconfig &&
-					strcmp(d->table.parts[i - 1].topic,
-					       p->topic) == 0))
+		    (had != NULL && strcmp(had, p->topic) == 0))
 			continue;
 		if ((rc = km_tconfig_new(&p->tconfig)) < 0)
 			return rc;
 		load_file(d, p);
+		had = p->topic;
 	}
 	return 0;
 }

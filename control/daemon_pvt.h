@@ -181,6 +181,7 @@ struct km_daemon {
 		uint64_t nofile_need;	/* what the partitions and sockets need */
 		uint64_t maps_max;	/* vm.max_map_count (0: unknown) */
 		uint64_t maps_need;	/* the mappings the logs need */
+		uint64_t files_budget;	/* descriptors the logs may hold */
 	} scale;
 };
 

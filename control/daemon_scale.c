@@ -1,12 +1,16 @@
 /* Open files and memory for thousands of partitions (issue 17).
  *
- * Every partition keeps its directory and each segment's .log, .index and
+ * A partition holds its directory and each segment's .log, .index and
  * .timeindex open (a .txnindex too once it holds an abort), and maps both
  * indexes of each segment. A default soft RLIMIT_NOFILE (1024) runs out
  * near 250 partitions, so at start the soft limit is raised to the hard
- * one, and what the partitions found on disk need is compared with it:
- * short, it is said once at start (an ERROR) and in status, rather than
- * as partitions failing one by one with EMFILE while they open or roll.
+ * one, and the hard one too, as far as what the partitions found on disk
+ * need (up to fs.nr_open), where the process may (CAP_SYS_RESOURCE). What
+ * is left after the sockets is the logs' budget (km_log_files_set_max):
+ * past it the least recently used idle partitions close their files and
+ * open them again on use, so 10,000 partitions (40,000 files) run under a
+ * hard limit of 20,000. It is said once at start when the limit is short
+ * of what all would hold, and status shows the budget and its use.
  * vm.max_map_count bounds the mappings the same way (Kafka's own
  * operations guide asks for it to be raised for many partitions).
  *
@@ -23,6 +27,7 @@
 
 #include "common/log.h"
 #include "control/daemon_pvt.h"
+#include "iouring_log/log.h"
 
 /* Sockets and the rest, besides the partitions' files: each worker's
  * io_uring, eventfds, listeners and its clients (the front end takes up
@@ -36,6 +41,8 @@
 #define FDS_SEGMENT 3
 /* Mappings besides the logs': libraries, heaps, stacks, buffers. */
 #define MAPS_OTHER 1024
+/* The logs' budget never goes below this: a few dozen partitions open. */
+#define FDS_LOGS_MIN 128
 
 /* Segments (.log files) in one partition's directory; 0 if none yet. */
 static uint64_t count_segments(const char *data_dir, const struct km_part *p)
@@ -90,6 +97,27 @@ static void count_needs(struct km_daemon *d)
 	d->scale.maps_need = maps;
 }
 
+/* Past the hard limit, up to what is needed: only with CAP_SYS_RESOURCE,
+ * and never past fs.nr_open (setrlimit's EPERM). */
+static void raise_hard(struct km_daemon *d, struct rlimit *rl)
+{
+	uint64_t want = d->scale.nofile_need;
+	uint64_t nr_open = read_u64_file("/proc/sys/fs/nr_open");
+	struct rlimit up;
+
+	if (nr_open != 0 && want > nr_open)
+		want = nr_open;
+	if (want <= (uint64_t)rl->rlim_max)
+		return;
+	up.rlim_cur = up.rlim_max = (rlim_t)want;
+	if (setrlimit(RLIMIT_NOFILE, &up) == 0) {
+		KM_INFO("daemon", "open files: hard limit raised from %llu to "
+			"%llu", (unsigned long long)rl->rlim_max,
+			(unsigned long long)want);
+		*rl = up;
+	}
+}
+
 static void raise_nofile(struct km_daemon *d)
 {
 	struct rlimit rl;
@@ -97,32 +125,48 @@ static void raise_nofile(struct km_daemon *d)
 	if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
 		return;
 	d->scale.nofile_was = d->scale.nofile = (uint64_t)rl.rlim_cur;
+	raise_hard(d, &rl);
 	if (rl.rlim_cur < rl.rlim_max) {
 		rl.rlim_cur = rl.rlim_max;
 		if (setrlimit(RLIMIT_NOFILE, &rl) == 0)
 			d->scale.nofile = (uint64_t)rl.rlim_cur;
+	} else {
+		d->scale.nofile = (uint64_t)rl.rlim_cur;
 	}
+}
+
+/* What the sockets leave to the logs. */
+static void set_budget(struct km_daemon *d)
+{
+	struct km_daemon_scale *s = &d->scale;
+	uint64_t other = FDS_OTHER + (uint64_t)d->n_workers * FDS_PER_WORKER;
+
+	s->files_budget = s->nofile > other + FDS_LOGS_MIN ? s->nofile - other
+							   : FDS_LOGS_MIN;
+	km_log_files_set_max(s->files_budget);
 }
 
 int km_daemon_scale_init(struct km_daemon *d)
 {
 	struct km_daemon_scale *s = &d->scale;
 
-	raise_nofile(d);
 	count_needs(d);
+	raise_nofile(d);
+	set_budget(d);
 	s->maps_max = read_u64_file("/proc/sys/vm/max_map_count");
 	KM_INFO("daemon", "open files: limit %" PRIu64 " (was %" PRIu64
-		"); %u partitions and %u workers need about %" PRIu64,
-		s->nofile, s->nofile_was, d->table.n, d->n_workers,
-		s->nofile_need);
+		"); %u partitions and %u workers need about %" PRIu64
+		"; the logs' budget is %" PRIu64, s->nofile, s->nofile_was,
+		d->table.n, d->n_workers, s->nofile_need, s->files_budget);
 	if (s->nofile < s->nofile_need)
-		KM_ERROR("daemon", "open files: the limit %" PRIu64 " is short "
-			 "of the %" PRIu64 " that %u partitions need (4 each, 3 "
-			 "more per sealed segment, and sockets): partitions will "
-			 "fail with 'Too many open files' as they open or roll; "
-			 "raise the hard limit (LimitNOFILE=, ulimit -Hn, "
-			 "/etc/security/limits.conf)", s->nofile,
-			 s->nofile_need, d->table.n);
+		KM_WARN("daemon", "open files: the limit %" PRIu64 " is short "
+			"of the %" PRIu64 " that %u partitions would hold open "
+			"(4 each, 3 more per sealed segment, and sockets): past "
+			"%" PRIu64 " for the logs, the least recently used idle "
+			"partitions close their files and open them again on "
+			"use; raise the hard limit (LimitNOFILE=, ulimit -Hn) "
+			"to keep them all open", s->nofile, s->nofile_need,
+			d->table.n, s->files_budget);
 	if (s->maps_max != 0 && s->maps_max < s->maps_need)
 		KM_ERROR("daemon", "memory maps: vm.max_map_count %" PRIu64
 			 " is short of the %" PRIu64 " that %u partitions need "
@@ -183,8 +227,11 @@ void km_daemon_scale_status(struct km_daemon *d, json_t *resp)
 	uint64_t rss = resident_bytes();
 	uint32_t n = d->table.n ? d->table.n : 1;
 
-	json_object_set_new(resp, "resources", json_pack(
-		"{s:I, s:I, s:I, s:I, s:I, s:b, s:I, s:I, s:s}",
+	struct km_log_files_stats lf;
+	json_t *res;
+
+	km_log_files_get_stats(&lf);
+	res = json_pack("{s:I, s:I, s:I, s:I, s:I, s:b, s:I, s:I, s:s}",
 		"resident_bytes", (json_int_t)rss,
 		"resident_bytes_per_partition", (json_int_t)(rss / n),
 		"open_files", (json_int_t)open_files(),
@@ -193,13 +240,22 @@ void km_daemon_scale_status(struct km_daemon *d, json_t *resp)
 		"open_files_short", s->nofile < s->nofile_need,
 		"max_map_count", (json_int_t)s->maps_max,
 		"maps_needed", (json_int_t)s->maps_need,
-		"log_writes", log_writes()));
+		"log_writes", log_writes());
+	json_object_update_missing_new(res, json_pack(
+		"{s:I, s:I, s:I, s:I, s:I}",
+		"log_files_budget", (json_int_t)lf.max,
+		"log_files_held", (json_int_t)lf.held,
+		"logs_with_files_closed", (json_int_t)lf.closed_logs,
+		"log_files_closes", (json_int_t)lf.releases,
+		"log_files_reopens", (json_int_t)lf.reopens));
+	json_object_set_new(resp, "resources", res);
 }
 
 char *km_daemon_scale_metrics(struct km_daemon *d)
 {
 	uint64_t rss = resident_bytes();
 	uint32_t n = d->table.n ? d->table.n : 1;
+	struct km_log_files_stats lf;
 	char *buf = NULL;
 	size_t len = 0;
 	FILE *f = open_memstream(&buf, &len);
@@ -225,6 +281,20 @@ char *km_daemon_scale_metrics(struct km_daemon *d)
 		   "kmirror_open_files_needed %" PRIu64 "\n",
 		rss, rss / n, open_files(), d->scale.nofile,
 		d->scale.nofile_need);
+	km_log_files_get_stats(&lf);
+	fprintf(f, "# HELP kmirror_log_files_budget Descriptors the partition "
+		   "logs may hold; past it cold ones close their files.\n"
+		   "# TYPE kmirror_log_files_budget gauge\n"
+		   "kmirror_log_files_budget %" PRIu64 "\n"
+		   "# HELP kmirror_logs_with_files_closed Partition logs whose "
+		   "files are closed now.\n"
+		   "# TYPE kmirror_logs_with_files_closed gauge\n"
+		   "kmirror_logs_with_files_closed %" PRIu64 "\n"
+		   "# HELP kmirror_log_files_reopens_total Times a cold log's "
+		   "files were opened again for a use.\n"
+		   "# TYPE kmirror_log_files_reopens_total counter\n"
+		   "kmirror_log_files_reopens_total %" PRIu64 "\n",
+		lf.max, lf.closed_logs, lf.reopens);
 	fclose(f);
 	return buf;
 }

@@ -91,6 +91,7 @@ static struct km_log *alloc_log(const struct km_log_config *c)
 
 static void free_log(struct km_log *log)
 {
+	km_log_files_forget(log);
 	for (uint32_t i = 0; i < log->n_segs; i++)
 		km_segment_close(&log->segs[i]);
 	if (log->dir_fd >= 0)
@@ -148,23 +149,30 @@ static int sync_dir_path(const char *dir)
 
 static int open_dir(struct km_log *log)
 {
+	static _Thread_local char synced[PATH_MAX]; /* this thread's last */
 	const struct km_log_config *c = &log->cfg;
 	int n = snprintf(log->dir, sizeof(log->dir), "%s/%s-%d", c->data_dir,
 			 c->topic, c->partition);
+	bool made;
 	int rc;
 
 	if (n < 0 || (size_t)n >= sizeof(log->dir))
 		return -ENAMETOOLONG;
 	if (mkdir(c->data_dir, 0755) < 0 && errno != EEXIST)
 		return -errno;
-	if (mkdir(log->dir, 0755) < 0 && errno != EEXIST)
+	made = mkdir(log->dir, 0755) == 0;
+	if (!made && errno != EEXIST)
 		return -errno;
 	/* The partition directory's name survives a power cut only once its
 	 * parent is synced (POSIX; ext4 is kinder), and nothing synced inside
-	 * it counts before. At every open: one made just before a crash is
-	 * covered by the restart. */
-	if ((rc = sync_dir_path(c->data_dir)) < 0)
-		return rc;
+	 * it counts before. Once per thread and data.dir, and for each one
+	 * made: a name made just before a crash is covered by the restart's
+	 * first open, without 10,000 opens each syncing the same parent. */
+	if (made || strcmp(synced, c->data_dir) != 0) {
+		if ((rc = sync_dir_path(c->data_dir)) < 0)
+			return rc;
+		snprintf(synced, sizeof(synced), "%s", c->data_dir);
+	}
 	log->dir_fd = open(log->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	return log->dir_fd < 0 ? -errno : 0;
 }
@@ -223,6 +231,7 @@ int km_log_open(struct km_log **out, const struct km_log_config *cfg,
 	    (rc = km_log_dio_probe(log)) < 0)
 		goto out_free;
 	log->cfg.data_dir = log->cfg.topic = NULL; /* borrowed: not kept */
+	km_log_files_track(log);
 	*out = log;
 	return 0;
 out_free:
@@ -248,7 +257,10 @@ static int write_marker(struct km_log *log)
 
 int km_log_close(struct km_log *log)
 {
-	int rc = km_log_flush(log);
+	int rc = km_log_files_need(log);
+
+	if (rc == 0)
+		rc = km_log_flush(log);
 	/* Always: queued and in-flight requests point into *log. */
 	int sync_rc = km_log_sync(log);
 
@@ -273,7 +285,9 @@ int km_log_close(struct km_log *log)
 
 void km_log_abandon(struct km_log *log)
 {
-	/* Queued and in-flight requests point into *log. */
+	/* Queued and in-flight requests point into *log; the files closed
+	 * by a budget are opened for the close's trims. */
+	(void)km_log_files_need(log);
 	(void)km_log_sync(log);
 	free_log(log);
 }
@@ -282,8 +296,10 @@ int km_log_checkpoint(struct km_log *log)
 {
 	/* km_log_sync only waits: the fdatasync must be queued first, or the
 	 * durable offset (the HW) waits for the flush timer. */
-	int rc = km_log_flush(log);
+	int rc = km_log_files_need(log);
 
+	if (rc == 0)
+		rc = km_log_flush(log);
 	if (rc == 0)
 		rc = km_log_sync(log);
 

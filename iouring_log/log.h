@@ -511,6 +511,26 @@ int km_log_clean(struct km_log *log, int64_t now_ms,
 int km_log_set_compaction(struct km_log *log, bool compact,
 			  int64_t delete_retention_ms, double min_cleanable_ratio);
 
+/* ---- open files of cold partitions (log_files.c) ---- */
+
+struct km_log_files_stats {
+	uint64_t max;	      /* the budget; 0: none */
+	uint64_t held;	      /* descriptors the open logs hold (estimated) */
+	uint64_t closed_logs; /* logs whose files are closed now */
+	uint64_t releases;    /* times a cold log's files were closed */
+	uint64_t reopens;     /* times they were opened again for a use */
+};
+
+/**
+ * Descriptors all logs together may hold (0, the default: no bound). Past
+ * it, each owner thread closes the files of its least recently used idle
+ * logs (nothing queued, in flight or unflushed) and opens them again at
+ * their next use; reads on other threads open what they need per call.
+ * Any thread, at any time.
+ */
+void km_log_files_set_max(uint64_t fds);
+void km_log_files_get_stats(struct km_log_files_stats *out);
+
 #ifdef __cplusplus
 }
 #endif

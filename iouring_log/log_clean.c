@@ -151,6 +151,8 @@ int km_log_clean(struct km_log *log, int64_t now_ms,
 	    ((log->clean_dirty >= end || !dirty_enough(log, n_clean)) &&
 	     now_ms < log->clean_horizon))
 		return 0;
+	if ((rc = km_log_files_need(log)) < 0)
+		return rc;
 	memset(&c, 0, sizeof(c));
 	c.log = log;
 	c.now_ms = now_ms;

@@ -193,6 +193,8 @@ int km_log_set_topic_id(struct km_log *log, const uint8_t id[16])
 	KM_ASSERT(id_given(id));
 	if (log->metadata_read && memcmp(log->topic_id, id, 16) == 0)
 		return 0;
+	if ((rc = km_log_files_need(log)) < 0)
+		return rc;
 	km_uuid_encode(id, tid);
 	/* The id a log's files carry is never changed unsaid: the caller
 	 * replaces it only for the source's (learned, or a new source). */

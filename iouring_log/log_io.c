@@ -513,6 +513,8 @@ int km_log_append_burst(struct km_log *log, struct km_batch *batches,
 	res->dup_first_offset = res->dup_last_offset = -1;
 	if (log->error)
 		return log->error;
+	if ((rc = km_log_files_need(log)) < 0)
+		return rc;
 	for (i = 0; i < n && rc == 0; i++)
 		rc = append_one(log, &batches[i], origin, res);
 	if (rc < 0)
@@ -530,8 +532,10 @@ int km_log_append_burst(struct km_log *log, struct km_batch *batches,
 
 int km_log_flush(struct km_log *log)
 {
-	int rc;
+	int rc = km_log_files_need(log);
 
+	if (rc < 0)
+		return rc;
 	queue_filling(log);
 	if (log->error)
 		return log->error;
@@ -543,6 +547,7 @@ int km_log_flush(struct km_log *log)
 
 void km_log_tick(struct km_log *log, uint64_t now_ms)
 {
+	km_log_files_trim();
 	if (log->unflushed_bytes > 0 &&
 	    now_ms - log->last_flush_ms >= log->cfg.flush_interval_ms)
 		(void)km_log_flush(log);

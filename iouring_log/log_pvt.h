@@ -58,9 +58,13 @@ struct log_epoch {
 	int64_t start_offset;
 };
 
+/* Field order is memory (issue 17): the log lives in a lazily backed
+ * mapping (log.c), where a quiet partition pays for each page it touches.
+ * The scalars come first, then the arrays, each of which a quiet partition
+ * touches at its head only: four pages rather than the six of a layout
+ * interleaving them. */
 struct km_log {
 	struct km_log_config cfg;
-	char dir[PATH_MAX];
 	int dir_fd;
 	struct km_uring *ring;
 
@@ -79,8 +83,7 @@ struct km_log {
 	_Atomic int64_t durable;
 	int error; /* sticky: first failed write/sync/reserve */
 
-	struct log_write writes[KM_LOG_WRITES_MAX]; /* FIFO ring */
-	uint32_t w_head, w_count;
+	uint32_t w_head, w_count; /* the ring of writes[] */
 	struct log_write *filling; /* newest, still taking batches */
 
 	struct log_flush flushes[KM_LOG_FLUSHES_MAX]; /* FIFO ring */
@@ -95,11 +98,7 @@ struct km_log {
 	uint8_t *snap_buf;
 	size_t snap_cap;
 
-	struct log_epoch epochs[KM_LOG_EPOCHS_MAX];
 	uint32_t n_epochs;
-	/* What leader-epoch-checkpoint holds, and whether writing it waits
-	 * for the end of a recovery (log_epoch.c). */
-	struct log_epoch file_epochs[KM_LOG_EPOCHS_MAX];
 	uint32_t n_file_epochs;
 	bool epochs_deferred;
 	/* What partition.metadata names (metadata_read: it names one). */
@@ -135,6 +134,19 @@ struct km_log {
 	uint32_t dio_tail_next;
 	uint64_t dio_tail_end;
 	uint8_t dio_tail[KM_DIO_BLOCK];
+	/* Open files (log_files.c): the owner thread's LRU of logs holding
+	 * their files, how many they hold, and whether they are closed. */
+	struct km_log *lru_prev, *lru_next;
+	bool lru_in;
+	bool files_closed;
+	uint32_t files_held;
+
+	/* Leader epochs, then what leader-epoch-checkpoint holds, and whether
+	 * writing it waits for the end of a recovery (log_epoch.c). */
+	struct log_epoch epochs[KM_LOG_EPOCHS_MAX];
+	struct log_epoch file_epochs[KM_LOG_EPOCHS_MAX];
+	char dir[PATH_MAX];
+	struct log_write writes[KM_LOG_WRITES_MAX]; /* FIFO ring */
 };
 
 static inline struct km_segment *log_active(struct km_log *log)
@@ -157,6 +169,20 @@ bool km_log_clean_marker_exists(struct km_log *log);
 /* log_retain.c: the DeleteRecords start kept across an open */
 #define KM_LOG_START_FILE "log-start-offset"
 void km_log_start_load(struct km_log *log);
+
+/* log_files.c: the owner, before it uses the log's files (reopened if a
+ * budget closed them) and after an open; before the log is freed; from
+ * its loop, to close cold logs' files once over the budget. */
+int km_log_files_need(struct km_log *log);
+void km_log_files_track(struct km_log *log);
+void km_log_files_forget(struct km_log *log);
+void km_log_files_trim(void);
+/* Readers, around one call under the segment lock: the segment's file of
+ * that suffix, open_fd if it is open, else one opened for this call. */
+void km_log_reader_begin(const struct km_log *log);
+void km_log_reader_end(void);
+int km_log_reader_fd(const struct km_segment *s, const char *suffix,
+		     int open_fd);
 
 /* log_io.c */
 int km_log_queue_flush(struct km_log *log, int fd, int64_t target);

@@ -65,13 +65,20 @@ static void decode_hdr(const uint8_t *h, struct walk_hdr *w)
 	w->max_ts = (int64_t)km_load_be64(h + KM_BATCH_OFF_MAX_TIMESTAMP);
 }
 
+/* The segment's .log: closed for a cold partition (log_files.c), it is
+ * opened for this call. */
+static int log_fd(const struct km_segment *s)
+{
+	return km_log_reader_fd(s, ".log", s->log_fd);
+}
+
 static int read_hdr(const struct km_log *log, const struct km_segment *s,
 		    uint64_t pos, struct walk_hdr *w)
 {
 	uint8_t h[WALK_HDR_BYTES];
 	ssize_t n = km_log_dio_read(log, s, h, sizeof(h), pos)
 			    ? (ssize_t)sizeof(h)
-			    : pread(s->log_fd, h, sizeof(h), (off_t)pos);
+			    : pread(log_fd(s), h, sizeof(h), (off_t)pos);
 
 	if (n < 0)
 		return -errno;
@@ -85,10 +92,12 @@ static void read_lock(struct km_log *log)
 {
 	/* Fails only on misuse (EDEADLK) or 2^30 readers (EAGAIN). */
 	KM_ASSERT(pthread_rwlock_rdlock(&log->seg_lock) == 0);
+	km_log_reader_begin(log);
 }
 
 static void read_unlock(struct km_log *log)
 {
+	km_log_reader_end();
 	KM_ASSERT(pthread_rwlock_unlock(&log->seg_lock) == 0);
 }
 
@@ -163,7 +172,7 @@ static int copy_batches(const struct km_log *log, const struct km_segment *s, ui
 	/* The tail cache first: what was just written is not in the page
 	 * cache after a direct write. */
 	if (!km_log_dio_read(log, s, buf, want, pos) &&
-	    (rc = pread_all(s->log_fd, buf, want, pos)) < 0)
+	    (rc = pread_all(log_fd(s), buf, want, pos)) < 0)
 		return rc;
 	while (len + WALK_HDR_BYTES <= want) {
 		struct walk_hdr w;
@@ -326,8 +335,13 @@ static int txns_locked(struct km_log *log, int64_t from, int64_t upto,
 		 * which may be in a later segment (Kafka's
 		 * collectAbortedTxns goes on until an entry's
 		 * lastStableOffset reaches the bound). */
-		n = km_segment_txn_read(s, from, upto, out + (found < max ? found : max),
-					found < max ? max - found : 0);
+		/* Loaded before the fd: the owner sets the fd first. */
+		bool any = __atomic_load_n(&s->txn_bytes, __ATOMIC_ACQUIRE) != 0;
+		int fd = any ? km_log_reader_fd(s, ".txnindex", s->txn_fd) : -1;
+
+		n = km_segment_txn_read_fd(s, fd, from, upto,
+					   out + (found < max ? found : max),
+					   found < max ? max - found : 0);
 		if (n < 0)
 			return n;
 		found += (uint32_t)n;
@@ -364,7 +378,7 @@ static bool is_barrier_for(const struct km_segment *s, uint64_t pos,
 	struct km_batch b;
 	struct km_ctrl c;
 
-	if (size > sizeof(buf) || pread_all(s->log_fd, buf, size, pos) < 0 ||
+	if (size > sizeof(buf) || pread_all(log_fd(s), buf, size, pos) < 0 ||
 	    km_batch_parse(&b, &ch, cur, size) <= 0 || km_ctrl_parse(&b, &c) < 0)
 		return false;
 	return c.type == KM_CTRL_MIRROR_PID_RESET &&
@@ -383,7 +397,7 @@ static int barrier_in_segment(const struct km_segment *s, int64_t upto,
 
 	*found = -1;
 	for (uint64_t pos = 0; pos + WALK_HDR_BYTES <= end; pos += w.size) {
-		if ((rc = pread_all(s->log_fd, h, sizeof(h), pos)) < 0)
+		if ((rc = pread_all(log_fd(s), h, sizeof(h), pos)) < 0)
 			return rc;
 		decode_hdr(h, &w);
 		if (w.size <= KM_BATCH_LOG_OVERHEAD || w.base >= upto)

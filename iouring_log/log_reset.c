@@ -160,6 +160,8 @@ int km_log_reset_to(struct km_log *log, int64_t offset)
 {
 	int rc;
 
+	if ((rc = km_log_files_need(log)) < 0)
+		return rc;
 	if (offset < 0)
 		return -EINVAL;
 	/* Also leaves no write or sync queued against the old files. */

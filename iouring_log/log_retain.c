@@ -62,6 +62,8 @@ int km_log_retain(struct km_log *log, const struct km_log_retention *r,
 	out->start = km_log_start_offset(log);
 	if (n == 0)
 		return 0;
+	if ((rc = km_log_files_need(log)) < 0)
+		return rc;
 	memcpy(gone, log->segs, n * sizeof(gone[0]));
 	km_log_lock_segments(log);
 	memmove(log->segs, log->segs + n, (log->n_segs - n) * sizeof(gone[0]));
@@ -151,6 +153,8 @@ int km_log_delete_records(struct km_log *log, int64_t offset, int64_t *low)
 	struct km_log_retained out;
 	int rc = 0;
 
+	if ((rc = km_log_files_need(log)) < 0)
+		return rc;
 	if (offset < 0 || offset > km_log_durable_offset(log))
 		return -ERANGE;
 	if (offset > log_start(log)) {

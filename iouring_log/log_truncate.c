@@ -198,8 +198,12 @@ int64_t km_log_truncate_to(struct km_log *log, int64_t offset,
 			   uint64_t *removed_bytes, uint32_t *removed_batches)
 {
 	struct cut_plan p = { 0 };
-	int rc = km_log_sync(log);
-	bool cutting = rc == 0 && offset < log->leo;
+	int rc = km_log_files_need(log);
+	bool cutting;
+
+	if (rc == 0)
+		rc = km_log_sync(log);
+	cutting = rc == 0 && offset < log->leo;
 
 	if (cutting)
 		rc = plan_cut(log, offset, &p);
@@ -286,6 +290,8 @@ int km_log_clear_error(struct km_log *log)
 
 	if (log->error == 0 || !km_log_is_space_error(log->error))
 		return log->error;
+	if ((rc = km_log_files_need(log)) < 0)
+		return rc;
 	if ((rc = drain_failed(log)) < 0 ||
 	    (!log_active(log)->active && (rc = reactivate(log)) < 0)) {
 		/* Callers retry while the disk is full: not a WARN each time. */
@@ -334,7 +340,10 @@ int64_t km_log_clean_cut(struct km_log *log)
 	struct km_pstate *tmp = mem ? km_pstate_init(mem, &pc) : NULL;
 	struct cut cut;
 	int64_t snap;
-	int rc = km_log_sync(log);
+	int rc = km_log_files_need(log);
+
+	if (rc == 0)
+		rc = km_log_sync(log);
 
 	if (tmp == NULL) {
 		free(mem);

@@ -205,6 +205,35 @@ fail:
 	return err;
 }
 
+/* A cold partition gives its descriptors back (log_files.c); its maps,
+ * reservations and sizes stay, so reopening the same files is all it takes
+ * to go on. */
+void km_segment_files_close(struct km_segment *s)
+{
+	close_fd(&s->log_fd);
+	close_fd(&s->index_fd);
+	close_fd(&s->time_fd);
+	close_fd(&s->txn_fd);
+	s->dir_fd = -1;
+}
+
+int km_segment_files_reopen(struct km_segment *s, int dir_fd)
+{
+	int *fds[3] = { &s->log_fd, &s->index_fd, &s->time_fd };
+	int rc = 0;
+
+	s->dir_fd = dir_fd;
+	for (int i = 0; i < 3 && rc == 0; i++)
+		if (*fds[i] < 0 && (*fds[i] = open_file(dir_fd, s->base_offset,
+							suffixes[i], 0)) < 0)
+			rc = *fds[i];
+	if (rc == 0 && s->txn_fd < 0)
+		rc = open_txn_file(s, 0);
+	if (rc < 0)
+		km_segment_files_close(s);
+	return rc;
+}
+
 int km_segment_create(struct km_segment *s, int dir_fd, int64_t base,
 		      uint32_t index_bytes_max)
 {
@@ -684,6 +713,12 @@ static void decode_txn(const uint8_t *e, struct km_aborted_txn *t)
 int km_segment_txn_read(const struct km_segment *s, int64_t from, int64_t to,
 			struct km_aborted_txn *out, uint32_t max)
 {
+	return km_segment_txn_read_fd(s, s->txn_fd, from, to, out, max);
+}
+
+int km_segment_txn_read_fd(const struct km_segment *s, int fd, int64_t from,
+			   int64_t to, struct km_aborted_txn *out, uint32_t max)
+{
 	uint8_t buf[KM_TXNINDEX_ENTRY_BYTES * 64];
 	/* Bytes past it may be an entry the owner is writing right now. */
 	uint64_t end = PUBLISHED(s->txn_bytes);
@@ -691,7 +726,7 @@ int km_segment_txn_read(const struct km_segment *s, int64_t from, int64_t to,
 
 	for (uint64_t pos = 0; pos < end; pos += sizeof(buf)) {
 		size_t want = end - pos < sizeof(buf) ? end - pos : sizeof(buf);
-		ssize_t n = pread(s->txn_fd, buf, want, (off_t)pos);
+		ssize_t n = pread(fd, buf, want, (off_t)pos);
 
 		if (n < 0)
 			return -errno;

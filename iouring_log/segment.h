@@ -131,6 +131,14 @@ int km_segment_open(struct km_segment *s, int dir_fd, int64_t base,
  *  segment was active. No reader may be using the segment. */
 void km_segment_close(struct km_segment *s);
 
+/** Close the segment's files but keep it as it is: maps, sizes and
+ *  reservations (log_files.c). No read or write may be using them. */
+void km_segment_files_close(struct km_segment *s);
+
+/** Open again what km_segment_files_close closed, in dir_fd (which the
+ *  segment borrows). @return 0, or -errno with every file closed. */
+int km_segment_files_reopen(struct km_segment *s, int dir_fd);
+
 /** Remove the segment's four files (closing it first). @return 0 or -errno. */
 int km_segment_delete(struct km_segment *s, int dir_fd);
 
@@ -213,6 +221,9 @@ int km_segment_txn_append(struct km_segment *s, const struct km_aborted_txn *t);
  */
 int km_segment_txn_read(const struct km_segment *s, int64_t from, int64_t to,
 			struct km_aborted_txn *out, uint32_t max);
+/** The same, from fd: a .txnindex of this segment the caller opened. */
+int km_segment_txn_read_fd(const struct km_segment *s, int fd, int64_t from,
+			   int64_t to, struct km_aborted_txn *out, uint32_t max);
 
 /**
  * Cut the segment at .log position pos holding offsets below next_offset:

@@ -54,7 +54,9 @@ Daemon::~Daemon()
 std::string Daemon::start(int timeout_ms)
 {
 	const char *exe = getenv("KM_KMIRRORD");
-	std::vector<std::string> argv = { exe ? exe : "kmirrord" };
+	std::vector<std::string> argv = wrap_;
+
+	argv.push_back(exe ? exe : "kmirrord");
 	std::string port_file = dir_ + "/kmirrord.port", err;
 
 	::remove(port_file.c_str());

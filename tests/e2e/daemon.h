@@ -35,6 +35,9 @@ public:
 	std::string start(int timeout_ms = 30000);
 	/* "NAME=value" entries for the next start() (test-only switches). */
 	void set_env(std::vector<std::string> env) { env_ = std::move(env); }
+	/* A command line kmirrord runs under at the next start() (e.g.
+	 * prlimit: the child's limits), its arguments before kmirrord's. */
+	void set_wrapper(std::vector<std::string> w) { wrap_ = std::move(w); }
 	/* SIGTERM and wait: the exit code and output in *res. */
 	std::string stop(int timeout_ms, ChildResult *res);
 	/* SIGKILL and reap. */
@@ -56,7 +59,7 @@ public:
 
 private:
 	std::string dir_, socket_;
-	std::vector<std::string> sets_, env_;
+	std::vector<std::string> sets_, env_, wrap_;
 	Child child_;
 	uint16_t port_ = 0;
 };

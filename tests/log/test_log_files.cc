@@ -1,0 +1,188 @@
+// Goal: with a budget of descriptors smaller than its logs hold
+// (km_log_files_set_max, issue 17's 10,000 partitions under a 20,000-file
+// limit), the process holds no more than the budget (plus the one log in
+// use), closes the files of cold logs and opens them again on use, and
+// nothing a log holds changes for it: appends, rolls, reads from another
+// thread, a truncation, DeleteRecords, a clean close and a reopen all see
+// the same batches as without a budget.
+// Method: 40 logs of one owner thread (one ring) on tmpfs, segments of
+// 8 KiB so each has a few (4 descriptors for the first, 3 per further
+// one), a budget of 60 descriptors against the ~200 they hold open. Rounds
+// of one 1 KiB batch to every log in turn; after each append the
+// process's descriptors (/proc/self/fd, less the count before the logs)
+// stay within the budget plus one log's; every batch's value is a function
+// of its log and offset. A reader thread reads every log whole after the
+// rounds (its files mostly closed, so through descriptors of its own),
+// comparing each batch with what was appended. One closed log is truncated,
+// one has DeleteRecords, then all are closed and opened again without a
+// budget and read back. The stats must show closes and reopens, so the test
+// cannot pass with the cache idle.
+#include <dirent.h>
+
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "log_util.h"
+
+using namespace logtest;
+
+namespace {
+
+constexpr int kLogs = 40;
+constexpr int kRounds = 12;
+constexpr uint64_t kBudget = 60;
+
+int OpenFds()
+{
+	int n = 0;
+	DIR *d = opendir("/proc/self/fd");
+	while (d != nullptr && readdir(d) != nullptr)
+		n++;
+	if (d != nullptr)
+		closedir(d);
+	return n;
+}
+
+std::vector<uint8_t> ValueBatch(int64_t base, int log)
+{
+	return Data(base, -1, -1, -1, 1, false, 1000 + (int)(base * 7 + log) % 97,
+		    1000 + base);
+}
+
+struct Many {
+	FastTempDir tmp;
+	km_uring ring;
+	std::vector<km_log *> logs = std::vector<km_log *>(kLogs, nullptr);
+
+	Many() { EXPECT_EQ(0, km_uring_init(&ring, 64)); }
+	~Many()
+	{
+		for (auto *l : logs)
+			if (l != nullptr)
+				km_log_close(l);
+		km_log_files_set_max(0);
+		km_uring_exit(&ring);
+	}
+	int Open(int i)
+	{
+		km_log_config cfg;
+		km_log_config_defaults(&cfg, tmp.path.c_str(), "t", i);
+		cfg.segment_bytes = 8 * 1024;
+		cfg.index_bytes_max = 4096;
+		cfg.prealloc_bytes = 64 * 1024;
+		cfg.flush_always = true;
+		return km_log_open(&logs[i], &cfg, &ring, nullptr);
+	}
+	int Append(int i)
+	{
+		int64_t base = km_log_end_offset(logs[i]);
+		Batch b(ValueBatch(base, i));
+		km_log_append_result res;
+		int rc = km_log_append_burst(logs[i], &b.view, 1,
+					     KM_ORIGIN_MIRROR, &res);
+		int s = km_log_sync(logs[i]);
+		return rc == 1 ? s : rc;
+	}
+};
+
+// Every batch of log i from its start to its end, each the one appended at
+// its offset. @return how many, or -1 after a failure was added.
+int ReadAll(km_log *log, int i)
+{
+	std::vector<uint8_t> buf(64 * 1024);
+	int64_t off = km_log_start_offset(log), end = km_log_end_offset(log);
+	int n = 0;
+
+	while (off < end) {
+		km_log_read_result rr;
+		int rc = km_log_read(log, off, end, 1, buf.data(), buf.size(),
+				     &rr);
+		if (rc < 0 || rr.batches == 0) {
+			ADD_FAILURE() << "log " << i << " at " << off << ": "
+				      << km_strerror(rc);
+			return -1;
+		}
+		std::vector<uint8_t> want = ValueBatch(off, i);
+		std::vector<uint8_t> got(buf.begin(), buf.begin() + want.size());
+		if (rr.first_offset != off || got != want) {
+			ADD_FAILURE() << "log " << i << " batch at " << off
+				      << " differs";
+			return -1;
+		}
+		off = rr.next_offset;
+		n++;
+	}
+	return n;
+}
+
+} // namespace
+
+TEST(LogFiles, ColdLogsCloseTheirFilesAndNothingChanges)
+{
+	struct km_log_files_stats st0, st;
+	km_log_files_get_stats(&st0);
+	Many m;
+	int before = OpenFds();
+
+	km_log_files_set_max(kBudget);
+	for (int i = 0; i < kLogs; i++)
+		ASSERT_EQ(0, m.Open(i)) << i;
+	int most = 0;
+	for (int r = 0; r < kRounds; r++)
+		for (int i = 0; i < kLogs; i++) {
+			ASSERT_EQ(0, m.Append(i)) << "round " << r << " log " << i;
+			int held = OpenFds() - before;
+			most = held > most ? held : most;
+		}
+	// One log may be over while it is in use: its own files (up to 1 + 3
+	// per segment) besides the budget.
+	km_log_files_get_stats(&st);
+	EXPECT_LE(most, (int)kBudget + 1 + 3 * 8) << "descriptors held at most";
+	EXPECT_GT(st.releases, st0.releases);
+	EXPECT_GT(st.reopens, st0.reopens);
+	EXPECT_GT(st.closed_logs, 0u);
+	printf("descriptors: at most %d held for %d logs (budget %llu); "
+	       "%llu closes, %llu reopens\n", most, kLogs,
+	       (unsigned long long)kBudget,
+	       (unsigned long long)(st.releases - st0.releases),
+	       (unsigned long long)(st.reopens - st0.reopens));
+
+	// Reads on another thread, most logs closed.
+	std::vector<int> counts(kLogs, 0);
+	std::thread reader([&] {
+		for (int i = 0; i < kLogs; i++)
+			counts[i] = ReadAll(m.logs[i], i);
+	});
+	reader.join();
+	for (int i = 0; i < kLogs; i++)
+		EXPECT_EQ(kRounds, counts[i]) << "log " << i;
+
+	// Structural changes on logs whose files are closed: log 0 is the
+	// least recently used.
+	uint64_t removed_bytes = 0;
+	uint32_t removed_batches = 0;
+	int64_t cut = km_log_end_offset(m.logs[0]) - 5;
+	ASSERT_EQ(cut, km_log_truncate_to(m.logs[0], cut, &removed_bytes,
+					  &removed_batches));
+	EXPECT_EQ(5u, removed_batches);
+	int64_t low = 0;
+	ASSERT_EQ(0, km_log_delete_records(m.logs[1], 4, &low));
+	EXPECT_EQ(4, km_log_start_offset(m.logs[1]));
+	ASSERT_EQ(0, m.Append(0)); // at the cut
+
+	std::vector<int64_t> ends(kLogs);
+	for (int i = 0; i < kLogs; i++) {
+		ends[i] = km_log_end_offset(m.logs[i]);
+		ASSERT_EQ(0, km_log_close(m.logs[i])) << i;
+		m.logs[i] = nullptr;
+	}
+	EXPECT_LE(OpenFds(), before) << "closing every log gives all back";
+	km_log_files_set_max(0);
+	for (int i = 0; i < kLogs; i++) {
+		ASSERT_EQ(0, m.Open(i)) << i;
+		EXPECT_EQ(ends[i], km_log_end_offset(m.logs[i])) << i;
+		EXPECT_EQ(i == 0 ? kRounds - 4 : i == 1 ? kRounds - 4 : kRounds,
+			  ReadAll(m.logs[i], i)) << "log " << i;
+	}
+}
