@@ -321,12 +321,28 @@ static size_t pending_size(const struct seg *s)
 	       KM_BATCH_LOG_OVERHEAD;
 }
 
+/* kmirrord's direct writes (log.direct.io) fill the block an open
+ * segment's data ends in with zeros (iouring_log/log_dio.c's
+ * KM_DIO_BLOCK); a seal or a close cuts them. */
+#define DIO_BLOCK 4096u
+
+static bool all_zero(const uint8_t *p, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (p[i] != 0)
+			return false;
+	return true;
+}
+
 /* The bytes from the first unframeable one to the end of the file: Kafka's
  * "fileRecords.sizeInBytes - validBytes". Reads the rest to count it, so it
- * is right for pipes and files that are still growing. */
+ * is right for pipes and files that are still growing. Fewer than a block
+ * of zeros up to a block's end is an open segment's padding, and said so:
+ * Kafka's tool calls it a record of size 0 and stops. */
 static int report_trailing(struct seg *s)
 {
 	uint64_t invalid = s->len - s->at;
+	bool zero = all_zero(s->buf->mem + s->at, s->len - s->at);
 	const char *name = strrchr(s->path, '/');
 	ssize_t n = 1;
 
@@ -334,14 +350,22 @@ static int report_trailing(struct seg *s)
 	while (n > 0) {
 		s->at = s->len;
 		n = fill(s, 0);
-		invalid += n > 0 ? (uint64_t)n : 0;
+		if (n > 0) {
+			invalid += (uint64_t)n;
+			zero = zero && all_zero(s->buf->mem, (size_t)n);
+		}
 	}
 	if (n < 0)
 		return (int)n;
-	/* Kafka names the file by file.getName, without its directory. */
-	if (invalid > 0)
+	name = name != NULL ? name + 1 : s->path;
+	if (invalid > 0 && zero && invalid < DIO_BLOCK &&
+	    (s->buf_pos + s->len) % DIO_BLOCK == 0)
+		printf("Found %" PRIu64 " bytes of zeros at the end of %s: an "
+		       "open segment's direct-write padding, cut when it is "
+		       "sealed or closed\n", invalid, name);
+	else if (invalid > 0) /* Kafka names the file by file.getName */
 		printf("Found %" PRIu64 " invalid bytes at the end of %s\n",
-		       invalid, name != NULL ? name + 1 : s->path);
+		       invalid, name);
 	return 0;
 }
 

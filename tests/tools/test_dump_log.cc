@@ -411,6 +411,38 @@ TEST_F(DumpLog, SevenTrailingGarbageBytes)
 	EXPECT_EQ(l[3], "Found 7 invalid bytes at the end of 00000000000000000000.log");
 }
 
+// An open segment kmirrord writes with direct I/O ends in zeros up to a
+// 4 KiB block's end: named as that padding, not as invalid bytes. Zeros
+// that do not end on a block, a block or more of them, or anything not
+// zero stay "invalid bytes".
+TEST_F(DumpLog, DirectWritePaddingIsNamed)
+{
+	Bytes a = BigBatch(0, 3, 5);
+	ASSERT_LT(a.size(), 4096u);
+	Bytes pad = a;
+	pad.resize(4096, 0);
+	Result r = Dump({Segment(pad)});
+	EXPECT_EQ(r.status, 0);
+	std::vector<std::string> l = Lines(r.out);
+	ASSERT_EQ(l.size(), 4u) << r.out;
+	EXPECT_EQ(l[3], "Found " + std::to_string(4096 - a.size()) +
+			" bytes of zeros at the end of 00000000000000000000.log: "
+			"an open segment's direct-write padding, cut when it "
+			"is sealed or closed");
+
+	for (size_t len : { (size_t)4000, (size_t)8192 }) {
+		Bytes z = a;
+		z.resize(len, 0);
+		r = Dump({Segment(z)});
+		EXPECT_TRUE(Contains(r.out, "Found " + std::to_string(len - a.size()) +
+					    " invalid bytes")) << len << ": " << r.out;
+	}
+	Bytes nz = pad;
+	nz[4095] = 1;
+	r = Dump({Segment(nz)});
+	EXPECT_TRUE(Contains(r.out, " invalid bytes")) << r.out;
+}
+
 TEST_F(DumpLog, TruncatedLastBatch)
 {
 	Bytes a = BigBatch(0, 1, 5), b = BigBatch(1, 1, 100);
