@@ -3,6 +3,7 @@
 #include <signal.h>
 
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <utility>
 
@@ -43,6 +44,13 @@ Daemon::Daemon(std::string data_dir, std::vector<std::string> sets)
 		sets_.push_back("flush.ms=20");
 	if (!has_key(sets_, "fetch.max.wait.ms"))
 		sets_.push_back("fetch.max.wait.ms=50");
+	/* KM_TEST_LOG_DIRECT_IO=0 runs a suite's daemons with buffered
+	 * writes, as the log suites' _buffered runs do (issue 18: every test
+	 * passes with log.direct.io=false too). */
+	const char *dio = getenv("KM_TEST_LOG_DIRECT_IO");
+	if (dio != nullptr && strcmp(dio, "0") == 0 &&
+	    !has_key(sets_, "log.direct.io"))
+		sets_.push_back("log.direct.io=false");
 }
 
 Daemon::~Daemon()
