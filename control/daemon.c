@@ -211,6 +211,26 @@ static int64_t txn_max_pid(const struct km_part *p, int64_t max_pid)
 	return m > max_pid ? m : max_pid;
 }
 
+/* Partition i's open answered (waited for): logged, its producer ids
+ * taken into *max_pid. @return its result. */
+static int open_done(struct km_daemon *d, struct km_worker_reply *r,
+		     uint32_t i, int64_t *max_pid, bool *lost)
+{
+	struct km_part *p = &d->table.parts[i];
+	int rc = km_worker_wait(d->ctl_efd, &r[i], OPEN_TIMEOUT_MS);
+
+	if (rc < 0)
+		KM_ERROR("daemon", "partition %s-%d: open: %s", p->topic,
+			 p->partition, r[i].msg);
+	else
+		log_recovery(p, &r[i].rec);
+	*lost |= rc == -ETIMEDOUT;
+	*max_pid = r[i].max_pid > *max_pid ? r[i].max_pid : *max_pid;
+	if (rc == 0)
+		*max_pid = txn_max_pid(p, *max_pid);
+	return rc;
+}
+
 /* Open every log (in parallel across workers), then seed the producer id
  * allocator above every id seen. */
 static int open_parts(struct km_daemon *d)
@@ -218,7 +238,7 @@ static int open_parts(struct km_daemon *d)
 	struct km_worker_reply *r = calloc(d->table.n + 1, sizeof(*r));
 	uint8_t (*ids)[16] = calloc(d->table.n + 1, sizeof(*ids));
 	int64_t max_pid = -1;
-	uint32_t posted = 0;
+	uint32_t posted = 0, waited = 0;
 	bool lost = false;
 	int rc = 0, rc2;
 
@@ -227,7 +247,7 @@ static int open_parts(struct km_daemon *d)
 		free(ids);
 		return rc < 0 ? rc : -ENOMEM;
 	}
-	for (; rc == 0 && posted < d->table.n; posted++) {
+	while (rc == 0 && posted < d->table.n) {
 		struct km_part *p = &d->table.parts[posted];
 		struct km_log_config lc;
 
@@ -235,24 +255,19 @@ static int open_parts(struct km_daemon *d)
 		km_daemon_configs_limits(d, posted, &lc);
 		memcpy(lc.topic_id, ids[posted], sizeof(lc.topic_id));
 		rc = km_worker_open(d->workers[p->owner], p, &lc, &r[posted]);
+		/* More partitions than a worker's ring holds (1,024): an
+		 * answer frees a slot, then the same partition again. */
+		if (rc == KM_EWORKERQ && waited < posted)
+			rc = open_done(d, r, waited++, &max_pid, &lost);
+		else if (rc == 0)
+			posted++;
 	}
 	free(ids);
 	/* Every posted reply is waited for, even after a failure: the
 	 * workers write into r. */
-	for (uint32_t i = 0; i < posted; i++) {
-		struct km_part *p = &d->table.parts[i];
-
-		rc2 = km_worker_wait(d->ctl_efd, &r[i], OPEN_TIMEOUT_MS);
-		if (rc2 < 0)
-			KM_ERROR("daemon", "partition %s-%d: open: %s", p->topic,
-				 p->partition, r[i].msg);
-		else
-			log_recovery(p, &r[i].rec);
+	for (uint32_t i = waited; i < posted; i++) {
+		rc2 = open_done(d, r, i, &max_pid, &lost);
 		rc = rc ? rc : rc2;
-		lost |= rc2 == -ETIMEDOUT;
-		max_pid = r[i].max_pid > max_pid ? r[i].max_pid : max_pid;
-		if (rc2 == 0)
-			max_pid = txn_max_pid(p, max_pid);
 	}
 	if (!lost) /* else a worker may still write into r: leak it */
 		free(r);
