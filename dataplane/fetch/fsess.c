@@ -228,6 +228,10 @@ static struct km_fsess *open_like(struct km_fsess *from)
 	s->n_asked = 0;
 	s->frame = NULL;
 	s->frame_users = 0;
+	s->n_held = 0;
+	s->look = s->wait_due = s->pre_due = true;
+	s->done_held = false;
+	s->look_at_ms = s->pre_at_ms = 0;
 	s->retry_at_ms = s->meta_at_ms = 0;
 	s->stats = zero;
 	set_budget(s);
@@ -248,6 +252,7 @@ static void link_member(struct km_fsess *s, struct km_fetcher *f)
 	*pp = f;
 	f->sess = s;
 	s->n_members++;
+	s->look = s->wait_due = s->pre_due = true;
 }
 
 static void unlink_member(struct km_fetcher *f)
@@ -374,6 +379,7 @@ void km_fsess_route(struct km_fsess *s, struct km_fetcher *f)
 	if (t == s) {
 		/* Its session, closing meanwhile: it starts on reconnect. */
 		f->phase = KM_FP_WAIT;
+		s->wait_due = true;
 		return;
 	}
 	if (t == NULL && (t = open_like(s)) != NULL) {
@@ -388,6 +394,7 @@ void km_fsess_route(struct km_fsess *s, struct km_fetcher *f)
 		s->pin = *l;
 		memcpy(s->pin_ip, ip, sizeof(s->pin_ip));
 		f->phase = KM_FP_WAIT;
+		s->wait_due = true;
 		km_fsess_drop(s, false);
 		return;
 	}
@@ -419,8 +426,9 @@ void km_fsess_start_waiting(struct km_fsess *s)
 {
 	struct km_fetcher *f;
 
-	if (!s->pinned || !km_fsess_ready(s))
+	if (!s->wait_due || !s->pinned || !km_fsess_ready(s))
 		return;
+	s->wait_due = false;
 	for (f = s->members; f != NULL; f = f->next)
 		if (f->phase == KM_FP_WAIT)
 			km_fetcher_start(f);
@@ -483,15 +491,49 @@ static int close_empty(struct km_fsess *s)
 	return 1;
 }
 
+/* The stall watchdog over the members, and the earliest deadline it
+ * keeps (a member CONNECTING since trouble, FAILED after unavailable_ms):
+ * only when look says something changed, or at that deadline, so that
+ * quiet members cost nothing per turn. */
+static void look(struct km_fsess *s, uint64_t now)
+{
+	uint64_t at = 0;
+
+	if (!s->look && (s->look_at_ms == 0 || now < s->look_at_ms))
+		return;
+	s->look = false;
+	s->pool->looks++;
+	for (struct km_fetcher *f = s->members; f != NULL; f = f->next) {
+		uint64_t due;
+
+		km_fetcher_watch(f, now);
+		if (f->phase == KM_FP_DONE) {
+			/* Swept now, or once the frame it is in goes. */
+			s->look = true;
+			s->done_held = s->done_held || f->in_frame;
+			continue;
+		}
+		if (f->trouble_ms == 0 || f->state == KM_FETCHER_MIRRORING ||
+		    f->cfg.unavailable_ms == 0)
+			continue;
+		due = f->trouble_ms + f->cfg.unavailable_ms;
+		if (at == 0 || due < at)
+			at = due;
+	}
+	s->look_at_ms = at;
+}
+
 static int sess_step(struct km_fsess *s, uint64_t now)
 {
 	int moved = 0;
 
-	for (struct km_fetcher *f = s->members; f != NULL; f = f->next)
-		km_fetcher_watch(f, now);
+	look(s, now);
 	if (s->frame != NULL)
 		moved |= km_fsess_drain(s);
-	moved |= sweep(s) > 0;
+	if (s->look) {
+		moved |= sweep(s) > 0;
+		s->look = false;
+	}
 	if (s->n_members == 0)
 		return close_empty(s) | moved;
 	if (s->handover && s->conn == NULL && s->frame == NULL) {
