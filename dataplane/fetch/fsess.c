@@ -132,20 +132,29 @@ static struct km_fsess *find_discovery(struct km_fsess_pool *p,
 	return NULL;
 }
 
-/* The group's session pinned to ip:port, if any. */
+/* The group's session pinned to ip:port for f: f's own, else one with
+ * room (KM_FSESS_MEMBERS_MAX), else, if full_ok, a full one; NULL if
+ * none. f may be NULL (a session with room only). */
 static struct km_fsess *find_pinned(struct km_fsess_pool *p,
 				    const struct km_fsess *like,
-				    const char *ip, uint16_t port)
+				    const char *ip, uint16_t port,
+				    const struct km_fetcher *f, bool full_ok)
 {
+	struct km_fsess *full = NULL;
+
 	for (uint32_t i = 0; i < p->cfg.sessions_max; i++) {
 		struct km_fsess *s = &p->sess[i];
 
-		if (s->used && s->pinned && s->pin.port == port &&
-		    strcmp(s->pin_ip, ip) == 0 &&
-		    same_group(s, like->bootstrap, like->n_bootstrap))
+		if (!s->used || !s->pinned || s->pin.port != port ||
+		    strcmp(s->pin_ip, ip) != 0 ||
+		    !same_group(s, like->bootstrap, like->n_bootstrap))
+			continue;
+		if ((f != NULL && s == f->sess) ||
+		    s->n_members < KM_FSESS_MEMBERS_MAX)
 			return s;
+		full = full != NULL ? full : s;
 	}
-	return NULL;
+	return full_ok ? full : NULL;
 }
 
 static struct km_fsess *free_slot(struct km_fsess_pool *p)
@@ -331,19 +340,55 @@ static void no_slot(struct km_fetcher *f)
 	km_fetcher_need_leader(f, km_fetcher_backoff(f));
 }
 
-/* s is connected to f's leader: it stays. A discovery session becomes
- * the leader's session unless the group has one. */
+/* A new session like s pinned to the broker at l (ip); NULL if no slot. */
+static struct km_fsess *open_pinned(struct km_fsess *s,
+				    const struct km_fetcher_addr *l,
+				    const char *ip)
+{
+	struct km_fsess *t = open_like(s);
+
+	if (t != NULL) {
+		t->pinned = true;
+		t->pin = *l;
+		memcpy(t->pin_ip, ip, sizeof(t->pin_ip));
+	}
+	return t;
+}
+
+/* Where a partition goes for s's broker, s being over
+ * KM_FSESS_MEMBERS_MAX or a discovery session: a pinned session with
+ * room, else (the broker's being full) a new one; for a discovery session
+ * with no slot free, a full one. NULL: none (a discovery session becomes
+ * the broker's; a full one keeps it). */
+static struct km_fsess *room_for(struct km_fsess *s)
+{
+	struct km_fsess *t = find_pinned(s->pool, s, s->target_ip,
+					 s->target.port, NULL, false);
+	struct km_fsess *full = find_pinned(s->pool, s, s->target_ip,
+					    s->target.port, NULL, true);
+
+	if (t == NULL && (full != NULL || s->pinned))
+		t = open_pinned(s, &s->target, s->target_ip);
+	return t != NULL || s->pinned ? t : full;
+}
+
+/* s is connected to f's leader: it stays, unless s holds more than one
+ * Fetch asks (KM_FSESS_MEMBERS_MAX: thousands of partitions on one
+ * broker take several sessions, each its own connection, issue 17). A
+ * discovery session becomes the leader's session unless the group has
+ * one. */
 static void stay(struct km_fsess *s, struct km_fetcher *f)
 {
-	struct km_fsess *t;
+	struct km_fsess *t = NULL;
 
+	if (!s->pinned || s->n_members > KM_FSESS_MEMBERS_MAX)
+		t = room_for(s);
+	if (t != NULL && t != s) {
+		f->phase = KM_FP_WAIT;
+		move(f, t);
+		return;
+	}
 	if (!s->pinned) {
-		t = find_pinned(s->pool, s, s->target_ip, s->target.port);
-		if (t != NULL) {
-			f->phase = KM_FP_WAIT;
-			move(f, t);
-			return;
-		}
 		s->pinned = true;
 		s->pin = s->target;
 		memcpy(s->pin_ip, s->target_ip, sizeof(s->pin_ip));
@@ -375,18 +420,15 @@ void km_fsess_route(struct km_fsess *s, struct km_fetcher *f)
 		stay(s, f);
 		return;
 	}
-	t = find_pinned(s->pool, s, ip, l->port);
+	t = find_pinned(s->pool, s, ip, l->port, f, false);
 	if (t == s) {
 		/* Its session, closing meanwhile: it starts on reconnect. */
 		f->phase = KM_FP_WAIT;
 		s->wait_due = true;
 		return;
 	}
-	if (t == NULL && (t = open_like(s)) != NULL) {
-		t->pinned = true;
-		t->pin = *l;
-		memcpy(t->pin_ip, ip, sizeof(t->pin_ip));
-	}
+	if (t == NULL && (t = open_pinned(s, l, ip)) == NULL)
+		t = find_pinned(s->pool, s, ip, l->port, f, true);
 	if (t == NULL && !s->pinned && s->n_members == 1) {
 		/* No slot for its leader's session, and this discovery session
 		 * serves only it: become that session. */

@@ -56,6 +56,11 @@ enum {
 	KM_FSESS_REQ_BYTES = 32768, /* the one request being sent */
 };
 
+/* Partitions one session holds at most: as many as one Fetch asks. More
+ * led by one broker take more sessions to it, each its own connection and
+ * KIP-227 session (issue 17), so that none waits behind the others. */
+#define KM_FSESS_MEMBERS_MAX KM_FETCHER_ASK_MAX
+
 /* Sessions a worker's pool holds at most (STYLE 9): one per source broker
  * is enough for clusters of up to this many brokers. A struct km_fsess is
  * about 80 KiB (20 KiB kframe segments, 17 KiB brokers, 32 KiB request,
