@@ -85,6 +85,8 @@ int16_t km_fetcher_on_metadata(struct km_fetcher *f,
  *  and sweep have something to see too (an error, a state change). */
 static inline void km_fetcher_touch(struct km_fetcher *f, bool look)
 {
+	if (f->sess != NULL)
+		f->sess->fetch_due = true;
 	if (look && f->sess != NULL)
 		f->sess->look = f->sess->pre_due = true;
 	if (f->touch != NULL)

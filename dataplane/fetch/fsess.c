@@ -238,9 +238,9 @@ static struct km_fsess *open_like(struct km_fsess *from)
 	s->frame = NULL;
 	s->frame_users = 0;
 	s->n_held = 0;
-	s->look = s->wait_due = s->pre_due = true;
+	s->look = s->wait_due = s->pre_due = s->fetch_due = true;
 	s->done_held = false;
-	s->look_at_ms = s->pre_at_ms = 0;
+	s->look_at_ms = s->pre_at_ms = s->fetch_at_ms = 0;
 	s->retry_at_ms = s->meta_at_ms = 0;
 	s->stats = zero;
 	set_budget(s);
@@ -261,7 +261,7 @@ static void link_member(struct km_fsess *s, struct km_fetcher *f)
 	*pp = f;
 	f->sess = s;
 	s->n_members++;
-	s->look = s->wait_due = s->pre_due = true;
+	s->look = s->wait_due = s->pre_due = s->fetch_due = true;
 }
 
 static void unlink_member(struct km_fetcher *f)

@@ -161,7 +161,11 @@ struct km_fsess {
 	 * backing off may (0: none). */
 	bool pre_due;
 	uint64_t pre_at_ms;
-	uint64_t scans;		   /* pre_fetch's passes (tests) */
+	/* A member may be ready to fetch (fsess_req.c): set by an answer, a
+	 * member of the held one parsed, a join, an error; fetch_at_ms: the
+	 * next scan at the latest (a backoff's end, or a few ms on). */
+	bool fetch_due;
+	uint64_t fetch_at_ms;
 	/* The connection. */
 	struct km_net_conn *conn;
 	struct km_kframe kf;

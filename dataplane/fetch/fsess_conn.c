@@ -53,6 +53,7 @@ void km_fsess_unask(struct km_fetcher *f)
 {
 	if (f->ask_slot >= 0 && f->sess != NULL) {
 		f->sess->asked[f->ask_slot] = NULL;
+		f->sess->fetch_due = true;
 		/* Asked for Metadata or offsets and not given them. */
 		if (f->phase == KM_FP_META || f->phase == KM_FP_OFFSETS)
 			f->sess->pre_due = true;
@@ -66,7 +67,7 @@ static void unask_all(struct km_fsess *s)
 		if (s->asked[i] != NULL)
 			s->asked[i]->ask_slot = -1;
 	s->n_asked = 0;
-	s->pre_due = true;
+	s->pre_due = s->fetch_due = true;
 	for (struct km_fetcher *f = s->members; f != NULL; f = f->next)
 		f->in_meta = false;
 }

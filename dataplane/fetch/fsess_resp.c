@@ -338,6 +338,7 @@ bool km_fsess_on_fetch(struct km_fsess *s, const struct km_kframe_frame *fr,
 
 int km_fsess_drain(struct km_fsess *s)
 {
+	uint64_t now = km_fetcher_now_ms();
 	uint32_t k = 0;
 	int moved = 0;
 
@@ -351,9 +352,12 @@ int km_fsess_drain(struct km_fsess *s)
 		if (km_fetcher_drain(f)) {
 			s->frame_users--;
 			moved = 1;
+			s->fetch_due = true;
 			continue;
 		}
 		moved |= f->n_done != done;
+		/* Parsed and queued: it may fetch on while its writes run. */
+		s->fetch_due |= km_fetcher_fetchable(f, now);
 		s->held[k++] = f;
 	}
 	s->n_held = k;
