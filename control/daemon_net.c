@@ -256,6 +256,17 @@ char *km_daemon_net_metrics(struct km_daemon *d)
 			false);
 	conn_metrics(f, nets, d->n_workers);
 	fsess_counters(f, nets, d->n_workers);
+	/* Issue 17: work at the ticks follows events, not the partitions. */
+	counter(f, "kmirror_worker_partition_visits_total",
+		"Partitions the worker visited at its ticks (flush by time, "
+		"retention, figures): those something happened to, and each "
+		"partition once a second.", nets, d->n_workers,
+		offsetof(struct km_worker_net, part_visits), false);
+	counter(f, "kmirror_fetch_watchdog_passes_total",
+		"Passes of the fetch sessions' stall watchdog over their "
+		"partitions: after an error or a state change, or at a deadline.",
+		nets, d->n_workers, offsetof(struct km_worker_net, fetch_looks),
+		false);
 	for (size_t m = 0; m < sizeof(fe_metrics) / sizeof(fe_metrics[0]); m++)
 		counter(f, fe_metrics[m].name, fe_metrics[m].help, nets,
 			d->n_workers,

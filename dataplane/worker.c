@@ -236,6 +236,8 @@ int km_worker_shutdown(struct km_worker *w, struct km_worker_reply *reply)
 
 struct wpart *km_worker_find(struct km_worker *w, const struct km_part *p)
 {
+	if (p->wslot < w->n_wparts && w->wparts[p->wslot].part == p)
+		return &w->wparts[p->wslot];
 	for (uint32_t i = 0; i < w->n_wparts; i++)
 		if (w->wparts[i].part == p)
 			return &w->wparts[i];
@@ -266,6 +268,8 @@ static void on_open(struct km_worker *w, struct wmsg *m)
 		return;
 	}
 	w->n_wparts++;
+	km_worker_hook(w, wp);
+	km_worker_touch(w, wp);
 	if (r != NULL)
 		r->max_pid = km_pstate_max_positive_pid(km_log_pstate(wp->log));
 	/* Fresh figures (the topic id too) before the reply and before a
@@ -374,6 +378,8 @@ static void on_fetch(struct km_worker *w, struct wmsg *m)
 		fetcher_free(wp->fetcher);
 		wp->fetcher = NULL;
 	} else {
+		km_worker_hook(w, wp);
+		km_worker_touch(w, wp);
 		/* Before the reply: the control thread never takes a previous
 		 * fetcher's source ids for this one's (issue 21). */
 		km_worker_publish(wp);
@@ -430,7 +436,11 @@ static void on_drop(struct km_worker *w, struct wmsg *m)
 	if (wp->lw != NULL)
 		km_local_write_destroy(wp->lw);
 	w->retired[w->n_retired++] = wp->log;
-	*wp = w->wparts[--w->n_wparts]; /* nothing points at a wpart */
+	km_log_set_touch(wp->log, NULL, NULL);
+	km_worker_unlist(w, (uint32_t)(wp - w->wparts));
+	*wp = w->wparts[--w->n_wparts]; /* but its hooks: set again */
+	if (wp < w->wparts + w->n_wparts)
+		km_worker_hook(w, wp);
 	km_worker_reply_done(w, m->reply, rc < 0 ? rc : 0, "dropped");
 }
 
@@ -458,6 +468,16 @@ static void on_shutdown(struct km_worker *w, struct wmsg *m)
 
 static void handle(struct km_worker *w, struct wmsg *m)
 {
+	struct wpart *wp;
+
+	/* A message for a partition of ours: visited at the next tick (its
+	 * figures, a stop, a retention that acts now). */
+	if (m->type != WMSG_OPEN && m->part != NULL &&
+	    m->part->owner == w->cfg.id &&
+	    (wp = km_worker_find(w, m->part)) != NULL) {
+		km_worker_touch(w, wp);
+		w->stops_pending |= m->type == WMSG_STOP;
+	}
 	switch (m->type) {
 	case WMSG_OPEN:
 		on_open(w, m);
@@ -844,6 +864,8 @@ static void publish_net(struct km_worker *w)
 	km_net_get_stats(w->fnet, &p->net);
 	p->n_conns = km_fsess_pool_conns(&w->fpool, p->conns, KM_WORKER_NET_CONNS);
 	km_fsess_pool_get_stats(&w->fpool, &p->fpool);
+	p->part_visits = w->part_visits;
+	p->fetch_looks = w->fpool.looks;
 	p->listener = w->fe != NULL;
 	if (w->fe != NULL) {
 		km_frontend_get_stats(w->fe, &p->fe);
@@ -859,26 +881,45 @@ void km_worker_net_snapshot(struct km_worker *w, struct km_worker_net *out)
 	pthread_mutex_unlock(&w->net_lock);
 }
 
+void km_worker_visit(struct km_worker *w, struct wpart *wp)
+{
+	w->part_visits++;
+	if (wp->fetcher != NULL && !w->stopping &&
+	    km_fetcher_get_state(wp->fetcher) == KM_FETCHER_FAILED)
+		fetch_failed(w, wp);
+	km_log_tick(wp->log, w->now_ms);
+	retain(w, wp);
+	km_worker_publish(wp);
+}
+
+/* Stops run each turn, over the ready list only: a stopping partition
+ * stays on it until its stop is done. */
+static int step_stops(struct km_worker *w)
+{
+	bool more = false;
+	int n = 0;
+
+	if (!w->stops_pending)
+		return 0;
+	for (uint32_t j = 0; j < w->n_act; j++) {
+		struct wpart *wp = &w->wparts[w->act[j]];
+
+		if (wp->stopping != NULL)
+			n += km_worker_stop_step(w, wp);
+		more |= wp->stopping != NULL;
+	}
+	w->stops_pending = more;
+	return n;
+}
+
 static int step_parts(struct km_worker *w, bool tick)
 {
 	int n = km_fsess_pool_step(&w->fpool);
 
-	if (tick)
+	n += step_stops(w);
+	if (tick) {
+		km_worker_visit_all(w);
 		publish_net(w);
-
-	for (uint32_t i = 0; i < w->n_wparts; i++) {
-		struct wpart *wp = &w->wparts[i];
-
-		if (wp->stopping != NULL)
-			n += km_worker_stop_step(w, wp);
-		if (wp->fetcher != NULL && !w->stopping &&
-		    km_fetcher_get_state(wp->fetcher) == KM_FETCHER_FAILED)
-			fetch_failed(w, wp);
-		if (tick) {
-			km_log_tick(wp->log, w->now_ms);
-			retain(w, wp);
-			km_worker_publish(wp);
-		}
 	}
 	return n;
 }
@@ -1091,7 +1132,9 @@ static int setup(struct km_worker *w)
 		return rc;
 	w->wparts = calloc(w->cfg.parts_max + w->cfg.parts_extra + 1,
 			   sizeof(*w->wparts));
-	if (w->wparts == NULL)
+	w->act = calloc(w->cfg.parts_max + w->cfg.parts_extra + 1,
+			sizeof(*w->act));
+	if (w->wparts == NULL || w->act == NULL)
 		return -ENOMEM;
 	if ((rc = alloc_rings(w)) < 0)
 		return rc;
@@ -1135,6 +1178,7 @@ static void teardown(struct km_worker *w)
 	if (w->efd >= 0)
 		close(w->efd);
 	free(w->wparts);
+	free(w->act);
 	free(w->fsess_mem);
 	free(w->scratch);
 	km_inflate_destroy(w->inflate);

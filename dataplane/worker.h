@@ -126,6 +126,10 @@ struct km_worker_net {
 	struct km_net_stats fe_net;
 	/* The fetch sessions' figures (full and incremental Fetches). */
 	struct km_fsess_pool_stats fpool;
+	/* Issue 17: partitions visited at the worker's ticks, and passes of
+	 * the fetch sessions' stall watchdog over their members. */
+	uint64_t part_visits;
+	uint64_t fetch_looks;
 };
 
 /** A copy of w's last published figures (control thread; takes the lock

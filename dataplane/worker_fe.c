@@ -72,6 +72,8 @@ void km_worker_fe_on_produce(struct km_worker *w, struct wmsg *m)
 	int rc = KM_EPARTOFFLINE;
 
 	m->u.produce.owner = w;
+	if (wp != NULL)
+		km_worker_touch(w, wp); /* its writer is polled each turn */
 	if (km_part_get_mode(m->part) != KM_PART_WRITABLE)
 		rc = KM_EMIRRORED; /* a failback began after it was sent */
 	else if (wp != NULL && wp->lw != NULL && !w->done && m->u.produce.marker)
@@ -164,6 +166,7 @@ int km_worker_fe_produce(void *ctx, struct km_part *p, const struct km_chain *c,
 	wp = km_worker_find(w, p);
 	if (wp == NULL || wp->lw == NULL)
 		return KM_EPARTOFFLINE;
+	km_worker_touch(w, wp);
 	return km_local_write_submit(wp->lw, c, cur, len, acks, done, arg);
 }
 
@@ -181,6 +184,7 @@ int km_worker_fe_write_marker(void *ctx, struct km_part *p, int64_t pid,
 		wp = km_worker_find(w, p);
 		if (wp == NULL || wp->lw == NULL)
 			return KM_EPARTOFFLINE;
+		km_worker_touch(w, wp);
 		return km_local_write_marker(wp->lw, pid, epoch, commit, 0,
 					     km_clock_wall_ms(), done, arg);
 	}
@@ -325,11 +329,16 @@ int km_worker_group_sync(struct km_worker *w, struct km_group_sync *s,
 	return km_worker_post(w, m);
 }
 
+/* The writers with work are on the ready list: a write submitted touches
+ * its partition, which stays there while the writer has any pending. */
 void km_worker_fe_poll(struct km_worker *w)
 {
-	for (uint32_t i = 0; i < w->n_wparts; i++)
-		if (w->wparts[i].lw != NULL)
-			km_local_write_poll(w->wparts[i].lw);
+	for (uint32_t j = 0; j < w->n_act; j++) {
+		struct wpart *wp = &w->wparts[w->act[j]];
+
+		if (wp->lw != NULL)
+			km_local_write_poll(wp->lw);
+	}
 	if (w->fe != NULL)
 		km_frontend_tick(w->fe, w->now_ms);
 }

@@ -84,6 +84,8 @@ struct wpart {
 	bool fetch_failed_logged;
 	struct wmsg *stopping;	/* a STOP waiting for the fetcher to end */
 	uint64_t retain_at_ms;	/* next retention check (worker clock) */
+	struct km_worker *w;	/* for the log's and fetcher's hooks */
+	bool active;		/* on w->act (worker_ready.c) */
 };
 
 struct km_worker {
@@ -110,6 +112,13 @@ struct km_worker {
 	void *fsess_mem;
 	struct wpart *wparts;
 	uint32_t n_wparts;
+	/* worker_ready.c: indexes into wparts of those to visit at the next
+	 * tick, the sweep's next one, the visits made (metrics). */
+	uint32_t *act;
+	uint32_t n_act;
+	uint32_t sweep_next;
+	bool stops_pending;	/* a STOP came: the ready list holds it */
+	uint64_t part_visits;
 	struct km_frontend *fe;
 	uint32_t fwd_pending;		/* Produce forwarded, not answered */
 	struct km_part_ops ops;
@@ -162,7 +171,20 @@ int km_worker_stop_step(struct km_worker *w, struct wpart *wp);
 int km_worker_prepare_run(struct km_worker *w, struct wpart *wp, const struct wmsg *m,
 		 struct km_stop_result *r);
 
+/* worker_ready.c: the partitions with something to do (see there). */
+/* wp's log and fetcher tell w when something happens to them. */
+void km_worker_hook(struct km_worker *w, struct wpart *wp);
+/* Visit wp at the next tick. */
+void km_worker_touch(struct km_worker *w, struct wpart *wp);
+/* wparts[i] goes, the last one moving into its place. */
+void km_worker_unlist(struct km_worker *w, uint32_t i);
+/* The tick's visits: the ready list and the sweep's share. */
+void km_worker_visit_all(struct km_worker *w);
+
 /* worker.c */
+/* A tick's work for one partition: flush by time, retention, the failed
+ * fetcher's line, the published figures. */
+void km_worker_visit(struct km_worker *w, struct wpart *wp);
 /* A log failed for space (km_log_is_space_error) is repaired, if space is
  * back. @return 0, or the log's error that stays. */
 int km_worker_clear_space_error(struct wpart *wp);

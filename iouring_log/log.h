@@ -214,6 +214,14 @@ int km_log_append_burst(struct km_log *log, struct km_batch *batches,
 /** Drive time-based flushing; call from the owner's loop. */
 void km_log_tick(struct km_log *log, uint64_t now_ms);
 
+/** Have fn(arg) called (owner thread) after each append burst that added
+ *  batches, so the owner need not look at idle logs: fn NULL for none. */
+void km_log_set_touch(struct km_log *log, void (*fn)(void *arg), void *arg);
+
+/** Something is pending: bytes not flushed yet, or writes or syncs queued
+ *  or in flight (km_log_tick and the published offsets still move). */
+bool km_log_busy(const struct km_log *log);
+
 /** Queue an fdatasync of everything appended so far. @return 0 or error. */
 int km_log_flush(struct km_log *log);
 

@@ -519,6 +519,8 @@ int km_log_append_burst(struct km_log *log, struct km_batch *batches,
 		rc = append_one(log, &batches[i], origin, res);
 	if (rc < 0)
 		i--; /* the failing batch stays the caller's */
+	if (res->appended > 0 && log->touch != NULL)
+		log->touch(log->touch_arg);
 	queue_filling(log);
 	if (log->cfg.flush_always && res->appended > 0)
 		rc = km_log_flush(log) < 0 ? log->error : rc;
@@ -551,6 +553,18 @@ void km_log_tick(struct km_log *log, uint64_t now_ms)
 	if (log->unflushed_bytes > 0 &&
 	    now_ms - log->last_flush_ms >= log->cfg.flush_interval_ms)
 		(void)km_log_flush(log);
+}
+
+void km_log_set_touch(struct km_log *log, void (*fn)(void *arg), void *arg)
+{
+	log->touch = fn;
+	log->touch_arg = arg;
+}
+
+bool km_log_busy(const struct km_log *log)
+{
+	return log->unflushed_bytes > 0 || log->w_count > 0 ||
+	       log->filling != NULL || log->f_count > 0 || log->f_in_flight;
 }
 
 int km_log_sync(struct km_log *log)

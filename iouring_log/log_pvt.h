@@ -92,6 +92,10 @@ struct km_log {
 	struct km_io_req flush_io;
 	uint64_t unflushed_bytes;
 	uint64_t last_flush_ms;
+	/* The owner's hook on an append (km_log_set_touch): its loop visits
+	 * only logs with something to do. */
+	void (*touch)(void *arg);
+	void *touch_arg;
 
 	struct km_pstate *ps;
 	void *ps_mem;

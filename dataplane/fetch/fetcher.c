@@ -68,6 +68,7 @@ void km_fetcher_fail(struct km_fetcher *f, const char *fmt, ...)
 	f->phase = KM_FP_DONE;
 	f->in_meta = false;
 	km_fsess_unask(f);
+	km_fetcher_touch(f, true);
 }
 
 uint32_t km_fetcher_backoff(struct km_fetcher *f)
@@ -253,6 +254,7 @@ void km_fetcher_need_leader(struct km_fetcher *f, uint32_t delay_ms)
 	f->phase = KM_FP_META;
 	f->state = KM_FETCHER_CONNECTING;
 	f->ready_at_ms = km_fetcher_now_ms() + delay_ms;
+	km_fetcher_touch(f, true);
 }
 
 void km_fetcher_kafka_error(struct km_fetcher *f, const char *api,
@@ -269,6 +271,7 @@ void km_fetcher_kafka_error(struct km_fetcher *f, const char *api,
 		return;
 	}
 	f->stats.errors[kind]++;
+	km_fetcher_touch(f, true);
 	if (act == KM_FACT_OUT_OF_RANGE) {
 		f->oor = true;
 		f->phase = KM_FP_OFFSETS;
@@ -304,6 +307,7 @@ void km_fetcher_start(struct km_fetcher *f)
 	f->stats.v_fetch = s->v_fetch;
 	f->state = KM_FETCHER_MIRRORING;
 	f->ready_at_ms = 0;
+	km_fetcher_touch(f, false);
 	if (!f->oor && end > km_log_start_offset(f->log)) {
 		f->next_offset = end; /* R6: resume at the log end */
 		f->phase = KM_FP_FETCH;
@@ -313,6 +317,8 @@ void km_fetcher_start(struct km_fetcher *f)
 	 * OFFSET_OUT_OF_RANGE check starts over. */
 	f->phase = KM_FP_OFFSETS;
 	f->lo_want = KM_FREQ_EARLIEST;
+	if (f->sess != NULL)
+		f->sess->pre_due = true;
 }
 
 /* ---- transient trouble ---- */
@@ -432,6 +438,7 @@ void km_fetcher_stop(struct km_fetcher *f)
 	f->phase = KM_FP_DONE;
 	f->in_meta = false;
 	km_fsess_unask(f);
+	km_fetcher_touch(f, true);
 }
 
 const char *km_fetcher_reason(const struct km_fetcher *f)

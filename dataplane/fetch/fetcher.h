@@ -379,6 +379,9 @@ struct km_fetcher {
 	enum km_fetcher_note_kind note_kind;
 	char note[KM_FETCHER_REASON_BYTES];
 	uint64_t pub_gen;	   /* see km_fetcher_pub_gen() */
+	/* The owner's hook (km_fetcher_set_touch). */
+	void (*touch)(void *arg);
+	void *touch_arg;
 	/* Offsets. */
 	int64_t next_offset;	   /* next offset to fetch, -1 unknown */
 	int64_t inflight_offset;   /* FetchOffset asked in flight */
@@ -504,6 +507,16 @@ static inline const char *km_fetcher_note(const struct km_fetcher *f)
 static inline uint64_t km_fetcher_pub_gen(const struct km_fetcher *f)
 {
 	return f->pub_gen;
+}
+
+/** Have fn(arg) called (owner thread) whenever f's state or published
+ *  figures may have changed: an answer for it, an error, a state change;
+ *  so that its owner visits only the fetchers something happened to. */
+static inline void km_fetcher_set_touch(struct km_fetcher *f,
+					void (*fn)(void *arg), void *arg)
+{
+	f->touch = fn;
+	f->touch_arg = arg;
 }
 
 static inline int64_t km_fetcher_high_watermark(const struct km_fetcher *f)

@@ -28,6 +28,7 @@ static void reject_corrupt(struct km_fetcher *f, const char *why)
 		(long long)f->next_offset, why);
 	f->stats.corrupt++;
 	f->stats.errors[KM_FETCHER_ERR_CORRUPT]++;
+	km_fetcher_touch(f, true);
 	f->rec_left = 0;
 	if (f->corrupt_offset != f->next_offset) {
 		f->corrupt_offset = f->next_offset;
@@ -81,6 +82,7 @@ static void bad_offset(struct km_fetcher *f, int64_t base, int64_t last,
 	uint32_t shift, delay;
 
 	f->stats.errors[KM_FETCHER_ERR_BASE_OFFSET]++;
+	km_fetcher_touch(f, true);
 	f->rec_left = 0;
 	if (f->badoff_offset != want) {
 		f->badoff_offset = want;
@@ -389,6 +391,7 @@ void km_fetcher_on_fetch(struct km_fetcher *f, const struct km_fetch_part *p,
 {
 	(void)fr;
 	f->stats.fetches++;
+	km_fetcher_touch(f, false);
 	if (p->high_watermark >= 0)
 		f->stats.high_watermark = p->high_watermark;
 	if (p->log_start_offset >= 0)

@@ -81,6 +81,18 @@ bool km_fetcher_literal_ipv4(const char *host,
  *  identity that changed: see f->failed), or the Kafka error to apply. */
 int16_t km_fetcher_on_metadata(struct km_fetcher *f,
 			       const struct km_metadata_resp *m);
+/** Tell the owner (km_fetcher_set_touch); look: its session's watchdog
+ *  and sweep have something to see too (an error, a state change). */
+static inline void km_fetcher_touch(struct km_fetcher *f, bool look)
+{
+	if (f->sess != NULL)
+		f->sess->fetch_due = true;
+	if (look && f->sess != NULL)
+		f->sess->look = f->sess->pre_due = true;
+	if (f->touch != NULL)
+		f->touch(f->touch_arg);
+}
+
 /** km_fetcher_pub_gen() moves on. */
 void km_fetcher_published_changed(struct km_fetcher *f);
 /** Set km_fetcher_note() (kind KM_FNOTE_NONE with "": nothing to say). */

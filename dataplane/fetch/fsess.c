@@ -132,20 +132,29 @@ static struct km_fsess *find_discovery(struct km_fsess_pool *p,
 	return NULL;
 }
 
-/* The group's session pinned to ip:port, if any. */
+/* The group's session pinned to ip:port for f: f's own, else one with
+ * room (KM_FSESS_MEMBERS_MAX), else, if full_ok, a full one; NULL if
+ * none. f may be NULL (a session with room only). */
 static struct km_fsess *find_pinned(struct km_fsess_pool *p,
 				    const struct km_fsess *like,
-				    const char *ip, uint16_t port)
+				    const char *ip, uint16_t port,
+				    const struct km_fetcher *f, bool full_ok)
 {
+	struct km_fsess *full = NULL;
+
 	for (uint32_t i = 0; i < p->cfg.sessions_max; i++) {
 		struct km_fsess *s = &p->sess[i];
 
-		if (s->used && s->pinned && s->pin.port == port &&
-		    strcmp(s->pin_ip, ip) == 0 &&
-		    same_group(s, like->bootstrap, like->n_bootstrap))
+		if (!s->used || !s->pinned || s->pin.port != port ||
+		    strcmp(s->pin_ip, ip) != 0 ||
+		    !same_group(s, like->bootstrap, like->n_bootstrap))
+			continue;
+		if ((f != NULL && s == f->sess) ||
+		    s->n_members < KM_FSESS_MEMBERS_MAX)
 			return s;
+		full = full != NULL ? full : s;
 	}
-	return NULL;
+	return full_ok ? full : NULL;
 }
 
 static struct km_fsess *free_slot(struct km_fsess_pool *p)
@@ -228,6 +237,10 @@ static struct km_fsess *open_like(struct km_fsess *from)
 	s->n_asked = 0;
 	s->frame = NULL;
 	s->frame_users = 0;
+	s->n_held = 0;
+	s->look = s->wait_due = s->pre_due = s->fetch_due = true;
+	s->done_held = false;
+	s->look_at_ms = s->pre_at_ms = s->fetch_at_ms = 0;
 	s->retry_at_ms = s->meta_at_ms = 0;
 	s->stats = zero;
 	set_budget(s);
@@ -248,6 +261,7 @@ static void link_member(struct km_fsess *s, struct km_fetcher *f)
 	*pp = f;
 	f->sess = s;
 	s->n_members++;
+	s->look = s->wait_due = s->pre_due = s->fetch_due = true;
 }
 
 static void unlink_member(struct km_fetcher *f)
@@ -326,19 +340,55 @@ static void no_slot(struct km_fetcher *f)
 	km_fetcher_need_leader(f, km_fetcher_backoff(f));
 }
 
-/* s is connected to f's leader: it stays. A discovery session becomes
- * the leader's session unless the group has one. */
+/* A new session like s pinned to the broker at l (ip); NULL if no slot. */
+static struct km_fsess *open_pinned(struct km_fsess *s,
+				    const struct km_fetcher_addr *l,
+				    const char *ip)
+{
+	struct km_fsess *t = open_like(s);
+
+	if (t != NULL) {
+		t->pinned = true;
+		t->pin = *l;
+		memcpy(t->pin_ip, ip, sizeof(t->pin_ip));
+	}
+	return t;
+}
+
+/* Where a partition goes for s's broker, s being over
+ * KM_FSESS_MEMBERS_MAX or a discovery session: a pinned session with
+ * room, else (the broker's being full) a new one; for a discovery session
+ * with no slot free, a full one. NULL: none (a discovery session becomes
+ * the broker's; a full one keeps it). */
+static struct km_fsess *room_for(struct km_fsess *s)
+{
+	struct km_fsess *t = find_pinned(s->pool, s, s->target_ip,
+					 s->target.port, NULL, false);
+	struct km_fsess *full = find_pinned(s->pool, s, s->target_ip,
+					    s->target.port, NULL, true);
+
+	if (t == NULL && (full != NULL || s->pinned))
+		t = open_pinned(s, &s->target, s->target_ip);
+	return t != NULL || s->pinned ? t : full;
+}
+
+/* s is connected to f's leader: it stays, unless s holds more than one
+ * Fetch asks (KM_FSESS_MEMBERS_MAX: thousands of partitions on one
+ * broker take several sessions, each its own connection, issue 17). A
+ * discovery session becomes the leader's session unless the group has
+ * one. */
 static void stay(struct km_fsess *s, struct km_fetcher *f)
 {
-	struct km_fsess *t;
+	struct km_fsess *t = NULL;
 
+	if (!s->pinned || s->n_members > KM_FSESS_MEMBERS_MAX)
+		t = room_for(s);
+	if (t != NULL && t != s) {
+		f->phase = KM_FP_WAIT;
+		move(f, t);
+		return;
+	}
 	if (!s->pinned) {
-		t = find_pinned(s->pool, s, s->target_ip, s->target.port);
-		if (t != NULL) {
-			f->phase = KM_FP_WAIT;
-			move(f, t);
-			return;
-		}
 		s->pinned = true;
 		s->pin = s->target;
 		memcpy(s->pin_ip, s->target_ip, sizeof(s->pin_ip));
@@ -370,17 +420,15 @@ void km_fsess_route(struct km_fsess *s, struct km_fetcher *f)
 		stay(s, f);
 		return;
 	}
-	t = find_pinned(s->pool, s, ip, l->port);
+	t = find_pinned(s->pool, s, ip, l->port, f, false);
 	if (t == s) {
 		/* Its session, closing meanwhile: it starts on reconnect. */
 		f->phase = KM_FP_WAIT;
+		s->wait_due = true;
 		return;
 	}
-	if (t == NULL && (t = open_like(s)) != NULL) {
-		t->pinned = true;
-		t->pin = *l;
-		memcpy(t->pin_ip, ip, sizeof(t->pin_ip));
-	}
+	if (t == NULL && (t = open_pinned(s, l, ip)) == NULL)
+		t = find_pinned(s->pool, s, ip, l->port, f, true);
 	if (t == NULL && !s->pinned && s->n_members == 1) {
 		/* No slot for its leader's session, and this discovery session
 		 * serves only it: become that session. */
@@ -388,6 +436,7 @@ void km_fsess_route(struct km_fsess *s, struct km_fetcher *f)
 		s->pin = *l;
 		memcpy(s->pin_ip, ip, sizeof(s->pin_ip));
 		f->phase = KM_FP_WAIT;
+		s->wait_due = true;
 		km_fsess_drop(s, false);
 		return;
 	}
@@ -419,8 +468,9 @@ void km_fsess_start_waiting(struct km_fsess *s)
 {
 	struct km_fetcher *f;
 
-	if (!s->pinned || !km_fsess_ready(s))
+	if (!s->wait_due || !s->pinned || !km_fsess_ready(s))
 		return;
+	s->wait_due = false;
 	for (f = s->members; f != NULL; f = f->next)
 		if (f->phase == KM_FP_WAIT)
 			km_fetcher_start(f);
@@ -483,15 +533,49 @@ static int close_empty(struct km_fsess *s)
 	return 1;
 }
 
+/* The stall watchdog over the members, and the earliest deadline it
+ * keeps (a member CONNECTING since trouble, FAILED after unavailable_ms):
+ * only when look says something changed, or at that deadline, so that
+ * quiet members cost nothing per turn. */
+static void look(struct km_fsess *s, uint64_t now)
+{
+	uint64_t at = 0;
+
+	if (!s->look && (s->look_at_ms == 0 || now < s->look_at_ms))
+		return;
+	s->look = false;
+	s->pool->looks++;
+	for (struct km_fetcher *f = s->members; f != NULL; f = f->next) {
+		uint64_t due;
+
+		km_fetcher_watch(f, now);
+		if (f->phase == KM_FP_DONE) {
+			/* Swept now, or once the frame it is in goes. */
+			s->look = true;
+			s->done_held = s->done_held || f->in_frame;
+			continue;
+		}
+		if (f->trouble_ms == 0 || f->state == KM_FETCHER_MIRRORING ||
+		    f->cfg.unavailable_ms == 0)
+			continue;
+		due = f->trouble_ms + f->cfg.unavailable_ms;
+		if (at == 0 || due < at)
+			at = due;
+	}
+	s->look_at_ms = at;
+}
+
 static int sess_step(struct km_fsess *s, uint64_t now)
 {
 	int moved = 0;
 
-	for (struct km_fetcher *f = s->members; f != NULL; f = f->next)
-		km_fetcher_watch(f, now);
+	look(s, now);
 	if (s->frame != NULL)
 		moved |= km_fsess_drain(s);
-	moved |= sweep(s) > 0;
+	if (s->look) {
+		moved |= sweep(s) > 0;
+		s->look = false;
+	}
 	if (s->n_members == 0)
 		return close_empty(s) | moved;
 	if (s->handover && s->conn == NULL && s->frame == NULL) {

@@ -56,6 +56,11 @@ enum {
 	KM_FSESS_REQ_BYTES = 32768, /* the one request being sent */
 };
 
+/* Partitions one session holds at most: as many as one Fetch asks. More
+ * led by one broker take more sessions to it, each its own connection and
+ * KIP-227 session (issue 17), so that none waits behind the others. */
+#define KM_FSESS_MEMBERS_MAX KM_FETCHER_ASK_MAX
+
 /* Sessions a worker's pool holds at most (STYLE 9): one per source broker
  * is enough for clusters of up to this many brokers. A struct km_fsess is
  * about 80 KiB (20 KiB kframe segments, 17 KiB brokers, 32 KiB request,
@@ -143,6 +148,24 @@ struct km_fsess {
 	/* Partitions. */
 	struct km_fetcher *members;
 	uint32_t n_members;
+	/* Per-turn work over the members only when due (issue 17): look
+	 * (the stall watchdog and the sweep of those done) after an error,
+	 * a state change, a join or a frame released, or at look_at_ms, the
+	 * earliest stall deadline (0: none); wait_due: a member may wait
+	 * for this session to be ready. */
+	bool look, wait_due;
+	bool done_held;		   /* a member done, in the held frame */
+	uint64_t look_at_ms;
+	/* A member may want Metadata or ListOffsets (fsess_req.c): set by
+	 * the events that make one want them; pre_at_ms: the earliest one
+	 * backing off may (0: none). */
+	bool pre_due;
+	uint64_t pre_at_ms;
+	/* A member may be ready to fetch (fsess_req.c): set by an answer, a
+	 * member of the held one parsed, a join, an error; fetch_at_ms: the
+	 * next scan at the latest (a backoff's end, or a few ms on). */
+	bool fetch_due;
+	uint64_t fetch_at_ms;
 	/* The connection. */
 	struct km_net_conn *conn;
 	struct km_kframe kf;
@@ -183,6 +206,10 @@ struct km_fsess {
 	/* The response frame held while partitions append from it. */
 	const struct km_kframe_frame *frame;
 	uint32_t frame_users;	   /* partitions with in_frame set */
+	/* Those partitions, so that draining the frame visits them only
+	 * (issue 17); in_frame says which still are. */
+	struct km_fetcher *held[KM_FETCHER_ASK_MAX];
+	uint32_t n_held;
 	uint8_t req[KM_FSESS_REQ_BYTES];
 	struct km_fsess_stats stats;
 	/* The broker's fetch session (KIP-227, fsess_inc.c): its id (0:
@@ -216,6 +243,7 @@ struct km_fsess_pool {
 	uint64_t opened;
 	uint64_t exhausted;
 	struct km_fsess_stats closed_sum; /* of sessions since freed */
+	uint64_t looks;		   /* watchdog passes over a member list */
 };
 
 /* A fetch session's connection, for status. */

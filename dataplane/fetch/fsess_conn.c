@@ -29,8 +29,11 @@ static const struct km_net_handler fsess_handler = {
 
 void km_fsess_count(struct km_fsess *s, enum km_fetcher_err kind)
 {
-	for (struct km_fetcher *f = s->members; f != NULL; f = f->next)
+	for (struct km_fetcher *f = s->members; f != NULL; f = f->next) {
 		f->stats.errors[kind]++;
+		km_fetcher_touch(f, false);
+	}
+	s->look = true;
 }
 
 void km_fsess_fail_all(struct km_fsess *s, const char *fmt, ...)
@@ -48,8 +51,13 @@ void km_fsess_fail_all(struct km_fsess *s, const char *fmt, ...)
 
 void km_fsess_unask(struct km_fetcher *f)
 {
-	if (f->ask_slot >= 0 && f->sess != NULL)
+	if (f->ask_slot >= 0 && f->sess != NULL) {
 		f->sess->asked[f->ask_slot] = NULL;
+		f->sess->fetch_due = true;
+		/* Asked for Metadata or offsets and not given them. */
+		if (f->phase == KM_FP_META || f->phase == KM_FP_OFFSETS)
+			f->sess->pre_due = true;
+	}
 	f->ask_slot = -1;
 }
 
@@ -59,6 +67,7 @@ static void unask_all(struct km_fsess *s)
 		if (s->asked[i] != NULL)
 			s->asked[i]->ask_slot = -1;
 	s->n_asked = 0;
+	s->pre_due = s->fetch_due = true;
 	for (struct km_fetcher *f = s->members; f != NULL; f = f->next)
 		f->in_meta = false;
 }

@@ -40,29 +40,75 @@ static bool wants_offsets(const struct km_fetcher *f, uint64_t now)
 
 typedef bool (*pick_fn)(const struct km_fetcher *f, uint64_t now);
 
-static bool any(const struct km_fsess *s, pick_fn pick, uint64_t now)
+/* Metadata or ListOffsets wanted now (or KM_FREQ_NONE): the members are
+ * scanned only after an event that may make one want them (pre_due) or
+ * at the earliest a member backing off may, so that a session whose
+ * partitions all fetch costs nothing here per turn (issue 17). */
+static enum km_freq pre_fetch(struct km_fsess *s, uint64_t now)
 {
-	for (const struct km_fetcher *f = s->members; f != NULL; f = f->next)
-		if (pick(f, now))
-			return true;
+	bool meta = false, offsets = false;
+	uint64_t at = 0;
+
+	if (!s->pre_due && (s->pre_at_ms == 0 || now < s->pre_at_ms))
+		return KM_FREQ_NONE;
+	for (const struct km_fetcher *f = s->members; f != NULL; f = f->next) {
+		if (f->phase != KM_FP_META && f->phase != KM_FP_OFFSETS)
+			continue;
+		meta |= wants_meta(f, now);
+		offsets |= wants_offsets(f, now);
+		if (f->ready_at_ms > now && (at == 0 || f->ready_at_ms < at))
+			at = f->ready_at_ms;
+	}
+	/* Scanned again at each choice while one wants them. */
+	s->pre_due = meta || offsets;
+	s->pre_at_ms = at;
+	return meta ? KM_FREQ_METADATA : offsets ? KM_FREQ_EARLIEST
+						 : KM_FREQ_NONE;
+}
+
+/* Scanned again this often at most while none is ready (a throttle's
+ * end, or an event missed), else at a backoff's end or after an event. */
+#define FETCH_RESCAN_MS 5u
+
+/* A member ready to fetch. The members are scanned after an event that
+ * may make one ready (fetch_due) or at fetch_at_ms, not on every turn
+ * spent writing an answer that every member is in (issue 17). */
+static bool fetch_ready(struct km_fsess *s, uint64_t now)
+{
+	uint64_t at = now + FETCH_RESCAN_MS;
+
+	if (!s->fetch_due && now < s->fetch_at_ms)
+		return false;
+	for (const struct km_fetcher *f = s->members; f != NULL; f = f->next) {
+		if (km_fetcher_fetchable(f, now))
+			return true; /* fetch_due stays: scanned at each choice */
+		if (f->phase == KM_FP_FETCH && f->ready_at_ms > now &&
+		    f->ready_at_ms < at)
+			at = f->ready_at_ms;
+	}
+	s->fetch_due = false;
+	s->fetch_at_ms = at;
 	return false;
 }
 
 enum km_freq km_fsess_choose(struct km_fsess *s, uint64_t now)
 {
+	enum km_freq pre;
+
 	if (!s->versions_known)
 		return KM_FREQ_APIVERSIONS;
 	/* KIP-219: the broker mutes the channel for the throttle time it
 	 * answered; a client sends nothing before then. */
 	if (now < s->quiet_until_ms)
 		return KM_FREQ_NONE;
-	if (any(s, wants_meta, now))
-		return KM_FREQ_METADATA;
+	pre = pre_fetch(s, now);
+	if (pre == KM_FREQ_METADATA)
+		return pre;
 	if (!s->pinned)
 		return KM_FREQ_NONE; /* discovery only finds leaders */
-	if (any(s, wants_offsets, now))
-		return KM_FREQ_EARLIEST;
-	if (any(s, km_fetcher_fetchable, now))
+	if (pre == KM_FREQ_EARLIEST)
+		return pre;
+	if (fetch_ready(s, now))
 		return KM_FREQ_FETCH;
 	return KM_FREQ_NONE;
 }

@@ -25,11 +25,18 @@ static struct km_fetcher *match(struct km_fsess *s, uint32_t *k,
 		(*k)++;
 		return f;
 	}
-	for (uint32_t i = 0; i < s->n_asked; i++) {
+	/* An incremental answer names only the partitions with news, in the
+	 * request's order: look on from *k first, so that one answer costs
+	 * one pass over the asked, not one per partition answered. */
+	for (uint32_t n = 0, i = *k; n < s->n_asked; n++, i++) {
+		if (i >= s->n_asked)
+			i = 0;
 		f = s->asked[i];
 		if (f != NULL && f->cfg.partition == partition &&
-		    strcmp(f->cfg.topic, topic) == 0)
+		    strcmp(f->cfg.topic, topic) == 0) {
+			*k = i + 1;
 			return f;
+		}
 	}
 	return NULL;
 }
@@ -208,6 +215,7 @@ static void fetch_malformed(struct km_fsess *s, int rc)
 	km_fsess_inc_reset(s, true);
 	for (struct km_fetcher *f = s->members; f != NULL; f = f->next)
 		f->in_frame = false;
+	s->n_held = 0;
 	unask_all(s);
 	km_fsess_protocol_error(s, "Fetch v%d answer: %s", (int)s->inflight_ver,
 				km_strerror(rc));
@@ -256,6 +264,8 @@ static int fetch_parts(struct km_fsess *s, struct km_fetch_resp_iter *it,
 					   km_throttle_now_us());
 		km_fetcher_on_fetch(f, &p, fr);
 		users += f->in_frame;
+		if (f->in_frame && s->n_held < KM_FETCHER_ASK_MAX)
+			s->held[s->n_held++] = f;
 	}
 	return KM_EWIRECAPACITY;
 }
@@ -293,6 +303,7 @@ bool km_fsess_on_fetch(struct km_fsess *s, const struct km_kframe_frame *fr,
 		km_fsess_inc_reset(s, true);
 		return false;
 	}
+	s->n_held = 0;
 	if (rc == 0)
 		rc = fetch_parts(s, &it, fr);
 	if (rc < 0) {
@@ -327,11 +338,13 @@ bool km_fsess_on_fetch(struct km_fsess *s, const struct km_kframe_frame *fr,
 
 int km_fsess_drain(struct km_fsess *s)
 {
-	struct km_fetcher *f;
+	uint64_t now = km_fetcher_now_ms();
+	uint32_t k = 0;
 	int moved = 0;
 
 	KM_ASSERT(s->frame != NULL);
-	for (f = s->members; f != NULL; f = f->next) {
+	for (uint32_t i = 0; i < s->n_held; i++) {
+		struct km_fetcher *f = s->held[i];
 		uint32_t done = f->n_done;
 
 		if (!f->in_frame)
@@ -339,13 +352,21 @@ int km_fsess_drain(struct km_fsess *s)
 		if (km_fetcher_drain(f)) {
 			s->frame_users--;
 			moved = 1;
-		} else if (f->n_done != done) {
-			moved = 1;
+			s->fetch_due = true;
+			continue;
 		}
+		moved |= f->n_done != done;
+		/* Parsed and queued: it may fetch on while its writes run. */
+		s->fetch_due |= km_fetcher_fetchable(f, now);
+		s->held[k++] = f;
 	}
+	s->n_held = k;
 	if (s->frame_users > 0)
 		return moved;
 	km_kframe_release(&s->kf);
 	s->frame = NULL;
+	if (s->done_held) /* members done while in it may leave now */
+		s->look = true;
+	s->done_held = false;
 	return 1;
 }

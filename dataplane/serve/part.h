@@ -225,6 +225,9 @@ struct km_part {
 	/* Its topic was deleted (DeleteTopics): in no view published after.
 	 * The control thread's alone. */
 	bool deleted;
+	/* Its index in the owner's partitions (the owner's alone): found by
+	 * index, not by a scan (issue 17). */
+	uint32_t wslot;
 };
 
 /* A sorted view of the table: the entries by (topic, partition), so that a

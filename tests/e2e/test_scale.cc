@@ -15,6 +15,14 @@
  *    with what the partitions need.
  *  - Metrics: kmirrorctl metrics carries every partition's series (a
  *    reply of megabytes).
+ *  - Work follows events (issue 17): while 1,999 partitions are idle and
+ *    records stream to one, the workers' visits at their ticks
+ *    (kmirror_worker_partition_visits_total) stay within one a second per
+ *    partition (the sweep) plus one per tick for the busy one, where a
+ *    scan of every partition at every 5 ms tick makes 400,000 a second;
+ *    the fetch sessions' stall watchdog makes no pass over the members
+ *    (kmirror_fetch_watchdog_passes_total), and the busy partition is
+ *    mirrored to the source's end, durable.
  *  - Restart: after a clean stop and after kill -9, every partition is
  *    MIRRORING again at the source's end, each within a generous bound;
  *    the times are printed.
@@ -24,6 +32,13 @@
  *    every .log byte-identical, holds fewer files than the limit, reports
  *    logs whose files it closed (the cache of open files was used), and
  *    does the same again after a clean restart under that limit.
+ *  - One worker, 2,000 partitions of one broker (issue 17): the mirror
+ *    runs workers=1, so it starts (and restarts) more partitions than a
+ *    worker's message ring holds (1,024: the opens past it waited 10
+ *    minutes, then failed), and its worker holds as many fetch sessions
+ *    (connections, each with a KIP-227 session id) to the broker as 2,000
+ *    over the 1,024 partitions one Fetch asks: one session of 2,000 asked
+ *    the first 1,024 and the others waited their turn one per Fetch.
  * Method: kmirrord child processes (daemon.h): the source with
  * local.topics=s:1000,u:1000,one:1, records produced to every partition by
  * one librdkafka producer; the mirror with topics=s,u; kmirrorctl status for
@@ -144,6 +159,45 @@ void disk_use(const std::string &dir, uint64_t *blocks, uint64_t *logs)
 	*logs = std::strtoull(r.out.c_str(), nullptr, 10);
 }
 
+/* The sum over the workers of a kmirrord-wide counter of `kmirrorctl
+ * metrics`; -1 if absent. */
+int64_t metric_sum(const Daemon &d, const std::string &name)
+{
+	ChildResult m;
+	if (ctl(d, { "metrics" }, &m) != "")
+		return -1;
+	std::regex series("\n" + name + "\\{[^}]*\\} ([0-9]+)");
+	int64_t sum = -1;
+	for (auto it = std::sregex_iterator(m.out.begin(), m.out.end(), series);
+	     it != std::sregex_iterator(); ++it)
+		sum = (sum < 0 ? 0 : sum) + std::stoll((*it)[1].str());
+	return sum;
+}
+
+/* status --json's connections to peer, and how many of them hold a
+ * KIP-227 fetch session. */
+std::string source_sessions(const Daemon &d, const std::string &peer, int *conns,
+			    int *sessions)
+{
+	ChildResult r;
+	std::string e = ctl(d, { "status", "--json" }, &r);
+	if (!e.empty())
+		return e;
+	json_t *root = json_loads(r.out.c_str(), 0, nullptr);
+	json_t *list = json_object_get(root, "connections");
+	*conns = *sessions = 0;
+	for (size_t i = 0; i < json_array_size(list); i++) {
+		json_t *c = json_array_get(list, i);
+		const char *p = json_string_value(json_object_get(c, "peer"));
+		if (p == nullptr || peer != p)
+			continue;
+		(*conns)++;
+		*sessions += json_integer_value(json_object_get(c, "fetch_session_id")) != 0;
+	}
+	json_decref(root);
+	return root == nullptr ? "status --json: not JSON" : "";
+}
+
 /* Every mirrored partition MIRRORING at the source's end. */
 std::string wait_caught_up(Daemon &b, const std::map<std::string, PartStatus> &src,
 			   int timeout_ms)
@@ -201,7 +255,7 @@ int64_t one_partition_resident(const std::string &source)
 {
 	TempDir tc("km-scale-c");
 	Daemon c(tc.path(), { "source.bootstrap.servers=" + source, "topics=one",
-			      kQuiet });
+			      "workers=1", kQuiet });
 	c.set_env(kNoPerturb);
 	if (c.start(60000) != "")
 		return -1;
@@ -228,12 +282,21 @@ TEST_F(Scale, TwoThousandPartitionsMirrorWithBoundedMemoryAndDisk)
 
 	TempDir tb("km-scale-b");
 	Daemon b(tb.path(), { "source.bootstrap.servers=" + a_->bootstrap(),
-			      "topics=s,u", kQuiet });
+			      "topics=s,u", "workers=1", kQuiet });
 	b.set_env(kNoPerturb);
 	int64_t t0 = now_ms();
 	ASSERT_EQ("", b.start(120000));
 	ASSERT_EQ("", wait_caught_up(b, src_, 300000));
 	int64_t first_ms = now_ms() - t0;
+
+	/* One worker, one broker: a session per 1,024 partitions. */
+	int to_source = 0, with_session = 0;
+	ASSERT_EQ("", source_sessions(b, a_->bootstrap(), &to_source, &with_session));
+	printf("[scale] one worker: %d connections to the source for %d "
+	       "partitions, %d with a fetch session\n", to_source, kParts,
+	       with_session);
+	EXPECT_EQ((kParts + 1023) / 1024, to_source);
+	EXPECT_EQ(to_source, with_session);
 
 	/* Open files: raised to the hard limit, enough for these. */
 	struct rlimit rl;
@@ -284,6 +347,36 @@ TEST_F(Scale, TwoThousandPartitionsMirrorWithBoundedMemoryAndDisk)
 			ASSERT_FALSE(da.empty()) << f;
 			ASSERT_TRUE(da == db) << f << ": the mirror's log differs";
 		}
+
+	/* Idle partitions cost nothing per tick: records to s:0 alone. */
+	int64_t v0 = metric_sum(b, "kmirror_worker_partition_visits_total");
+	int64_t w0 = metric_sum(b, "kmirror_fetch_watchdog_passes_total");
+	ASSERT_GE(v0, 0);
+	ASSERT_GE(w0, 0);
+	t0 = now_ms();
+	for (int round = 0; round < 20; round++)
+		ASSERT_EQ("", produce_all(a_->bootstrap(), "s", 1));
+	ASSERT_EQ("", a_->status(&src_));
+	int64_t busy_end = src_.at("s:0").leo;
+	ASSERT_EQ(21 * kRecords, busy_end);
+	ASSERT_EQ("", b.wait_status(
+		[&](const std::map<std::string, PartStatus> &st) {
+			return st.at("s:0").leo == busy_end && st.at("s:0").hw == busy_end;
+		},
+		60000));
+	int64_t v1 = metric_sum(b, "kmirror_worker_partition_visits_total");
+	int64_t w1 = metric_sum(b, "kmirror_fetch_watchdog_passes_total");
+	double secs = (double)(now_ms() - t0) / 1000.0;
+	/* The sweep: each partition once a second; the busy one: each 5 ms
+	 * tick (at most); one second's slack for both, and one sweep more. */
+	double bound = (kParts + 200.0) * (secs + 1.0) + kParts;
+	printf("[scale] %lld partition visits and %lld watchdog passes in %.1f s "
+	       "with one partition of %d busy (bound %.0f; a scan per tick: "
+	       "%.0f)\n", (long long)(v1 - v0), (long long)(w1 - w0), secs, kParts,
+	       bound, kParts * 200.0 * secs);
+	EXPECT_LE((double)(v1 - v0), bound);
+	EXPECT_GE(v1 - v0, 1) << "the busy partition was visited";
+	EXPECT_LE(w1 - w0, 10);
 
 	/* Restart after a clean stop, then after kill -9. */
 	ChildResult r;

@@ -74,6 +74,7 @@ struct StartOpts {
 	km_throttle *throttle = nullptr; // the host's cap (throttle.h)
 	uint32_t unavailable_ms = 0; // issue 19 item 6
 	bool retry_attempt = false;
+	uint32_t backoff_ms = 10, backoff_max_ms = 200; // reconnects too
 };
 
 constexpr uint32_t kSessionsMax = 8;
@@ -180,8 +181,8 @@ protected:
 		fc.partition = 0;
 		fc.max_wait_ms = 20;
 		fc.max_bytes = o.max_bytes;
-		fc.backoff_ms = 10;
-		fc.backoff_max_ms = 200;
+		fc.backoff_ms = o.backoff_ms;
+		fc.backoff_max_ms = o.backoff_max_ms;
 		fc.offset_reset_earliest = o.reset_earliest;
 		fc.throttle = o.throttle;
 		fc.unavailable_ms = o.unavailable_ms;

@@ -334,6 +334,43 @@ TEST_P(Fetch, SourceDownLongerThanUnavailableFailsTransient)
 	ASSERT_NO_FATAL_FAILURE(Compare(src));
 }
 
+// Issue 17: the stall watchdog looks at a session's members only after an
+// event (an error, a state change) or at the earliest deadline it keeps,
+// never every turn. With reconnects 2 s apart the source down still FAILS
+// the partition at unavailable_ms (the deadline fires, not the next
+// connect error), and while mirroring the watchdog makes no pass per turn.
+TEST_P(Fetch, StallDeadlineFiresWithoutAnEvent)
+{
+	ASSERT_EQ("", Produce(mock_->bootstrap(), true, 50, 0));
+	int64_t hw = 0;
+	std::vector<Bytes> src = Source(&hw);
+	StartOpts o;
+	o.unavailable_ms = 300;
+	o.backoff_ms = o.backoff_max_ms = 2000;
+	ASSERT_NO_FATAL_FAILURE(Start(o));
+	ASSERT_NO_FATAL_FAILURE(RunTo(hw));
+	// Mirroring, caught up: Fetches come and go, the watchdog sleeps.
+	uint64_t looks = pool_.looks;
+	int turns = 0;
+	auto t1 = Clock::now() + std::chrono::milliseconds(200);
+	while (Clock::now() < t1) {
+		ASSERT_NO_FATAL_FAILURE(Turn());
+		turns++;
+	}
+	EXPECT_GT(turns, 100);
+	EXPECT_LE(pool_.looks - looks, 2u) << turns << " turns";
+	auto t0 = Clock::now();
+	ASSERT_EQ("", mock_->set_broker_down(1));
+	ASSERT_NO_FATAL_FAILURE(RunToFailed());
+	EXPECT_GE(Clock::now() - t0, std::chrono::milliseconds(299));
+	EXPECT_LT(Clock::now() - t0, std::chrono::milliseconds(1500))
+		<< "failed at a reconnect 2 s later, not at its deadline";
+	EXPECT_TRUE(km_fetcher_transient(f_.get()));
+	ASSERT_EQ("", mock_->set_broker_up(1));
+	ASSERT_NO_FATAL_FAILURE(Stop());
+	ASSERT_NO_FATAL_FAILURE(Compare(src));
+}
+
 // Pipelining: with many batches waiting, Fetches go out while the previous
 // response's batches are still being written (flush=always makes every
 // append wait for an fdatasync), and the content is identical.

@@ -1,0 +1,135 @@
+#!/usr/bin/env bash
+# bench scale, stream mode (issue 17's CPU target): kmirrord mirroring 1 and
+# 1,000 partitions (SCALE_PARTS) of the same total bytes (SCALE_MIB of 1 KiB
+# records, round robin over the partitions) while the source produces,
+# side by side in one run, data on tmpfs (/dev/shm) so that the disk does
+# not blur the CPU. The source is a kmirrord with local topics; the mirror
+# starts first and is caught up (every partition MIRRORING at 0) before a
+# byte is produced, so start-up is not counted. For each count: the
+# mirror's CPU seconds per GB of log while it streams (its utime + stime
+# from /proc/PID/stat, from the first record produced until every log end
+# is the source's), the wall time of that, and its CPU per second when
+# idle (3 s, every partition caught up, nothing produced). With SCALE_BASE
+# set to another build directory (e.g. main's), each count runs with that
+# build's kmirrord too, in the same run, for a before/after.
+# SCALE_BUSY=one sends every record to partition 0 instead: one busy
+# partition among idle ones, the case where work per Fetch over every
+# partition of a session shows most.
+# Then the target: CPU per GB at the largest count within 2x of one
+# partition, met or not.
+# usage: bench/scale_stream.sh BUILD_DIR  (env SCALE_PARTS="1 1000",
+#        SCALE_MIB=256, SCALE_BASE=OTHER_BUILD_DIR, SCALE_DIR=/dev/shm,
+#        SCALE_BUSY=all|one)
+set -euo pipefail
+unset MALLOC_PERTURB_
+
+BUILD=$(readlink -f "$1")
+PARTS=${SCALE_PARTS:-"1 1000"}
+MIB=${SCALE_MIB:-256}
+TO=()
+[ "${SCALE_BUSY:-all}" = one ] && TO=(--partition 0)
+BASE=${SCALE_BASE:+$(readlink -f "$SCALE_BASE")}
+T=$(mktemp -d "${SCALE_DIR:-/dev/shm}/kmirror-bench-stream.XXXXXX")
+PIDS=()
+cleanup() {
+	for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null || true; done
+	wait 2>/dev/null || true
+	rm -rf "$T"
+}
+trap cleanup EXIT
+HZ=$(getconf CLK_TCK)
+CTL="$BUILD/tools/kmirrorctl"
+
+wait_file() {
+	for _ in $(seq 1200); do [ -s "$1" ] && return 0; sleep 0.1; done
+	echo "bench scale stream: timed out waiting for $1" >&2
+	exit 1
+}
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+ends() { # SOCK: sum of topic t's log ends, and how many are MIRRORING
+	"$CTL" --socket "$1" status --json | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+ps = [p for p in d["partitions"] if p["partition"].startswith("t:")]
+print(sum(p["leo"] for p in ps), sum(p["state"] == "MIRRORING" for p in ps))'
+}
+wait_ends() { # SOCK "END N" PID
+	for _ in $(seq 12000); do
+		kill -0 "$3" || { echo "bench scale stream: kmirrord died" >&2; exit 1; }
+		if [ -S "$1" ] && [ "$(ends "$1" 2>/dev/null)" = "$2" ]; then
+			return 0
+		fi
+		sleep 0.05
+	done
+	echo "bench scale stream: never reached '$2'" >&2
+	exit 1
+}
+
+# run BUILD N: prints "CPU_S_PER_GB WALL_S IDLE_CPU_PER_S BYTES"
+run() {
+	local kd="$1/control/kmirrord" n=$2 a="$T/a" b="$T/b" A B t0 t1 c0 c1 i0 i1
+	rm -rf "$a" "$b" "$a".* "$b".*
+	"$kd" --set data.dir="$a" --set local.topics=t:"$n" --set log.level=warn \
+		--set listeners=127.0.0.1:0 --set control.socket="$a.sock" \
+		--set flush.ms=1000 >"$a.log" 2>&1 &
+	A=$!
+	PIDS+=("$A")
+	wait_file "$a/kmirrord.port"
+	"$kd" --set data.dir="$b" --set topics=t \
+		--set source.bootstrap.servers="127.0.0.1:$(cat "$a/kmirrord.port")" \
+		--set listeners=127.0.0.1:0 --set control.socket="$b.sock" \
+		--set log.level=warn --set flush.ms=100 >"$b.log" 2>&1 &
+	B=$!
+	PIDS+=("$B")
+	wait_ends "$b.sock" "0 $n" "$B"
+	i0=$(cpu_ticks "$B"); sleep 3; i1=$(cpu_ticks "$B")
+	t0=$(date +%s.%N); c0=$(cpu_ticks "$B")
+	"$BUILD/tools/kmirror-produce" --bootstrap "127.0.0.1:$(cat "$a/kmirrord.port")" \
+		--topic t "${TO[@]}" --count $((MIB * 1024)) --size 1024 --keys seq --mode plain \
+		--compression none --linger-ms 20 >/dev/null
+	wait_ends "$b.sock" "$((MIB * 1024)) $n" "$B"
+	t1=$(date +%s.%N); c1=$(cpu_ticks "$B")
+	bytes=$(find "$b" -name '*.log' -printf '%s\n' | awk '{s+=$1} END {print s}')
+	kill -TERM "$B" "$A"; wait "$B" "$A" || true
+	python3 -c "
+b=$bytes; print(f'{($c1-$c0)/$HZ/(b/1e9):.2f} {$t1-$t0:.2f} {($i1-$i0)/$HZ/3:.4f} {b}')"
+	rm -rf "$a" "$b" "$a".* "$b".*
+}
+
+declare -A CPU WALL IDLE
+builds="$BUILD"
+[ -n "$BASE" ] && builds="$BASE $BUILD"
+for n in $PARTS; do
+	for bd in $builds; do
+		read -r c w i by < <(run "$bd" "$n")
+		CPU[$bd,$n]=$c WALL[$bd,$n]=$w IDLE[$bd,$n]=$i
+		echo "$n partitions, $bd: $by bytes mirrored while produced in $w s," \
+			"$c CPU s/GB; idle $i CPU s/s"
+	done
+done
+
+first=$(echo $PARTS | awk '{print $1}')
+last=$(echo $PARTS | awk '{print $NF}')
+echo
+printf '%-34s %-11s %10s %9s %12s %12s\n' build partitions "CPU s/GB" "wall s" \
+	"idle CPU/s" "vs $first"
+for bd in $builds; do
+	for n in $PARTS; do
+		printf '%-34s %-11s %10s %9s %12s %11sx\n' "$(basename "$(dirname "$bd")")/$(basename "$bd")" \
+			"$n" "${CPU[$bd,$n]}" "${WALL[$bd,$n]}" "${IDLE[$bd,$n]}" \
+			"$(python3 -c "print(f'{${CPU[$bd,$n]}/${CPU[$bd,$first]}:.1f}')")"
+	done
+done
+for bd in $builds; do
+	python3 - "$bd" "$first" "$last" "${CPU[$bd,$first]}" "${CPU[$bd,$last]}" <<'PY'
+import sys
+bd, f, l = sys.argv[1], sys.argv[2], sys.argv[3]
+cf, cl = float(sys.argv[4]), float(sys.argv[5])
+ok = cl <= 2 * cf
+why = ("" if ok else "; what is left is work per Fetch over every partition "
+       "of the session (request building, the answer's bookkeeping)")
+print(f"target ({bd}): CPU per GB at {l} partitions within 2x of {f}: "
+      f"{'met' if ok else 'NOT met'} - {cl:.2f} vs {cf:.2f} s/GB "
+      f"({cl/cf:.1f}x){why}")
+PY
+done
