@@ -335,13 +335,20 @@ static int txns_locked(struct km_log *log, int64_t from, int64_t upto,
 		 * which may be in a later segment (Kafka's
 		 * collectAbortedTxns goes on until an entry's
 		 * lastStableOffset reaches the bound). */
-		/* Loaded before the fd: the owner sets the fd first. */
-		bool any = __atomic_load_n(&s->txn_bytes, __ATOMIC_ACQUIRE) != 0;
-		int fd = any ? km_log_reader_fd(s, ".txnindex", s->txn_fd) : -1;
+		/* Loaded once, before the fd (the owner sets the fd first):
+		 * a second load could see an entry appended since, and
+		 * read it from the fd of a file that had none (EBADF, seen
+		 * once in log_concurrent under ASan). */
+		uint64_t end = __atomic_load_n(&s->txn_bytes, __ATOMIC_ACQUIRE);
+		int fd = end != 0 ? km_log_reader_fd(s, ".txnindex", s->txn_fd)
+				  : -1;
 
-		n = km_segment_txn_read_fd(s, fd, from, upto,
-					   out + (found < max ? found : max),
-					   found < max ? max - found : 0);
+		if (fd < 0 && end != 0)
+			return fd;
+		n = end == 0 ? 0
+			     : km_segment_txn_read_fd(fd, end, from, upto,
+						      out + (found < max ? found : max),
+						      found < max ? max - found : 0);
 		if (n < 0)
 			return n;
 		found += (uint32_t)n;

@@ -713,15 +713,14 @@ static void decode_txn(const uint8_t *e, struct km_aborted_txn *t)
 int km_segment_txn_read(const struct km_segment *s, int64_t from, int64_t to,
 			struct km_aborted_txn *out, uint32_t max)
 {
-	return km_segment_txn_read_fd(s, s->txn_fd, from, to, out, max);
+	return km_segment_txn_read_fd(s->txn_fd, PUBLISHED(s->txn_bytes), from,
+				      to, out, max);
 }
 
-int km_segment_txn_read_fd(const struct km_segment *s, int fd, int64_t from,
-			   int64_t to, struct km_aborted_txn *out, uint32_t max)
+int km_segment_txn_read_fd(int fd, uint64_t end, int64_t from, int64_t to,
+			   struct km_aborted_txn *out, uint32_t max)
 {
 	uint8_t buf[KM_TXNINDEX_ENTRY_BYTES * 64];
-	/* Bytes past it may be an entry the owner is writing right now. */
-	uint64_t end = PUBLISHED(s->txn_bytes);
 	uint32_t found = 0;
 
 	for (uint64_t pos = 0; pos < end; pos += sizeof(buf)) {

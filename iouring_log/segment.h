@@ -221,9 +221,11 @@ int km_segment_txn_append(struct km_segment *s, const struct km_aborted_txn *t);
  */
 int km_segment_txn_read(const struct km_segment *s, int64_t from, int64_t to,
 			struct km_aborted_txn *out, uint32_t max);
-/** The same, from fd: a .txnindex of this segment the caller opened. */
-int km_segment_txn_read_fd(const struct km_segment *s, int fd, int64_t from,
-			   int64_t to, struct km_aborted_txn *out, uint32_t max);
+/** The same, from fd: a .txnindex of this segment the caller opened,
+ *  whose first end bytes (txn_bytes as the caller loaded it, before it
+ *  chose fd) are published entries. */
+int km_segment_txn_read_fd(int fd, uint64_t end, int64_t from, int64_t to,
+			   struct km_aborted_txn *out, uint32_t max);
 
 /**
  * Cut the segment at .log position pos holding offsets below next_offset:

@@ -47,6 +47,7 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <iterator>
@@ -157,6 +158,17 @@ void disk_use(const std::string &dir, uint64_t *blocks, uint64_t *logs)
 				      "awk '{s+=$1} END {print s+0}'" },
 			60000);
 	*logs = std::strtoull(r.out.c_str(), nullptr, 10);
+}
+
+/* A .log's bytes less the zeros it ends in: an open segment written with
+ * direct I/O ends in up to a block of zeros, which a clean close cuts, so
+ * two copies of one log compare equal only without them (a record's last
+ * byte may be a zero too: both lose it alike). */
+std::string without_padding(std::string b)
+{
+	size_t keep = b.find_last_not_of('\0');
+	b.resize(keep == std::string::npos ? 0 : keep + 1);
+	return b;
 }
 
 /* The sum over the workers of a kmirrord-wide counter of `kmirrorctl
@@ -341,8 +353,8 @@ TEST_F(Scale, TwoThousandPartitionsMirrorWithBoundedMemoryAndDisk)
 			std::string f = "/" + std::string(t) + "-" + std::to_string(p) +
 					"/00000000000000000000.log";
 			std::string ea, eb;
-			std::string da = read_file(ta_->path() + f, &ea);
-			std::string db = read_file(tb.path() + f, &eb);
+			std::string da = without_padding(read_file(ta_->path() + f, &ea));
+			std::string db = without_padding(read_file(tb.path() + f, &eb));
 			ASSERT_EQ("", ea + eb);
 			ASSERT_FALSE(da.empty()) << f;
 			ASSERT_TRUE(da == db) << f << ": the mirror's log differs";
@@ -447,11 +459,17 @@ TEST_F(Scale, MirrorsWithAnOpenFileLimitBelowWhatThePartitionsHold)
 						std::to_string(p) +
 						"/00000000000000000000.log";
 				std::string ea, eb;
-				std::string da = read_file(ta_->path() + f, &ea);
-				std::string db = read_file(tb.path() + f, &eb);
+				std::string da = without_padding(read_file(ta_->path() + f, &ea));
+				std::string db = without_padding(read_file(tb.path() + f, &eb));
 				ASSERT_EQ("", ea + eb);
 				ASSERT_TRUE(!da.empty() && da == db)
-					<< f << ": the mirror's log differs";
+					<< f << ": the mirror's log differs ("
+					<< db.size() << " bytes, the source's "
+					<< da.size() << ", first difference at "
+					<< std::mismatch(da.begin(), da.begin() +
+							 std::min(da.size(), db.size()),
+							 db.begin()).first - da.begin()
+					<< ")";
 			}
 		ChildResult r;
 		ASSERT_EQ("", b.stop(120000, &r));
