@@ -172,6 +172,11 @@ bool read_records(const std::string &dir, std::vector<FileRec> *out,
 					       KM_BATCH_BYTES_MAX);
 			km_records_iter it;
 			km_record r;
+			/* An open segment written with direct I/O ends in
+			 * zeros up to a block (cut when it is sealed). */
+			if (n <= 0 &&
+			    bytes.find_first_not_of('\0', pos) == std::string::npos)
+				break;
 			if (n <= 0)
 				return false;
 			pos += (size_t)n;
