@@ -21,25 +21,13 @@ set -euo pipefail
 BUILD=$(readlink -f "$1")
 MIB=${2:-1000}
 ROUNDS=${3:-1}
-T=$(mktemp -d "${TMPDIR:-/var/tmp}/kmirror-bench-dio.XXXXXX")
-PIDS=()
-cleanup() {
-	for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null || true; done
-	wait 2>/dev/null || true
-	rm -rf "$T"
-}
-trap cleanup EXIT
+BENCH="dio"
+. "$(dirname "$(readlink -f "$0")")/lib.sh"
+bench_workdir dio
 [ "$(stat -f -c %T "$T")" != tmpfs ] || { echo "bench dio: $T is tmpfs; set TMPDIR to a disk dir" >&2; exit 1; }
 
-wait_file() {
-	for _ in $(seq 300); do [ -s "$1" ] && return 0; sleep 0.1; done
-	echo "bench dio: timed out waiting for $1" >&2
-	exit 1
-}
 status_json() { "$BUILD/tools/kmirrorctl" --socket "$1" status --json; }
 field() { sed -n "s/.*\"$1\":\([0-9-]*\).*/\1/p"; }
-cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
-HZ=$(getconf CLK_TCK)
 
 "$BUILD/control/kmirrord" --set data.dir="$T/a" --set local.topics=big:1 \
 	--set listeners=127.0.0.1:0 --set control.socket="$T/a.sock" \

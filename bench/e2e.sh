@@ -21,26 +21,15 @@ set -euo pipefail
 
 BUILD=$(readlink -f "$1")
 GIB=${2:-2}
-T=$(mktemp -d "${TMPDIR:-/var/tmp}/kmirror-bench-e2e.XXXXXX")
-PIDS=()
-cleanup() {
-	for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null || true; done
-	wait 2>/dev/null || true
-	rm -rf "$T"
-}
-trap cleanup EXIT
+BENCH="e2e"
+. "$(dirname "$(readlink -f "$0")")/lib.sh"
+bench_workdir e2e
 
-wait_file() {
-	for _ in $(seq 300); do [ -s "$1" ] && return 0; sleep 0.1; done
-	echo "bench e2e: timed out waiting for $1" >&2
-	exit 1
-}
 
 status_json() { "$BUILD/tools/kmirrorctl" --socket "$1" status --json; }
 # (sed, not python: a python start costs ~0.6 s here, which would swamp
 # the timing)
 field() { sed -n "s/.*\"$1\":\([0-9-]*\).*/\1/p"; }
-cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 
 # The source: writable partitions on kmirrord A.
 "$BUILD/control/kmirrord" --set data.dir="$T/a" --set local.topics=big:1,zstd:1 \
@@ -74,7 +63,6 @@ preload() {
 
 # One pass writes into DEST: the disk (bounded by it), then tmpfs, where
 # only the software path is measured.
-HZ=$(getconf CLK_TCK)
 pass() {
 	local dest=$1 label=$2 topic=$3 B t0 t1 ticks
 	rm -rf "$dest" && mkdir -p "$dest"

@@ -27,25 +27,13 @@ BUILD=$(readlink -f "$1")
 PARTS=${SCALE_PARTS:-"1 100 1000 10000"}
 MIB=${SCALE_MIB:-32}
 CATCHUP_S=${SCALE_CATCHUP_S:-600}
-T=$(mktemp -d "${TMPDIR:-/var/tmp}/kmirror-bench-scale.XXXXXX")
-PIDS=()
-cleanup() {
-	for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null || true; done
-	wait 2>/dev/null || true
-	rm -rf "$T"
-}
-trap cleanup EXIT
-HZ=$(getconf CLK_TCK)
+BENCH="scale"
+. "$(dirname "$(readlink -f "$0")")/lib.sh"
+bench_workdir scale
 KD="$BUILD/control/kmirrord"
 CTL="$BUILD/tools/kmirrorctl"
 
-wait_file() {
-	for _ in $(seq 1200); do [ -s "$1" ] && return 0; sleep 0.1; done
-	echo "bench scale: timed out waiting for $1" >&2
-	exit 1
-}
 now() { date +%s.%N; }
-cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 # Sum of the log ends of SOCK's partitions of topic t, and how many are
 # MIRRORING (or any state, for the source).
 # jq, not python: polled every 0.1 s, on a loaded machine a python start
@@ -124,7 +112,7 @@ for n in $PARTS; do
 	echo "== $n partitions"
 	a="$T/a$n" b="$T/b$n"
 	start_source "$a" "$n"
-	wait_file "$a/kmirrord.port"
+	wait_file "$a/kmirrord.port" 1200
 	src="127.0.0.1:$(cat "$a/kmirrord.port")"
 	topics=$(topic_names "$n")
 	ntop=$(echo "$topics" | tr ',' '\n' | wc -l)

@@ -29,23 +29,11 @@ MIB=${SCALE_MIB:-256}
 TO=()
 [ "${SCALE_BUSY:-all}" = one ] && TO=(--partition 0)
 BASE=${SCALE_BASE:+$(readlink -f "$SCALE_BASE")}
-T=$(mktemp -d "${SCALE_DIR:-/dev/shm}/kmirror-bench-stream.XXXXXX")
-PIDS=()
-cleanup() {
-	for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null || true; done
-	wait 2>/dev/null || true
-	rm -rf "$T"
-}
-trap cleanup EXIT
-HZ=$(getconf CLK_TCK)
+BENCH="scale stream"
+. "$(dirname "$(readlink -f "$0")")/lib.sh"
+bench_workdir stream "${SCALE_DIR:-/dev/shm}"
 CTL="$BUILD/tools/kmirrorctl"
 
-wait_file() {
-	for _ in $(seq 1200); do [ -s "$1" ] && return 0; sleep 0.1; done
-	echo "bench scale stream: timed out waiting for $1" >&2
-	exit 1
-}
-cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 ends() { # SOCK: sum of topic t's log ends, and how many are MIRRORING
 	"$CTL" --socket "$1" status --json | python3 -c '
 import json, sys
@@ -74,7 +62,7 @@ run() {
 		--set flush.ms=1000 >"$a.log" 2>&1 &
 	A=$!
 	PIDS+=("$A")
-	wait_file "$a/kmirrord.port"
+	wait_file "$a/kmirrord.port" 1200
 	"$kd" --set data.dir="$b" --set topics=t \
 		--set source.bootstrap.servers="127.0.0.1:$(cat "$a/kmirrord.port")" \
 		--set listeners=127.0.0.1:0 --set control.socket="$b.sock" \
