@@ -50,6 +50,12 @@ static json_t *port_row(uint32_t w, const struct km_worker_net *n)
 
 	if (row != NULL && n->dpdk)
 		json_object_update_new(row, steer_fields(n));
+	/* Clients accepted on the port (a DPDK listener), and reset for
+	 * want of a connection slot. */
+	if (row != NULL && n->dpdk)
+		json_object_update_new(row, json_pack("{s:I, s:I}",
+			"accepts", (json_int_t)s->accepts,
+			"accepts_refused", (json_int_t)s->accepts_refused));
 	return row;
 }
 
