@@ -228,6 +228,11 @@ struct km_net_stats {
 	uint64_t steered_out;
 	uint64_t steered_in;
 	uint64_t steer_drops;
+	/* KM_NET_DPDK: microseconds spent in km_net_poll() calls that found
+	 * work, and in those that found none: a polled port burns its core
+	 * by design, and the second is that burn (naps excluded). */
+	uint64_t poll_busy_us;
+	uint64_t poll_idle_us;
 	uint16_t queue;		  /* the port queue pair of this backend */
 	uint16_t queues;	  /* the port's queue pairs */
 	bool flow_rules;	  /* the port steers by flow rule, not RSS */

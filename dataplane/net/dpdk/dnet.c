@@ -30,6 +30,8 @@
 #include <string.h>
 #include <sys/random.h>
 
+#include <rte_cycles.h>
+
 #include "common/clock.h"
 #include "common/km_assert.h"
 #include "common/log.h"
@@ -405,6 +407,13 @@ static int dnet_close(struct km_net_conn *c)
 	return 0;
 }
 
+static uint64_t tsc_us(uint64_t tsc)
+{
+	uint64_t hz = rte_get_tsc_hz();
+
+	return hz == 0 ? 0 : (uint64_t)((double)tsc * 1e6 / (double)hz);
+}
+
 static void dnet_stats(const struct km_net *net, struct km_net_stats *out)
 {
 	const struct dnet *dn = km_container_of(net, const struct dnet, pub);
@@ -422,6 +431,8 @@ static void dnet_stats(const struct km_net *net, struct km_net_stats *out)
 	out->steered_out = dn->steer.out;
 	out->steered_in = dn->steer.in;
 	out->steer_drops = dn->steer.drops;
+	out->poll_busy_us = tsc_us(dn->poll_busy_tsc);
+	out->poll_idle_us = tsc_us(dn->poll_idle_tsc);
 	out->queue = dn->queue;
 	out->queues = dn->dp != NULL ? dn->dp->n_queues : 0;
 	out->flow_rules = dn->dp != NULL && dn->dp->flow_rules;
@@ -449,6 +460,8 @@ static int dnet_poll(struct km_net *net)
 	struct dnet *dn = km_container_of(net, struct dnet, pub);
 	int n;
 
+	uint64_t t0 = rte_rdtsc(), dt;
+
 	km_dnet_thread_enter(dn);
 	dn->now_ms = km_clock_ms();
 	n = km_dnet_rx(dn);
@@ -458,6 +471,11 @@ static int dnet_poll(struct km_net *net)
 	n += service(dn);
 	km_dnet_tx_flush(dn);
 	dn->empty_polls = n > 0 ? 0 : dn->empty_polls + 1;
+	dt = rte_rdtsc() - t0;
+	if (n > 0)
+		dn->poll_busy_tsc += dt;
+	else
+		dn->poll_idle_tsc += dt;
 	return n;
 }
 

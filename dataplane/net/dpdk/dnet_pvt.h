@@ -193,6 +193,8 @@ struct dnet {
 	uint64_t now_ms;	/* km_clock_ms() when the last poll began */
 	uint64_t last_rx_ms;
 	uint32_t empty_polls;	/* polls in a row that found no work */
+	uint64_t poll_busy_tsc;	/* TSC cycles in polls that found work */
+	uint64_t poll_idle_tsc;	/* ... and in those that found none */
 	bool registered;	/* this worker thread got an lcore id */
 	struct dnet_impair imp;
 	struct dsteer_stats steer;
