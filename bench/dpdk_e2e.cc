@@ -24,7 +24,8 @@
  * poll_idle_us): a DPDK poller burns its core by design, and CPU per byte
  * is given both counting that burn and without it. The ratio DPDK/kernel
  * is the rounds' medians of both processes' CPU per byte.
- * usage: bench-dpdk-e2e [MIB [ROUNDS]]  (exit 77: no root or hugepages)
+ * usage: bench-dpdk-e2e [MIB [ROUNDS]]  (exit 77: no root or hugepages);
+ *        KM_BENCH_ONLY=dpdk|kernel runs one mode (to profile it)
  */
 #include <sys/stat.h>
 #include <unistd.h>
@@ -34,6 +35,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <functional>
 #include <map>
@@ -288,6 +290,9 @@ double size_runs(const Netns &ns, int mib, int size, int rounds)
 	for (int round = 0; round < rounds; round++) {
 		for (int k = 0; k < 2; k++) {
 			bool dpdk = (k + round) % 2 == 1;
+			const char *only = getenv("KM_BENCH_ONLY");
+			if (only != nullptr && strcmp(only, dpdk ? "dpdk" : "kernel") != 0)
+				continue;
 			Run r = one(ns, sdir.path(), dpdk, records);
 			if (!r.ok)
 				return -1;
@@ -297,6 +302,8 @@ double size_runs(const Netns &ns, int mib, int size, int rounds)
 			(dpdk ? ds : ks).push_back(r);
 		}
 	}
+	if (ks.empty() || ds.empty())
+		return 0; /* KM_BENCH_ONLY: nothing to compare */
 	Sum k = summary(ks), d = summary(ds);
 	printf(" median of %d rounds:\n", rounds);
 	print_mode("kernel", k, gb);

@@ -467,7 +467,14 @@ static int dnet_poll(struct km_net *net)
 	n = km_dnet_rx(dn);
 	if (n > 0)
 		dn->last_rx_ms = dn->now_ms;
-	n += km_tcp_poll(dn->ep);
+	/* The endpoint's timers count milliseconds, and its poll visits every
+	 * slot: once per millisecond, not once per spin of the loop (it was
+	 * 13-15% of a busy worker's time). Ends it reports come from the
+	 * rx bursts' ends too. */
+	if (dn->now_ms != dn->timers_ms) {
+		dn->timers_ms = dn->now_ms;
+		n += km_tcp_poll(dn->ep);
+	}
 	n += service(dn);
 	km_dnet_tx_flush(dn);
 	dn->empty_polls = n > 0 ? 0 : dn->empty_polls + 1;

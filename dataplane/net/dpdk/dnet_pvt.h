@@ -192,6 +192,7 @@ struct dnet {
 	uint32_t tx_n;
 	uint64_t now_ms;	/* km_clock_ms() when the last poll began */
 	uint64_t last_rx_ms;
+	uint64_t timers_ms;	/* now_ms of the last km_tcp_poll() */
 	uint32_t empty_polls;	/* polls in a row that found no work */
 	uint64_t poll_busy_tsc;	/* TSC cycles in polls that found work */
 	uint64_t poll_idle_tsc;	/* ... and in those that found none */
