@@ -36,7 +36,7 @@
 #define PLANNED_POLL_MS 100 /* a planned stop waits: look more often */
 /* Kafka clients of the listeners on the DPDK port, beyond the fetch
  * sessions' connections (each takes an endpoint slot and a send ring). */
-#define KM_DAEMON_DPDK_CLIENTS_MAX 32u
+#define DPDK_CLIENTS_MAX 32u
 
 uint64_t km_daemon_now_ms(void)
 {
@@ -88,7 +88,7 @@ static void dpdk_listeners(const struct km_config *cfg,
 		if (km_config_listener_on_dpdk(cfg, &cfg->listeners[i]))
 			nc->listeners_max++;
 	if (nc->listeners_max > 0)
-		nc->conns_max += KM_DAEMON_DPDK_CLIENTS_MAX;
+		nc->conns_max += DPDK_CLIENTS_MAX;
 }
 
 /* The kernel backend, one each for the front-end's clients and the fetch
