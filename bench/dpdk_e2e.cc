@@ -115,7 +115,20 @@ struct Netns {
 struct Run {
 	double wall_s = 0, src_s = 0, mir_s = 0, src_idle_s = 0, mir_idle_s = 0;
 	bool ok = false;
+	std::string src_counters, mir_counters; /* DPDK: the ports' at exit */
 };
+
+/* The "dpdk: port N queue Q counters: ..." line of a log, from its
+ * frames_out on: what the port moved, lost and repaired. */
+std::string counters(const std::string &log)
+{
+	size_t at = log.find("counters: frames_in=");
+
+	if (at == std::string::npos)
+		return "";
+	at += strlen("counters: ");
+	return log.substr(at, log.find(" connects=", at) - at);
+}
 
 std::string memif_sock()
 {
@@ -207,7 +220,9 @@ Run one(const Netns &ns, const std::string &src_dir, bool dpdk,
 	}
 	ChildResult res;
 	mir.stop(60000, &res);
+	r.mir_counters = counters(mir.child().stderr_so_far() + res.err);
 	src.stop(60000, &res);
+	r.src_counters = counters(src.child().stderr_so_far() + res.err);
 	return r;
 }
 
@@ -299,6 +314,9 @@ double size_runs(const Netns &ns, int mib, int size, int rounds)
 			printf("  round %d %-6s %6.2f s  source %5.2f s (idle polls %5.2f)  mirror %5.2f s (idle polls %5.2f)\n",
 			       round + 1, dpdk ? "dpdk" : "kernel", r.wall_s, r.src_s,
 			       r.src_idle_s, r.mir_s, r.mir_idle_s);
+			if (dpdk)
+				printf("    source port: %s\n    mirror port: %s\n",
+				       r.src_counters.c_str(), r.mir_counters.c_str());
 			(dpdk ? ds : ks).push_back(r);
 		}
 	}
