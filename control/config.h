@@ -58,6 +58,10 @@ struct km_log_config; /* iouring_log/log.h: not included, so that this header
 #define KM_CONFIG_EAL_ARGC_MAX 64u	/* words in dpdk.eal.args */
 #define KM_CONFIG_DPDK_PORT_BYTES_MAX 256u /* dpdk.port, incl. NUL */
 #define KM_CONFIG_DPDK_MTU_MIN 576u	/* dpdk.mtu, unless 0 (IPv4's minimum) */
+/* Listeners on the DPDK port take ports below this: the endpoint's own
+ * outgoing connections use the rest (dataplane/net/dpdk/dnet_pvt.h,
+ * DNET_PORT_BASE). */
+#define KM_CONFIG_DPDK_LISTEN_PORT_END 32768u
 #define KM_CONFIG_FILE_BYTES_MAX (1u << 20) /* largest config file read */
 #define KM_CONFIG_SETS_MAX 256u		/* --set flags */
 #define KM_CONFIG_LOCAL_PARTS_MAX 1024u /* partitions of a local topic */
@@ -324,6 +328,12 @@ struct km_config {
 
 /** Is authorization on (any of the keys above asks for it)? */
 bool km_config_authorizes(const struct km_config *cfg);
+
+/* Under net.mode=dpdk, a listener whose host is dpdk.ip (as a dotted
+ * quad) is served on the DPDK port, by worker 0's TCP endpoint: the
+ * kernel has no such address to bind. */
+bool km_config_listener_on_dpdk(const struct km_config *cfg,
+				const struct km_config_listener *l);
 
 /* The highest throttle rate (a TiB/s): the bucket's arithmetic stays in
  * 64 bits. */

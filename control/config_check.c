@@ -240,9 +240,49 @@ static int derive_listeners(struct km_config *cfg, const char *prefix,
 	return check_listener_sasl(cfg, prefix, err, err_len);
 }
 
+bool km_config_listener_on_dpdk(const struct km_config *cfg,
+				const struct km_config_listener *l)
+{
+	struct in_addr a;
+
+	return cfg->net_mode == KM_CONFIG_NET_DPDK && cfg->dpdk.ip_be != 0 &&
+	       inet_pton(AF_INET, l->addr.host, &a) == 1 &&
+	       a.s_addr == cfg->dpdk.ip_be;
+}
+
+/* A listener on the DPDK port (km_config_listener_on_dpdk): the TCP
+ * endpoint has no TLS server and keeps the upper half of the port space
+ * for its own outgoing connections (dataplane/net/dpdk/dnet_listen.c). */
+static int check_dpdk_listeners(const struct km_config *cfg,
+				const char *prefix, char *err, size_t err_len)
+{
+	for (uint32_t i = 0; i < cfg->listeners_count; i++) {
+		const struct km_config_listener *l = &cfg->listeners[i];
+
+		if (!km_config_listener_on_dpdk(cfg, l))
+			continue;
+		if (l->protocol == 1 || l->protocol == 3) { /* SSL, SASL_SSL */
+			km_config_errf(err, err_len, "%slisteners: %s://%s:%u is on the DPDK port (its host is dpdk.ip), which serves PLAINTEXT and SASL_PLAINTEXT only, not %s; put TLS listeners on a kernel address",
+				       prefix, l->name, l->addr.host, l->addr.port,
+				       km_config_protocol_name(l->protocol));
+			return KM_ECFGVALUE;
+		}
+		if (l->addr.port >= KM_CONFIG_DPDK_LISTEN_PORT_END) {
+			km_config_errf(err, err_len, "%slisteners: %s://%s:%u is on the DPDK port (its host is dpdk.ip), whose ports %u-65535 are its TCP endpoint's own for outgoing connections; choose a port below %u",
+				       prefix, l->name, l->addr.host, l->addr.port,
+				       KM_CONFIG_DPDK_LISTEN_PORT_END,
+				       KM_CONFIG_DPDK_LISTEN_PORT_END);
+			return KM_ECFGVALUE;
+		}
+	}
+	return 0;
+}
+
 int km_config_derive(struct km_config *cfg, const char *prefix, char *err,
 		     size_t err_len)
 {
+	int rc;
+
 	if (cfg->control_socket[0] == '\0') {
 		int n = snprintf(cfg->control_socket, sizeof(cfg->control_socket),
 				 "%s/%s", cfg->data_dir,
@@ -256,7 +296,8 @@ int km_config_derive(struct km_config *cfg, const char *prefix, char *err,
 			return KM_ECFGMISSING;
 		}
 	}
-	return derive_listeners(cfg, prefix, err, err_len);
+	rc = derive_listeners(cfg, prefix, err, err_len);
+	return rc < 0 ? rc : check_dpdk_listeners(cfg, prefix, err, err_len);
 }
 
 /* SASL needs its three keys, and they mean nothing without it (a

@@ -34,6 +34,9 @@
 #define REPLY_TIMEOUT_MS 10000
 #define WATCH_MS 1000
 #define PLANNED_POLL_MS 100 /* a planned stop waits: look more often */
+/* Kafka clients of the listeners on the DPDK port, beyond the fetch
+ * sessions' connections (each takes an endpoint slot and a send ring). */
+#define DPDK_CLIENTS_MAX 32u
 
 uint64_t km_daemon_now_ms(void)
 {
@@ -74,6 +77,18 @@ static void dpdk_net_config(const struct km_config *cfg, uint32_t parts,
 	memcpy(nc->dpdk.mac, cfg->dpdk.mac, sizeof(nc->dpdk.mac));
 	nc->dpdk.mac_set = cfg->dpdk.mac_set;
 	nc->dpdk.mtu = cfg->dpdk.mtu;
+}
+
+/* Listeners on the DPDK port are worker 0's, as the front end is: its
+ * net listens for them and holds their clients too. */
+static void dpdk_listeners(const struct km_config *cfg,
+			   struct km_net_config *nc)
+{
+	for (uint32_t i = 0; i < cfg->listeners_count; i++)
+		if (km_config_listener_on_dpdk(cfg, &cfg->listeners[i]))
+			nc->listeners_max++;
+	if (nc->listeners_max > 0)
+		nc->conns_max += DPDK_CLIENTS_MAX;
 }
 
 /* The kernel backend, one each for the front-end's clients and the fetch
@@ -131,9 +146,12 @@ static void worker_config(const struct km_daemon *d, uint32_t id,
 	/* Connections are per broker: some room for the leaders of
 	 * partitions discovery adds, not one per partition it may add. */
 	parts = wc->parts_max + (wc->parts_extra < 64 ? wc->parts_extra : 64);
-	if (d->cfg->net_mode == KM_CONFIG_NET_DPDK)
+	if (d->cfg->net_mode == KM_CONFIG_NET_DPDK) {
 		dpdk_net_config(d->cfg, parts, id, d->n_workers,
 				&wc->fetch_net);
+		if (id == 0)
+			dpdk_listeners(d->cfg, &wc->fetch_net);
+	}
 	else
 		kernel_net_config(2 * parts + 8, &wc->fetch_net);
 	wc->source_sec = km_netsec_active(&d->netsec) ? &d->netsec : NULL;

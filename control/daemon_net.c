@@ -50,6 +50,14 @@ static json_t *port_row(uint32_t w, const struct km_worker_net *n)
 
 	if (row != NULL && n->dpdk)
 		json_object_update_new(row, steer_fields(n));
+	/* Clients accepted on the port (a DPDK listener), and reset for
+	 * want of a connection slot. */
+	if (row != NULL && n->dpdk)
+		json_object_update_new(row, json_pack("{s:I, s:I, s:I, s:I}",
+			"accepts", (json_int_t)s->accepts,
+			"accepts_refused", (json_int_t)s->accepts_refused,
+			"poll_busy_us", (json_int_t)s->poll_busy_us,
+			"poll_idle_us", (json_int_t)s->poll_idle_us));
 	return row;
 }
 
@@ -134,6 +142,8 @@ static const struct {
 	NET_METRIC(steered_out, "kmirror_net_steered_out_total", "Frames this worker's queue took for another worker's queue and passed on (DPDK mode)."),
 	NET_METRIC(steered_in, "kmirror_net_steered_in_total", "Frames other workers' queues passed to this worker (DPDK mode)."),
 	NET_METRIC(steer_drops, "kmirror_net_steer_drops_total", "Frames lost passing them between queues: ring full or no mbuf (DPDK mode)."),
+	NET_METRIC(poll_busy_us, "kmirror_net_poll_busy_microseconds_total", "Time in DPDK port polls that found work (DPDK mode)."),
+	NET_METRIC(poll_idle_us, "kmirror_net_poll_idle_microseconds_total", "Time in DPDK port polls that found nothing: the poller's burn (DPDK mode)."),
 };
 
 /* One counter per worker: the uint64_t at off in struct km_worker_net;

@@ -5,6 +5,7 @@
  * owner with a copy of the records, back as PRODUCED with the outcome.
  * That copy is the records' only one: the owner's writer adopts it
  * (km_local_write_adopt) and frees it once its log has written it. */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -264,14 +265,36 @@ static int fe_create(struct km_worker *w, const char *ipv4)
 	return km_frontend_create(&c, &w->fe);
 }
 
+/* A listener on dpdk.ip (the kernel has no such address) is placed on
+ * the DPDK port: this worker's fetch net, polled by the same thread. */
+static bool on_dpdk(const struct km_worker *w, const char *ipv4)
+{
+	struct in_addr a;
+
+	if (w->cfg.fetch_net.kind != KM_NET_DPDK || w->fnet == NULL ||
+	    w->fnet == w->net)
+		return false;
+	return inet_pton(AF_INET, ipv4, &a) == 1 &&
+	       a.s_addr == w->cfg.fetch_net.dpdk.ip_be;
+}
+
 /* The first listener creates the front end; l NULL is a PLAINTEXT one
  * advertised as the worker's config says. */
 int km_worker_fe_listen(struct km_worker *w,
 			const struct km_frontend_listener *l,
 			const char *ipv4, uint16_t port, uint16_t *bound)
 {
+	struct km_frontend_listener dl;
 	bool created = false;
 	int rc;
+
+	if (l != NULL && on_dpdk(w, ipv4)) {
+		if (l->tls != NULL)
+			return -EOPNOTSUPP; /* config_check.c refuses it */
+		dl = *l;
+		dl.net = w->fnet;
+		l = &dl;
+	}
 
 	if (w->fe == NULL) {
 		if ((rc = fe_create(w, ipv4)) < 0)

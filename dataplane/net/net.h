@@ -5,7 +5,8 @@
  * narrow ops table: the kernel backend (dataplane/net/knet.c: kernel sockets
  * driven by the worker's io_uring, the default, runs anywhere) and the DPDK
  * backend (dataplane/net/dpdk/dnet.c: one queue pair of a DPDK port with
- * kmirror's own user-space TCP endpoint, dataplane/net/tcp/; active open only).
+ * kmirror's own user-space TCP endpoint, dataplane/net/tcp/; listening ports
+ * below 32768, the endpoint's own outgoing connections taking the rest).
  * Nothing here names an io_uring or DPDK type.
  *
  * Event model. Every callback runs on the worker thread, from the worker's
@@ -67,7 +68,7 @@ struct km_net_listener;
 
 enum km_net_kind {
 	KM_NET_KERNEL = 0, /* kernel TCP sockets on the worker's io_uring */
-	KM_NET_DPDK = 1,   /* DPDK port + kmirror's TCP endpoint (clients) */
+	KM_NET_DPDK = 1,   /* DPDK port + kmirror's TCP endpoint */
 };
 
 enum km_net_rx_mode {
@@ -227,6 +228,11 @@ struct km_net_stats {
 	uint64_t steered_out;
 	uint64_t steered_in;
 	uint64_t steer_drops;
+	/* KM_NET_DPDK: microseconds spent in km_net_poll() calls that found
+	 * work, and in those that found none: a polled port burns its core
+	 * by design, and the second is that burn (naps excluded). */
+	uint64_t poll_busy_us;
+	uint64_t poll_idle_us;
 	uint16_t queue;		  /* the port queue pair of this backend */
 	uint16_t queues;	  /* the port's queue pairs */
 	bool flow_rules;	  /* the port steers by flow rule, not RSS */
@@ -294,7 +300,8 @@ int km_knet_create(const struct km_net_config *cfg, struct km_net **out);
  * Create a DPDK backend (dataplane/net/dpdk/dnet.c): find the port, set up its
  * receive and transmit pools on hugepages, configure and start the port
  * with one queue pair, and an endpoint of dataplane/net/tcp/ on cfg->dpdk's
- * addresses. listen() answers -EOPNOTSUPP. The port stays this backend's
+ * addresses (listeners_max <= 8: the endpoint's listening ports). The port
+ * stays this backend's
  * until km_net_destroy() (one backend per port for now).
  * @return 0 and *out, or -EINVAL (capacities, addresses), -ENODEV (no such
  *         port), -EBUSY (the port is in use by another backend), -ENOMEM
@@ -380,9 +387,13 @@ static inline int km_net_connect(struct km_net *net, const char *ipv4,
  * km_net_unlisten(). Accepted connections take h and start with ctx; when
  * the pool is full, a new connection is reset at once (accepts_refused).
  * @return 0 and *out, or -EINVAL (address), -ENOBUFS (listeners_max in
- *         use), -EADDRINUSE, -EACCES, or another -errno from bind/listen;
- *         -EOPNOTSUPP from the DPDK backend (active open only: a Kafka
- *         front-end stays on kernel sockets).
+ *         use), -EADDRINUSE, -EACCES, or another -errno from bind/listen.
+ *         The DPDK backend listens on its port's one address (ipv4 is it
+ *         or 0.0.0.0, else -EADDRNOTAVAIL), on ports below 32768 only
+ *         (-EINVAL: the rest are its outgoing connections'); port 0 takes
+ *         the first free one from 16384. Its SYN-RECEIVED connections
+ *         are the endpoint's alone: on_accept comes once the handshake is
+ *         complete.
  */
 static inline int km_net_listen(struct km_net *net, const char *ipv4,
 				uint16_t port, const struct km_net_handler *h,

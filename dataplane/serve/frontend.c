@@ -305,13 +305,17 @@ int km_frontend_listen(struct km_frontend *fe, const char *ipv4,
 static int listen_on(struct km_frontend *fe, struct fe_listener *fl,
 		     const char *ipv4, uint16_t port)
 {
-	if (km_snet_is(fe->net)) /* a plaintext listener passes through */
-		return km_snet_listen(fe->net, ipv4, port, fl->cfg.tls,
+	struct km_net *net = fl->cfg.net != NULL ? fl->cfg.net : fe->net;
+
+	if (fl->cfg.net != NULL && fl->cfg.tls != NULL)
+		return -EOPNOTSUPP;
+	if (km_snet_is(net)) /* a plaintext listener passes through */
+		return km_snet_listen(net, ipv4, port, fl->cfg.tls,
 				      &km_frontend_conn_handler, fl, &fl->lsn);
 	if (fl->cfg.tls != NULL)
 		return -EOPNOTSUPP;
-	return km_net_listen(fe->net, ipv4, port, &km_frontend_conn_handler,
-			     fl, &fl->lsn);
+	return km_net_listen(net, ipv4, port, &km_frontend_conn_handler, fl,
+			     &fl->lsn);
 }
 
 int km_frontend_listen_as(struct km_frontend *fe,

@@ -278,6 +278,11 @@ struct km_frontend_listener {
 	 * front end's net must then be a secured one (dataplane/net/snet.h)
 	 * that runs the handshake before the connection is accepted here. */
 	const struct km_netsec *tls;
+	/* NULL: the front end's net. Else another net of the same worker
+	 * thread that listens for it (the DPDK port's, dataplane/net/dpdk/):
+	 * PLAINTEXT or SASL_PLAINTEXT only (tls NULL); its receive buffers
+	 * are parts of frames, never packed (km_kframe_compact). */
+	struct km_net *net;
 };
 
 /* Offset sync from the source (issue 7): one source group's committed

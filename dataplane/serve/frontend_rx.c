@@ -113,11 +113,26 @@ static void pack(struct fe_conn *fc)
 	struct km_frontend *fe = fc->fe;
 	uint32_t held = km_kframe_buffers(&fc->kf);
 
-	if (fe->rx.buf_bytes == 0 ||
+	if (fe->rx.buf_bytes == 0 || fe->lsns[fc->listener].cfg.net != NULL ||
 	    held <= bufs_for(fe, fc->kf.queued - fc->kf.head_off) + RX_SLACK)
 		return;
 	if (km_kframe_compact(&fc->kf, fe->rx.buf_bytes) > 0)
 		fe->st.rx_compactions++;
+}
+
+/* What fc holds, in the budget's units: its buffers, or for a listener on
+ * another net (the DPDK port's, whose segments are parts of frames from a
+ * pool of its own) the units its bytes would fill, so that the same
+ * request costs the same on either. */
+static uint32_t held_units(const struct fe_conn *fc)
+{
+	const struct km_frontend *fe = fc->fe;
+
+	if (fe->lsns[fc->listener].cfg.net == NULL)
+		return km_kframe_buffers(&fc->kf);
+	if (fc->kf.queued == fc->kf.head_off)
+		return 0;
+	return bufs_for(fe, fc->kf.queued - fc->kf.head_off);
 }
 
 /* Charge what fc's queue takes, or make it wait. @return true if its
@@ -125,7 +140,7 @@ static void pack(struct fe_conn *fc)
 static bool charge(struct fe_conn *fc, uint64_t now_ms)
 {
 	struct km_frontend *fe = fc->fe;
-	uint32_t held = km_kframe_buffers(&fc->kf), before = fc->rx_charge;
+	uint32_t held = held_units(fc), before = fc->rx_charge;
 	bool partial, granted = false;
 	uint32_t want = wanted(fc, held, &partial);
 

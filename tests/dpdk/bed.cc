@@ -127,7 +127,7 @@ Bed::~Bed()
 	ip({ "netns", "del", ns_b_ });
 }
 
-std::string Bed::up()
+std::string Bed::up(bool both_dpdk)
 {
 	std::vector<std::vector<std::string>> steps = {
 		{ "netns", "add", ns_a_ },
@@ -150,7 +150,8 @@ std::string Bed::up()
 	 * counters then count the control thread's traffic only. */
 	for (auto &[ns, dev] : { std::make_pair(ns_b_, data_b_),
 				 std::make_pair(ns_a_, mgmt_a_),
-				 std::make_pair(ns_b_, mgmt_b_) })
+				 std::make_pair(ns_b_, mgmt_b_),
+				 std::make_pair(ns_a_, both_dpdk ? data_a_ : mgmt_a_) })
 		run_command({ "ip", "netns", "exec", ns, "sysctl", "-qw",
 			      "net.ipv6.conf." + dev + ".disable_ipv6=1" },
 			    10000);
@@ -166,6 +167,10 @@ std::string Bed::up()
 		{ ns_b_, { "link", "set", mgmt_b_, "up" } },
 		{ ns_b_, { "route", "add", "10.77.9.1/32", "via", "10.77.8.1" } },
 	};
+	if (both_dpdk) {
+		cfg.erase(cfg.begin()); /* dA's address */
+		cfg.pop_back();		/* B's route to it */
+	}
 	for (auto &[ns, args] : cfg)
 		if (!(e = nsip(ns, args)).empty())
 			return e;
@@ -213,6 +218,16 @@ std::vector<std::string> Bed::dpdk_sets(int qpairs, bool xdp) const
 	return { "net.mode=dpdk",
 		 "dpdk.eal.args=-l 0 --in-memory --no-pci --no-telemetry --vdev=" + vdev,
 		 "dpdk.port=" + vdev, "dpdk.ip=" + mirror_ip(),
+		 "dpdk.netmask=24" };
+}
+
+std::vector<std::string> Bed::dpdk_sets_a() const
+{
+	std::string vdev = "net_af_packet0,iface=" + data_a_;
+
+	return { "net.mode=dpdk",
+		 "dpdk.eal.args=-l 0 --in-memory --no-pci --no-telemetry --vdev=" + vdev,
+		 "dpdk.port=" + vdev, "dpdk.ip=" + source_ip(),
 		 "dpdk.netmask=24" };
 }
 

@@ -42,8 +42,12 @@ public:
 	Bed(const Bed &) = delete;
 	Bed &operator=(const Bed &) = delete;
 
-	/* Create namespaces, links, addresses, routes. */
-	std::string up();
+	/* Create namespaces, links, addresses, routes. both_dpdk: the
+	 * source's end of the data link (dA) gets no kernel address either
+	 * (a DPDK source kmirrord drives it, dpdk_sets_a()), and namespace B
+	 * no route to 10.77.9.1: both kernels reach each other over the
+	 * management link only. */
+	std::string up(bool both_dpdk = false);
 
 	const std::string &ns_a() const { return ns_a_; }
 	const std::string &ns_b() const { return ns_b_; }
@@ -62,6 +66,9 @@ public:
 	 * net_af_packet (or net_af_xdp with xdp) with `qpairs` queue pairs
 	 * (one per worker). */
 	std::vector<std::string> dpdk_sets(int qpairs = 1, bool xdp = false) const;
+	/* The same for a kmirrord on dA (after up(true)): 10.77.9.1. */
+	std::vector<std::string> dpdk_sets_a() const;
+	std::string source_mgmt_ip() const { return "10.77.8.1"; }
 	/* The MTU of the source's end of the data link (dA); the DPDK end
 	 * is kmirrord's to set (dpdk.mtu). */
 	std::string set_source_mtu(uint32_t mtu);

@@ -75,10 +75,10 @@ static void rx_frame(struct dnet *dn, struct rte_mbuf *m)
 enum { STEER_HERE = -1, STEER_ALL = -2 };
 
 /* The queue a frame belongs to: that of the block its TCP destination port
- * is in; ARP replies to every queue (each endpoint keeps its own cache);
- * anything else to whoever took it (an ARP request is answered by any
- * endpoint, a stray segment reset by any). Only the first segment is read:
- * drivers put the headers there. */
+ * is in, or the queue listening on it; ARP replies to every queue (each
+ * endpoint keeps its own cache); anything else to whoever took it (an ARP
+ * request is answered by any endpoint, a stray segment reset by any). Only
+ * the first segment is read: drivers put the headers there. */
 static int steer_target(const struct dport *dp, const struct rte_mbuf *m)
 {
 	const struct rte_ether_hdr *eth =
@@ -99,8 +99,11 @@ static int steer_target(const struct dport *dp, const struct rte_mbuf *m)
 		return STEER_HERE;
 	tcp = (const void *)((const uint8_t *)ip + rte_ipv4_hdr_len(ip));
 	port = rte_be_to_cpu_16(tcp->dst_port);
-	if (port < DNET_PORT_BASE)
-		return STEER_HERE;
+	if (port < DNET_PORT_BASE) { /* a listening port's, or a stray */
+		int q = km_dnet_port_listener(dp, (uint16_t)port);
+
+		return q >= 0 ? q : STEER_HERE;
+	}
 	port = (port - DNET_PORT_BASE) / dp->port_span;
 	return port < dp->n_queues ? (int)port : STEER_HERE;
 }

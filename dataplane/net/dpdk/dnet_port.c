@@ -344,6 +344,30 @@ static void install_flow_rules(struct dport *dp)
 		dp->rss ? "RSS" : "the port", dp->n_queues);
 }
 
+/* ---- listening ports ------------------------------------------------------ */
+
+/* One queue listens on a port (dnet_listen.c); with one queue there is
+ * nobody to tell. */
+void km_dnet_port_listen(struct dport *dp, uint16_t port, uint16_t queue,
+			 bool on)
+{
+	if (dp->listen_q == NULL || port >= DNET_PORT_BASE)
+		return;
+	__atomic_store_n(&dp->listen_q[port], on ? (uint8_t)(queue + 1) : 0,
+			 __ATOMIC_RELAXED);
+}
+
+/* The queue that listens on port, or -1. */
+int km_dnet_port_listener(const struct dport *dp, uint16_t port)
+{
+	uint8_t q;
+
+	if (dp->listen_q == NULL || port >= DNET_PORT_BASE)
+		return -1;
+	q = __atomic_load_n(&dp->listen_q[port], __ATOMIC_RELAXED);
+	return q == 0 ? -1 : q - 1;
+}
+
 /* ---- attach, detach ------------------------------------------------------- */
 
 static void dport_free(struct dport *dp)
@@ -367,6 +391,7 @@ static void dport_free(struct dport *dp)
 		rte_mempool_free(dq->tx_pool);
 		free(dq->by_id);
 	}
+	free(dp->listen_q);
 	free(dp);
 }
 
@@ -384,6 +409,10 @@ static int dport_create(const struct km_net_config *c, uint16_t port_id,
 	dp->n_bufs = dp->bufs_asked = c->rx_buf_count;
 	dp->ip = rte_be_to_cpu_32(c->dpdk.ip_be);
 	dp->port_span = DNET_PORT_SPACE / pow2_at_least(n);
+	if (n > 1 && (dp->listen_q = calloc(DNET_PORT_BASE, 1)) == NULL) {
+		free(dp);
+		return -ENOMEM;
+	}
 	snprintf(dp->devargs, sizeof(dp->devargs), "%s", c->dpdk.port);
 	if ((rc = configure(dp, &c->dpdk)) < 0 ||
 	    (rc = rte_eth_dev_start(port_id)) < 0) {

@@ -53,6 +53,13 @@
  * masked TCP destination-port match names a queue's connections. */
 #define DNET_PORT_BASE 32768u
 #define DNET_PORT_SPACE 32768u
+/* Listening ports lie below DNET_PORT_BASE (dnet_listen.c); port 0 asks
+ * for the first free one from here. */
+#define DNET_LISTEN_AUTO 16384u
+/* Send ring of each endpoint slot when the backend listens: a server
+ * streams Fetch responses, a client sends small requests (64 KiB). */
+#define DNET_SERVER_SND_BUF (1u << 20)
+#define DNET_SERVER_SND_TOTAL (128ull << 20)
 /* Frames another queue received for this one, waiting to be taken. */
 #define DNET_STEER_RING 1024u
 /* Receive window per connection: the fetch sessions hold at most ~1.5 MiB
@@ -94,6 +101,13 @@ struct dconn {
 	uint32_t cur_iov, cur_off;
 	struct km_net_conn_stats st;
 	struct dconn *next_free;
+};
+
+/* A listening port (km_net_listen): accepted connections take h. */
+struct dlistener {
+	struct km_net_listener pub;	/* first */
+	const struct km_net_handler *h;
+	bool used;
 };
 
 /* Test switch KMIRROR_TEST_DPDK_IMPAIR="drop=N,swap=M" (read at create, in
@@ -143,6 +157,10 @@ struct dport {
 	uint16_t dataroom;	/* of every mbuf, rx and tx: one frame */
 	uint8_t mac[6];
 	char devargs[256];
+	/* [DNET_PORT_BASE] with several queues, else NULL: 1 + the queue
+	 * that listens on a port, 0 if none; written by the listening
+	 * worker, read by every worker's steering (relaxed atomics). */
+	uint8_t *listen_q;
 	struct dqueue q[];	/* [n_queues] */
 };
 
@@ -167,13 +185,17 @@ struct dnet {
 	struct km_tcp_ops tops;
 	struct dconn *conns;	/* [cfg.conns_max] */
 	struct dconn *free_conns;
+	struct dlistener *lsn;	/* [cfg.listeners_max] */
 	uint32_t conns_used;
 	uint32_t want_count;	/* connections with want set */
 	struct rte_mbuf *tx_pkts[DNET_TX_PKTS_MAX];
 	uint32_t tx_n;
 	uint64_t now_ms;	/* km_clock_ms() when the last poll began */
 	uint64_t last_rx_ms;
+	uint64_t timers_ms;	/* now_ms of the last km_tcp_poll() */
 	uint32_t empty_polls;	/* polls in a row that found no work */
+	uint64_t poll_busy_tsc;	/* TSC cycles in polls that found work */
+	uint64_t poll_idle_tsc;	/* ... and in those that found none */
 	bool registered;	/* this worker thread got an lcore id */
 	struct dnet_impair imp;
 	struct dsteer_stats steer;
@@ -187,6 +209,9 @@ uint64_t km_dnet_port_missed(const struct dnet *dn);
 void km_dnet_port_block(const struct dport *dp, uint16_t queue, uint16_t *lo,
 		     uint16_t *hi);
 void km_dnet_thread_enter(struct dnet *dn);
+void km_dnet_port_listen(struct dport *dp, uint16_t port, uint16_t queue,
+			 bool on);
+int km_dnet_port_listener(const struct dport *dp, uint16_t port);
 void km_dnet_thread_leave(struct dnet *dn);
 
 /* dnet_io.c: rx bursts, software steering, tx bursts */
@@ -198,7 +223,17 @@ int km_dnet_tx(void *ctx, const struct iovec *iov, uint32_t n_iov,
 void km_dnet_buf_free(void *ctx, const uint32_t *ids, uint32_t n);
 void km_dnet_impair_init(struct dnet *dn);
 
-/* dnet.c: the endpoint's callbacks */
+/* dnet_listen.c: listeners, accepted connections, peer addresses */
+int km_dnet_listen(struct km_net *net, const char *ipv4, uint16_t port,
+		   const struct km_net_handler *h, void *ctx,
+		   struct km_net_listener **out);
+void km_dnet_unlisten(struct km_net_listener *l);
+void km_dnet_accept(void *ctx, struct km_tcp_conn *tc);
+int km_dnet_peer(const struct km_net_conn *c, struct sockaddr_in *out);
+
+/* dnet.c: connection slots, the endpoint's callbacks */
+struct dconn *km_dnet_conn_alloc(struct dnet *dn);
+void km_dnet_set_want(struct dnet *dn, struct dconn *dc, bool on);
 void km_dnet_deliver(void *ctx, struct km_tcp_conn *tc,
 		  const struct km_chain *data, const uint32_t *ids);
 void km_dnet_event(void *ctx, struct km_tcp_conn *tc, enum km_tcp_event ev,
