@@ -180,6 +180,17 @@ int km_log_close(struct km_log *log);
 void km_log_abandon(struct km_log *log);
 
 /**
+ * Whether the log checks the CRC of a batch framed by km_batch_frame (CRC
+ * unchecked) as it copies it into its direct-I/O write buffers, so that a
+ * caller may frame with km_batch_frame: the bytes are then read from memory
+ * once. Such a batch whose CRC fails is refused by km_log_append_burst with
+ * KM_EBADCRC, nothing of it written and the log unchanged (batches before
+ * it in the burst are appended). Any log takes such batches: one that
+ * cannot check them as it copies checks them first.
+ */
+bool km_log_verifies_crc(const struct km_log *log);
+
+/**
  * Append validated batches (km_batch_parse'd, already mapped for MIRROR) in
  * order. The batches' bytes are written from their chains without a copy, so
  * they must stay valid until km_log_appended_offset() passes their last
@@ -204,8 +215,9 @@ void km_log_abandon(struct km_log *log);
  *         with no batch of the failing one written: KM_EOFFSET (mirrored
  *         offsets overlap or go backwards), producer-state errors
  *         (KM_EDUPLICATE with res->dup_* set, KM_EOUTOFORDERSEQ, ...),
- *         -ENOSPC / -EDQUOT (the first batch does not fit; not sticky), or
- *         the sticky error of a failed log.
+ *         -ENOSPC / -EDQUOT (the first batch does not fit; not sticky),
+ *         KM_EBADCRC (a km_batch_frame'd batch whose CRC fails; not
+ *         sticky), or the sticky error of a failed log.
  */
 int km_log_append_burst(struct km_log *log, struct km_batch *batches,
 			uint32_t n, enum km_origin origin,
