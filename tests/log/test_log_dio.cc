@@ -180,7 +180,7 @@ TEST(Dio, DirectOnADiskBufferedWhenOffOrOnTmpfs)
 // Batches of every size from 1 to ~3 blocks, one write each (flush=always
 // syncs each): nearly every write starts inside the block the last one
 // ended in. Then bursts without syncs, whose writes of the same block wait
-// for each other, and a batch larger than a write buffer (1 MiB) from an
+// for each other, and a batch larger than a write buffer (2 MiB) from an
 // unaligned position.
 TEST(Dio, PartialBlockRewrittenManyTimesReadsBack)
 {
@@ -202,7 +202,7 @@ TEST(Dio, PartialBlockRewrittenManyTimesReadsBack)
 			for (int i = 0; i < 5; i++)
 				AppendOrWait(l.get(), s.Add((int)(rng() % 3000) + 1));
 			if (round == 10)
-				AppendOrWait(l.get(), s.Add(1600 * 1024));
+				AppendOrWait(l.get(), s.Add(KM_LOG_DIO_BUFFER_BYTES * 8 / 5));
 			ASSERT_EQ(0, km_log_flush(l->log));
 		}
 		ASSERT_EQ(0, km_log_sync(l->log));
@@ -343,7 +343,7 @@ struct TwoLogs {
 // kept.
 TEST(Dio, TailReadsComeFromTheCacheTheIdleOnesGoFirst)
 {
-	for (uint64_t cache : { (uint64_t)1 << 20, (uint64_t)0 }) {
+	for (uint64_t cache : { (uint64_t)KM_LOG_DIO_BUFFER_BYTES, (uint64_t)0 }) {
 		SCOPED_TRACE("tail cache " + std::to_string(cache));
 		TempDir d;
 		TwoLogs l(d.path, cache);
@@ -448,9 +448,10 @@ TEST(Dio, CrcCheckedOnTheCopyRefusesACorruptBatchWritingNothingOfIt)
 		ASSERT_TRUE(km_log_direct_io(l->log));
 		ASSERT_TRUE(km_log_verifies_crc(l->log));
 		Framed a(Data(0, -1, 0, 0, 1));
-		// 1.5 MiB: the copy fills a whole write buffer before it reads
+		// 1.5 write buffers: the copy fills a whole one before it reads
 		// the bytes the CRC ends with.
-		std::vector<uint8_t> good_b = Data(1, -1, 0, 0, 3, false, 512 * 1024);
+		std::vector<uint8_t> good_b = Data(1, -1, 0, 0, 3, false,
+						   KM_LOG_DIO_BUFFER_BYTES / 2);
 		std::vector<uint8_t> bad_b = good_b;
 		size_t flip = where ? where : bad_b.size() - 1;
 		ASSERT_LT(flip, bad_b.size());
@@ -490,7 +491,7 @@ TEST(Dio, ProducerIdMappedOnTheCopyNotInTheReceiveBuffer)
 	ASSERT_TRUE(km_log_verifies_crc(l->log));
 	// a ends 30 bytes before the first write buffer does: b's header,
 	// where the id and the CRC are, straddles two buffers.
-	Framed a(DataOfSize(0, -1, (1u << 20) - 30));
+	Framed a(DataOfSize(0, -1, KM_LOG_DIO_BUFFER_BYTES - 30));
 	Framed b(Data(1, 1000, 0, 0, 2));
 	std::vector<uint8_t> came = b.bytes;
 	ASSERT_EQ(1, km_batch_map_pid(&b.view));
