@@ -16,8 +16,11 @@
 # log moved. Targets: (k) >= 0.9 x (d), at <= 0.35 CPU s/GB.
 # DIO_BASE=OTHER_BUILD: that build's kmirrord mirrors too, direct (k0), in
 # the same round (before/after on the same machine state).
-# DIO_PERF=FILE: perf record -g of the direct kmirrord while it mirrors
-# (the last round's) into FILE, for `perf report -i FILE`.
+# DIO_SET="--set KEY=VALUE ...": more settings for the mirrors; DIO_BASE_SET
+# the base build's instead (DIO_BASE=build with another DIO_BASE_SET
+# compares two settings of one build side by side).
+# DIO_PERF=FILE: perf record -g of this build's direct kmirrord while it
+# mirrors (the last round's) into FILE, for `perf report -i FILE`.
 # usage: bench/dio.sh BUILD_DIR [MIB] [ROUNDS]   (MIB of log, default 1000, under a segment;
 #        data lives under ${TMPDIR:-/var/tmp}, on the disk, and is deleted)
 set -euo pipefail
@@ -56,7 +59,7 @@ mirror() { # DIRECT [KMIRRORD] -> MIR line
 	"${2:-$BUILD/control/kmirrord}" --set data.dir="$dest" --set topics=big \
 		--set source.bootstrap.servers="$A" --set listeners=127.0.0.1:0 \
 		--set control.socket="$T/b.sock" --set workers=1 \
-		--set flush.ms=20 --set log.direct.io="$1" >"$T/b.log" 2>&1 &
+		--set flush.ms=20 --set log.direct.io="$1" ${3-${DIO_SET:-}} >"$T/b.log" 2>&1 &
 	B=$!
 	PIDS+=("$B")
 	until [ -S "$T/b.sock" ] && [ -n "$(status_json "$T/b.sock" 2>/dev/null | field leo 2>/dev/null)" ] &&
@@ -66,7 +69,7 @@ mirror() { # DIRECT [KMIRRORD] -> MIR line
 	done
 	t0=$(date +%s.%N)
 	local perf=
-	if [ -n "${DIO_PERF:-}" ] && [ "$1" = true ]; then
+	if [ -n "${DIO_PERF:-}" ] && [ "$1" = true ] && [ -z "${2:-}" ]; then
 		perf record -g -q -o "$DIO_PERF" -p "$B" 2>/dev/null &
 		perf=$!
 	fi
@@ -99,7 +102,7 @@ for r in $(seq "$ROUNDS"); do
 	KB=$(mirror false)
 	echo "[round $r] (kb) $KB"
 	if [ -n "${DIO_BASE:-}" ]; then
-		K0=$(mirror true "$DIO_BASE/control/kmirrord")
+		K0=$(mirror true "$DIO_BASE/control/kmirrord" "${DIO_BASE_SET-${DIO_SET:-}}")
 		echo "[round $r] (k0) $K0"
 		python3 - "$r" "$KD" "$K0" "$DIR" <<'PYEOF'
 import sys
