@@ -510,3 +510,59 @@ TEST(Dio, ProducerIdMappedOnTheCopyNotInTheReceiveBuffer)
 	EXPECT_EQ(all, ReadOpenLog(l->dir + "/" + SegName(0, ".log")));
 	EXPECT_EQ(all, ReadAll(l->log, 0, 3));
 }
+
+// A batch that needs a roll first is checked on its own, before the roll
+// (km_batch_settle): a corrupt one makes no new segment; a good one with a
+// mapped id starts the new segment with the id mapped and a CRC that
+// checks (the map is stored into the receive buffer then, as the parse
+// path always did).
+TEST(Dio, ABatchThatRollsIsCheckedBeforeTheRoll)
+{
+	// R1 on the built bytes: id 1000 -> -(1000 + 2), the CRC redone.
+	auto mapped = [](std::vector<uint8_t> v) {
+		for (int i = 0; i < 8; i++)
+			v[43 + i] = (uint8_t)((uint64_t)-1002 >> (56 - 8 * i));
+		uint32_t crc = RefCrc32c(v.data() + 21, v.size() - 21);
+		for (int i = 0; i < 4; i++)
+			v[17 + i] = (uint8_t)(crc >> (24 - 8 * i));
+		return v;
+	};
+	TempDir td;
+	auto l = Open(td.path, true, true, 64 * 1024);
+	ASSERT_TRUE(km_log_verifies_crc(l->log));
+	Framed a(Data(0, -1, 0, 0, 1, false, 40000));
+	ASSERT_EQ(1, AppendFramed(l.get(), {&a}));
+	std::vector<uint8_t> good = Data(1, 1000, 0, 0, 1, false, 40000);
+	std::vector<uint8_t> bad = good;
+	bad.back() ^= 1;
+	Framed b(bad);
+	ASSERT_EQ(1, km_batch_map_pid(&b.view));
+	EXPECT_EQ(KM_EBADCRC, AppendFramed(l.get(), {&b}));
+	EXPECT_EQ(0, km_log_error(l->log));
+	EXPECT_EQ(std::vector<int64_t>{0}, Bases(l->dir, ".log"))
+		<< "no segment made for a corrupt batch";
+
+	Framed b2(good);
+	ASSERT_EQ(1, km_batch_map_pid(&b2.view));
+	ASSERT_EQ(1, AppendFramed(l.get(), {&b2}));
+	ASSERT_EQ((std::vector<int64_t>{0, 1}), Bases(l->dir, ".log"));
+	EXPECT_EQ(mapped(good), ReadOpenLog(l->dir + "/" + SegName(1, ".log")));
+	EXPECT_EQ(a.bytes, ReadFile(l->dir + "/" + SegName(0, ".log")));
+
+	// A buffered log writes from the receive buffer: such a batch offered
+	// to it is settled there too (the fetcher frames with the CRC unchecked
+	// only for a log that checks it on its copy).
+	TempDir tb;
+	auto lb = Open(tb.path, false);
+	ASSERT_FALSE(km_log_verifies_crc(lb->log));
+	std::vector<uint8_t> good0 = Data(0, 1000, 0, 0, 1, false, 40000);
+	std::vector<uint8_t> bad0 = good0;
+	bad0.back() ^= 1;
+	Framed c(bad0), c2(good0);
+	ASSERT_EQ(1, km_batch_map_pid(&c.view));
+	ASSERT_EQ(1, km_batch_map_pid(&c2.view));
+	EXPECT_EQ(KM_EBADCRC, AppendFramed(lb.get(), {&c}));
+	EXPECT_EQ(0, km_log_end_offset(lb->log));
+	EXPECT_EQ(1, AppendFramed(lb.get(), {&c2}));
+	EXPECT_EQ(mapped(good0), ReadFile(lb->dir + "/" + SegName(0, ".log")));
+}
