@@ -14,6 +14,13 @@
 # offset (the HW) is the source's end. CPU is the whole process's
 # (/proc/PID/stat utime + stime, its io_uring workers included), per GB of
 # log moved. Targets: (k) >= 0.9 x (d), at <= 0.35 CPU s/GB.
+# DIO_BASE=OTHER_BUILD: that build's kmirrord mirrors too, direct (k0), in
+# the same round (before/after on the same machine state).
+# DIO_SET="--set KEY=VALUE ...": more settings for the mirrors; DIO_BASE_SET
+# the base build's instead (DIO_BASE=build with another DIO_BASE_SET
+# compares two settings of one build side by side).
+# DIO_PERF=FILE: perf record -g of this build's direct kmirrord while it
+# mirrors (the last round's) into FILE, for `perf report -i FILE`.
 # usage: bench/dio.sh BUILD_DIR [MIB] [ROUNDS]   (MIB of log, default 1000, under a segment;
 #        data lives under ${TMPDIR:-/var/tmp}, on the disk, and is deleted)
 set -euo pipefail
@@ -46,13 +53,13 @@ BYTES=$(stat -c %s $SEG | awk '{s += $1} END {print s}')
 cat $SEG >/dev/null
 echo "source: $END records, $BYTES bytes of log; destination $T (on $(stat -f -c %T "$T"))"
 
-mirror() { # DIRECT -> MIR line
+mirror() { # DIRECT [KMIRRORD] -> MIR line
 	local dest="$T/b" B t0 t1 ticks
 	rm -rf "$dest" && mkdir -p "$dest"
-	"$BUILD/control/kmirrord" --set data.dir="$dest" --set topics=big \
+	"${2:-$BUILD/control/kmirrord}" --set data.dir="$dest" --set topics=big \
 		--set source.bootstrap.servers="$A" --set listeners=127.0.0.1:0 \
 		--set control.socket="$T/b.sock" --set workers=1 \
-		--set flush.ms=20 --set log.direct.io="$1" >"$T/b.log" 2>&1 &
+		--set flush.ms=20 --set log.direct.io="$1" ${3-${DIO_SET:-}} >"$T/b.log" 2>&1 &
 	B=$!
 	PIDS+=("$B")
 	until [ -S "$T/b.sock" ] && [ -n "$(status_json "$T/b.sock" 2>/dev/null | field leo 2>/dev/null)" ] &&
@@ -61,18 +68,28 @@ mirror() { # DIRECT -> MIR line
 		sleep 0.005
 	done
 	t0=$(date +%s.%N)
+	local perf=
+	if [ -n "${DIO_PERF:-}" ] && [ "$1" = true ] && [ -z "${2:-}" ]; then
+		perf record -g -q -o "$DIO_PERF" -p "$B" 2>/dev/null &
+		perf=$!
+	fi
+	# Every 20 ms, not 5: each status answer (JSON, /proc reads) cost
+	# kmirrord's main thread ~5% of its CPU in the profile, work the raw
+	# copy does not do; t1 is then at most 20 ms late (~2% of a 1 GB run,
+	# against kmirrord).
 	until [ "$(status_json "$T/b.sock" 2>/dev/null | field hw 2>/dev/null)" = "$END" ]; do
 		kill -0 "$B" || { cat "$T/b.log" >&2; exit 1; }
-		sleep 0.005
+		sleep 0.02
 	done
 	t1=$(date +%s.%N)
 	ticks=$(cpu_ticks "$B")
+	[ -z "$perf" ] || { kill -INT "$perf"; wait "$perf" || true; }
 	local writes=$(status_json "$T/b.sock" | sed -n 's/.*"log_writes":"\([^"]*\)".*/\1/p')
 	kill -TERM "$B"; wait "$B" || true
 	cmp "$SEG" "$dest/big-0/$(basename "$SEG")" >&2 || { echo "bench dio: the mirrored .log differs from the source's" >&2; exit 1; }
 	rm -rf "$dest"
 	writes=${writes// /_}
-	python3 -c "b=$BYTES; s=$t1-$t0; c=$ticks/$HZ; print(f'kmirrord_$1 bytes={b} seconds={s:.3f} gbps={b/s/1e9:.3f} cpu_s_per_gb={c/(b/1e9):.3f} writes=$writes')"
+	python3 -c "b=$BYTES; s=$t1-$t0; c=$ticks/$HZ; print(f'kmirrord_$1${2:+_base} bytes={b} seconds={s:.3f} gbps={b/s/1e9:.3f} cpu_s_per_gb={c/(b/1e9):.3f} writes=$writes')"
 }
 
 for r in $(seq "$ROUNDS"); do
@@ -84,6 +101,18 @@ for r in $(seq "$ROUNDS"); do
 	echo "[round $r] (k)  $KD"
 	KB=$(mirror false)
 	echo "[round $r] (kb) $KB"
+	if [ -n "${DIO_BASE:-}" ]; then
+		K0=$(mirror true "$DIO_BASE/control/kmirrord" "${DIO_BASE_SET-${DIO_SET:-}}")
+		echo "[round $r] (k0) $K0"
+		python3 - "$r" "$KD" "$K0" "$DIR" <<'PYEOF'
+import sys
+def f(s, k): return float(dict(kv.split("=", 1) for kv in s.split()[1:])[k])
+r, kd, k0, dio = sys.argv[1:]
+print(f"[round {r}] this build / DIO_BASE's kmirrord, direct: {f(kd, 'gbps') / f(k0, 'gbps'):.2f} x the rate "
+      f"({f(kd, 'gbps'):.3f} vs {f(k0, 'gbps'):.3f} GB/s), CPU {f(kd, 'cpu_s_per_gb'):.2f} vs {f(k0, 'cpu_s_per_gb'):.2f} s/GB; "
+      f"DIO_BASE's / raw O_DIRECT copy {f(k0, 'gbps') / f(dio, 'gbps'):.2f}")
+PYEOF
+	fi
 	python3 - "$r" "$RAW" "$DIR" "$KD" "$KB" <<'PYEOF'
 import sys
 def f(s, k): return dict(kv.split("=", 1) for kv in s.split()[1:])[k]

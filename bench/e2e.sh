@@ -15,6 +15,8 @@
 #         byte-for-byte mirror copies the compressed batches.
 # Figures are in log bytes (what is on disk: compressed for zstd) per
 # second. Targets (issue 4): mirror >= 0.8 x (a) and >= 2 x (b).
+# E2E_BASE=OTHER_BUILD: that build's kmirrord mirrors too (k0), after
+# this build's, in each pass (before/after on the same machine state).
 # usage: bench/e2e.sh BUILD_DIR [GIB]   (GIB of the big workload; the zstd
 #        one holds GIB/4 of log)
 set -euo pipefail
@@ -61,6 +63,38 @@ preload() {
 	echo "source $topic: $END records, $BYTES bytes of log in $(echo $SEG | wc -w) segment(s)"
 }
 
+# mirror KMIRRORD DEST LABEL TOPIC NAME -> the NAME line (stdout): a
+# kmirrord B mirrors A, timed from its first mirrored record until its
+# durable offset is A's end (startup, about 0.3 s, is reported apart, on
+# stderr).
+mirror() {
+	local bin=$1 dest=$2 label=$3 topic=$4 name=$5 B t0 t1 ticks
+	local ts=$(date +%s.%N)
+	"$bin" --set data.dir="$dest/b" --set topics="$topic" \
+		--set source.bootstrap.servers="$A" --set listeners=127.0.0.1:0 \
+		--set control.socket="$T/b.sock" --set workers=1 \
+		--set flush.ms=20 >"$T/b.log" 2>&1 &
+	B=$!
+	PIDS+=("$B")
+	until [ -S "$T/b.sock" ] && [ "$(status_json "$T/b.sock" 2>/dev/null | field leo 2>/dev/null)" != 0 ] &&
+	      [ -n "$(status_json "$T/b.sock" 2>/dev/null | field leo 2>/dev/null)" ]; do
+		kill -0 "$B" || { cat "$T/b.log" >&2; exit 1; }
+		sleep 0.005
+	done
+	t0=$(date +%s.%N)
+	local leo0=$(status_json "$T/b.sock" | field leo)
+	until [ -S "$T/b.sock" ] && [ "$(status_json "$T/b.sock" 2>/dev/null | field hw 2>/dev/null)" = "$END" ]; do
+		kill -0 "$B" || { cat "$T/b.log" >&2; exit 1; }
+		sleep 0.005
+	done
+	t1=$(date +%s.%N)
+	echo "[$label] kmirrord B ($name): first record $(python3 -c "print(f'{$t0-$ts:.2f}')") s after exec (started at offset $leo0 of $END)" >&2
+	ticks=$(cpu_ticks "$B")
+	python3 -c "b=$BYTES; s=$t1-$t0; c=$ticks/$HZ; print(f'$name bytes={b} seconds={s:.3f} gbps={b/s/1e9:.3f} cpu_s_per_gb={c/(b/1e9):.3f}')"
+	kill -TERM "$B"; wait "$B" || true
+	rm -rf "$dest/b"
+}
+
 # One pass writes into DEST: the disk (bounded by it), then tmpfs, where
 # only the software path is measured.
 pass() {
@@ -70,32 +104,19 @@ pass() {
 	RAW=$("$BUILD/bench/bench-raw-copy" "$(echo $SEG | cut -d' ' -f1)" "$dest/raw.out")
 	rm -f "$dest/raw.out"
 	echo "[$label] (a) $RAW"
-	# kmirrord B mirrors A: timed from its first mirrored record until its
-	# durable offset is A's end (startup, about 0.3 s, is reported apart).
-	local ts=$(date +%s.%N)
-	"$BUILD/control/kmirrord" --set data.dir="$dest/b" --set topics="$topic" \
-		--set source.bootstrap.servers="$A" --set listeners=127.0.0.1:0 \
-		--set control.socket="$T/b.sock" --set workers=1 \
-		--set flush.ms=20 >"$T/b.log" 2>&1 &
-	B=$!
-	PIDS+=("$B")
-	until [ -S "$T/b.sock" ] && [ "$(status_json "$T/b.sock" 2>/dev/null | field leo 2>/dev/null)" != 0 ] &&
-	      [ -n "$(status_json "$T/b.sock" 2>/dev/null | field leo 2>/dev/null)" ]; do
-		kill -0 "$B" || { cat "$T/b.log"; exit 1; }
-		sleep 0.005
-	done
-	t0=$(date +%s.%N)
-	local leo0=$(status_json "$T/b.sock" | field leo)
-	until [ -S "$T/b.sock" ] && [ "$(status_json "$T/b.sock" 2>/dev/null | field hw 2>/dev/null)" = "$END" ]; do
-		kill -0 "$B" || { cat "$T/b.log"; exit 1; }
-		sleep 0.005
-	done
-	t1=$(date +%s.%N)
-	echo "[$label] kmirrord B: first record $(python3 -c "print(f'{$t0-$ts:.2f}')") s after exec (started at offset $leo0 of $END)"
-	ticks=$(cpu_ticks "$B")
-	MIR=$(python3 -c "b=$BYTES; s=$t1-$t0; c=$ticks/$HZ; print(f'mirror bytes={b} seconds={s:.3f} gbps={b/s/1e9:.3f} cpu_s_per_gb={c/(b/1e9):.3f}')")
+	MIR=$(mirror "$BUILD/control/kmirrord" "$dest" "$label" "$topic" mirror)
 	echo "[$label] (k) $MIR"
-	kill -TERM "$B"; wait "$B" || true
+	if [ -n "${E2E_BASE:-}" ]; then
+		MIR0=$(mirror "$E2E_BASE/control/kmirrord" "$dest" "$label" "$topic" mirror_base)
+		echo "[$label] (k0) $MIR0"
+		python3 - "$label" "$MIR" "$MIR0" <<'PYEOF'
+import sys
+def f(s, k): return float(dict(kv.split("=") for kv in s.split()[1:])[k])
+label, k, k0 = sys.argv[1:]
+print(f"[{label}] this build / E2E_BASE's kmirrord: {f(k, 'gbps') / f(k0, 'gbps'):.2f} x the rate, "
+      f"CPU {f(k, 'cpu_s_per_gb'):.2f} vs {f(k0, 'cpu_s_per_gb'):.2f} s/GB")
+PYEOF
+	fi
 	rm -rf "$dest"
 	# (b) librdkafka consumer, as fast as it goes (reads only).
 	CON=$("$BUILD/bench/bench-consume-rate" "$A" "$topic" 0 "$END" "$BYTES")

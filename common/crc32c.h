@@ -29,6 +29,18 @@ extern "C" {
 uint32_t km_crc32c_update(uint32_t crc, const void *buf, size_t len);
 
 /**
+ * Copy len bytes from src to dst and extend crc over them, as
+ * km_crc32c_update(crc, dst, len) after memcpy(dst, src, len) would, but
+ * in blocks small enough that the CRC reads each block of src from the L1
+ * cache the copy just read it into: one pass over the bytes from memory
+ * instead of two. dst is written with stores that go around the cache
+ * (where the CPU has them, AVX2), for a destination not read soon, such
+ * as a direct-I/O write buffer; they are fenced before the return. The
+ * regions must not overlap.
+ */
+uint32_t km_crc32c_copy(uint32_t crc, void *dst, const void *src, size_t len);
+
+/**
  * CRC-32C of a message after len bytes of it changed from old to new.
  *
  * @param crc         CRC-32C of the message before the change.

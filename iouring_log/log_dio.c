@@ -16,6 +16,7 @@
 #include <linux/magic.h>
 #include <unistd.h>
 
+#include "common/crc32c.h"
 #include "common/errors.h"
 #include "common/km_assert.h"
 #include "common/log.h"
@@ -162,41 +163,116 @@ static struct log_write *reopen_held(struct km_log *log,
 	return w;
 }
 
+/* The write the data at file position at goes into: the one being
+ * filled, a held one reopened, or a new one (NULL: the log failed). */
+static struct log_write *writer(struct km_log *log, struct km_segment *seg,
+				uint64_t at)
+{
+	struct log_write *w = log->filling;
+
+	if (log->error != 0)
+		return NULL;
+	if (w != NULL && w->fd != seg->log_fd) {
+		(void)km_log_dio_close(log);
+		w = NULL;
+	}
+	if (w == NULL)
+		w = reopen_held(log, seg, at);
+	if (w == NULL)
+		w = start(log, seg, at);
+	return w;
+}
+
+static void seal_staged(struct km_log *log);
+
+/* Bytes [done, done + n) of a batch to dst; with crc, the part of them in
+ * the CRC range (attributes on) extends *crc, read back while in cache. */
+static void put(uint8_t *dst, const uint8_t *src, uint32_t n, uint32_t done,
+		uint32_t *crc)
+{
+	uint32_t plain = 0;
+
+	if (crc == NULL) {
+		memcpy(dst, src, n);
+		return;
+	}
+	if (done < KM_BATCH_OFF_ATTRIBUTES) {
+		plain = KM_BATCH_OFF_ATTRIBUTES - done;
+		if (plain > n)
+			plain = n;
+		memcpy(dst, src, plain);
+	}
+	if (n > plain)
+		*crc = km_crc32c_copy(*crc, dst + plain, src + plain, n - plain);
+}
+
+/* Copy b into write buffers: its header from hdr (where a map or a local
+ * placement is), the rest from the chain. A full buffer is sealed and
+ * submitted, or with staged only sealed (km_log_dio_commit submits it). */
+static void copy_in(struct km_log *log, struct km_segment *seg,
+		    const struct km_batch *b, uint32_t *crc, bool staged)
+{
+	struct km_chain_cur cur = b->start;
+	uint32_t size = km_batch_size(b), done = 0;
+	uint64_t at = seg->size_bytes;
+
+	while (done < size) {
+		const struct iovec *v = &b->chain->iov[cur.seg];
+		const uint8_t *src = (const uint8_t *)v->iov_base + cur.off;
+		size_t take = v->iov_len - cur.off;
+		struct log_write *w = writer(log, seg, at);
+
+		if (w == NULL)
+			return; /* the log failed: nothing more is written */
+		if (done < KM_BATCH_HEADER_BYTES) {
+			src = b->hdr + done;
+			if (take > KM_BATCH_HEADER_BYTES - done)
+				take = KM_BATCH_HEADER_BYTES - done;
+		}
+		if (take > size - done)
+			take = size - done;
+		if (take > KM_DIO_CHUNK_BYTES - w->bytes)
+			take = KM_DIO_CHUNK_BYTES - w->bytes;
+		put(w->chunk->buf + w->bytes, src, (uint32_t)take, done, crc);
+		w->bytes += (uint32_t)take;
+		done += (uint32_t)take;
+		at += take;
+		/* A batch split over writes shows its offsets with its last. */
+		w->end_offset = done == size ? km_batch_last_offset(b) + 1 : log->leo;
+		(void)km_chain_advance(b->chain, &cur, take);
+		if (w->bytes == KM_DIO_CHUNK_BYTES && staged)
+			seal_staged(log);
+		else if (w->bytes == KM_DIO_CHUNK_BYTES)
+			(void)km_log_dio_close(log);
+	}
+}
+
 void km_log_dio_add(struct km_log *log, struct km_segment *seg,
 		    const struct km_batch *b)
 {
-	struct km_chain_cur cur = b->start;
-	uint32_t left = km_batch_size(b);
-	uint64_t at = seg->size_bytes;
+	copy_in(log, seg, b, NULL, false);
+}
 
-	while (left > 0 && log->error == 0) {
-		const struct iovec *v = &b->chain->iov[cur.seg];
-		size_t take = v->iov_len - cur.off;
-		struct log_write *w = log->filling;
+int km_log_dio_stage(struct km_log *log, struct km_segment *seg,
+		     const struct km_batch *b, struct km_dio_mark *m)
+{
+	struct log_write *w;
+	uint32_t crc = 0;
 
-		if (w != NULL && w->fd != seg->log_fd) {
-			(void)km_log_dio_close(log);
-			w = NULL;
-		}
-		if (w == NULL)
-			w = reopen_held(log, seg, at);
-		if (w == NULL && (w = start(log, seg, at)) == NULL)
-			return; /* the log failed: nothing more is written */
-		if (take > left)
-			take = left;
-		if (take > KM_DIO_CHUNK_BYTES - w->bytes)
-			take = KM_DIO_CHUNK_BYTES - w->bytes;
-		memcpy(w->chunk->buf + w->bytes, (char *)v->iov_base + cur.off,
-		       take);
-		w->bytes += (uint32_t)take;
-		left -= (uint32_t)take;
-		at += take;
-		/* A batch split over writes shows its offsets with its last. */
-		w->end_offset = left == 0 ? km_batch_last_offset(b) + 1 : log->leo;
-		(void)km_chain_advance(b->chain, &cur, take);
-		if (w->bytes == KM_DIO_CHUNK_BYTES)
-			(void)km_log_dio_close(log);
+	/* A write of the segment before a roll is no part of this batch. */
+	if (log->filling != NULL && log->filling->fd != seg->log_fd)
+		(void)km_log_dio_close(log);
+	w = log->w_count == 0 ? NULL
+		: &log->writes[(log->w_head + log->w_count - 1) % KM_LOG_WRITES_MAX];
+	*m = (struct km_dio_mark){ log->filling, w, log->w_count,
+				   w ? w->bytes : 0, w ? w->end_offset : -1,
+				   w ? w->held : false, log->dio_tail_end };
+	copy_in(log, seg, b, &crc, true);
+	if (log->error != 0 || crc != km_batch_crc(b)) {
+		km_log_dio_undo(log, m);
+		return log->error != 0 ? log->error : KM_EBADCRC;
 	}
+	return 0;
 }
 
 static int submit(struct km_log *log, struct log_write *w)
@@ -228,13 +304,13 @@ static struct log_write *prev_of(struct km_log *log, struct log_write *w)
 	return &log->writes[(i + KM_LOG_WRITES_MAX - 1) % KM_LOG_WRITES_MAX];
 }
 
-int km_log_dio_close(struct km_log *log)
+/* The write being filled is complete: padded to whole blocks, its partial
+ * last block remembered. @return it, no longer log->filling. */
+static struct log_write *seal(struct km_log *log)
 {
-	struct log_write *w = log->filling, *prev;
+	struct log_write *w = log->filling;
 	uint32_t part;
 
-	if (w == NULL)
-		return 0;
 	log->filling = NULL;
 	w->io.fn = km_log_write_done;
 	w->io_bytes = (w->bytes + KM_DIO_BLOCK - 1) & ~(KM_DIO_BLOCK - 1);
@@ -242,13 +318,78 @@ int km_log_dio_close(struct km_log *log)
 	part = w->bytes % KM_DIO_BLOCK;
 	memcpy(log->dio_tail, w->chunk->buf + w->bytes - part, part);
 	log->dio_tail_end = w->pos + w->bytes;
-	prev = prev_of(log, w);
+	return w;
+}
+
+/* A full buffer of a batch not checked yet: sealed, not submitted. Its
+ * end is a block's (the buffer is whole blocks), so dio_tail is as it was
+ * and km_log_dio_undo need only restore dio_tail_end. */
+static void seal_staged(struct km_log *log)
+{
+	struct log_write *w = seal(log);
+
+	w->held = true;
+	w->staged = true;
+}
+
+/* Submit a sealed write, or hold it for the one before it, which ends in
+ * the same block (two writes of one block in flight land in any order). */
+static int release(struct km_log *log, struct log_write *w)
+{
+	struct log_write *prev = prev_of(log, w);
+
 	if (prev != NULL && !prev->done &&
 	    (prev->pos + prev->bytes) % KM_DIO_BLOCK != 0) {
 		w->held = true;
 		return 0;
 	}
 	return submit(log, w);
+}
+
+int km_log_dio_close(struct km_log *log)
+{
+	if (log->filling == NULL)
+		return 0;
+	return release(log, seal(log));
+}
+
+void km_log_dio_commit(struct km_log *log, const struct km_dio_mark *m)
+{
+	uint32_t from = m->last != NULL ? m->w_count - 1 : m->w_count;
+
+	for (uint32_t i = from; i < log->w_count; i++) {
+		struct log_write *w =
+			&log->writes[(log->w_head + i) % KM_LOG_WRITES_MAX];
+
+		if (!w->staged)
+			continue;
+		w->staged = false;
+		w->held = false;
+		(void)release(log, w);
+	}
+}
+
+void km_log_dio_undo(struct km_log *log, const struct km_dio_mark *m)
+{
+	/* Nothing of the batch was submitted: its new writes are dropped,
+	 * the write it went on in (still unsubmitted) cut back. */
+	while (log->w_count > m->w_count) {
+		struct log_write *w = &log->writes[(log->w_head + log->w_count - 1) %
+						   KM_LOG_WRITES_MAX];
+
+		km_dio_put(log->ring, w->chunk);
+		w->chunk = NULL;
+		w->staged = false;
+		log->w_count--;
+	}
+	if (m->last != NULL) {
+		m->last->bytes = m->last_bytes;
+		m->last->end_offset = m->last_end;
+		m->last->held = m->last_held;
+		m->last->staged = false;
+	}
+	log->filling = m->filling;
+	log->dio_tail_end = m->tail_end;
 }
 
 void km_log_dio_release(struct km_log *log)
@@ -314,7 +455,7 @@ void km_log_dio_done(struct km_log *log, struct log_write *w, bool ok)
 
 	keep_tail(log, w, ok);
 	w->chunk = NULL;
-	if (in_ring && log->writes[next].held)
+	if (in_ring && log->writes[next].held && !log->writes[next].staged)
 		(void)submit(log, &log->writes[next]);
 }
 

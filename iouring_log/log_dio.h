@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "common/km_limits.h"
+#include "iouring_log/log.h"
 #include "iouring_log/uring.h"
 
 /* O_DIRECT's unit here: write positions, lengths and buffer addresses are
@@ -16,12 +17,12 @@
 #define KM_DIO_BLOCK 4096u
 /* One write's buffer. Large enough that a busy partition's writes are
  * the device's efficient size, small enough that many partitions of a
- * worker each get one. */
-#define KM_DIO_CHUNK_BYTES (1u << 20)
-/* Buffers a worker may hold: the largest batch spans 64 of them. */
-#define KM_DIO_CHUNKS_MAX 80u
+ * worker each get one (log.h says why 2 MiB). */
+#define KM_DIO_CHUNK_BYTES KM_LOG_DIO_BUFFER_BYTES
+/* Buffers a worker may hold: the largest batch spans 32 of them. */
+#define KM_DIO_CHUNKS_MAX 40u
 /* Buffers kept allocated once free; more are given back (munmap). */
-#define KM_DIO_CHUNKS_KEEP 4u
+#define KM_DIO_CHUNKS_KEEP 2u
 
 _Static_assert(KM_BATCH_BYTES_MAX / KM_DIO_CHUNK_BYTES + 4 <= KM_DIO_CHUNKS_MAX,
 	       "the largest batch must fit the pool");

@@ -450,10 +450,36 @@ static void count_result(struct km_log_append_result *res,
 	res->barrier_expired += pr->barrier_expired;
 }
 
+bool km_log_verifies_crc(const struct km_log *log)
+{
+	return log->dio_on;
+}
+
+/* A batch framed with its CRC unchecked (km_batch_frame) is checked before
+ * producer state or the segment sees it: as it is copied into the write
+ * buffers (staged: nothing of it submitted yet), or, when a roll comes
+ * first or the writes are buffered (from the chain), on its own.
+ * @return 1 if staged in *m, 0 if checked (or not pending), or KM_EBADCRC
+ *         or the log's error with the log unchanged. */
+static int check_pending(struct km_log *log, struct km_batch *b, bool rolls,
+			 struct km_dio_mark *m)
+{
+	int rc;
+
+	if (!b->crc_pending)
+		return 0;
+	if (rolls || !log->dio_on)
+		return km_batch_settle(b);
+	rc = km_log_dio_stage(log, log_active(log), b, m);
+	return rc < 0 ? rc : 1;
+}
+
 static int append_one(struct km_log *log, struct km_batch *b,
 		      enum km_origin origin, struct km_log_append_result *res)
 {
 	struct km_pstate_result pr;
+	struct km_dio_mark mark;
+	bool staged;
 	int snap_len = -1;
 	int rc = place(log, b, origin);
 
@@ -478,8 +504,13 @@ static int append_one(struct km_log *log, struct km_batch *b,
 		 * batches before it stay appended (whole batches only). */
 		return rc;
 	}
+	if ((rc = check_pending(log, b, snap_len >= 0, &mark)) < 0)
+		return rc;
+	staged = rc == 1;
 	rc = km_pstate_append(log->ps, b, origin, km_log_durable_offset(log), &pr);
 	if (rc < 0) {
+		if (staged)
+			km_log_dio_undo(log, &mark);
 		res->dup_first_offset = pr.dup_first_offset;
 		res->dup_last_offset = pr.dup_last_offset;
 		return rc;
@@ -487,10 +518,14 @@ static int append_one(struct km_log *log, struct km_batch *b,
 	if (snap_len >= 0 && (rc = roll_for(log, b, origin, snap_len)) < 0)
 		return rc;
 	if ((rc = note_side_effects(log, b, &pr)) < 0) {
+		if (staged)
+			km_log_dio_undo(log, &mark);
 		km_log_set_error(log, rc);
 		return rc;
 	}
-	if (log->dio_on)
+	if (staged)
+		km_log_dio_commit(log, &mark);
+	else if (log->dio_on)
 		km_log_dio_add(log, log_active(log), b);
 	else
 		add_batch(log, log_active(log), b);

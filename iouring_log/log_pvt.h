@@ -45,6 +45,10 @@ struct log_write {
 	struct km_dio_chunk *chunk;
 	uint32_t io_bytes;
 	bool held;
+	/* Sealed while the batch it holds part of is unchecked (its CRC is
+	 * checked as it is copied, km_log_dio_stage): submitted only by
+	 * km_log_dio_commit. */
+	bool staged;
 	struct iovec iov[KM_LOG_WRITE_IOV_MAX];
 };
 
@@ -202,6 +206,25 @@ int km_log_dio_probe(struct km_log *log);
 /* Copy b (at the active segment's end) into write buffers. */
 void km_log_dio_add(struct km_log *log, struct km_segment *seg,
 		    const struct km_batch *b);
+/* What km_log_dio_stage changed, for km_log_dio_commit or _undo. */
+struct km_dio_mark {
+	struct log_write *filling; /* log->filling before */
+	struct log_write *last;	   /* the newest write before, or NULL */
+	uint32_t w_count;
+	uint32_t last_bytes;
+	int64_t last_end;
+	bool last_held;
+	uint64_t tail_end;
+};
+/* Copy b (crc_pending, at the active segment's end) into write buffers
+ * and check its CRC on the copy, block by block as it is copied; hdr is
+ * written over the bytes' header (a producer-id map made there). Nothing
+ * of it is submitted before km_log_dio_commit; km_log_dio_undo takes it
+ * all back. @return 0, KM_EBADCRC (undone), or the log's error. */
+int km_log_dio_stage(struct km_log *log, struct km_segment *seg,
+		     const struct km_batch *b, struct km_dio_mark *m);
+void km_log_dio_commit(struct km_log *log, const struct km_dio_mark *m);
+void km_log_dio_undo(struct km_log *log, const struct km_dio_mark *m);
 /* Close the write being filled: submit it, or hold it for the one before. */
 int km_log_dio_close(struct km_log *log);
 /* w completed: give its buffer back, submit the write held for it. */

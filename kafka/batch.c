@@ -69,8 +69,8 @@ int km_batch_verify_crc(const struct km_batch *b)
 	return crc == km_batch_crc(b) ? 0 : KM_EBADCRC;
 }
 
-int km_batch_parse(struct km_batch *b, const struct km_chain *chain,
-		   struct km_chain_cur cur, uint32_t size_bytes_max)
+static int frame(struct km_batch *b, const struct km_chain *chain,
+		 struct km_chain_cur cur, uint32_t size_bytes_max, bool crc)
 {
 	const uint8_t *p = km_chain_contig(chain, cur, KM_BATCH_HEADER_BYTES);
 	size_t have = KM_BATCH_HEADER_BYTES;
@@ -88,6 +88,7 @@ int km_batch_parse(struct km_batch *b, const struct km_chain *chain,
 		return 0;
 	b->chain = chain;
 	b->start = cur;
+	b->crc_pending = !crc;
 	/* "batchLength: bytes after this field"; below 49 there is no room for
 	 * the v2 header (sizeInBytes < RECORD_BATCH_OVERHEAD is corrupt). */
 	len = km_batch_length(b);
@@ -103,12 +104,25 @@ int km_batch_parse(struct km_batch *b, const struct km_chain *chain,
 	if (km_batch_magic(b) != KM_BATCH_MAGIC)
 		return KM_EBADMAGIC;
 	/* "crc: CRC-32C from attributes to the end of the batch". */
-	rc = km_batch_verify_crc(b);
+	b->wire_crc = km_batch_crc(b);
+	rc = crc ? km_batch_verify_crc(b) : 0;
 	if (rc < 0)
 		return rc;
 	if (km_batch_last_offset_delta(b) < 0 || km_batch_records_count(b) < 0)
 		return KM_EBATCHHDR;
 	return (int)b->size_bytes;
+}
+
+int km_batch_parse(struct km_batch *b, const struct km_chain *chain,
+		   struct km_chain_cur cur, uint32_t size_bytes_max)
+{
+	return frame(b, chain, cur, size_bytes_max, true);
+}
+
+int km_batch_frame(struct km_batch *b, const struct km_chain *chain,
+		   struct km_chain_cur cur, uint32_t size_bytes_max)
+{
+	return frame(b, chain, cur, size_bytes_max, false);
 }
 
 /* Write bytes at a header offset into both the chain and the header copy. */
@@ -150,6 +164,13 @@ int km_batch_map_pid(struct km_batch *b)
 			      b->size_bytes - KM_BATCH_OFF_PRODUCER_EPOCH,
 			      old_be, new_be, sizeof(new_be));
 	km_store_be32(crc_be, crc);
+	if (b->crc_pending) {
+		/* The copy takes hdr over the bytes that came: the receive
+		 * buffer is not written, and the CRC is checked on the copy. */
+		memcpy(b->hdr + KM_BATCH_OFF_PRODUCER_ID, new_be, 8);
+		memcpy(b->hdr + KM_BATCH_OFF_CRC, crc_be, 4);
+		return 1;
+	}
 	if (b->base != NULL) {
 		/* Plain stores, no call: this runs once per batch. */
 		memcpy(b->base + KM_BATCH_OFF_PRODUCER_ID, new_be, 8);
@@ -163,6 +184,27 @@ int km_batch_map_pid(struct km_batch *b)
 	/* STYLE 12: in strict builds, the patch is checked against a recompute. */
 	KM_ASSERT_HOT(km_batch_verify_crc(b) == 0);
 	return 1;
+}
+
+int km_batch_settle(struct km_batch *b)
+{
+	uint8_t hdr[KM_BATCH_HEADER_BYTES];
+	int rc;
+
+	if (!b->crc_pending)
+		return 0;
+	/* The CRC of the bytes as they came: hdr may hold a mapped id. */
+	memcpy(hdr, b->hdr, sizeof(hdr));
+	km_store_be32(b->hdr + KM_BATCH_OFF_CRC, b->wire_crc);
+	rc = km_batch_verify_crc(b);
+	memcpy(b->hdr, hdr, sizeof(hdr));
+	if (rc < 0)
+		return rc;
+	b->crc_pending = false;
+	/* A mapped id (or none: the same bytes) into the chain. */
+	store_header(b, KM_BATCH_OFF_PRODUCER_ID, hdr + KM_BATCH_OFF_PRODUCER_ID, 8);
+	store_header(b, KM_BATCH_OFF_CRC, hdr + KM_BATCH_OFF_CRC, 4);
+	return 0;
 }
 
 int km_batch_verify_map(uint8_t *p, size_t avail, uint32_t size_bytes_max)

@@ -71,6 +71,11 @@ struct km_batch {
 	uint32_t size_bytes;	   /* batchLength + 12 */
 	uint8_t *base;		   /* the whole batch if in one segment, else
 				    * NULL: the hot path skips the chain walk */
+	/* Framed by km_batch_frame: the CRC is not checked yet, and a
+	 * producer-id map went into hdr only (the chain's bytes are as they
+	 * came). wire_crc is the crc field as it came. */
+	bool crc_pending;
+	uint32_t wire_crc;
 };
 
 /**
@@ -107,6 +112,24 @@ int km_batch_parse(struct km_batch *b, const struct km_chain *chain,
  *         for INT64_MAX (the batch is untouched).
  */
 int km_batch_map_pid(struct km_batch *b);
+
+/**
+ * km_batch_parse without check 5 (the CRC): the batch is framed with
+ * crc_pending set, for a caller that checks the CRC as it copies the bytes
+ * (the log's direct writer, km_log_verifies_crc), so that they are read
+ * from memory once. Same codes otherwise (checks 1-4 and 6).
+ */
+int km_batch_frame(struct km_batch *b, const struct km_chain *chain,
+		   struct km_chain_cur cur, uint32_t size_bytes_max);
+
+/**
+ * Settle a batch framed by km_batch_frame for a writer that takes its
+ * bytes from the chain: check the CRC of the bytes as they came against
+ * the crc field as it came, then store hdr's producer id and crc (a map
+ * made in hdr only) into the chain. A batch not pending is left alone.
+ * @return 0, or KM_EBADCRC (nothing stored).
+ */
+int km_batch_settle(struct km_batch *b);
 
 /**
  * The mirror's per-batch work on one contiguous batch, for a caller that

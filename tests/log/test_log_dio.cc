@@ -180,7 +180,7 @@ TEST(Dio, DirectOnADiskBufferedWhenOffOrOnTmpfs)
 // Batches of every size from 1 to ~3 blocks, one write each (flush=always
 // syncs each): nearly every write starts inside the block the last one
 // ended in. Then bursts without syncs, whose writes of the same block wait
-// for each other, and a batch larger than a write buffer (1 MiB) from an
+// for each other, and a batch larger than a write buffer (2 MiB) from an
 // unaligned position.
 TEST(Dio, PartialBlockRewrittenManyTimesReadsBack)
 {
@@ -202,7 +202,7 @@ TEST(Dio, PartialBlockRewrittenManyTimesReadsBack)
 			for (int i = 0; i < 5; i++)
 				AppendOrWait(l.get(), s.Add((int)(rng() % 3000) + 1));
 			if (round == 10)
-				AppendOrWait(l.get(), s.Add(1600 * 1024));
+				AppendOrWait(l.get(), s.Add(KM_LOG_DIO_BUFFER_BYTES * 8 / 5));
 			ASSERT_EQ(0, km_log_flush(l->log));
 		}
 		ASSERT_EQ(0, km_log_sync(l->log));
@@ -343,7 +343,7 @@ struct TwoLogs {
 // kept.
 TEST(Dio, TailReadsComeFromTheCacheTheIdleOnesGoFirst)
 {
-	for (uint64_t cache : { (uint64_t)1 << 20, (uint64_t)0 }) {
+	for (uint64_t cache : { (uint64_t)KM_LOG_DIO_BUFFER_BYTES, (uint64_t)0 }) {
 		SCOPED_TRACE("tail cache " + std::to_string(cache));
 		TempDir d;
 		TwoLogs l(d.path, cache);
@@ -369,4 +369,200 @@ TEST(Dio, TailReadsComeFromTheCacheTheIdleOnesGoFirst)
 		else
 			EXPECT_NE(sb.all, got);
 	}
+}
+
+// ---- the CRC checked on the copy (km_batch_frame, issue 18 item 1) ----
+//
+// Goal: a batch framed with its CRC unchecked (km_batch_frame, what the
+// fetcher does for a direct-writing log) is checked by the log as it is
+// copied into the write buffers: a corrupt one is refused with KM_EBADCRC
+// before anything of it reaches the disk - also when it spans write
+// buffers, the first of which is full before its last byte is read - and
+// the log takes the next batch as if it had never been offered; a mapped
+// producer id (km_batch_map_pid on such a batch writes its header copy
+// only) is in the bytes written, with a CRC that checks, while the receive
+// buffer keeps the bytes as they came.
+// Method: batches built by the test, one byte flipped in the CRC range
+// (its first byte, inside the producer id, its last byte); the .log read
+// back with plain reads and the expected bytes derived from the built
+// batches (the id mapped by R1, the CRC recomputed with the bitwise
+// reference).
+
+namespace {
+
+// A batch framed as the fetcher frames it for a direct-writing log.
+struct Framed {
+	std::vector<uint8_t> bytes;
+	iovec iov;
+	km_chain chain;
+	km_batch view;
+
+	explicit Framed(std::vector<uint8_t> b) : bytes(std::move(b))
+	{
+		iov = {bytes.data(), bytes.size()};
+		chain = {&iov, 1};
+		EXPECT_EQ((int)bytes.size(),
+			  km_batch_frame(&view, &chain, km_chain_start(&chain),
+					 KM_BATCH_BYTES_MAX));
+		EXPECT_TRUE(view.crc_pending);
+	}
+	Framed(const Framed &) = delete;
+};
+
+// One record whose batch is exactly size bytes.
+std::vector<uint8_t> DataOfSize(int64_t base, int64_t pid, size_t size)
+{
+	int value = (int)size - 80;
+	std::vector<uint8_t> d;
+	for (int i = 0; i < 8; i++) {
+		d = Data(base, pid, 0, 0, 1, false, value);
+		if (d.size() == size)
+			return d;
+		value += (int)size - (int)d.size();
+	}
+	ADD_FAILURE() << "no batch of " << size << " bytes";
+	return d;
+}
+
+int AppendFramed(Log *l, std::vector<Framed *> v)
+{
+	std::vector<km_batch> views;
+	for (Framed *f : v)
+		views.push_back(f->view);
+	km_log_append_result res;
+	int rc = km_log_append_burst(l->log, views.data(), (uint32_t)views.size(),
+				     KM_ORIGIN_MIRROR, &res);
+	EXPECT_EQ(0, km_log_sync(l->log));
+	return rc;
+}
+
+} // namespace
+
+TEST(Dio, CrcCheckedOnTheCopyRefusesACorruptBatchWritingNothingOfIt)
+{
+	for (size_t where : {size_t(21), size_t(45), size_t(0)}) {
+		SCOPED_TRACE("flipped byte " + std::to_string(where) +
+			     " (0: the last)");
+		TempDir td;
+		auto l = Open(td.path, true);
+		ASSERT_TRUE(km_log_direct_io(l->log));
+		ASSERT_TRUE(km_log_verifies_crc(l->log));
+		Framed a(Data(0, -1, 0, 0, 1));
+		// 1.5 write buffers: the copy fills a whole one before it reads
+		// the bytes the CRC ends with.
+		std::vector<uint8_t> good_b = Data(1, -1, 0, 0, 3, false,
+						   KM_LOG_DIO_BUFFER_BYTES / 2);
+		std::vector<uint8_t> bad_b = good_b;
+		size_t flip = where ? where : bad_b.size() - 1;
+		ASSERT_LT(flip, bad_b.size());
+		bad_b.at(flip) ^= 0x20;
+		Framed b(bad_b), c(Data(4, -1, 0, 0, 1));
+
+		EXPECT_EQ(1, AppendFramed(l.get(), {&a, &b, &c}))
+			<< "the batch before the corrupt one is appended";
+		EXPECT_EQ(KM_EBADCRC, AppendFramed(l.get(), {&b, &c}));
+		EXPECT_EQ(0, km_log_error(l->log)) << "not sticky";
+		EXPECT_EQ(1, km_log_end_offset(l->log));
+		EXPECT_EQ(1, km_log_durable_offset(l->log));
+		EXPECT_EQ(bad_b, b.bytes) << "the receive buffer is not written";
+		std::vector<uint8_t> f = ReadFile(l->dir + "/" + SegName(0, ".log"));
+		ASSERT_EQ(4096u, f.size()) << "nothing of the corrupt batch written";
+		EXPECT_TRUE(std::equal(a.bytes.begin(), a.bytes.end(), f.begin()));
+		EXPECT_EQ(std::vector<uint8_t>(f.size() - a.bytes.size(), 0),
+			  std::vector<uint8_t>(f.begin() + a.bytes.size(), f.end()));
+
+		// The same offsets, bytes as they should have come: taken as if
+		// the corrupt ones had never been offered.
+		Framed b2(good_b);
+		EXPECT_EQ(2, AppendFramed(l.get(), {&b2, &c}));
+		std::vector<uint8_t> all = a.bytes;
+		all.insert(all.end(), good_b.begin(), good_b.end());
+		all.insert(all.end(), c.bytes.begin(), c.bytes.end());
+		EXPECT_EQ(5, km_log_durable_offset(l->log));
+		EXPECT_EQ(all, ReadOpenLog(l->dir + "/" + SegName(0, ".log")));
+		EXPECT_EQ(all, ReadAll(l->log, 0, 5));
+	}
+}
+
+TEST(Dio, ProducerIdMappedOnTheCopyNotInTheReceiveBuffer)
+{
+	TempDir td;
+	auto l = Open(td.path, true);
+	ASSERT_TRUE(km_log_verifies_crc(l->log));
+	// a ends 30 bytes before the first write buffer does: b's header,
+	// where the id and the CRC are, straddles two buffers.
+	Framed a(DataOfSize(0, -1, KM_LOG_DIO_BUFFER_BYTES - 30));
+	Framed b(Data(1, 1000, 0, 0, 2));
+	std::vector<uint8_t> came = b.bytes;
+	ASSERT_EQ(1, km_batch_map_pid(&b.view));
+	EXPECT_EQ(came, b.bytes) << "the map went into the header copy only";
+	ASSERT_EQ(2, AppendFramed(l.get(), {&a, &b}));
+
+	// R1: id 1000 -> -(1000 + 2); the CRC over attributes..end redone.
+	std::vector<uint8_t> want = came;
+	for (int i = 0; i < 8; i++)
+		want[43 + i] = (uint8_t)((uint64_t)-1002 >> (56 - 8 * i));
+	uint32_t crc = RefCrc32c(want.data() + 21, want.size() - 21);
+	for (int i = 0; i < 4; i++)
+		want[17 + i] = (uint8_t)(crc >> (24 - 8 * i));
+	std::vector<uint8_t> all = a.bytes;
+	all.insert(all.end(), want.begin(), want.end());
+	EXPECT_EQ(all, ReadOpenLog(l->dir + "/" + SegName(0, ".log")));
+	EXPECT_EQ(all, ReadAll(l->log, 0, 3));
+}
+
+// A batch that needs a roll first is checked on its own, before the roll
+// (km_batch_settle): a corrupt one makes no new segment; a good one with a
+// mapped id starts the new segment with the id mapped and a CRC that
+// checks (the map is stored into the receive buffer then, as the parse
+// path always did).
+TEST(Dio, ABatchThatRollsIsCheckedBeforeTheRoll)
+{
+	// R1 on the built bytes: id 1000 -> -(1000 + 2), the CRC redone.
+	auto mapped = [](std::vector<uint8_t> v) {
+		for (int i = 0; i < 8; i++)
+			v[43 + i] = (uint8_t)((uint64_t)-1002 >> (56 - 8 * i));
+		uint32_t crc = RefCrc32c(v.data() + 21, v.size() - 21);
+		for (int i = 0; i < 4; i++)
+			v[17 + i] = (uint8_t)(crc >> (24 - 8 * i));
+		return v;
+	};
+	TempDir td;
+	auto l = Open(td.path, true, true, 64 * 1024);
+	ASSERT_TRUE(km_log_verifies_crc(l->log));
+	Framed a(Data(0, -1, 0, 0, 1, false, 40000));
+	ASSERT_EQ(1, AppendFramed(l.get(), {&a}));
+	std::vector<uint8_t> good = Data(1, 1000, 0, 0, 1, false, 40000);
+	std::vector<uint8_t> bad = good;
+	bad.back() ^= 1;
+	Framed b(bad);
+	ASSERT_EQ(1, km_batch_map_pid(&b.view));
+	EXPECT_EQ(KM_EBADCRC, AppendFramed(l.get(), {&b}));
+	EXPECT_EQ(0, km_log_error(l->log));
+	EXPECT_EQ(std::vector<int64_t>{0}, Bases(l->dir, ".log"))
+		<< "no segment made for a corrupt batch";
+
+	Framed b2(good);
+	ASSERT_EQ(1, km_batch_map_pid(&b2.view));
+	ASSERT_EQ(1, AppendFramed(l.get(), {&b2}));
+	ASSERT_EQ((std::vector<int64_t>{0, 1}), Bases(l->dir, ".log"));
+	EXPECT_EQ(mapped(good), ReadOpenLog(l->dir + "/" + SegName(1, ".log")));
+	EXPECT_EQ(a.bytes, ReadFile(l->dir + "/" + SegName(0, ".log")));
+
+	// A buffered log writes from the receive buffer: such a batch offered
+	// to it is settled there too (the fetcher frames with the CRC unchecked
+	// only for a log that checks it on its copy).
+	TempDir tb;
+	auto lb = Open(tb.path, false);
+	ASSERT_FALSE(km_log_verifies_crc(lb->log));
+	std::vector<uint8_t> good0 = Data(0, 1000, 0, 0, 1, false, 40000);
+	std::vector<uint8_t> bad0 = good0;
+	bad0.back() ^= 1;
+	Framed c(bad0), c2(good0);
+	ASSERT_EQ(1, km_batch_map_pid(&c.view));
+	ASSERT_EQ(1, km_batch_map_pid(&c2.view));
+	EXPECT_EQ(KM_EBADCRC, AppendFramed(lb.get(), {&c}));
+	EXPECT_EQ(0, km_log_end_offset(lb->log));
+	EXPECT_EQ(1, AppendFramed(lb.get(), {&c2}));
+	EXPECT_EQ(mapped(good0), ReadFile(lb->dir + "/" + SegName(0, ".log")));
 }
