@@ -86,9 +86,10 @@ import json, sys
 print(json.load(sys.stdin)["resources"].get("log_files_reopens", 0))'
 }
 
-# run BUILD N: prints "CPU_S_PER_GB WALL_S IDLE_CPU_PER_S BYTES REOPENS"
+# run BUILD N: prints "CPU_S_PER_GB WALL_S IDLE_CPU_PER_S BYTES REOPENS
+# SOURCE_CPU_S_PER_GB"
 run() {
-	local kd="$1/control/kmirrord" n=$2 a="$T/a" b="$T/b" A B t0 t1 c0 c1 i0 i1 r0 r1
+	local kd="$1/control/kmirrord" n=$2 a="$T/a" b="$T/b" A B t0 t1 c0 c1 i0 i1 r0 r1 s0 s1
 	rm -rf "$a" "$b" "$a".* "$b".*
 	# The source is this build's in every run: only the mirror differs.
 	"$BUILD/control/kmirrord" --set data.dir="$a" --set local.topics=t:"$n" --set log.level=warn \
@@ -118,18 +119,19 @@ run() {
 		PS=$!
 		sleep 0.5 # perf attaches
 	fi
-	t0=$(date +%s.%N); c0=$(cpu_ticks "$B")
+	t0=$(date +%s.%N); c0=$(cpu_ticks "$B"); s0=$(cpu_ticks "$A")
 	"$BUILD/tools/kmirror-produce" --bootstrap "127.0.0.1:$(cat "$a/kmirrord.port")" \
 		--topic t "${TO[@]}" --count $((MIB * 1024)) --size 1024 --keys seq --mode plain \
 		--compression none --linger-ms 20 >/dev/null
 	wait_bytes "$a" "$b" "$B"
-	t1=$(date +%s.%N); c1=$(cpu_ticks "$B"); r1=$(reopens "$b.sock")
+	t1=$(date +%s.%N); c1=$(cpu_ticks "$B"); s1=$(cpu_ticks "$A")
+	r1=$(reopens "$b.sock")
 	[ -n "$P" ] && { kill -INT "$P" "$PS"; wait "$P" "$PS" || true; }
 	wait_ends "$b.sock" "$((MIB * 1024)) $n" "$B"
 	bytes=$(find "$b" -name '*.log' -printf '%s\n' | awk '{s+=$1} END {print s}')
 	kill -TERM "$B" "$A"; wait "$B" "$A" || true
 	python3 -c "
-b=$bytes; print(f'{($c1-$c0)/$HZ/(b/1e9):.2f} {$t1-$t0:.2f} {($i1-$i0)/$HZ/3:.4f} {b} {$r1-$r0}')"
+b=$bytes; print(f'{($c1-$c0)/$HZ/(b/1e9):.2f} {$t1-$t0:.2f} {($i1-$i0)/$HZ/3:.4f} {b} {$r1-$r0} {($s1-$s0)/$HZ/(b/1e9):.2f}')"
 	rm -rf "$a" "$b" "$a".* "$b".*
 }
 
@@ -138,11 +140,12 @@ builds="$BUILD"
 [ -n "$BASE" ] && builds="$BASE $BUILD"
 for n in $PARTS; do
 	for bd in $builds; do
-		read -r c w i by ro < <(run "$bd" "$n")
+		read -r c w i by ro sc < <(run "$bd" "$n")
 		CPU[$bd,$n]=$c WALL[$bd,$n]=$w IDLE[$bd,$n]=$i
 		echo "$n partitions, $bd: $by bytes mirrored while produced in $w s," \
 			"$c CPU s/GB; idle $i CPU s/s; cold logs' files reopened" \
-			"meanwhile: $ro (the open-file budget, RLIMIT_NOFILE $(ulimit -Hn))"
+			"meanwhile: $ro (the open-file budget, RLIMIT_NOFILE $(ulimit -Hn));" \
+			"the source (this build's) $sc CPU s/GB"
 	done
 done
 
