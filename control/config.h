@@ -64,7 +64,11 @@ struct km_log_config; /* iouring_log/log.h: not included, so that this header
 #define KM_CONFIG_DPDK_LISTEN_PORT_END 32768u
 #define KM_CONFIG_FILE_BYTES_MAX (1u << 20) /* largest config file read */
 #define KM_CONFIG_SETS_MAX 256u		/* --set flags */
-#define KM_CONFIG_LOCAL_PARTS_MAX 1024u /* partitions of a local topic */
+/* Partitions one host serves in all (partitions.max), and so at most of
+ * one local topic: Kafka caps neither; this bounds the table allocated
+ * once at start (daemon_parts.c). */
+#define KM_CONFIG_PARTITIONS_MAX (1u << 20)
+#define KM_CONFIG_LOCAL_PARTS_MAX KM_CONFIG_PARTITIONS_MAX
 #define KM_CONFIG_LISTENERS_MAX 4u	/* `listeners` entries */
 #define KM_CONFIG_LISTENER_NAME_BYTES 32u /* a listener's name + NUL */
 #define KM_CONFIG_PROTOCOL_MAP_MAX 8u	/* listener.security.protocol.map */

@@ -695,7 +695,7 @@ static const struct key_def keys[] = {
 	NUMBER("metadata.refresh.interval.ms", K_U32,
 	       metadata_refresh_interval_ms, KM_CONFIG_UNITS_MS, 100, INT32_MAX),
 	NUMBER("partitions.max", K_U32, partitions_max, KM_CONFIG_UNITS_PLAIN,
-	       0, 1u << 20),
+	       0, KM_CONFIG_PARTITIONS_MAX),
 	CUSTOM("listeners", listeners),
 	CUSTOM("advertised.listeners", advertised),
 	CUSTOM("control.socket", control_socket),

@@ -20,19 +20,66 @@
 static bool parse_dir(const char *name, char *topic, size_t cap,
 		      int32_t *partition);
 
+/* The partitions found, and a hash of them by topic and partition (index
+ * + 1, 0 empty), so that adding 10,000 does not compare each with all
+ * before it (issue 17). */
 struct plan {
 	struct km_part *parts;
 	bool *mirrored;
 	uint32_t n, cap;
+	uint32_t *slot;
+	uint32_t n_slot; /* a power of 2, over twice n */
 };
+
+static uint32_t plan_hash(const char *topic, int32_t partition)
+{
+	uint32_t h = 2166136261u; /* FNV-1a */
+
+	for (const unsigned char *c = (const unsigned char *)topic; *c; c++)
+		h = (h ^ *c) * 16777619u;
+	return h ^ ((uint32_t)partition * 0x9E3779B1u);
+}
+
+/* Where (topic, partition) is, or the empty slot it would take. */
+static uint32_t *plan_slot(const struct plan *p, const char *topic,
+			   int32_t partition)
+{
+	uint32_t i = plan_hash(topic, partition) & (p->n_slot - 1);
+
+	for (;; i = (i + 1) & (p->n_slot - 1)) {
+		const struct km_part *q;
+
+		if (p->slot[i] == 0)
+			return &p->slot[i];
+		q = &p->parts[p->slot[i] - 1];
+		if (q->partition == partition && strcmp(q->topic, topic) == 0)
+			return &p->slot[i];
+	}
+}
+
+static int plan_grow_slots(struct plan *p)
+{
+	uint32_t n = p->n_slot ? p->n_slot * 2 : 256;
+	uint32_t *old = p->slot;
+
+	if ((p->slot = calloc(n, sizeof(*p->slot))) == NULL) {
+		p->slot = old;
+		return -ENOMEM;
+	}
+	free(old);
+	p->n_slot = n;
+	for (uint32_t i = 0; i < p->n; i++)
+		*plan_slot(p, p->parts[i].topic, p->parts[i].partition) = i + 1;
+	return 0;
+}
 
 static int plan_add(struct plan *p, const char *topic, int32_t partition,
 		    bool mirrored, enum km_part_mode mode)
 {
-	for (uint32_t i = 0; i < p->n; i++)
-		if (p->parts[i].partition == partition &&
-		    strcmp(p->parts[i].topic, topic) == 0)
-			return 0;
+	if ((p->n + 1) * 2 > p->n_slot && plan_grow_slots(p) < 0)
+		return -ENOMEM;
+	if (*plan_slot(p, topic, partition) != 0)
+		return 0;
 	if (p->n == p->cap) {
 		uint32_t cap = p->cap ? p->cap * 2 : 64;
 		struct km_part *np = realloc(p->parts, cap * sizeof(*np));
@@ -51,6 +98,7 @@ static int plan_add(struct plan *p, const char *topic, int32_t partition,
 	p->parts[p->n].partition = partition;
 	atomic_init(&p->parts[p->n].mode, mode);
 	p->mirrored[p->n++] = mirrored;
+	*plan_slot(p, topic, partition) = p->n;
 	return 0;
 }
 
@@ -332,6 +380,7 @@ int km_daemon_find_parts(struct km_daemon *d)
 	if ((rc = add_mirrored(d, &p)) == 0 && (rc = add_discovered(d, &p)) == 0 &&
 	    (rc = add_local(d, &p)) == 0)
 		rc = add_existing(d, &p);
+	free(p.slot);
 	if (rc == 0)
 		return finish(d, &p);
 	free(p.parts);

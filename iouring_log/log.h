@@ -245,6 +245,10 @@ int km_log_sync(struct km_log *log);
 int64_t km_log_end_offset(const struct km_log *log);	   /* LEO, owner view */
 int64_t km_log_appended_offset(const struct km_log *log); /* written */
 int64_t km_log_durable_offset(const struct km_log *log);  /* synced: the HW */
+/** A process-wide count that moves after any log's durable offset moves
+ *  on as appends are synced (not at recovery, a reset or a truncation):
+ *  unchanged, no high watermark moved on. Any thread. */
+uint64_t km_log_durable_gen(void);
 int64_t km_log_start_offset(const struct km_log *log);
 
 /** Last stable offset at the durable offset (R2). Owner thread. */

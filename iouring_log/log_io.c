@@ -51,6 +51,21 @@ static void kick_flush(struct km_log *log)
 	log->f_in_flight = true;
 }
 
+/* Bumped after any log's durable offset moves on: a reader that sees it
+ * unchanged knows no high watermark moved (km_log_durable_gen). */
+static _Atomic uint64_t g_durable_gen;
+
+uint64_t km_log_durable_gen(void)
+{
+	return atomic_load_explicit(&g_durable_gen, memory_order_acquire);
+}
+
+static void durable_to(struct km_log *log, int64_t offset)
+{
+	atomic_store_explicit(&log->durable, offset, memory_order_release);
+	atomic_fetch_add_explicit(&g_durable_gen, 1, memory_order_release);
+}
+
 static void flush_done(struct km_io_req *req, int res, uint32_t flags)
 {
 	struct km_log *log = km_container_of(req, struct km_log, flush_io);
@@ -64,8 +79,7 @@ static void flush_done(struct km_io_req *req, int res, uint32_t flags)
 	}
 	/* Release: a reader that sees this offset sees synced bytes. */
 	if (f->target > atomic_load_explicit(&log->durable, memory_order_relaxed))
-		atomic_store_explicit(&log->durable, f->target,
-				      memory_order_release);
+		durable_to(log, f->target);
 	log->f_head = (log->f_head + 1) % KM_LOG_FLUSHES_MAX;
 	log->f_count--;
 	kick_flush(log);
@@ -272,7 +286,7 @@ static int roll(struct km_log *log, int64_t base, int snap_len)
 	if ((rc = km_log_dio_trim(log)) < 0 || fdatasync(old->log_fd) < 0)
 		return rc < 0 ? rc : -errno;
 	if (log->leo > atomic_load_explicit(&log->durable, memory_order_relaxed))
-		atomic_store_explicit(&log->durable, log->leo, memory_order_release);
+		durable_to(log, log->leo);
 	/* Readers keep reading the old segment meanwhile: the seal swaps its
 	 * index maps for read-only ones and retires the writable ones. */
 	if ((rc = km_segment_seal(old)) < 0)

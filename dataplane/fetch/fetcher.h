@@ -359,6 +359,16 @@ struct km_fetcher {
 	struct km_log *log;
 	struct km_fsess *sess;	   /* NULL once detached (idle) */
 	struct km_fetcher *next;   /* sess's member list */
+	struct km_fetcher *prev;   /* ... both ways: O(1) leave (issue 17) */
+	/* On sess's dirty list (fsess_dirty.c): its line in the broker's
+	 * fetch session may differ from what the next Fetch should say. */
+	bool dirty;
+	struct km_fetcher *dnext, *dprev;
+	/* sess's index by topic and partition (answers that name it). */
+	struct km_fetcher *hnext;
+	uint32_t hkey;
+	/* Incremental answers of sess counted into stats.fetches. */
+	uint64_t fs_seen;
 	enum km_fetcher_state state;
 	enum km_fpart_phase phase;
 	bool failed, stopped;
@@ -457,11 +467,11 @@ km_fetcher_get_state(const struct km_fetcher *f)
  *  with its NUL; "" otherwise. Valid while f is. */
 const char *km_fetcher_reason(const struct km_fetcher *f);
 
-static inline const struct km_fetcher_stats *
-km_fetcher_get_stats(const struct km_fetcher *f)
-{
-	return &f->stats;
-}
+/** Its figures. stats.fetches counts the incremental Fetch answers that
+ *  left it out as unchanged lazily (fsess_dirty.c): this brings it up to
+ *  date, so call it from the owner's thread. */
+const struct km_fetcher_stats *
+km_fetcher_get_stats(const struct km_fetcher *f);
 
 /** FAILED because its log's disk is full (km_log_is_space_error): the
  *  batches that fit are appended, the rest are not; a new fetcher for the

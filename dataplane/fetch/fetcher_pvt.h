@@ -8,6 +8,7 @@
  * fsess.c          the pool, sessions, groups, moving partitions;
  * fsess_conn.c     a session's connection: connect, send, receive, errors;
  * fsess_req.c      requests: choosing, encoding, ApiVersions;
+ * fsess_dirty.c    the members a Fetch looks at (dirty list, index);
  * fsess_resp.c     Metadata, ListOffsets and Fetch answers, partition by
  *                  partition.
  */
@@ -83,10 +84,13 @@ int16_t km_fetcher_on_metadata(struct km_fetcher *f,
 			       const struct km_metadata_resp *m);
 /** Tell the owner (km_fetcher_set_touch); look: its session's watchdog
  *  and sweep have something to see too (an error, a state change). */
+void km_fsess_dirty_add(struct km_fsess *s, struct km_fetcher *f);
 static inline void km_fetcher_touch(struct km_fetcher *f, bool look)
 {
-	if (f->sess != NULL)
+	if (f->sess != NULL) {
 		f->sess->fetch_due = true;
+		km_fsess_dirty_add(f->sess, f);
+	}
 	if (look && f->sess != NULL)
 		f->sess->look = f->sess->pre_due = true;
 	if (f->touch != NULL)
@@ -178,11 +182,16 @@ void km_fsess_on_apiversions(struct km_fsess *s,
 void km_fsess_inc_reset(struct km_fsess *s, bool keep_id);
 /** f leaves s: the next incremental Fetch forgets it. */
 void km_fsess_inc_leave(struct km_fsess *s, struct km_fetcher *f);
-/** m names every partition asked (m->parts[i] is s->asked[i]'s): make it
+/** The next Fetch may be incremental (a session open, no overflow). */
+bool km_fsess_inc_possible(const struct km_fsess *s);
+/** m names every partition asked (m->parts[i] is s->asked[i]'s), every
+ *  member ready (from_dirty false) or those of the dirty list: make it
  *  the session's next Fetch, full or incremental (only what changed, and
- *  ForgottenTopicsData), and note what the broker's session will hold. */
-void km_fsess_inc_build(struct km_fsess *s, struct km_fetch_req *m,
-			int16_t version);
+ *  ForgottenTopicsData), and note what the broker's session will hold.
+ *  @return 0, or 1: from_dirty, and it must be full (select again, every
+ *  member). */
+int km_fsess_inc_build(struct km_fsess *s, struct km_fetch_req *m,
+		       int16_t version, bool from_dirty);
 /** The Fetch km_fsess_inc_build made was never sent: the next is full. */
 void km_fsess_inc_unsent(struct km_fsess *s);
 /** 70, 71 or 106: the session is gone on the broker's side. */
@@ -191,6 +200,29 @@ bool km_fsess_inc_session_error(int16_t err);
 void km_fsess_inc_error(struct km_fsess *s, int16_t err);
 /** ... or served, with this SessionId. */
 void km_fsess_inc_answered(struct km_fsess *s, int32_t session_id);
+/* ---- fsess_dirty.c: the members a Fetch looks at ---- */
+/** FNV-1a of a topic name (the index's key with the partition). */
+uint32_t km_fsess_name_hash(const char *name);
+/** The member of s for topic (its hash) and partition, or NULL. */
+struct km_fetcher *km_fsess_find(const struct km_fsess *s, const char *topic,
+				 uint32_t name_hash, int32_t partition);
+/** Remember that topic id is name's (Fetch v13 answers name ids). */
+void km_fsess_topic_note(struct km_fsess *s, const uint8_t *id,
+			 const char *name);
+/** The name of the session's topic with this id, or NULL. */
+const char *km_fsess_topic_name(const struct km_fsess *s, const uint8_t *id);
+/** f's line is the broker's and f ready: off the dirty list. */
+void km_fsess_dirty_clean(struct km_fsess *s, struct km_fetcher *f);
+/** Every member on the dirty list (a walk). */
+void km_fsess_dirty_all(struct km_fsess *s);
+/** A member capped by a byte rate: every Fetch looks at every member. */
+bool km_fsess_walk_all(const struct km_fsess *s);
+/** f joins or leaves s's index and lists. */
+void km_fsess_member_in(struct km_fsess *s, struct km_fetcher *f);
+void km_fsess_member_out(struct km_fsess *s, struct km_fetcher *f);
+/** An empty session's lists and index. */
+void km_fsess_dirty_reset(struct km_fsess *s);
+
 /* ---- fsess_resp.c: answers ---- */
 
 void km_fsess_on_metadata(struct km_fsess *s, struct km_wire_rd *r);

@@ -33,8 +33,10 @@
  * offset; Fetch naming every partition ready to fetch (at most
  * KM_FETCHER_ASK_MAX and what KM_FSESS_REQ_BYTES holds, starting one
  * partition later each time, so none starves behind MaxBytes). A partition
- * backing off after an error is left out until its time. After a
- * reconnection, whatever its cause, every partition asks Metadata again
+ * backing off after an error is left out until its time. Once the broker
+ * holds a KIP-227 session, a Fetch looks only at the members whose line
+ * may have moved (the dirty list, fsess_dirty.c), not at every member.
+ * After a reconnection, whatever its cause, every partition asks Metadata again
  * before it fetches: the cluster behind the address may have been
  * replaced, and only Metadata names it (issue 21).
  *
@@ -63,8 +65,9 @@ enum {
 
 /* Sessions a worker's pool holds at most (STYLE 9): one per source broker
  * is enough for clusters of up to this many brokers. A struct km_fsess is
- * about 80 KiB (20 KiB kframe segments, 17 KiB brokers, 32 KiB request,
- * 8 KiB of asked partitions). */
+ * about 105 KiB (20 KiB kframe segments, 17 KiB brokers, 32 KiB request,
+ * 8 KiB of asked partitions, 16 KiB index of the members, 8 KiB topic
+ * ids). */
 #define KM_FSESS_POOL_MAX 32u
 
 struct km_fsess_pool_config {
@@ -120,6 +123,17 @@ enum km_fsess_phase {
 	KM_FPH_READY,		   /* requests flow */
 };
 
+/* Topics a session maps from id to name (fsess_dirty.c); a session of
+ * more looks the others up among its members. */
+#define KM_FSESS_TOPICS_MAX 32u
+/* Buckets of a session's index of members (a power of 2). */
+#define KM_FSESS_INDEX 2048u
+
+struct km_fsess_topic {
+	uint8_t id[KM_WIRE_UUID_BYTES];
+	char name[KM_WIRE_NAME_BYTES_MAX + 1];
+};
+
 /* A broker named by Metadata (private). */
 struct km_fetcher_broker {
 	int32_t id;
@@ -148,6 +162,24 @@ struct km_fsess {
 	/* Partitions. */
 	struct km_fetcher *members;
 	uint32_t n_members;
+	/* Past here open_like() sets each field itself. */
+	struct km_fetcher *tail;   /* the members' last */
+	/* Members whose line the next Fetch must look at (fsess_dirty.c):
+	 * joined, named by an answer, touched by an event, not ready to
+	 * fetch, or out of the broker's session. Every other member is in
+	 * the broker's session at its offset: an incremental Fetch leaves it
+	 * out (issue 17: per-Fetch work follows the partitions that moved,
+	 * not the session's size). */
+	struct km_fetcher *dirty;
+	uint32_t n_dirty;
+	uint32_t n_capped;	   /* members with a cap of their own */
+	uint64_t fs_answers;	   /* incremental answers, for stats.fetches */
+	int32_t fs_line_max;	   /* PartitionMaxBytes the lines were built at */
+	/* Topic ids of the session's topics (Fetch v13 answers name topics
+	 * by id), and the members by topic and partition. */
+	struct km_fsess_topic topics[KM_FSESS_TOPICS_MAX];
+	uint32_t n_topics;
+	struct km_fetcher *index[KM_FSESS_INDEX];
 	/* Per-turn work over the members only when due (issue 17): look
 	 * (the stall watchdog and the sweep of those done) after an error,
 	 * a state change, a join or a frame released, or at look_at_ms, the

@@ -46,14 +46,17 @@ void km_fsess_inc_reset(struct km_fsess *s, bool keep_id)
 	s->fs_full = false;
 	s->n_forget = 0;
 	s->forget_overflow = false;
-	for (struct km_fetcher *f = s->members; f != NULL; f = f->next)
+	for (struct km_fetcher *f = s->members; f != NULL; f = f->next) {
+		km_fsess_dirty_add(s, f); /* before fs_in: its count folds */
 		f->fs_in = false;
+	}
 }
 
 void km_fsess_inc_leave(struct km_fsess *s, struct km_fetcher *f)
 {
 	struct km_fsess_forget *g;
 
+	km_fsess_dirty_add(s, f); /* before fs_in: its count folds */
 	if (!f->fs_in)
 		return;
 	f->fs_in = false;
@@ -74,8 +77,9 @@ bool km_fsess_inc_session_error(int16_t err)
 	       err == KERR_FETCH_SESSION_TOPIC_ID;
 }
 
-/* The members in the session that this Fetch does not ask, then those
- * that left, into sc->fg. @return how many, or -1: more than fit. */
+/* The members in the session that this Fetch does not ask (all on the
+ * dirty list: one off it is asked without a word), then those that left,
+ * into sc->fg. @return how many, or -1: more than fit. */
 static int gather_forgotten(struct km_fsess *s)
 {
 	struct km_fetcher_scratch *sc = s->pool->cfg.scratch;
@@ -83,7 +87,7 @@ static int gather_forgotten(struct km_fsess *s)
 
 	if (s->forget_overflow)
 		return -1;
-	for (const struct km_fetcher *f = s->members; f != NULL; f = f->next) {
+	for (const struct km_fetcher *f = s->dirty; f != NULL; f = f->dnext) {
 		if (!f->fs_in || f->ask_slot >= 0)
 			continue;
 		if (n == KM_FETCHER_ASK_MAX)
@@ -203,29 +207,48 @@ static void keep_changed(struct km_fsess *s, struct km_fetch_req *m)
 	m->n_parts = np;
 }
 
-/* The members this Fetch asks are the session now, with what it says of
- * them; the others are out (forgotten, or never in). */
-static void mark_sent(struct km_fsess *s, uint32_t written)
+/* f is in the session at the line this Fetch gave it, or out. */
+static void sent(struct km_fsess *s, struct km_fetcher *f)
 {
-	for (struct km_fetcher *f = s->members; f != NULL; f = f->next) {
-		if (f->ask_slot < 0) {
-			f->fs_in = false;
-			continue;
-		}
-		f->fs_in = true;
-		f->fs_offset = f->inflight_offset;
-		f->fs_max_bytes = f->stats.max_bytes;
+	if (f->ask_slot < 0) {
+		km_fsess_dirty_add(s, f);
+		f->fs_in = false;
+		return;
+	}
+	f->fs_in = true;
+	f->fs_offset = f->inflight_offset;
+	f->fs_max_bytes = f->stats.max_bytes;
+	km_fsess_dirty_clean(s, f);
+}
+
+/* The members this Fetch asks are the session now, with what it says of
+ * them; the others are out (forgotten, or never in). A full Fetch says so
+ * of every member, an incremental one of the dirty only: the others are
+ * in, unchanged. */
+static void mark_sent(struct km_fsess *s, uint32_t written, bool full)
+{
+	struct km_fetcher *f, *next;
+
+	for (f = full ? s->members : s->dirty; f != NULL; f = next) {
+		next = full ? f->next : f->dnext;
+		sent(s, f);
 	}
 	s->n_forget = 0;
 	s->forget_overflow = false;
 	s->fs_written = written;
 }
 
-void km_fsess_inc_build(struct km_fsess *s, struct km_fetch_req *m,
-			int16_t version)
+bool km_fsess_inc_possible(const struct km_fsess *s)
 {
-	bool full = version < 7 || s->fs_id == 0 || s->fs_epoch <= 0 ||
-		    version != s->fs_ver;
+	return s->v_fetch >= 7 && s->fs_id != 0 && s->fs_epoch > 0 &&
+	       !s->forget_overflow;
+}
+
+int km_fsess_inc_build(struct km_fsess *s, struct km_fetch_req *m,
+		       int16_t version, bool from_dirty)
+{
+	bool full = !from_dirty || version < 7 || s->fs_id == 0 ||
+		    s->fs_epoch <= 0 || version != s->fs_ver;
 	int n_fg = full ? -1 : gather_forgotten(s);
 
 	m->n_forgotten = m->n_forgotten_parts = 0;
@@ -233,6 +256,8 @@ void km_fsess_inc_build(struct km_fsess *s, struct km_fetch_req *m,
 	    FG_FIXED_BYTES + changed_bytes(s, m) +
 	    layout_forgotten(s, m, (uint32_t)n_fg) > KM_FSESS_REQ_BYTES)
 		n_fg = -1;
+	if (n_fg < 0 && from_dirty)
+		return 1; /* a full Fetch names every member ready */
 	if (n_fg < 0) {
 		m->n_forgotten = m->n_forgotten_parts = 0;
 		s->fs_full = true;
@@ -249,7 +274,8 @@ void km_fsess_inc_build(struct km_fsess *s, struct km_fetch_req *m,
 		s->stats.fetch_forgotten += (uint32_t)n_fg;
 	}
 	s->fs_forgot = n_fg > 0 ? (uint32_t)n_fg : 0;
-	mark_sent(s, m->n_parts);
+	mark_sent(s, m->n_parts, n_fg < 0);
+	return 0;
 }
 
 void km_fsess_inc_unsent(struct km_fsess *s)

@@ -51,7 +51,8 @@ static enum km_freq pre_fetch(struct km_fsess *s, uint64_t now)
 
 	if (!s->pre_due && (s->pre_at_ms == 0 || now < s->pre_at_ms))
 		return KM_FREQ_NONE;
-	for (const struct km_fetcher *f = s->members; f != NULL; f = f->next) {
+	/* Such a member is on the dirty list (fsess_dirty.c). */
+	for (const struct km_fetcher *f = s->dirty; f != NULL; f = f->dnext) {
 		if (f->phase != KM_FP_META && f->phase != KM_FP_OFFSETS)
 			continue;
 		meta |= wants_meta(f, now);
@@ -76,10 +77,16 @@ static enum km_freq pre_fetch(struct km_fsess *s, uint64_t now)
 static bool fetch_ready(struct km_fsess *s, uint64_t now)
 {
 	uint64_t at = now + FETCH_RESCAN_MS;
+	bool all = km_fsess_walk_all(s);
 
 	if (!s->fetch_due && now < s->fetch_at_ms)
 		return false;
-	for (const struct km_fetcher *f = s->members; f != NULL; f = f->next) {
+	/* A member off the dirty list is ready (fsess_dirty.c), unless a cap
+	 * holds it back. */
+	if (!all && s->n_dirty < s->n_members)
+		return true;
+	for (const struct km_fetcher *f = all ? s->members : s->dirty; f != NULL;
+	     f = all ? f->next : f->dnext) {
 		if (km_fetcher_fetchable(f, now))
 			return true; /* fetch_due stays: scanned at each choice */
 		if (f->phase == KM_FP_FETCH && f->ready_at_ms > now &&
@@ -124,17 +131,19 @@ static uint32_t topic_index(const struct km_fetcher_scratch *sc, uint32_t nt,
 	return nt;
 }
 
-/* The partitions pick() wants, in member order, as many as the request
- * buffer holds. @return how many, their topics in *nt. */
+/* The partitions pick() wants, in member order (or of the dirty list),
+ * as many as the request buffer holds. @return how many, their topics in
+ * *nt. */
 static uint32_t select_parts(struct km_fsess *s, pick_fn pick, uint64_t now,
-			     uint32_t part_bytes, uint32_t *nt)
+			     uint32_t part_bytes, bool dirty, uint32_t *nt)
 {
 	struct km_fetcher_scratch *sc = s->pool->cfg.scratch;
 	uint64_t bytes = REQ_FIXED_BYTES;
 	uint32_t n = 0;
 
 	*nt = 0;
-	for (struct km_fetcher *f = s->members; f != NULL; f = f->next) {
+	for (struct km_fetcher *f = dirty ? s->dirty : s->members; f != NULL;
+	     f = dirty ? f->dnext : f->next) {
 		uint32_t t, add = part_bytes;
 
 		if (n == KM_FETCHER_ASK_MAX)
@@ -317,7 +326,8 @@ static int enc_metadata(struct km_fsess *s, struct km_wire_wr *w,
 				    false, NULL};
 	uint64_t bytes = REQ_FIXED_BYTES;
 
-	for (struct km_fetcher *f = s->members; f != NULL; f = f->next) {
+	/* Members wanting Metadata are on the dirty list (fsess_dirty.c). */
+	for (struct km_fetcher *f = s->dirty; f != NULL; f = f->dnext) {
 		int32_t t;
 
 		if (!wants_meta(f, now))
@@ -333,7 +343,7 @@ static int enc_metadata(struct km_fsess *s, struct km_wire_wr *w,
 			km_wire_name_set(&sc->names[m.n_topics++], f->cfg.topic);
 		}
 	}
-	for (struct km_fetcher *f = s->members; f != NULL; f = f->next)
+	for (struct km_fetcher *f = s->dirty; f != NULL; f = f->dnext)
 		for (int32_t t = 0; f->phase == KM_FP_META && t < m.n_topics; t++)
 			if (strcmp(sc->names[t].s, f->cfg.topic) == 0)
 				f->in_meta = true;
@@ -349,7 +359,7 @@ static int enc_listoffsets(struct km_fsess *s, struct km_wire_wr *w,
 	struct km_fetcher_scratch *sc = s->pool->cfg.scratch;
 	struct km_listoffsets_req m;
 	uint32_t nt, n = select_parts(s, wants_offsets, now, LO_PART_BYTES,
-				      &nt);
+				      true, &nt);
 
 	group_parts(s, n, nt);
 	for (uint32_t i = 0; i < n; i++) {
@@ -411,18 +421,20 @@ static void fetch_part(struct km_fetcher *f, struct km_fetch_req_part *p,
 		f->stats.fetch_pipelined++;
 }
 
-/* The next Fetch starts one partition later (fairness under MaxBytes). */
+/* The next full Fetch starts one partition later (fairness under
+ * MaxBytes); the head goes to the tail. */
 static void rotate_members(struct km_fsess *s)
 {
-	struct km_fetcher *head = s->members, **pp;
+	struct km_fetcher *head = s->members;
 
 	if (head == NULL || head->next == NULL)
 		return;
 	s->members = head->next;
-	for (pp = &s->members; *pp != NULL; pp = &(*pp)->next)
-		;
+	s->members->prev = NULL;
+	head->prev = s->tail;
 	head->next = NULL;
-	*pp = head;
+	s->tail->next = head;
+	s->tail = head;
 }
 
 static bool id_given(const uint8_t id[KM_WIRE_UUID_BYTES])
@@ -458,38 +470,80 @@ static int16_t fetch_version(struct km_fsess *s, uint32_t nt)
 	return s->v_fetch;
 }
 
-static int enc_fetch(struct km_fsess *s, struct km_wire_wr *w, uint64_t now)
+/* MaxBytes of the Fetch: an incremental answer may name any member, so
+ * the overhead is reckoned over them all. A change of it changes every
+ * member's PartitionMaxBytes: each line is looked at again. */
+static int32_t fetch_max_bytes(struct km_fsess *s)
 {
-	struct km_fetcher_scratch *sc = s->pool->cfg.scratch;
-	struct km_fetch_req m;
-	uint32_t nt, n = select_parts(s, km_fetcher_fetchable, now,
-				      FETCH_PART_BYTES, &nt);
-	int32_t max_bytes = resp_max_bytes(s, n);
-	int16_t version;
+	int32_t max_bytes = resp_max_bytes(s, s->n_members ? s->n_members : 1);
 
-	KM_ASSERT(n > 0);
+	if (max_bytes != s->fs_line_max)
+		km_fsess_dirty_all(s);
+	s->fs_line_max = max_bytes;
 	/* The host's cap: the response brings no more than its credit. */
 	if (km_throttle_on(s->throttle))
 		max_bytes = km_throttle_allow(s->throttle, km_throttle_now_us(),
 					      max_bytes);
+	return max_bytes;
+}
+
+/* Select and lay out the Fetch's partitions: from the dirty list for an
+ * incremental Fetch (fsess_dirty.c), else every member ready. @return the
+ * Fetch version, or -1: it must be full after all (nothing kept). */
+static int16_t fetch_select(struct km_fsess *s, struct km_fetch_req *m,
+			    int32_t max_bytes, bool inc, uint64_t now)
+{
+	struct km_fetcher_scratch *sc = s->pool->cfg.scratch;
+	uint32_t nt, n = select_parts(s, km_fetcher_fetchable, now,
+				      FETCH_PART_BYTES, inc, &nt);
+	int16_t version;
+
+	KM_ASSERT(inc || n > 0);
 	group_parts(s, n, nt);
 	for (uint32_t i = 0; i < n; i++)
 		fetch_part(s->asked[i], &sc->fetch_parts[i], max_bytes);
-	memset(&m, 0, sizeof(m));
+	memset(m, 0, sizeof(*m));
+	m->topics = sc->req_topics;
+	m->topics_max = m->n_topics = nt;
+	m->parts = sc->fetch_parts;
+	m->parts_max = m->n_parts = n;
+	m->topic_ids = sc->req_topic_ids;
+	version = fetch_version(s, nt);
+	if (!inc)
+		s->n_topics = 0;
+	for (uint32_t t = 0; version >= 13 && t < nt; t++)
+		km_fsess_topic_note(s, sc->req_topic_ids[t],
+				    sc->req_topics[t].name.s);
+	if (km_fsess_inc_build(s, m, version, inc) == 0)
+		return version;
+	for (uint32_t i = 0; i < n; i++)
+		s->asked[i]->ask_slot = -1;
+	s->n_asked = 0;
+	return -1;
+}
+
+static int enc_fetch(struct km_fsess *s, struct km_wire_wr *w, uint64_t now)
+{
+	struct km_fetch_req m;
+	int32_t max_bytes = fetch_max_bytes(s);
+	bool inc = km_fsess_inc_possible(s);
+	int16_t version;
+
+	/* A cap's credit comes back with time, which no event says: every
+	 * member is looked at. */
+	if (inc && km_fsess_walk_all(s))
+		km_fsess_dirty_all(s);
+	version = fetch_select(s, &m, max_bytes, inc, now);
+	if (version < 0)
+		version = fetch_select(s, &m, max_bytes, false, now);
 	m.replica_id = -1;
 	m.max_wait_ms = s->max_wait_ms;
 	m.min_bytes = 1;
 	m.max_bytes = max_bytes;
 	m.isolation_level = 0;	     /* read_uncommitted: all up to the HW */
-	m.topics = sc->req_topics;
-	m.topics_max = m.n_topics = nt;
-	m.parts = sc->fetch_parts;
-	m.parts_max = m.n_parts = n;
 	km_wire_name_set(&m.rack_id, "");
-	m.topic_ids = sc->req_topic_ids;
-	version = fetch_version(s, nt);
-	km_fsess_inc_build(s, &m, version); /* KIP-227 */
-	rotate_members(s);
+	if (s->fs_full)
+		rotate_members(s);
 	km_fsess_req_begin(s, w, KM_API_FETCH, version);
 	return km_fetch_req_encode(w, version, &m);
 }

@@ -13,10 +13,22 @@
  * sends more than this fails the decode, a protocol error. */
 #define ABORTED_MAX 256u
 
+/* Asked by the request in flight: written into it, or, for an
+ * incremental Fetch, in the broker's session and off the dirty list
+ * (fsess_dirty.c: carried without a word). */
+static bool asked(const struct km_fsess *s, const struct km_fetcher *f,
+		  bool fetch)
+{
+	return f->ask_slot >= 0 ||
+	       (fetch && !s->fs_full && f->fs_in && !f->dirty);
+}
+
 /* The partition asked at position *k, or anywhere in the request, whose
- * answer this is; NULL if none (it left, or was never asked). */
+ * answer this is; NULL if none (it left, or was never asked). th: the
+ * topic name's hash, 0 to have it made. */
 static struct km_fetcher *match(struct km_fsess *s, uint32_t *k,
-				const char *topic, int32_t partition)
+				const char *topic, uint32_t th,
+				int32_t partition, bool fetch)
 {
 	struct km_fetcher *f;
 
@@ -25,20 +37,15 @@ static struct km_fetcher *match(struct km_fsess *s, uint32_t *k,
 		(*k)++;
 		return f;
 	}
-	/* An incremental answer names only the partitions with news, in the
-	 * request's order: look on from *k first, so that one answer costs
-	 * one pass over the asked, not one per partition answered. */
-	for (uint32_t n = 0, i = *k; n < s->n_asked; n++, i++) {
-		if (i >= s->n_asked)
-			i = 0;
-		f = s->asked[i];
-		if (f != NULL && f->cfg.partition == partition &&
-		    strcmp(f->cfg.topic, topic) == 0) {
-			*k = i + 1;
-			return f;
-		}
-	}
-	return NULL;
+	/* An incremental answer names only the partitions with news: the
+	 * session's index finds each in one look (issue 17). */
+	f = km_fsess_find(s, topic, th ? th : km_fsess_name_hash(topic),
+			  partition);
+	if (f == NULL || !asked(s, f, fetch))
+		return NULL;
+	if (f->ask_slot >= 0)
+		*k = (uint32_t)f->ask_slot + 1;
+	return f;
 }
 
 /* Partitions asked and not answered: the source broke the request. */
@@ -64,11 +71,14 @@ static void unask_all(struct km_fsess *s)
 	s->n_asked = 0;
 }
 
+/* The answer to an incremental Fetch left these out: unchanged. Those off
+ * the dirty list count it lazily (fs_answers), the others here. */
 static void unchanged_all(struct km_fsess *s)
 {
 	for (uint32_t i = 0; i < s->n_asked; i++)
-		if (s->asked[i] != NULL)
+		if (s->asked[i] != NULL && s->asked[i]->dirty)
 			s->asked[i]->stats.fetches++;
+	s->fs_answers++;
 	unask_all(s);
 }
 
@@ -179,8 +189,8 @@ void km_fsess_on_listoffsets(struct km_fsess *s, struct km_wire_rd *r)
 
 		for (uint32_t i = tp->first; i < tp->first + tp->count; i++) {
 			const struct km_listoffsets_resp_part *p = &m.parts[i];
-			struct km_fetcher *f = match(s, &k, tp->name.s,
-						     p->partition);
+			struct km_fetcher *f = match(s, &k, tp->name.s, 0,
+						     p->partition, false);
 
 			if (f == NULL)
 				continue;
@@ -198,10 +208,16 @@ void km_fsess_on_listoffsets(struct km_fsess *s, struct km_wire_rd *r)
  * asked takes the error. */
 static void fetch_failed(struct km_fsess *s, int16_t err)
 {
-	for (uint32_t i = 0; i < s->n_asked; i++) {
-		struct km_fetcher *f = s->asked[i];
+	struct km_fetcher *f, *next;
 
-		if (f == NULL)
+	/* Those carried without a word first (a walk: a rare event). */
+	for (f = s->members; f != NULL; f = next) {
+		next = f->next;
+		if (f->ask_slot < 0 && asked(s, f, true))
+			km_fetcher_kafka_error(f, "Fetch", KM_FREQ_FETCH, err);
+	}
+	for (uint32_t i = 0; i < s->n_asked; i++) {
+		if ((f = s->asked[i]) == NULL)
 			continue;
 		km_fsess_unask(f);
 		km_fetcher_kafka_error(f, "Fetch", KM_FREQ_FETCH, err);
@@ -222,17 +238,32 @@ static void fetch_malformed(struct km_fsess *s, int rc)
 }
 
 /* The topic of the partitions asked that hold this id (Fetch v13+), or
- * NULL if none does any more. */
+ * NULL if none does any more: the session's topics (fsess_dirty.c). */
 static const char *topic_with_id(const struct km_fsess *s,
 				 const uint8_t id[KM_WIRE_UUID_BYTES])
 {
-	for (uint32_t i = 0; i < s->n_asked; i++) {
-		const struct km_fetcher *f = s->asked[i];
+	return km_fsess_topic_name(s, id);
+}
 
-		if (f != NULL && memcmp(f->topic_id, id, KM_WIRE_UUID_BYTES) == 0)
-			return f->cfg.topic;
-	}
-	return NULL;
+/* The answer's topic of this partition, and its hash: looked up once per
+ * topic of the answer, not per partition. */
+struct topic_memo {
+	int32_t index;
+	const char *name;
+	uint32_t hash;
+};
+
+static const char *answer_topic(const struct km_fsess *s,
+				const struct km_fetch_resp_iter *it,
+				struct topic_memo *t)
+{
+	if (t->index == it->cur.topic_index)
+		return t->name;
+	t->index = it->cur.topic_index;
+	t->name = s->inflight_ver >= 13 ? topic_with_id(s, it->cur.topic_id)
+					: it->cur.topic.s;
+	t->hash = t->name != NULL ? km_fsess_name_hash(t->name) : 0;
+	return t->name;
 }
 
 /* Hand each partition its part. @return partitions now appending, or a
@@ -240,6 +271,7 @@ static const char *topic_with_id(const struct km_fsess *s,
 static int fetch_parts(struct km_fsess *s, struct km_fetch_resp_iter *it,
 		       const struct km_kframe_frame *fr)
 {
+	struct topic_memo t = { -1, NULL, 0 };
 	uint32_t k = 0;
 	int users = 0;
 
@@ -251,11 +283,14 @@ static int fetch_parts(struct km_fsess *s, struct km_fetch_resp_iter *it,
 
 		if (rc != 1)
 			return rc < 0 ? rc : users;
-		name = s->inflight_ver >= 13 ? topic_with_id(s, it->cur.topic_id)
-					     : it->cur.topic.s;
-		f = name != NULL ? match(s, &k, name, p.partition) : NULL;
-		if (f == NULL)
+		name = answer_topic(s, it, &t);
+		f = name != NULL ? match(s, &k, name, t.hash, p.partition, true)
+				 : NULL;
+		if (f == NULL || (s->inflight_ver >= 13 &&
+				  memcmp(f->topic_id, it->cur.topic_id,
+					 KM_WIRE_UUID_BYTES) != 0))
 			continue; /* it left the session meanwhile */
+		km_fsess_dirty_add(s, f); /* its line moves */
 		km_fsess_unask(f);
 		/* A topic's cap: its record sets as they came (throttle.h). */
 		if (p.records.len > 0 && f->cfg.topic_throttle != NULL)

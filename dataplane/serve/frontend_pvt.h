@@ -135,6 +135,10 @@ struct fe_fetch {
 	int16_t top_err;	/* session errors (v7+) */
 	uint64_t deadline_ms;
 	uint64_t checked_ms;
+	/* Parked read_uncommitted: km_log_durable_gen() when its partitions
+	 * were last walked, and when (frontend_fetch.c). */
+	uint64_t seen_gen;
+	uint64_t walked_ms;
 	struct km_fetch_req req;
 	struct km_proto_topic *topics;
 	struct km_fetch_req_part *parts;

@@ -198,6 +198,13 @@ TEST(Config, GoodValues)
 		{ "batch.max.bytes=61", [](const km_config &c) { EXPECT_EQ(61u, c.batch_bytes_max); } },
 		{ "batch.max.bytes=1048588", [](const km_config &c) { EXPECT_EQ(1048588u, c.batch_bytes_max); } },
 		{ "dpdk.mtu=9000", [](const km_config &c) { EXPECT_EQ(9000u, c.dpdk.mtu); } },
+		// Past the 1,024 partitions a local topic took before issue 17,
+		// to partitions.max's own bound (Kafka caps neither).
+		{ "local.topics=big:10000,huge:1048576", [](const km_config &c) {
+			ASSERT_EQ(2u, c.local_topics_count);
+			EXPECT_EQ(10000u, c.local_partitions[0]);
+			EXPECT_EQ(1048576u, c.local_partitions[1]);
+		} },
 		{ "workers=64", [](const km_config &c) { EXPECT_EQ(64u, c.workers); } },
 		{ "node.id=0", [](const km_config &c) { EXPECT_EQ(0, c.node_id); } },
 		{ "node.id=2147483647", [](const km_config &c) { EXPECT_EQ(INT32_MAX, c.node_id); } },
@@ -392,6 +399,9 @@ TEST(Config, BadValues)
 		{ "config.sync.exclude=a,a", "\"a\" is listed twice" },
 		{ "config.sync.exclude=a,,b", "empty entry in the list" },
 		{ "config.sync.interval.ms=2147483648", "must be between 0 and 2147483647" },
+		{ "local.topics=big:1048577", "partitions of \"big\" must be 1 to 1048576" },
+		{ "local.topics=big:0", "partitions of \"big\" must be 1 to 1048576" },
+		{ "partitions.max=1048577", "must be between 0 and 1048576" },
 	};
 	for (const Bad &b : cases) {
 		Loaded l = load(nullptr, { "data.dir=/d", b.set });

@@ -40,7 +40,7 @@
  *    over the 1,024 partitions one Fetch asks: one session of 2,000 asked
  *    the first 1,024 and the others waited their turn one per Fetch.
  * Method: kmirrord child processes (daemon.h): the source with
- * local.topics=s:1000,u:1000,one:1, records produced to every partition by
+ * local.topics=s:1500,u:500,one:1, records produced to every partition by
  * one librdkafka producer; the mirror with topics=s,u; kmirrorctl status for
  * every figure; polls with deadlines, no sleeps. */
 #include <librdkafka/rdkafka.h>
@@ -64,10 +64,12 @@ using namespace kmtest;
 
 namespace {
 
-/* Two topics of 1,000: local.topics takes up to 1,024 partitions each. */
+/* Two topics, s of 1,500 partitions: past the 1,024 that local.topics
+ * took at most per topic before issue 17 lifted it (the source refused to
+ * start), so a topic of more is created, served and mirrored here. */
 const char *const kTopics[] = { "s", "u" };
-constexpr int kPerTopic = 1000;
-constexpr int kParts = 2 * kPerTopic;
+constexpr int kPerTopic[] = { 1500, 500 };
+constexpr int kParts = kPerTopic[0] + kPerTopic[1];
 constexpr int kRecords = 3; /* per partition */
 /* A line per partition at INFO is 2,000 lines of nothing to look at. */
 const char *const kQuiet = "log.level=warn";
@@ -231,13 +233,15 @@ protected:
 	static void SetUpTestSuite()
 	{
 		ta_ = new TempDir("km-scale-a");
-		std::string n = std::to_string(kPerTopic);
-		a_ = new Daemon(ta_->path(), { "local.topics=s:" + n + ",u:" + n +
-						       ",one:1", kQuiet });
+		a_ = new Daemon(ta_->path(),
+				{ "local.topics=s:" + std::to_string(kPerTopic[0]) +
+					  ",u:" + std::to_string(kPerTopic[1]) + ",one:1",
+				  kQuiet });
 		setup_ = a_->start(120000);
-		for (const char *t : kTopics)
+		for (int t = 0; t < 2; t++)
 			if (setup_.empty())
-				setup_ = produce_all(a_->bootstrap(), t, kPerTopic);
+				setup_ = produce_all(a_->bootstrap(), kTopics[t],
+						     kPerTopic[t]);
 		if (setup_.empty())
 			setup_ = produce_all(a_->bootstrap(), "one", 1);
 		if (setup_.empty())
@@ -285,10 +289,11 @@ int64_t one_partition_resident(const std::string &source)
 
 TEST_F(Scale, TwoThousandPartitionsMirrorWithBoundedMemoryAndDisk)
 {
-	for (const char *t : kTopics)
-		for (int p = 0; p < kPerTopic; p++)
-			ASSERT_EQ(kRecords, src_.at(t + (":" + std::to_string(p))).leo)
-				<< t << p;
+	for (int ti = 0; ti < 2; ti++)
+		for (int p = 0; p < kPerTopic[ti]; p++)
+			ASSERT_EQ(kRecords,
+				  src_.at(kTopics[ti] + (":" + std::to_string(p))).leo)
+				<< kTopics[ti] << p;
 	int64_t base = one_partition_resident(a_->bootstrap());
 	ASSERT_GT(base, 0);
 
@@ -348,8 +353,9 @@ TEST_F(Scale, TwoThousandPartitionsMirrorWithBoundedMemoryAndDisk)
 		<< m.out.size() << " bytes of metrics";
 
 	/* Content: byte-identical logs. */
-	for (const char *t : kTopics)
-		for (int p = 0; p < kPerTopic; p++) {
+	for (int ti = 0; ti < 2; ti++)
+		for (int p = 0; p < kPerTopic[ti]; p++) {
+			const char *t = kTopics[ti];
 			std::string f = "/" + std::string(t) + "-" + std::to_string(p) +
 					"/00000000000000000000.log";
 			std::string ea, eb;
@@ -453,8 +459,9 @@ TEST_F(Scale, MirrorsWithAnOpenFileLimitBelowWhatThePartitionsHold)
 		       round ? "after a clean restart" : "first start", kParts,
 		       (long long)ms, (long long)open, (long long)closed,
 		       (long long)resource(b, "log_files_reopens"));
-		for (const char *t : kTopics)
-			for (int p = 0; p < kPerTopic; p++) {
+		for (int ti = 0; ti < 2; ti++)
+			for (int p = 0; p < kPerTopic[ti]; p++) {
+				const char *t = kTopics[ti];
 				std::string f = "/" + std::string(t) + "-" +
 						std::to_string(p) +
 						"/00000000000000000000.log";

@@ -45,13 +45,40 @@ protected:
 			f->sess = s_.get();
 			f->next = i > 0 ? f_[i - 1].get() : nullptr;
 		}
+		for (int i = 0; i < 4; i++) {
+			f_[i]->prev = i < 3 ? f_[i + 1].get() : nullptr;
+			km_fsess_member_in(s_.get(), f_[i].get());
+		}
 		s_->members = f_[3].get(); // 3, 2, 1, 0
+		s_->tail = f_[0].get();
 		s_->n_members = 4;
 	}
 
+	// An event moved partition p's line (records came, it backs off): on
+	// the dirty list, as km_fetcher_touch puts it.
+	void Touch(int p) { km_fsess_dirty_add(s_.get(), f_[p].get()); }
+
 	// A Fetch asking partitions `ask` (in this order), as enc_fetch lays
 	// it out; returns what the broker would get.
+	// As enc_fetch does, an incremental Fetch looks at the dirty list
+	// only: of `ask` (the members ready), those on it; a full one at
+	// every member ready.
 	km_fetch_req Build(const std::vector<int> &ask, int16_t version = 12)
+	{
+		s_->v_fetch = version;
+		bool inc = km_fsess_inc_possible(s_.get());
+		std::vector<int> sel;
+		for (int p : ask)
+			if (!inc || f_[p]->dirty)
+				sel.push_back(p);
+		km_fetch_req m = {};
+		if (Select(sel, version, inc, &m) != 0)
+			Select(ask, version, false, &m);
+		return m;
+	}
+
+	int Select(const std::vector<int> &ask, int16_t version, bool inc,
+		   km_fetch_req *out)
 	{
 		km_fetcher_scratch *sc = scratch_.get();
 		for (auto &f : f_)
@@ -75,8 +102,9 @@ protected:
 		m.n_parts = m.parts_max = s_->n_asked;
 		m.topic_ids = sc->req_topic_ids;
 		s_->inflight_ver = version;
-		km_fsess_inc_build(s_.get(), &m, version);
-		return m;
+		int rc = km_fsess_inc_build(s_.get(), &m, version, inc);
+		*out = m;
+		return rc;
 	}
 
 	static std::vector<int32_t> Written(const km_fetch_req &m)
@@ -120,6 +148,8 @@ TEST_F(FsessInc, FullThenOnlyWhatChanged)
 
 	f_[2]->inflight_offset += 5;  // records came
 	f_[3]->stats.max_bytes = 4096; // MaxBytes moved
+	Touch(2);
+	Touch(3);
 	m = Build({ 0, 1, 2, 3 });
 	EXPECT_EQ(2, m.session_epoch);
 	EXPECT_EQ(V({ 2, 3 }), Written(m));
@@ -134,6 +164,7 @@ TEST_F(FsessInc, NotAskedAndLeftAreForgotten)
 {
 	Build({ 0, 1, 2, 3 });
 	km_fsess_inc_answered(s_.get(), 9);
+	Touch(1);
 	km_fetch_req m = Build({ 0, 2, 3 }); // 1 backs off
 	EXPECT_EQ(V({ 1 }), Forgotten(m));
 	EXPECT_TRUE(Written(m).empty());
@@ -147,9 +178,11 @@ TEST_F(FsessInc, NotAskedAndLeftAreForgotten)
 
 	// 3 leaves the session (stopped, moved): forgotten by name.
 	km_fsess_inc_leave(s_.get(), f_[3].get());
+	km_fsess_member_out(s_.get(), f_[3].get());
 	s_->n_members = 3; // unlinked, as unlink_member does
 	f_[3]->next = nullptr;
 	s_->members = f_[2].get();
+	f_[2]->prev = nullptr;
 	m = Build({ 0, 1, 2 });
 	EXPECT_EQ(V({ 3 }), Forgotten(m));
 	ASSERT_EQ(1u, m.n_forgotten);
@@ -216,6 +249,7 @@ TEST_F(FsessInc, UnsentFetchMakesTheNextFull)
 	Build({ 0, 1, 2, 3 });
 	km_fsess_inc_answered(s_.get(), 77);
 	f_[2]->inflight_offset += 5;
+	Touch(2);
 	km_fetch_req m = Build({ 0, 1, 2, 3 });
 	ASSERT_EQ(V({ 2 }), Written(m));
 	km_fsess_inc_unsent(s_.get());
