@@ -300,7 +300,8 @@ static void finish(struct closing *c, int ring_rc, int *rc_out)
 int km_log_close_many(struct km_log **logs, uint32_t n, int *rcs)
 {
 	struct closing *cs = calloc(CLOSE_BATCH, sizeof(*cs));
-	struct syncer s = { .cap = CLOSE_BATCH * SYNCS_PER_LOG };
+	struct syncer s = { .cap = CLOSE_BATCH * SYNCS_PER_LOG,
+			    .ring = n > 0 ? logs[0]->ring : NULL };
 	int first = 0;
 
 	s.reqs = calloc(s.cap, sizeof(*s.reqs));
@@ -308,11 +309,10 @@ int km_log_close_many(struct km_log **logs, uint32_t n, int *rcs)
 		uint32_t m = n - k < CLOSE_BATCH ? n - k : CLOSE_BATCH;
 
 		for (uint32_t i = 0; i < m; i++) {
-			KM_ASSERT(logs[k + i]->ring == logs[0]->ring);
+			KM_ASSERT(logs[k + i]->ring == s.ring);
 			if (cs != NULL)
 				cs[i] = (struct closing){ .log = logs[k + i] };
 		}
-		s.ring = logs[0]->ring;
 		if (cs == NULL || s.reqs == NULL) {
 			/* No memory to batch in: each its own abandon. */
 			for (uint32_t i = 0; i < m; i++) {
