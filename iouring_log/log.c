@@ -231,6 +231,9 @@ int km_log_open(struct km_log **out, const struct km_log_config *cfg,
 	    (rc = km_log_dio_probe(log)) < 0)
 		goto out_free;
 	log->cfg.data_dir = log->cfg.topic = NULL; /* borrowed: not kept */
+	/* What an unmark found holds for this open only: a config read
+	 * back (km_log_config_get) must not vouch for a later one. */
+	log->cfg.marker = KM_LOG_MARK_CHECK;
 	km_log_files_track(log);
 	*out = log;
 	return 0;

@@ -285,8 +285,13 @@ static int close_batch(struct closing *cs, uint32_t n, struct syncer *s)
 
 static void finish(struct closing *c, int ring_rc, int *rc_out)
 {
-	if (c->snap_fd >= 0)
+	char tmp[80];
+
+	if (c->snap_fd >= 0) { /* a step before the rename failed */
 		close(c->snap_fd);
+		snprintf(tmp, sizeof(tmp), "%s.tmp", c->snap_name);
+		(void)unlinkat(c->log->dir_fd, tmp, 0);
+	}
 	if (c->rc == 0)
 		c->rc = ring_rc;
 	if (c->rc < 0)
