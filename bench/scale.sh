@@ -85,7 +85,9 @@ start_source() { # DIR N
 # and after kill -9: "open-seconds caught-up-seconds" for each, in RESTART.
 restarts() { # PID START DIR [SRC] SOCK END N
 	local pid=$1 start=$2 dir=$3 src=$4 out="" t0
+	t0=$(ms)
 	kill -TERM "$pid"; wait "$pid" || true
+	STOP=$(secs_since "$t0") # the clean stop: every log closed
 	for how in clean kill9; do
 		t0=$(ms)
 		"$start" "$dir" "$src"
@@ -107,7 +109,7 @@ start_mirror() { # DIR SRC
 }
 
 declare -A CPU GBPS TOTAL RSS DISK CLEAN CRASH BYTESOF
-declare -A OPEN_CLEAN OPEN_CRASH SRC_CLEAN SRC_CRASH CAUGHT
+declare -A OPEN_CLEAN OPEN_CRASH SRC_CLEAN SRC_CRASH CAUGHT STOPS
 for n in $PARTS; do
 	echo "== $n partitions"
 	a="$T/a$n" b="$T/b$n"
@@ -150,6 +152,8 @@ print(f'{c/(b/1e9):.2f} {b/s/1e9:.4f} {s:.2f}')")
 	[ "${CAUGHT[$n]}" = yes ] || RESTART_S=60 # it goes on catching up
 	restarts "$B" start_mirror "$b" "$src" "$b.sock" "$count" "$n"
 	read -r OPEN_CLEAN[$n] CLEAN[$n] OPEN_CRASH[$n] CRASH[$n] <<<"$RESTART"
+	STOPS[$n]=$STOP
+	echo "mirror clean stop (SIGTERM until exit, every log closed) ${STOPS[$n]} s"
 	echo "mirror restart: every log open (status answers) ${OPEN_CLEAN[$n]} s, all MIRRORING at the source's end ${CLEAN[$n]} s after a clean stop; ${OPEN_CRASH[$n]} s, ${CRASH[$n]} s after kill -9"
 	kill -TERM "$LASTPID"; wait "$LASTPID" || true
 	RESTART_S=300
@@ -163,25 +167,26 @@ done
 first=$(echo $PARTS | awk '{print $1}')
 last=$(echo $PARTS | awk '{print $NF}')
 echo
-printf '%-11s %10s %9s %10s %14s %14s %12s %12s %12s\n' partitions "CPU s/GB" "GB/s" "total s" \
-	"resident/part" "disk/part" "restart s" "kill-9 s" "source s"
-echo "            (restart, kill-9: every log open / all MIRRORING at the source's end; source: clean / kill -9)"
+printf '%-11s %10s %9s %10s %14s %14s %12s %12s %12s %8s\n' partitions "CPU s/GB" "GB/s" "total s" \
+	"resident/part" "disk/part" "restart s" "kill-9 s" "source s" "stop s"
+echo "            (restart, kill-9: every log open / all MIRRORING at the source's end; source: clean / kill -9; stop: the mirror's clean stop)"
 for n in $PARTS; do
 	rp=$(python3 -c "n=$n; f=$first; print('-' if n == f else int((${RSS[$n]}-${RSS[$first]})/(n-f)))")
-	printf '%-11s %10s %9s %10s %14s %14s %12s %12s %12s\n' "$n" "${CPU[$n]}" "${GBPS[$n]}" \
+	printf '%-11s %10s %9s %10s %14s %14s %12s %12s %12s %8s\n' "$n" "${CPU[$n]}" "${GBPS[$n]}" \
 		"${TOTAL[$n]}$([ "${CAUGHT[$n]}" = yes ] || echo '(cap)')" "$rp" "$((DISK[$n] / n))" \
 		"${OPEN_CLEAN[$n]}/${CLEAN[$n]}" "${OPEN_CRASH[$n]}/${CRASH[$n]}" \
-		"${SRC_CLEAN[$n]}/${SRC_CRASH[$n]}"
+		"${SRC_CLEAN[$n]}/${SRC_CRASH[$n]}" "${STOPS[$n]}"
 done
 python3 - "$first" "$last" "${CPU[$first]}" "${CPU[$last]}" "${RSS[$first]}" "${RSS[$last]}" \
 	"${DISK[$last]}" "${CLEAN[$last]}" "${CRASH[$last]}" "$(ulimit -Hn)" \
 	"${SRC_CLEAN[$last]}" "${SRC_CRASH[$last]}" "${OPEN_CLEAN[$last]%%(*}" \
-	"${OPEN_CRASH[$last]%%(*}" "${CAUGHT[$last]}" <<'EOF'
+	"${OPEN_CRASH[$last]%%(*}" "${CAUGHT[$last]}" "${STOPS[$last]}" <<'EOF'
 import sys
 f, l = int(sys.argv[1]), int(sys.argv[2])
 cf, cl, rf, rl, dl, clean, crash, hard, sclean, scrash, oclean, ocrash = \
     map(float, sys.argv[3:15])
 caught = sys.argv[15] == "yes"
+stop = float(sys.argv[16])
 def say(ok, what, why): print(f"target: {what}: {'met' if ok else 'NOT met'} - {why}")
 say(cl <= 2 * cf, f"CPU per GB at {l} partitions within 2x of {f}",
     f"{cl:.2f} vs {cf:.2f} s/GB ({cl/cf:.1f}x), start-up (opening every partition) "
@@ -200,7 +205,8 @@ if l >= 10000:
     say(caught and max(clean, crash) < 10, "restart of a 10,000-partition "
         "mirror in under 10 s (until all MIRRORING at the source's end)",
         f"every log open in {oclean:.1f} s clean, {ocrash:.1f} s after kill -9; "
-        f"all MIRRORING in {clean:.1f} / {crash:.1f} s" +
+        f"all MIRRORING in {clean:.1f} / {crash:.1f} s; the clean stop before "
+        f"took {stop:.1f} s" +
         ("" if caught else "; the first catch-up hit SCALE_CATCHUP_S") +
         f"; open files: hard limit {hard:.0f}, past it cold partitions "
         "close their files (log_files_* in status)")

@@ -250,6 +250,30 @@ static int open_done(struct km_daemon *d, struct km_worker_reply *r,
 	return rc;
 }
 
+/* Every partition's clean-shutdown marker taken away before any log
+ * opens, the removals synced together (km_log_unmark_many): 10,000 opens
+ * each syncing its directory took seconds. marks[i]: what was found. */
+static int unmark_parts(struct km_daemon *d, int8_t *marks)
+{
+	struct km_log_unmark *u = calloc(d->table.n + 1, sizeof(*u));
+	int rc;
+
+	if (u == NULL)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < d->table.n; i++) {
+		u[i].topic = d->table.parts[i].topic;
+		u[i].partition = d->table.parts[i].partition;
+	}
+	rc = km_log_unmark_many(d->cfg->data_dir, u, d->table.n);
+	if (rc < 0)
+		KM_ERROR("daemon", "data.dir %s: clean-shutdown markers: %s",
+			 d->cfg->data_dir, km_strerror(rc));
+	for (uint32_t i = 0; rc == 0 && i < d->table.n; i++)
+		marks[i] = u[i].found;
+	free(u);
+	return rc;
+}
+
 /* Open every log (in parallel across workers), then seed the producer id
  * allocator above every id seen. */
 static int open_parts(struct km_daemon *d)
@@ -261,9 +285,14 @@ static int open_parts(struct km_daemon *d)
 	bool lost = false;
 	int rc = 0, rc2;
 
-	if (r == NULL || ids == NULL || (rc = km_daemon_topic_ids(d, ids)) < 0) {
+	int8_t *marks = calloc(d->table.n + 1, sizeof(*marks));
+
+	if (r == NULL || ids == NULL || marks == NULL ||
+	    (rc = km_daemon_topic_ids(d, ids)) < 0 ||
+	    (rc = unmark_parts(d, marks)) < 0) {
 		free(r);
 		free(ids);
+		free(marks);
 		return rc < 0 ? rc : -ENOMEM;
 	}
 	while (rc == 0 && posted < d->table.n) {
@@ -273,6 +302,7 @@ static int open_parts(struct km_daemon *d)
 		km_config_log_config(d->cfg, p->topic, p->partition, &lc);
 		km_daemon_configs_limits(d, posted, &lc);
 		memcpy(lc.topic_id, ids[posted], sizeof(lc.topic_id));
+		lc.marker = marks[posted];
 		rc = km_worker_open(d->workers[p->owner], p, &lc, &r[posted]);
 		/* More partitions than a worker's ring holds (1,024): an
 		 * answer frees a slot, then the same partition again. */
@@ -282,6 +312,7 @@ static int open_parts(struct km_daemon *d)
 			posted++;
 	}
 	free(ids);
+	free(marks);
 	/* Every posted reply is waited for, even after a failure: the
 	 * workers write into r. */
 	for (uint32_t i = waited; i < posted; i++) {
@@ -361,22 +392,76 @@ int km_daemon_start_fetch(struct km_daemon *d, uint32_t i)
 	return rc;
 }
 
+/* Partition i's fetch answered (waited for), its failure logged. */
+static int fetch_done(struct km_daemon *d, struct km_worker_reply *r,
+		      uint32_t i, bool *lost)
+{
+	const struct km_part *p = &d->table.parts[i];
+	int rc = km_worker_wait(d->ctl_efd, r, REPLY_TIMEOUT_MS);
+
+	if (rc < 0)
+		KM_ERROR("daemon", "partition %s-%d: fetch: %s", p->topic,
+			 p->partition, km_strerror(rc));
+	*lost |= rc == -ETIMEDOUT;
+	return rc;
+}
+
+/* Post partition i's fetch; a full worker ring (1,024) first takes the
+ * oldest answer, as open_parts does. */
+static int post_fetch(struct km_daemon *d, uint32_t i,
+		      struct km_worker_reply *r, const uint32_t *idx,
+		      uint32_t posted, uint32_t *waited, bool *lost)
+{
+	struct km_part *p = &d->table.parts[i];
+	struct km_fetcher_config fc;
+	int rc = fetcher_config(d, i, &fc);
+
+	if (rc < 0) {
+		KM_ERROR("daemon", "partition %s-%d: fetch: %s", p->topic,
+			 p->partition, km_strerror(rc));
+		return rc;
+	}
+	while ((rc = km_worker_fetch(d->workers[p->owner], p, &fc,
+				     &r[posted])) == KM_EWORKERQ &&
+	       *waited < posted) {
+		rc = fetch_done(d, &r[*waited], idx[*waited], lost);
+		(*waited)++;
+		if (rc < 0)
+			return rc;
+	}
+	return rc;
+}
+
+/* Every fetch posted before the answers are waited for: one at a time,
+ * each wait napped a millisecond on the shared eventfd, 10 s for 10,000
+ * partitions. */
 static int start_fetchers(struct km_daemon *d)
 {
-	int rc = 0;
+	struct km_worker_reply *r = calloc(d->table.n + 1, sizeof(*r));
+	uint32_t *idx = calloc(d->table.n + 1, sizeof(*idx));
+	uint32_t posted = 0, waited = 0;
+	bool lost = false;
+	int rc = r != NULL && idx != NULL ? 0 : -ENOMEM;
 
 	for (uint32_t i = 0; rc == 0 && i < d->table.n; i++)
 		if (d->mirrored[i] && d->mstates[i].state == KM_MSTATE_MIRRORING &&
-		    !km_daemon_disk_hold(d, i))
-			rc = km_daemon_start_fetch(d, i);
+		    !km_daemon_disk_hold(d, i) &&
+		    (rc = post_fetch(d, i, r, idx, posted, &waited, &lost)) == 0)
+			idx[posted++] = i;
+	for (; waited < posted; waited++) {
+		int rc2 = fetch_done(d, &r[waited], idx[waited], &lost);
+
+		rc = rc ? rc : rc2;
+	}
+	if (!lost) /* else a worker may still write into r: leak it */
+		free(r);
+	free(idx);
 	if (d->disk_low)
 		KM_WARN("daemon", "mirroring held: %" PRIu64 " bytes free on "
 			"data.dir, under disk.free.min.bytes=%" PRIu64,
 			d->disk_free, d->cfg->disk_free_min_bytes);
 	return rc;
 }
-
-/* ---- the Kafka listener ---------------------------------------------- */
 
 static int write_port_file(const struct km_daemon *d)
 {
@@ -464,14 +549,21 @@ static int start_listener(struct km_daemon *d)
 static int stop_workers(struct km_daemon *d)
 {
 	struct km_worker_reply *r;
-	int first = 0;
+	int *posted, first = 0;
 
 	if (d->workers == NULL)
 		return 0;
 	r = calloc(d->n_workers, sizeof(*r));
-	for (uint32_t i = 0; r != NULL && i < d->n_workers; i++) {
-		int rc = d->workers[i] ? km_worker_shutdown(d->workers[i], &r[i])
-				       : -ENOENT;
+	posted = calloc(d->n_workers, sizeof(*posted));
+	/* All told first: the workers close their logs in parallel. */
+	for (uint32_t i = 0; r != NULL && posted != NULL && i < d->n_workers;
+	     i++)
+		posted[i] = d->workers[i] ? km_worker_shutdown(d->workers[i],
+							       &r[i])
+					  : -ENOENT;
+	for (uint32_t i = 0; r != NULL && posted != NULL && i < d->n_workers;
+	     i++) {
+		int rc = posted[i];
 
 		if (rc == 0)
 			rc = km_worker_wait(d->ctl_efd, &r[i], SHUTDOWN_TIMEOUT_MS);
@@ -483,6 +575,7 @@ static int stop_workers(struct km_daemon *d)
 	}
 	for (uint32_t i = 0; i < d->n_workers; i++)
 		km_worker_destroy(d->workers[i]);
+	free(posted);
 	free(r);
 	free(d->workers);
 	d->workers = NULL;

@@ -937,8 +937,32 @@ static bool fetchers_idle(struct km_worker *w)
 	return w->fsess_mem == NULL || km_fsess_pool_idle(&w->fpool);
 }
 
+/* Every log at once: their syncs go through the ring together
+ * (km_log_close_many). @return the first error. */
+static int close_all(struct km_worker *w, struct km_log **logs, int *rcs)
+{
+	int first = 0;
+
+	for (uint32_t i = 0; i < w->n_wparts; i++) {
+		logs[i] = w->wparts[i].log;
+		w->wparts[i].log = NULL;
+	}
+	(void)km_log_close_many(logs, w->n_wparts, rcs);
+	for (uint32_t i = 0; i < w->n_wparts; i++)
+		if (rcs[i] < 0) {
+			KM_ERROR("worker", "partition %s-%d: close: %s",
+				 w->wparts[i].part->topic,
+				 w->wparts[i].part->partition,
+				 km_strerror(rcs[i]));
+			first = first ? first : rcs[i];
+		}
+	return first;
+}
+
 static int close_logs(struct km_worker *w)
 {
+	struct km_log **logs = calloc(w->n_wparts + 1, sizeof(*logs));
+	int *rcs = calloc(w->n_wparts + 1, sizeof(*rcs));
 	int first = 0;
 
 	for (uint32_t i = 0; i < w->n_retired; i++)
@@ -949,19 +973,21 @@ static int close_logs(struct km_worker *w)
 
 	for (uint32_t i = 0; i < w->n_wparts; i++) {
 		struct wpart *wp = &w->wparts[i];
-		int rc;
 
 		km_worker_publish(wp);
 		km_worker_fetcher_free(wp);
 		wp->part->log = NULL;
-		rc = km_log_close(wp->log);
-		wp->log = NULL;
-		if (rc < 0) {
-			KM_ERROR("worker", "partition %s-%d: close: %s", wp->part->topic,
-				 wp->part->partition, km_strerror(rc));
+		if (logs == NULL || rcs == NULL) { /* one at a time, then */
+			int rc = km_log_close(wp->log);
+
+			wp->log = NULL;
 			first = first ? first : rc;
 		}
 	}
+	if (logs != NULL && rcs != NULL)
+		first = close_all(w, logs, rcs);
+	free(logs);
+	free(rcs);
 	return first;
 }
 

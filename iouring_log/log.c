@@ -89,7 +89,7 @@ static struct km_log *alloc_log(const struct km_log_config *c)
 	return log;
 }
 
-static void free_log(struct km_log *log)
+void km_log_free(struct km_log *log)
 {
 	km_log_files_forget(log);
 	for (uint32_t i = 0; i < log->n_segs; i++)
@@ -231,11 +231,14 @@ int km_log_open(struct km_log **out, const struct km_log_config *cfg,
 	    (rc = km_log_dio_probe(log)) < 0)
 		goto out_free;
 	log->cfg.data_dir = log->cfg.topic = NULL; /* borrowed: not kept */
+	/* What an unmark found holds for this open only: a config read
+	 * back (km_log_config_get) must not vouch for a later one. */
+	log->cfg.marker = KM_LOG_MARK_CHECK;
 	km_log_files_track(log);
 	*out = log;
 	return 0;
 out_free:
-	free_log(log);
+	km_log_free(log);
 	return rc;
 }
 
@@ -244,42 +247,12 @@ bool km_log_clean_marker_exists(struct km_log *log)
 	return faccessat(log->dir_fd, CLEAN_MARKER, F_OK, 0) == 0;
 }
 
-static int write_marker(struct km_log *log)
-{
-	int fd = openat(log->dir_fd, CLEAN_MARKER,
-			O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-
-	if (fd < 0)
-		return -errno;
-	close(fd);
-	return fsync(log->dir_fd) < 0 ? -errno : 0;
-}
-
 int km_log_close(struct km_log *log)
 {
-	int rc = km_log_files_need(log);
+	int rc;
 
-	if (rc == 0)
-		rc = km_log_flush(log);
-	/* Always: queued and in-flight requests point into *log. */
-	int sync_rc = km_log_sync(log);
-
-	if (rc == 0)
-		rc = sync_rc;
-	/* A clean close leaves the .log at its data's end (Kafka's tools
-	 * read to the file's end), not at the last direct write's block end. */
-	if (rc == 0)
-		rc = km_log_dio_trim(log);
-	if (rc == 0)
-		rc = km_segment_seal(log_active(log));
-	if (rc == 0)
-		rc = km_log_snap_write(log, log->leo);
-	if (rc == 0)
-		rc = write_marker(log);
-	if (rc < 0)
-		KM_ERROR("log", "%s: unclean close (%s); the next open recovers",
-			 log->dir, km_strerror(rc));
-	free_log(log);
+	/* One close is a batch of one: the same steps, the same order. */
+	km_log_close_many(&log, 1, &rc);
 	return rc;
 }
 
@@ -289,7 +262,7 @@ void km_log_abandon(struct km_log *log)
 	 * by a budget are opened for the close's trims. */
 	(void)km_log_files_need(log);
 	(void)km_log_sync(log);
-	free_log(log);
+	km_log_free(log);
 }
 
 int km_log_checkpoint(struct km_log *log)

@@ -469,23 +469,34 @@ int km_log_dio_room(struct km_log *log, uint32_t size)
 	return 0;
 }
 
-int km_log_dio_trim(struct km_log *log)
+int km_log_dio_cut(struct km_log *log, bool *cut)
 {
 	struct km_segment *seg = log_active(log);
 	struct stat st;
 
+	*cut = false;
 	if (!log->dio_on)
 		return 0;
 	if (fstat(seg->log_fd, &st) < 0)
 		return -errno;
 	if ((uint64_t)st.st_size <= seg->size_bytes)
 		return 0;
-	/* fsync, not fdatasync: the smaller size must stick, or a sealed
-	 * segment would keep zeros that no recovery scans. */
-	if (ftruncate(seg->log_fd, (off_t)seg->size_bytes) < 0 ||
-	    fsync(seg->log_fd) < 0)
+	if (ftruncate(seg->log_fd, (off_t)seg->size_bytes) < 0)
 		return -errno;
+	*cut = true;
 	if (seg->reserved_bytes > seg->size_bytes)
 		seg->reserved_bytes = seg->size_bytes;
 	return 0;
+}
+
+int km_log_dio_trim(struct km_log *log)
+{
+	bool cut;
+	int rc = km_log_dio_cut(log, &cut);
+
+	/* fsync, not fdatasync: the smaller size must stick, or a sealed
+	 * segment would keep zeros that no recovery scans. */
+	if (rc == 0 && cut && fsync(log_active(log)->log_fd) < 0)
+		rc = -errno;
+	return rc;
 }

@@ -227,6 +227,11 @@ void km_log_files_forget(struct km_log *log)
 	log->files_closed = false;
 }
 
+void km_log_files_pin(struct km_log *log)
+{
+	unlink_lru(log);
+}
+
 /* ---- readers (any thread, segment lock held shared) ---- */
 
 static _Thread_local const char *r_dir;

@@ -172,6 +172,8 @@ static inline int64_t log_start(const struct km_log *log)
 }
 
 uint64_t km_log_now_ms(void);
+/* log.c: give back everything the log holds (its files, maps, memory). */
+void km_log_free(struct km_log *log);
 bool km_log_clean_marker_exists(struct km_log *log);
 
 /* log_retain.c: the DeleteRecords start kept across an open */
@@ -184,6 +186,9 @@ void km_log_start_load(struct km_log *log);
 int km_log_files_need(struct km_log *log);
 void km_log_files_track(struct km_log *log);
 void km_log_files_forget(struct km_log *log);
+/* A log being closed: out of the LRU, so that no eviction closes the
+ * files its close still syncs. */
+void km_log_files_pin(struct km_log *log);
 void km_log_files_trim(void);
 /* Readers, around one call under the segment lock: the segment's file of
  * that suffix, open_fd if it is open, else one opened for this call. */
@@ -242,6 +247,9 @@ void km_log_dio_release(struct km_log *log);
 /* Writes drained: cut the zeros past the active segment's data (fsync'd).
  * @return 0 or -errno. */
 int km_log_dio_trim(struct km_log *log);
+/* The same without the fsync: *cut says whether the size changed (the
+ * caller fsyncs the .log before relying on it). */
+int km_log_dio_cut(struct km_log *log, bool *cut);
 
 /* log_recover.c */
 int km_log_recover(struct km_log *log, struct km_log_recovery *rec);

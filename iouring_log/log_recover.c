@@ -492,16 +492,20 @@ int km_log_recover(struct km_log *log, struct km_log_recovery *rec)
 	/* So is a segment swap of the cleaner's (log_clean_swap.c). */
 	if (rc == 0)
 		rc = km_log_clean_redo(log);
-	clean = rc == 0 && km_log_clean_marker_exists(log);
-
 	if (rc < 0)
 		return rc;
 	/* Opening changes files (the active segment's indexes are extended
 	 * for appends): from here a crash must be recovered by a scan, so
-	 * the marker goes first. */
-	if (clean && (unlinkat(log->dir_fd, CLEAN_MARKER, 0) < 0 ||
-		      fsync(log->dir_fd) < 0))
-		return -errno;
+	 * the marker goes first - here, or before, for many logs at once
+	 * (km_log_unmark_many, log_marker.c). */
+	if (log->cfg.marker != KM_LOG_MARK_CHECK) {
+		clean = log->cfg.marker == KM_LOG_MARK_WAS_CLEAN;
+	} else {
+		clean = km_log_clean_marker_exists(log);
+		if (clean && (unlinkat(log->dir_fd, CLEAN_MARKER, 0) < 0 ||
+			      fsync(log->dir_fd) < 0))
+			return -errno;
+	}
 	rc = open_segments(log);
 
 	memset(rec, 0, sizeof(*rec));
@@ -521,8 +525,10 @@ int km_log_recover(struct km_log *log, struct km_log_recovery *rec)
 	if ((rc = km_log_snap_drop_after(log, log->leo)) < 0)
 		return rc;
 	km_log_start_load(log);
-	/* What the files hold is now made durable before it is served. */
-	if (fdatasync(log_active(log)->log_fd) < 0)
+	/* What the files hold is now made durable before it is served. A
+	 * clean close synced it all before its marker, and a clean open
+	 * writes nothing to the .log. */
+	if (!rec->clean && fdatasync(log_active(log)->log_fd) < 0)
 		return -errno;
 	atomic_store_explicit(&log->appended, log->leo, memory_order_release);
 	atomic_store_explicit(&log->durable, log->leo, memory_order_release);

@@ -340,16 +340,21 @@ out_close:
  * otherwise no reader may be using the segment. Shrinking the files under
  * an old map is safe for readers: they read published entries only, which
  * the new sizes still hold. */
-static int trim_indexes(struct km_segment *s, bool retire)
+static int trim_indexes(struct km_segment *s, bool retire, bool sync)
 {
 	uint32_t ilen = s->index_entries * KM_INDEX_ENTRY_BYTES;
 	uint32_t tlen = s->time_entries * KM_TIMEINDEX_ENTRY_BYTES;
 	struct maps old = { s->index_map, s->time_map, s->map_bytes }, m;
 	int rc;
 
-	if (s->index_map != NULL && msync(s->index_map, s->map_bytes, MS_SYNC) < 0)
+	/* Without sync the caller fsyncs the files later: a page written
+	 * through a shared map is dirty in the page cache from that write
+	 * on, so the fsync covers it as the msync would. */
+	if (sync && s->index_map != NULL &&
+	    msync(s->index_map, s->map_bytes, MS_SYNC) < 0)
 		return -errno;
-	if (s->time_map != NULL && msync(s->time_map, s->map_bytes, MS_SYNC) < 0)
+	if (sync && s->time_map != NULL &&
+	    msync(s->time_map, s->map_bytes, MS_SYNC) < 0)
 		return -errno;
 	if ((rc = map_pair(s, ilen > tlen ? ilen : tlen, false, &m)) < 0)
 		return rc;
@@ -383,7 +388,7 @@ static void give_back_tail(struct km_segment *s)
 void km_segment_close(struct km_segment *s)
 {
 	if (s->active && s->index_fd >= 0)
-		(void)trim_indexes(s, false);
+		(void)trim_indexes(s, false, true);
 	give_back_tail(s);
 	/* Give back fallocate'd blocks past the end of the data. */
 	if (s->log_fd >= 0 && s->reserved_bytes > s->size_bytes)
@@ -516,7 +521,7 @@ int km_segment_index_batch(struct km_segment *s, int64_t base_offset,
 	return 0;
 }
 
-int km_segment_seal(struct km_segment *s)
+static int seal(struct km_segment *s, bool sync)
 {
 	int rc;
 
@@ -527,7 +532,7 @@ int km_segment_seal(struct km_segment *s)
 		return rc;
 	if (s->max_timestamp >= 0 && !km_segment_index_full(s))
 		time_maybe_append(s, s->max_timestamp, s->max_timestamp_offset);
-	if ((rc = trim_indexes(s, true)) < 0)
+	if ((rc = trim_indexes(s, true, sync)) < 0)
 		return rc;
 	/* Give back the blocks reserved past the data; KEEP_SIZE leaves the
 	 * file size (and writes still in flight below it) alone. */
@@ -542,10 +547,20 @@ int km_segment_seal(struct km_segment *s)
 	s->reserved_bytes = s->size_bytes;
 	give_back_tail(s);
 	s->active = false;
-	if (fsync(s->index_fd) < 0 || fsync(s->time_fd) < 0 ||
-	    (s->txn_fd >= 0 && fsync(s->txn_fd) < 0))
+	if (sync && (fsync(s->index_fd) < 0 || fsync(s->time_fd) < 0 ||
+	    (s->txn_fd >= 0 && fsync(s->txn_fd) < 0)))
 		return -errno;
 	return 0;
+}
+
+int km_segment_seal(struct km_segment *s)
+{
+	return seal(s, true);
+}
+
+int km_segment_seal_nosync(struct km_segment *s)
+{
+	return seal(s, false);
 }
 
 uint64_t km_segment_lookup(const struct km_segment *s, int64_t target)
@@ -818,7 +833,7 @@ int km_segment_truncate(struct km_segment *s, uint64_t pos, int64_t next_offset)
 		s->time_entries ? time_offset(s, s->time_map, s->time_entries - 1)
 				: s->base_offset;
 	if (!s->active) {
-		int rc = trim_indexes(s, false);
+		int rc = trim_indexes(s, false, true);
 
 		if (rc < 0)
 			return rc;

@@ -167,6 +167,12 @@ bool km_segment_index_full(const struct km_segment *s);
  */
 int km_segment_seal(struct km_segment *s);
 
+/** km_segment_seal without its msyncs and fsyncs: for a caller that
+ *  fsyncs index_fd, time_fd and txn_fd (if >= 0) itself, many segments'
+ *  at once (a log's batched close, log_close.c), before it relies on
+ *  them. @return 0 or -errno. */
+int km_segment_seal_nosync(struct km_segment *s);
+
 /** Unmap the maps a seal retired, once no reader can be using them. */
 void km_segment_drop_retired(struct km_segment *s);
 

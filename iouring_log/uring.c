@@ -77,6 +77,18 @@ int km_uring_fdatasync(struct km_uring *u, int fd, struct km_io_req *req)
 	return 0;
 }
 
+int km_uring_fsync(struct km_uring *u, int fd, struct km_io_req *req)
+{
+	struct io_uring_sqe *sqe = get_sqe(u);
+
+	if (sqe == NULL)
+		return -EBUSY;
+	io_uring_prep_fsync(sqe, fd, 0);
+	io_uring_sqe_set_data(sqe, req);
+	u->queued++;
+	return 0;
+}
+
 int km_uring_submit(struct km_uring *u)
 {
 	int rc;

@@ -81,6 +81,10 @@ int km_uring_write(struct km_uring *u, int fd, const void *buf, uint32_t len,
  */
 int km_uring_fdatasync(struct km_uring *u, int fd, struct km_io_req *req);
 
+/** Queue a full fsync (the file's size and metadata too; a directory's
+ *  names). @return 0, or -EBUSY. */
+int km_uring_fsync(struct km_uring *u, int fd, struct km_io_req *req);
+
 /**
  * Submit everything queued, in one io_uring_enter.
  * @return the number submitted, or -errno.
