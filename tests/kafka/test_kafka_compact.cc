@@ -454,6 +454,28 @@ protected:
 		ASSERT_NE("FAILED", now.state) << now.reason;
 	}
 
+	/* A lookup by time t is answered by Kafka (LogSegment's
+	 * findOffsetByTimestamp) with the first record of timestamp >= t from
+	 * where its indexes let the scan start: the batch of a time index entry
+	 * of timestamp <= t, so every record before that start has a timestamp
+	 * <= t. With producers' timestamps out of order across batches, records
+	 * of timestamp exactly t before the entry are passed over, and which
+	 * are depends on where the entries fall: the broker's (its appends, its
+	 * cleaner's rewrite) and kmirrord's (the batches as fetched) fall
+	 * elsewhere, as a Kafka follower's would. Both answers are then right:
+	 * the record at o has a timestamp >= t and none before it one > t. */
+	static bool by_time_right(const std::vector<Message> &all, int64_t t, int64_t o)
+	{
+		bool found = false;
+		for (const Message &m : all) {
+			if (m.offset == o)
+				found = m.timestamp >= t;
+			if (m.offset < o && m.timestamp > t)
+				return false;
+		}
+		return found;
+	}
+
 	/* Reads that start where the source has no record (an offset the
 	 * cleaner removed, inside a batch or between batches) and lookups by
 	 * timestamp (every record's, and one past it) answer on kmirrord what
@@ -488,8 +510,20 @@ protected:
 		std::vector<int64_t> x, y;
 		ASSERT_EQ("", offsets_for_times(broker_->bootstrap(), topic, times, &x));
 		ASSERT_EQ("", offsets_for_times(d.bootstrap(), topic, times, &y));
-		for (size_t i = 0; i < times.size(); i++)
-			ASSERT_EQ(x[i], y[i]) << "the first offset at or after " << times[i];
+		int ties = 0;
+		for (size_t i = 0; i < times.size(); i++) {
+			if (x[i] == y[i])
+				continue;
+			/* Only a tie may part them (see by_time_right). */
+			ASSERT_TRUE(by_time_right(all, times[i], x[i]))
+				<< "the broker's " << x[i] << " for " << times[i];
+			ASSERT_TRUE(by_time_right(all, times[i], y[i]))
+				<< "kmirrord's " << y[i] << " where the broker answered "
+				<< x[i] << ", the first offset at or after " << times[i];
+			ties++;
+		}
+		fprintf(stderr, "by time: %zu lookups, %d answered with another record "
+			"of the same timestamp\n", times.size(), ties);
 	}
 
 	/* Kafka's console consumer reads the same lines from both. */
