@@ -36,6 +36,7 @@
 
 #include "tests/dpdk/bed.h"
 #include "tests/e2e/daemon.h"
+#include "bench/proc_cpu.h"
 
 using namespace kmtest;
 
@@ -50,20 +51,6 @@ double ticks_to_s(long long t)
 	return (double)t / (double)sysconf(_SC_CLK_TCK);
 }
 
-double proc_cpu_s(pid_t pid)
-{
-	std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
-	std::string s((std::istreambuf_iterator<char>(in)), {});
-	size_t p = s.rfind(')');
-	std::istringstream f(p == std::string::npos ? "" : s.substr(p + 2));
-	std::string skip;
-	long long ut = 0, st = 0;
-
-	for (int i = 3; i < 14; i++)
-		f >> skip;
-	f >> ut >> st;
-	return ticks_to_s(ut + st);
-}
 
 double machine_busy_s()
 {

@@ -46,6 +46,7 @@
 
 #include "tests/dpdk/bed.h"
 #include "tests/e2e/daemon.h"
+#include "bench/proc_cpu.h"
 
 using namespace kmtest;
 
@@ -54,20 +55,6 @@ namespace {
 const char *const kSrcIp = "10.0.0.1", *const kMirIp = "10.0.0.2";
 const char *const kDpdkPort = "9092", *const kLoPort = "19093";
 
-double proc_cpu_s(pid_t pid)
-{
-	std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
-	std::string s((std::istreambuf_iterator<char>(in)), {});
-	size_t p = s.rfind(')');
-	std::istringstream f(p == std::string::npos ? "" : s.substr(p + 2));
-	std::string skip;
-	long long ut = 0, st = 0;
-
-	for (int i = 3; i < 14; i++)
-		f >> skip;
-	f >> ut >> st;
-	return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
-}
 
 /* status net row 0's poll_idle_us in seconds (0 in kernel mode). */
 double poll_idle_s(const Daemon &d)

@@ -57,6 +57,7 @@
 #include "tests/e2e/daemon.h"
 #include "tests/kafka/kafka_broker.h"
 #include "tests/support/kafka_peers.h"
+#include "bench/proc_cpu.h"
 
 using namespace kmtest;
 
@@ -75,21 +76,6 @@ double now_s()
 	return (double)now_ms() / 1000.0;
 }
 
-/* utime + stime + cutime + cstime of a process, from /proc/PID/stat. */
-double proc_cpu_s(pid_t pid)
-{
-	std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
-	std::string s((std::istreambuf_iterator<char>(in)), {});
-	size_t p = s.rfind(')');
-	std::istringstream f(p == std::string::npos ? "" : s.substr(p + 2));
-	std::string skip;
-	long long t[4] = {};
-
-	for (int i = 3; i < 14; i++)
-		f >> skip;
-	f >> t[0] >> t[1] >> t[2] >> t[3];
-	return (double)(t[0] + t[1] + t[2] + t[3]) / (double)sysconf(_SC_CLK_TCK);
-}
 
 double children_cpu_s()
 {
@@ -265,9 +251,9 @@ std::string run_consumer_perf(KafkaBroker &src, const Workload &w, Result *r)
 	why = consumer_perf_once(src, w, 1, &w1, &c1, &f1);
 	if (!why.empty())
 		return why;
-	s0 = proc_cpu_s(src.pid());
+	s0 = proc_cpu_s(src.pid(), true);
 	why = consumer_perf_once(src, w, w.end, &r->wall_s, &r->cpu_s, &fetch_ms);
-	r->src_cpu_s = proc_cpu_s(src.pid()) - s0;
+	r->src_cpu_s = proc_cpu_s(src.pid(), true) - s0;
 	r->stream_s = fetch_ms / 1000.0;
 	r->stream_cpu_s = r->cpu_s - c1;
 	return why;
@@ -279,7 +265,7 @@ std::string run_kmirrord(const std::string &bootstrap, pid_t src_pid,
 {
 	std::string dir = parent + "/kmirrord-" + w.topic, why;
 	Daemon d(dir, { "topics=" + w.topic, "source.bootstrap.servers=" + bootstrap });
-	double t0 = now_s(), s0 = proc_cpu_s(src_pid), tf = 0, cf = 0;
+	double t0 = now_s(), s0 = proc_cpu_s(src_pid, true), tf = 0, cf = 0;
 
 	r->name = label;
 	if (!(why = d.start()).empty())
@@ -289,13 +275,13 @@ std::string run_kmirrord(const std::string &bootstrap, pid_t src_pid,
 	why = d.wait_status([&](auto &st) { return st.count(part) && st.at(part).leo > 0; },
 			    kFirstMs);
 	tf = now_s();
-	cf = proc_cpu_s(pid);
+	cf = proc_cpu_s(pid, true);
 	if (why.empty())
 		why = d.wait_status([&](auto &st) { return st.count(part) && st.at(part).hw == w.end; },
 				    kWaitMs);
 	double t1 = now_s();
-	r->cpu_s = proc_cpu_s(pid);
-	r->src_cpu_s = proc_cpu_s(src_pid) - s0;
+	r->cpu_s = proc_cpu_s(pid, true);
+	r->src_cpu_s = proc_cpu_s(src_pid, true) - s0;
 	r->wall_s = t1 - t0;
 	r->stream_s = t1 - tf;
 	r->stream_cpu_s = r->cpu_s - cf;
@@ -425,20 +411,20 @@ std::string run_mm2(KafkaBroker &src, KafkaBroker &dst, Watermark &dwm,
 
 	r->name = "MirrorMaker 2";
 	why = write_file(tmp.file("mm2.properties"), mm2_properties(src, dst, w));
-	double t0 = now_s(), s0 = proc_cpu_s(src.pid()), d0 = proc_cpu_s(dst.pid());
+	double t0 = now_s(), s0 = proc_cpu_s(src.pid(), true), d0 = proc_cpu_s(dst.pid(), true);
 	if (why.empty())
 		why = spawn_mm2(&mm2, tmp);
 	if (why.empty())
 		why = wait_dst(dwm, mm2, topic, tmp, kFirstMs,
 			       [](int64_t h) { return h > 0; });
-	double tf = now_s(), cf = proc_cpu_s(mm2.pid()), df = proc_cpu_s(dst.pid());
+	double tf = now_s(), cf = proc_cpu_s(mm2.pid(), true), df = proc_cpu_s(dst.pid(), true);
 	if (why.empty())
 		why = wait_dst(dwm, mm2, topic, tmp, kWaitMs,
 			       [&](int64_t h) { return h == w.end; });
 	double t1 = now_s();
-	double d1 = proc_cpu_s(dst.pid());
-	r->cpu_s = proc_cpu_s(mm2.pid());
-	r->src_cpu_s = proc_cpu_s(src.pid()) - s0;
+	double d1 = proc_cpu_s(dst.pid(), true);
+	r->cpu_s = proc_cpu_s(mm2.pid(), true);
+	r->src_cpu_s = proc_cpu_s(src.pid(), true) - s0;
 	r->wall_s = t1 - t0;
 	r->stream_s = t1 - tf;
 	r->stream_cpu_s = r->cpu_s - cf;

@@ -52,6 +52,7 @@
 #include "tests/e2e/daemon.h"
 #include "tests/kafka/kafka_broker.h"
 #include "tests/support/kafka_peers.h"
+#include "bench/proc_cpu.h"
 
 using namespace kmtest;
 
@@ -67,21 +68,6 @@ double now_s()
 	return (double)now_ms() / 1000.0;
 }
 
-/* utime + stime (+ reaped children) of a process, from /proc/PID/stat. */
-double proc_cpu_s(pid_t pid)
-{
-	std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
-	std::string s((std::istreambuf_iterator<char>(in)), {});
-	size_t p = s.rfind(')');
-	std::istringstream f(p == std::string::npos ? "" : s.substr(p + 2));
-	std::string skip;
-	long long t[4] = {};
-
-	for (int i = 3; i < 14; i++)
-		f >> skip;
-	f >> t[0] >> t[1] >> t[2] >> t[3];
-	return (double)(t[0] + t[1] + t[2] + t[3]) / (double)sysconf(_SC_CLK_TCK);
-}
 
 /* The size of a partition: its .log files. */
 int64_t log_bytes(const std::string &dir)
@@ -275,7 +261,7 @@ std::string run_kmirrord(const Setup &s, const KafkaBroker &b,
 	if (dir.path.empty())
 		return "cannot make a directory in /dev/shm";
 	Daemon d(dir.path + "/data", sets);
-	double t0 = now_s(), s0 = proc_cpu_s(b.pid()), tf = 0, cf = 0;
+	double t0 = now_s(), s0 = proc_cpu_s(b.pid(), true), tf = 0, cf = 0;
 	std::string why, part = w.topic + ":0";
 
 	r->proto = proto;
@@ -285,13 +271,13 @@ std::string run_kmirrord(const Setup &s, const KafkaBroker &b,
 	why = d.wait_status([&](auto &st) { return st.count(part) && st.at(part).leo > 0; },
 			    kFirstMs);
 	tf = now_s();
-	cf = proc_cpu_s(pid);
+	cf = proc_cpu_s(pid, true);
 	if (why.empty())
 		why = d.wait_status([&](auto &st) { return st.count(part) && st.at(part).hw == w.end; },
 				    kWaitMs);
 	double t1 = now_s();
-	r->cpu_s = proc_cpu_s(pid);
-	r->src_cpu_s = proc_cpu_s(b.pid()) - s0;
+	r->cpu_s = proc_cpu_s(pid, true);
+	r->src_cpu_s = proc_cpu_s(b.pid(), true) - s0;
 	r->wall_s = t1 - t0;
 	r->stream_s = t1 - tf;
 	r->stream_cpu_s = r->cpu_s - cf;
@@ -299,7 +285,7 @@ std::string run_kmirrord(const Setup &s, const KafkaBroker &b,
 	 * caught up (its loops, the fetch sessions' long polls). */
 	if (why.empty()) {
 		usleep(kIdleWindowUs);
-		r->idle_cpu_per_s = (proc_cpu_s(pid) - r->cpu_s) /
+		r->idle_cpu_per_s = (proc_cpu_s(pid, true) - r->cpu_s) /
 				    (now_s() - t1);
 	}
 	std::string tls = status_tls(d);
