@@ -336,13 +336,19 @@ protected:
 				 "\nlast, the partitions' lines:\n" + partition_lines(*s);
 	}
 
-	/* Caught up with the source: our log end is the broker's HW and
-	 * both lags are 0. */
+	/* Caught up with the source: our log end and the high watermark
+	 * kmirrord last heard are the broker's HW, and both lags are 0.
+	 * The heard high watermark is checked too because Kafka
+	 * reads a Fetch answer's high watermark before its records, so the
+	 * records can reach the log end while the answer names an older high
+	 * watermark (lag 0 then); the next answer names the new one (CI,
+	 * 2026-12-05: log end 6700 with the source's high watermark 6650). */
 	std::string caught_up(uint16_t port, const std::string &t, int p, Scrape *s)
 	{
 		int64_t hw = source_hw(t, p);
 		return scrape_until(port, s, [&](const Scrape &x) {
 			return x.at(part_series("kmirror_partition_log_end_offset", t, p)) == hw &&
+			       x.at(part_series("kmirror_partition_source_high_watermark", t, p)) == hw &&
 			       x.at(part_series("kmirror_partition_offset_lag", t, p)) == 0 &&
 			       x.at(part_series("kmirror_partition_time_lag_seconds", t, p)) == 0;
 		});
