@@ -334,16 +334,26 @@ static bool all_zero(const uint8_t *p, size_t n)
 	return true;
 }
 
+static void note_stop(const char *path, uint64_t pos, int rc)
+{
+	fflush(stdout);
+	fprintf(stderr, PROG ": %s: no batch at position %" PRIu64 ": %s\n",
+		path, pos, km_strerror(rc));
+}
+
 /* The bytes from the first unframeable one to the end of the file: Kafka's
  * "fileRecords.sizeInBytes - validBytes". Reads the rest to count it, so it
  * is right for pipes and files that are still growing. Fewer than a block
  * of zeros up to a block's end is an open segment's padding, and said so:
- * Kafka's tool calls it a record of size 0 and stops. */
-static int report_trailing(struct seg *s)
+ * Kafka's tool calls it a record of size 0 and stops. Why the scan stopped
+ * (@rc) is an error only when it is not that padding. */
+static int report_trailing(struct seg *s, int rc)
 {
+	uint64_t stop = s->buf_pos + s->at;
 	uint64_t invalid = s->len - s->at;
 	bool zero = all_zero(s->buf->mem + s->at, s->len - s->at);
 	const char *name = strrchr(s->path, '/');
+	bool padding;
 	ssize_t n = 1;
 
 	/* Bounded by the file size: each pass reads at least one byte. */
@@ -358,8 +368,11 @@ static int report_trailing(struct seg *s)
 	if (n < 0)
 		return (int)n;
 	name = name != NULL ? name + 1 : s->path;
-	if (invalid > 0 && zero && invalid < DIO_BLOCK &&
-	    (s->buf_pos + s->len) % DIO_BLOCK == 0)
+	padding = invalid > 0 && zero && invalid < DIO_BLOCK &&
+		  (s->buf_pos + s->len) % DIO_BLOCK == 0;
+	if (!padding && rc < 0)
+		note_stop(s->path, stop, rc);
+	if (padding)
 		printf("Found %" PRIu64 " bytes of zeros at the end of %s: an "
 		       "open segment's direct-write padding, cut when it is "
 		       "sealed or closed\n", invalid, name);
@@ -377,13 +390,6 @@ static int report_trailing(struct seg *s)
 static bool framed(int rc)
 {
 	return rc > 0 || rc == KM_EBADCRC || rc == KM_EBATCHHDR;
-}
-
-static void note_stop(const struct seg *s, int rc)
-{
-	fflush(stdout);
-	fprintf(stderr, PROG ": %s: no batch at position %" PRIu64 ": %s\n",
-		s->path, s->buf_pos + s->at, km_strerror(rc));
 }
 
 /* Print every batch of an open segment. @return 0, or -errno on a read
@@ -404,10 +410,8 @@ static int scan(struct seg *s, bool deep)
 				return (int)n;
 			continue;
 		}
-		if (!framed(rc) && rc < 0)
-			note_stop(s, rc);
 		if (!framed(rc))
-			return report_trailing(s);
+			return report_trailing(s, rc);
 		print_batch(&b, s->buf_pos + s->at, rc != KM_EBADCRC);
 		if (deep)
 			print_records(&b, &chain);

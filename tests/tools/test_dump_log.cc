@@ -429,18 +429,22 @@ TEST_F(DumpLog, DirectWritePaddingIsNamed)
 			" bytes of zeros at the end of 00000000000000000000.log: "
 			"an open segment's direct-write padding, cut when it "
 			"is sealed or closed");
+	EXPECT_EQ(r.err, "") << "an open segment's padding is not an error";
 
+	std::string stop = "no batch at position " + std::to_string(a.size());
 	for (size_t len : { (size_t)4000, (size_t)8192 }) {
 		Bytes z = a;
 		z.resize(len, 0);
 		r = Dump({Segment(z)});
 		EXPECT_TRUE(Contains(r.out, "Found " + std::to_string(len - a.size()) +
 					    " invalid bytes")) << len << ": " << r.out;
+		EXPECT_TRUE(Contains(r.err, stop)) << len << ": " << r.err;
 	}
 	Bytes nz = pad;
 	nz[4095] = 1;
 	r = Dump({Segment(nz)});
 	EXPECT_TRUE(Contains(r.out, " invalid bytes")) << r.out;
+	EXPECT_TRUE(Contains(r.err, stop)) << r.err;
 }
 
 TEST_F(DumpLog, TruncatedLastBatch)
