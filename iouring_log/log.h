@@ -591,6 +591,9 @@ struct km_log_files_stats {
 	uint64_t closed_logs; /* logs whose files are closed now */
 	uint64_t releases;    /* times a cold log's files were closed */
 	uint64_t reopens;     /* times they were opened again for a use */
+	uint64_t sheds;	      /* times a log kept its .logs only */
+	uint64_t unsheds;     /* times it opened its directory and indexes
+			       * again (a roll, retention, a close...) */
 };
 
 /**

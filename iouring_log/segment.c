@@ -28,6 +28,8 @@ void km_segment_path(char *out, const char *dir, int64_t base,
 	snprintf(out, PATH_MAX, "%s/%020lld%s", dir, (long long)base, suffix);
 }
 
+static int reserve_indexes(struct km_segment *s);
+
 static int open_file(int dir_fd, int64_t base, const char *suffix, int flags)
 {
 	char name[64];
@@ -217,9 +219,21 @@ void km_segment_files_close(struct km_segment *s)
 	s->dir_fd = -1;
 }
 
+/* Between the operations that need them, a segment keeps its .log only:
+ * the indexes are written and read through their maps, which stay valid
+ * once their descriptors are closed (log_files.c). */
+void km_segment_files_shed(struct km_segment *s)
+{
+	close_fd(&s->index_fd);
+	close_fd(&s->time_fd);
+	close_fd(&s->txn_fd);
+	s->dir_fd = -1;
+}
+
 int km_segment_files_reopen(struct km_segment *s, int dir_fd)
 {
 	int *fds[3] = { &s->log_fd, &s->index_fd, &s->time_fd };
+	bool had_log = s->log_fd >= 0;
 	int rc = 0;
 
 	s->dir_fd = dir_fd;
@@ -229,7 +243,9 @@ int km_segment_files_reopen(struct km_segment *s, int dir_fd)
 			rc = *fds[i];
 	if (rc == 0 && s->txn_fd < 0)
 		rc = open_txn_file(s, 0);
-	if (rc < 0)
+	if (rc < 0 && had_log) /* writes in flight may use it */
+		km_segment_files_shed(s);
+	else if (rc < 0)
 		km_segment_files_close(s);
 	return rc;
 }
@@ -243,6 +259,11 @@ int km_segment_create(struct km_segment *s, int dir_fd, int64_t base,
 		return rc;
 	s->active = true;
 	rc = map_indexes(s, index_bytes_max, true);
+	/* The first page of each index while their descriptors are open, so
+	 * that a partition's first appends need none (km_segment_index_due);
+	 * a failure for space is met again at the first reserve. */
+	if (rc == 0)
+		(void)reserve_indexes(s);
 	/* The new names must survive a crash as well as their contents. */
 	if (rc == 0 && fsync(dir_fd) < 0)
 		rc = -errno;
@@ -328,6 +349,8 @@ int km_segment_open(struct km_segment *s, int dir_fd, int64_t base,
 		s->max_timestamp_offset =
 			time_offset(s, s->time_map, s->time_entries - 1);
 	}
+	if (active && trimmed)
+		(void)reserve_indexes(s); /* as at create */
 	return 0;
 out_close:
 	km_segment_close(s);
@@ -457,19 +480,36 @@ static int alloc_entries(const struct km_segment *s, int fd, uint32_t *alloc,
 	return 0;
 }
 
-/* Blocks for what the next batch may store (one offset entry, one time
- * entry) and what a seal then adds (one time entry). */
+/* What the next batch may store (one offset entry, one time entry) and
+ * what a seal then adds (one time entry), capped at the mapping. */
+static uint64_t index_end(const struct km_segment *s)
+{
+	uint64_t e = (uint64_t)(s->index_entries + 1) * KM_INDEX_ENTRY_BYTES;
+
+	return e < s->map_bytes ? e : s->map_bytes;
+}
+
+static uint64_t time_end(const struct km_segment *s)
+{
+	uint64_t e = (uint64_t)(s->time_entries + 2) * KM_TIMEINDEX_ENTRY_BYTES;
+
+	return e < s->map_bytes ? e : s->map_bytes;
+}
+
+/* Blocks for what the next batch and a seal may store. */
 static int reserve_indexes(struct km_segment *s)
 {
-	int rc = alloc_entries(s, s->index_fd, &s->index_alloc,
-			       (uint64_t)(s->index_entries + 1) *
-				       KM_INDEX_ENTRY_BYTES);
+	int rc = alloc_entries(s, s->index_fd, &s->index_alloc, index_end(s));
 
 	if (rc == 0)
-		rc = alloc_entries(s, s->time_fd, &s->time_alloc,
-				   (uint64_t)(s->time_entries + 2) *
-					   KM_TIMEINDEX_ENTRY_BYTES);
+		rc = alloc_entries(s, s->time_fd, &s->time_alloc, time_end(s));
 	return rc;
+}
+
+bool km_segment_index_due(const struct km_segment *s)
+{
+	return s->active &&
+	       (index_end(s) > s->index_alloc || time_end(s) > s->time_alloc);
 }
 
 /* TimeIndex.maybeAppend: only a timestamp above the last entry's (or above
