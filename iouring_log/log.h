@@ -445,6 +445,13 @@ int km_log_retain_policy(struct km_log *log, int64_t below_offset,
 			 int64_t now_ms, struct km_log_retained *out);
 
 /**
+ * The wall-clock time (ms) from which km_log_retain_policy would delete the
+ * oldest segment by age (retention_ms), or -1 if no time will: a single
+ * segment (the active one stays), no age cap, no timestamp. Owner thread.
+ */
+int64_t km_log_retain_due(const struct km_log *log);
+
+/**
  * DeleteRecords (Kafka's deleteRecordsBefore): the log start becomes
  * offset (it may lie inside a batch, as Kafka's does) and is kept in the
  * log's directory before it is used, so an open after a crash has it;
