@@ -80,16 +80,25 @@ wait_bytes() { # SRC_DIR MIRROR_DIR MIRROR_PID
 	exit 1
 }
 
-reopens() { # SOCK: the mirror's cold logs' files opened again so far
+reopens() { # SOCK: the mirror's cold logs' files opened again so far, and
+	# its logs' directories and indexes opened again for an operation
+	# (a build without log_dir_reopens prints -1)
 	"$CTL" --socket "$1" status --json | python3 -c '
 import json, sys
-print(json.load(sys.stdin)["resources"].get("log_files_reopens", 0))'
+r = json.load(sys.stdin)["resources"]
+print(r.get("log_files_reopens", 0), r.get("log_dir_reopens", -1))'
+}
+open_files() { # SOCK: the mirror's descriptors now
+	"$CTL" --socket "$1" status --json | python3 -c '
+import json, sys
+print(json.load(sys.stdin)["resources"]["open_files"])'
 }
 
 # run BUILD N: prints "CPU_S_PER_GB WALL_S IDLE_CPU_PER_S BYTES REOPENS
-# SOURCE_CPU_S_PER_GB"
+# SOURCE_CPU_S_PER_GB DIR_REOPENS OPEN_FILES"
 run() {
 	local kd="$1/control/kmirrord" n=$2 a="$T/a" b="$T/b" A B t0 t1 c0 c1 i0 i1 r0 r1 s0 s1
+	local d0 d1 of
 	rm -rf "$a" "$b" "$a".* "$b".*
 	# The source is this build's in every run: only the mirror differs.
 	"$BUILD/control/kmirrord" --set data.dir="$a" --set local.topics=t:"$n" --set log.level=warn \
@@ -107,7 +116,7 @@ run() {
 	wait_ends "$b.sock" "0 $n" "$B"
 	# Status of N partitions costs the mirror CPU: asked before the
 	# windows, not in them.
-	r0=$(reopens "$b.sock")
+	read -r r0 d0 < <(reopens "$b.sock")
 	i0=$(cpu_ticks "$B"); sleep 3; i1=$(cpu_ticks "$B")
 	local P="" PS=""
 	if [ -n "${SCALE_PERF:-}" ]; then
@@ -125,13 +134,15 @@ run() {
 		--compression none --linger-ms 20 >/dev/null
 	wait_bytes "$a" "$b" "$B"
 	t1=$(date +%s.%N); c1=$(cpu_ticks "$B"); s1=$(cpu_ticks "$A")
-	r1=$(reopens "$b.sock")
+	read -r r1 d1 < <(reopens "$b.sock")
+	of=$(open_files "$b.sock")
 	[ -n "$P" ] && { kill -INT "$P" "$PS"; wait "$P" "$PS" || true; }
 	wait_ends "$b.sock" "$((MIB * 1024)) $n" "$B"
 	bytes=$(find "$b" -name '*.log' -printf '%s\n' | awk '{s+=$1} END {print s}')
 	kill -TERM "$B" "$A"; wait "$B" "$A" || true
 	python3 -c "
-b=$bytes; print(f'{($c1-$c0)/$HZ/(b/1e9):.2f} {$t1-$t0:.2f} {($i1-$i0)/$HZ/3:.4f} {b} {$r1-$r0} {($s1-$s0)/$HZ/(b/1e9):.2f}')"
+b=$bytes; d = '-' if $d0 < 0 else $d1 - $d0
+print(f'{($c1-$c0)/$HZ/(b/1e9):.2f} {$t1-$t0:.2f} {($i1-$i0)/$HZ/3:.4f} {b} {$r1-$r0} {($s1-$s0)/$HZ/(b/1e9):.2f} {d} {$of}')"
 	rm -rf "$a" "$b" "$a".* "$b".*
 }
 
@@ -140,12 +151,13 @@ builds="$BUILD"
 [ -n "$BASE" ] && builds="$BASE $BUILD"
 for n in $PARTS; do
 	for bd in $builds; do
-		read -r c w i by ro sc < <(run "$bd" "$n")
+		read -r c w i by ro sc dr of < <(run "$bd" "$n")
 		CPU[$bd,$n]=$c WALL[$bd,$n]=$w IDLE[$bd,$n]=$i
 		echo "$n partitions, $bd: $by bytes mirrored while produced in $w s," \
 			"$c CPU s/GB; idle $i CPU s/s; cold logs' files reopened" \
-			"meanwhile: $ro (the open-file budget, RLIMIT_NOFILE $(ulimit -Hn));" \
-			"the source (this build's) $sc CPU s/GB"
+			"meanwhile: $ro (the open-file budget, RLIMIT_NOFILE $(ulimit -Hn))," \
+			"directories and indexes reopened for an operation: $dr;" \
+			"open files after: $of; the source (this build's) $sc CPU s/GB"
 	done
 done
 

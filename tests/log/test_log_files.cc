@@ -17,6 +17,16 @@
 // one has DeleteRecords, then all are closed and opened again without a
 // budget and read back. The stats must show closes and reopens, so the test
 // cannot pass with the cache idle.
+// IdleLogsHoldTheirLogFilesOnly: without a budget, a log holds only each
+// segment's .log (and the active one's O_DIRECT twin) once the operation
+// that opened its directory and indexes is past (km_log_tick, after each
+// round of appends, sheds them):
+// the process's descriptors over the same 40 logs, rolled to a few
+// segments each, are exactly that count (the .log files in their
+// directories), and the appends that rolled, the reads from another
+// thread, a truncation and DeleteRecords work on logs so shed, which
+// reopen what they need (the stats count it) without the cache of open
+// files (no release, no reopen).
 #include <dirent.h>
 
 #include <string>
@@ -185,4 +195,91 @@ TEST(LogFiles, ColdLogsCloseTheirFilesAndNothingChanges)
 		EXPECT_EQ(i == 0 ? kRounds - 4 : i == 1 ? kRounds - 4 : kRounds,
 			  ReadAll(m.logs[i], i)) << "log " << i;
 	}
+}
+
+namespace {
+
+int LogFilesIn(const std::string &dir)
+{
+	int n = 0;
+	DIR *d = opendir(dir.c_str());
+	struct dirent *e;
+	while (d != nullptr && (e = readdir(d)) != nullptr) {
+		std::string name = e->d_name;
+		n += name.size() > 4 && name.compare(name.size() - 4, 4, ".log") == 0;
+	}
+	if (d != nullptr)
+		closedir(d);
+	return n;
+}
+
+// What the logs should hold once shed: each segment's .log, and the active
+// one's O_DIRECT fd where the filesystem takes direct writes.
+int ShedFds(const Many &m)
+{
+	int n = 0;
+	for (int i = 0; i < kLogs; i++)
+		n += LogFilesIn(m.tmp.path + "/t-" + std::to_string(i)) +
+		     (km_log_direct_io_mode() == KM_LOG_DIO_ON);
+	return n;
+}
+
+void TickAll(Many &m)
+{
+	for (auto *l : m.logs)
+		km_log_tick(l, 0);
+}
+
+} // namespace
+
+TEST(LogFiles, IdleLogsHoldTheirLogFilesOnly)
+{
+	struct km_log_files_stats st0, st;
+	km_log_files_get_stats(&st0);
+	Many m;
+	int before = OpenFds();
+
+	for (int i = 0; i < kLogs; i++)
+		ASSERT_EQ(0, m.Open(i)) << i;
+	EXPECT_EQ(ShedFds(m), OpenFds() - before) << "just opened";
+	// Ticked after each round, as a worker visits a log after its
+	// appends: the rolls find their log shed.
+	for (int r = 0; r < kRounds; r++) {
+		for (int i = 0; i < kLogs; i++)
+			ASSERT_EQ(0, m.Append(i)) << "round " << r << " log " << i;
+		TickAll(m);
+	}
+	int segs = ShedFds(m);
+	ASSERT_GE(segs, 2 * kLogs) << "the appends rolled no segment";
+	EXPECT_EQ(segs, OpenFds() - before) << "after the rolls, ticked";
+	km_log_files_get_stats(&st);
+	EXPECT_GT(st.unsheds, st0.unsheds) << "the rolls opened nothing again";
+	EXPECT_EQ(st.releases, st0.releases);
+	EXPECT_EQ(st.reopens, st0.reopens);
+
+	std::vector<int> counts(kLogs, 0);
+	std::thread reader([&] {
+		for (int i = 0; i < kLogs; i++)
+			counts[i] = ReadAll(m.logs[i], i);
+	});
+	reader.join();
+	for (int i = 0; i < kLogs; i++)
+		EXPECT_EQ(kRounds, counts[i]) << "log " << i;
+
+	uint64_t removed_bytes = 0;
+	uint32_t removed_batches = 0;
+	int64_t cut = km_log_end_offset(m.logs[0]) - 5;
+	ASSERT_EQ(cut, km_log_truncate_to(m.logs[0], cut, &removed_bytes,
+					  &removed_batches));
+	EXPECT_EQ(5u, removed_batches);
+	int64_t low = 0;
+	ASSERT_EQ(0, km_log_delete_records(m.logs[1], 4, &low));
+	EXPECT_EQ(4, km_log_start_offset(m.logs[1]));
+	ASSERT_EQ(0, m.Append(0)); // at the cut
+	TickAll(m);
+	EXPECT_EQ(ShedFds(m), OpenFds() - before) << "after the cut, ticked";
+	EXPECT_EQ(kRounds - 4, ReadAll(m.logs[0], 0));
+	EXPECT_EQ(kRounds - 4, ReadAll(m.logs[1], 1));
+	printf("descriptors: %d held by %d idle logs of %d segments\n",
+	       OpenFds() - before, kLogs, segs);
 }
