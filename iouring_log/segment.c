@@ -28,8 +28,6 @@ void km_segment_path(char *out, const char *dir, int64_t base,
 	snprintf(out, PATH_MAX, "%s/%020lld%s", dir, (long long)base, suffix);
 }
 
-static int reserve_indexes(struct km_segment *s);
-
 static int open_file(int dir_fd, int64_t base, const char *suffix, int flags)
 {
 	char name[64];
@@ -259,11 +257,6 @@ int km_segment_create(struct km_segment *s, int dir_fd, int64_t base,
 		return rc;
 	s->active = true;
 	rc = map_indexes(s, index_bytes_max, true);
-	/* The first page of each index while their descriptors are open, so
-	 * that a partition's first appends need none (km_segment_index_due);
-	 * a failure for space is met again at the first reserve. */
-	if (rc == 0)
-		(void)reserve_indexes(s);
 	/* The new names must survive a crash as well as their contents. */
 	if (rc == 0 && fsync(dir_fd) < 0)
 		rc = -errno;
@@ -349,8 +342,6 @@ int km_segment_open(struct km_segment *s, int dir_fd, int64_t base,
 		s->max_timestamp_offset =
 			time_offset(s, s->time_map, s->time_entries - 1);
 	}
-	if (active && trimmed)
-		(void)reserve_indexes(s); /* as at create */
 	return 0;
 out_close:
 	km_segment_close(s);
