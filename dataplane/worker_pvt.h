@@ -88,10 +88,14 @@ struct wpart {
 	bool active;		/* on w->act (worker_ready.c) */
 	/* A visit skipped retention for its pace: one is owed. */
 	bool retain_owed;
-	/* worker_ready.c's timer heap: when to visit it next (worker clock),
-	 * and its place there + 1 (0: not in it). */
+	/* Its place in worker_ready.c's timer heap + 1 (0: not in it). */
 	uint32_t heap_at;
+};
+
+/* A timer heap entry: when to visit wparts[slot] next (worker clock). */
+struct km_worker_due {
 	uint64_t due_ms;
+	uint32_t slot;
 };
 
 struct km_worker {
@@ -122,7 +126,7 @@ struct km_worker {
 	 * tick, the sweep's next one, the visits made (metrics). */
 	uint32_t *act;
 	uint32_t n_act;
-	uint32_t *heap;		/* wparts indexes, earliest due_ms first */
+	struct km_worker_due *heap; /* earliest first (worker_ready.c) */
 	uint32_t n_heap;
 	bool stops_pending;	/* a STOP came: the ready list holds it */
 	uint64_t part_visits;

@@ -26,54 +26,51 @@ void km_worker_touch(struct km_worker *w, struct wpart *wp)
 	w->act[w->n_act++] = (uint32_t)(wp - w->wparts);
 }
 
-/* ---- the timer heap ---- */
+/* ---- the timer heap ----
+ * Each entry holds its key: a sift reads the heap's own array, not the
+ * partitions' (10,000 of them, a cache miss each). */
 
-static uint64_t due_at(const struct km_worker *w, uint32_t at)
+static void put(struct km_worker *w, uint32_t at, struct km_worker_due e)
 {
-	return w->wparts[w->heap[at]].due_ms;
-}
-
-static void put(struct km_worker *w, uint32_t at, uint32_t slot)
-{
-	w->heap[at] = slot;
-	w->wparts[slot].heap_at = at + 1;
+	w->heap[at] = e;
+	w->wparts[e.slot].heap_at = at + 1;
 }
 
 static void sift_up(struct km_worker *w, uint32_t at)
 {
-	uint32_t slot = w->heap[at];
-	uint64_t due = w->wparts[slot].due_ms;
+	struct km_worker_due e = w->heap[at];
 
-	while (at > 0 && due_at(w, (at - 1) / 2) > due) {
+	while (at > 0 && w->heap[(at - 1) / 2].due_ms > e.due_ms) {
 		put(w, at, w->heap[(at - 1) / 2]);
 		at = (at - 1) / 2;
 	}
-	put(w, at, slot);
+	put(w, at, e);
 }
 
 static void sift_down(struct km_worker *w, uint32_t at)
 {
-	uint32_t slot = w->heap[at];
-	uint64_t due = w->wparts[slot].due_ms;
+	struct km_worker_due e = w->heap[at];
 
 	for (;;) {
 		uint32_t c = 2 * at + 1;
 
 		if (c >= w->n_heap)
 			break;
-		if (c + 1 < w->n_heap && due_at(w, c + 1) < due_at(w, c))
+		if (c + 1 < w->n_heap &&
+		    w->heap[c + 1].due_ms < w->heap[c].due_ms)
 			c++;
-		if (due_at(w, c) >= due)
+		if (w->heap[c].due_ms >= e.due_ms)
 			break;
 		put(w, at, w->heap[c]);
 		at = c;
 	}
-	put(w, at, slot);
+	put(w, at, e);
 }
 
 static void unschedule(struct km_worker *w, struct wpart *wp)
 {
-	uint32_t at = wp->heap_at, last;
+	uint32_t at = wp->heap_at;
+	struct km_worker_due last;
 
 	if (at == 0)
 		return;
@@ -84,22 +81,25 @@ static void unschedule(struct km_worker *w, struct wpart *wp)
 		return;
 	put(w, at, last);
 	sift_down(w, at);
-	sift_up(w, w->wparts[last].heap_at - 1);
+	sift_up(w, w->wparts[last.slot].heap_at - 1);
 }
 
 static void schedule(struct km_worker *w, struct wpart *wp, uint64_t due)
 {
-	uint32_t slot = (uint32_t)(wp - w->wparts);
+	struct km_worker_due e = { due, (uint32_t)(wp - w->wparts) };
+	uint64_t was;
 
 	if (wp->heap_at == 0) {
-		wp->due_ms = due;
-		put(w, w->n_heap++, slot);
+		put(w, w->n_heap++, e);
 		sift_up(w, w->n_heap - 1);
 		return;
 	}
-	wp->due_ms = due;
-	sift_up(w, wp->heap_at - 1);
-	sift_down(w, wp->heap_at - 1);
+	was = w->heap[wp->heap_at - 1].due_ms;
+	w->heap[wp->heap_at - 1].due_ms = due;
+	if (due < was)
+		sift_up(w, wp->heap_at - 1);
+	else if (due > was)
+		sift_down(w, wp->heap_at - 1);
 }
 
 /* ---- */
@@ -126,7 +126,7 @@ void km_worker_unlist(struct km_worker *w, uint32_t i)
 	w->n_act = k;
 	unschedule(w, &w->wparts[i]);
 	if (i != last && w->wparts[last].heap_at != 0)
-		w->heap[w->wparts[last].heap_at - 1] = i;
+		w->heap[w->wparts[last].heap_at - 1].slot = i;
 }
 
 /* Nothing left for a visit to do until the next event. */
@@ -175,8 +175,8 @@ void km_worker_visit_all(struct km_worker *w)
 	}
 	w->n_act = k;
 	for (uint32_t j = 0; j < share && w->n_heap > 0 &&
-			     due_at(w, 0) <= w->now_ms; j++) {
-		struct wpart *wp = &w->wparts[w->heap[0]];
+			     w->heap[0].due_ms <= w->now_ms; j++) {
+		struct wpart *wp = &w->wparts[w->heap[0].slot];
 
 		unschedule(w, wp);
 		if (wp->active)

@@ -239,7 +239,9 @@ int km_segment_files_reopen(struct km_segment *s, int dir_fd)
 		if (*fds[i] < 0 && (*fds[i] = open_file(dir_fd, s->base_offset,
 							suffixes[i], 0)) < 0)
 			rc = *fds[i];
-	if (rc == 0 && s->txn_fd < 0)
+	/* Without entries there is no .txnindex to look up (the first one
+	 * makes it: km_segment_txn_append). */
+	if (rc == 0 && s->txn_fd < 0 && PUBLISHED(s->txn_bytes) > 0)
 		rc = open_txn_file(s, 0);
 	if (rc < 0 && had_log) /* writes in flight may use it */
 		km_segment_files_shed(s);
