@@ -1,22 +1,24 @@
 /* Open files of cold partitions (issue 17). A log needs its directory and
  * the index files' descriptors only for what changes its files - an open,
- * a roll, retention, a truncation, a close - and between those holds the
- * active segment's .log (and its O_DIRECT twin), each sealed segment's
- * .log (for readers): the indexes are written and read through their
- * maps, which stay valid after their descriptors are closed. So past each
- * of those operations (at the log's next tick, and at the end of an open)
- * the log sheds the rest, and an idle one-segment partition holds one
- * descriptor: 10,000 partitions fit under this machine's hard
- * RLIMIT_NOFILE of 20,000 (they held four each, 40,000, and churned
- * through the cache below). The operations open what they need again
- * (km_log_files_need; the append path only when it rolls, writes a
- * checkpoint or a .txnindex entry or allocates index blocks).
+ * a roll, retention, a truncation, a close, a checkpoint, an index page -
+ * and between those only each segment's .log (the active one's O_DIRECT
+ * twin too; sealed ones' for readers): the indexes are written and read
+ * through their maps, which stay valid after their descriptors are
+ * closed. The operations open what they need (km_log_files_need; the
+ * append path only when it rolls, writes a checkpoint or a .txnindex
+ * entry, or allocates index blocks).
  *
- * Past a budget (km_log_files_set_max), the owner closes every file of
- * its least recently used logs that are idle (nothing queued, in flight
- * or unflushed) and opens them again at their next use; the maps, sizes
- * and reservations stay, so a cold log costs no descriptor and a busy one
- * keeps its files.
+ * Past a budget (km_log_files_set_max), the owner first sheds the
+ * directory and index descriptors of its least recently used logs (3 a
+ * one-segment log), keeping their .logs: so 10,000 one-segment partitions
+ * (40,000 files) run under this machine's hard RLIMIT_NOFILE of 20,000
+ * holding 10,000 .logs and nothing is closed and reopened per append (the
+ * cache below churned through ~20,000 reopens a run). Only when every log
+ * is shed does it close every file of its least recently used idle logs
+ * (nothing queued, in flight or unflushed) and open them again at their
+ * next use; the maps, sizes and reservations stay, so a cold log costs no
+ * descriptor and a busy one keeps its files. Under the budget nothing is
+ * shed: no reopen is paid where descriptors are plentiful.
  *
  * Each owner thread keeps its own LRU (thread-local: a log is used by the
  * thread that opened it), the count of descriptors held is process-wide.
@@ -36,8 +38,12 @@
 /* Logs tried per eviction: a busy one at the tail moves to the head. */
 #define EVICT_TRIES 16
 
+/* Logs from the tail up to edge (the most recently used of them) are
+ * shed or closed: eviction sheds the one before edge next, and closes
+ * logs from the tail once edge is the head. */
 struct lru {
 	struct km_log *head, *tail; /* most recently used first */
+	struct km_log *edge;	    /* NULL: no log of the run */
 };
 
 static _Thread_local struct lru lru;
@@ -98,6 +104,8 @@ static void unlink_lru(struct km_log *log)
 {
 	if (!log->lru_in)
 		return;
+	if (lru.edge == log) /* what follows it is shed too */
+		lru.edge = log->lru_next;
 	if (log->lru_prev != NULL)
 		log->lru_prev->lru_next = log->lru_next;
 	else
@@ -167,16 +175,39 @@ static void release(struct km_log *log)
 	atomic_fetch_add(&g_releases, 1);
 }
 
-/* Close least recently used idle logs (never keep) until room is left
- * for need more descriptors under the budget. */
+/* The next log to shed: the one before the shed run, passing over keep
+ * (whose operation is opening what it needs). */
+static struct km_log *to_shed(const struct km_log *keep)
+{
+	struct km_log *v = lru.edge != NULL ? lru.edge->lru_prev : lru.tail;
+
+	if (v != NULL && v == keep) {
+		v = v->lru_prev;
+		if (v != NULL) { /* keep moves to the head at its touch */
+			unlink_lru((struct km_log *)keep);
+			push_head((struct km_log *)keep);
+		}
+	}
+	return v;
+}
+
+/* Shed, then close least recently used idle logs (never keep) until room
+ * is left for need more descriptors under the budget. */
 static void evict(const struct km_log *keep, uint64_t need)
 {
 	uint64_t max = atomic_load(&g_max);
 
 	for (int n = 0; max != 0 && n < EVICT_TRIES &&
 			atomic_load(&g_open) + need > max; n++) {
-		struct km_log *v = lru.tail;
+		struct km_log *v = to_shed(keep);
 
+		if (v != NULL) {
+			if (!v->files_shed && !v->files_closed)
+				shed(v);
+			lru.edge = v;
+			continue;
+		}
+		v = lru.tail;
 		if (v == NULL || v == keep)
 			return;
 		if (idle(v)) {
@@ -278,16 +309,9 @@ int km_log_files_need_write(struct km_log *log)
 
 void km_log_files_track(struct km_log *log)
 {
-	shed(log); /* the open is done with the directory and indexes */
 	touch(log);
 	if (over_budget())
 		evict(log, 0);
-}
-
-void km_log_files_shed(struct km_log *log)
-{
-	if (!log->files_shed && !log->files_closed)
-		shed(log);
 }
 
 void km_log_files_trim(void)

@@ -611,7 +611,6 @@ void km_log_tick(struct km_log *log, uint64_t now_ms)
 	if (log->unflushed_bytes > 0 &&
 	    now_ms - log->last_flush_ms >= log->cfg.flush_interval_ms)
 		(void)km_log_flush(log);
-	km_log_files_shed(log); /* what a roll or the like opened */
 }
 
 void km_log_set_touch(struct km_log *log, void (*fn)(void *arg), void *arg)

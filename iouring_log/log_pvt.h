@@ -187,8 +187,6 @@ void km_log_start_load(struct km_log *log);
 int km_log_files_need(struct km_log *log);
 /* The same for appends and flushes: the .logs only (see log_files.c). */
 int km_log_files_need_write(struct km_log *log);
-/* Past an operation: keep the .logs only. */
-void km_log_files_shed(struct km_log *log);
 void km_log_files_track(struct km_log *log);
 void km_log_files_forget(struct km_log *log);
 /* A log being closed: out of the LRU, so that no eviction closes the
