@@ -1,15 +1,18 @@
 /* Open files and memory for thousands of partitions (issue 17).
  *
- * A partition holds each segment's .log open, and the active one's
- * O_DIRECT twin when it writes directly; its directory and index files
- * only while an operation (an open, a roll, retention, a close) needs
- * them (log_files.c); it maps both indexes of each segment. A default soft RLIMIT_NOFILE (1024) runs out
+ * A partition holds its directory and each segment's .log, .index and
+ * .timeindex open (a .txnindex too once it holds an abort), and maps both
+ * indexes of each segment; past the budget below, the directory and
+ * index descriptors of the least recently used go first (log_files.c), so
+ * what the partitions need is each segment's .log and the active one's
+ * O_DIRECT twin. A default soft RLIMIT_NOFILE (1024) runs out
  * near 250 partitions, so at start the soft limit is raised to the hard
  * one, and the hard one too, as far as what the partitions found on disk
  * need (up to fs.nr_open), where the process may (CAP_SYS_RESOURCE). What
  * is left after the sockets is the logs' budget (km_log_files_set_max):
- * past it the least recently used idle partitions close their files and
- * open them again on use, so more partitions than fit still run. It is said once at start when the limit is short
+ * past it the least recently used partitions shed their directory and
+ * index descriptors, then idle ones close their files and open them again
+ * on use, so more partitions than fit still run. It is said once at start when the limit is short
  * of what all would hold, and status shows the budget and its use.
  * vm.max_map_count bounds the mappings the same way (Kafka's own
  * operations guide asks for it to be raised for many partitions).
