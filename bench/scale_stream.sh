@@ -12,7 +12,8 @@
 # hold the source's bytes, found from outside: no status is asked in the
 # window), the wall time of that, the cold logs' files it reopened
 # meanwhile (status log_files_reopens), and its CPU per second when
-# idle (3 s, every partition caught up, nothing produced). With SCALE_BASE
+# idle (SCALE_IDLE_S, default 3 s, every partition caught up, nothing
+# produced). With SCALE_BASE
 # set to another build directory (e.g. main's), each count runs with that
 # build's kmirrord as the mirror too (the source stays this build's), in
 # the same run, for a before/after.
@@ -27,6 +28,7 @@
 # run are not the bench's.
 # usage: bench/scale_stream.sh BUILD_DIR  (env SCALE_PARTS="1 1000",
 #        SCALE_MIB=256, SCALE_BASE=OTHER_BUILD_DIR, SCALE_DIR=/dev/shm,
+#        SCALE_IDLE_S=3,
 #        SCALE_BUSY=all|one, SCALE_PERF=DIR)
 set -euo pipefail
 unset MALLOC_PERTURB_
@@ -34,6 +36,7 @@ unset MALLOC_PERTURB_
 BUILD=$(readlink -f "$1")
 PARTS=${SCALE_PARTS:-"1 1000"}
 MIB=${SCALE_MIB:-256}
+IDLE_S=${SCALE_IDLE_S:-3} # the idle window: CPU ticks are 10 ms
 TO=()
 [ "${SCALE_BUSY:-all}" = one ] && TO=(--partition 0)
 BASE=${SCALE_BASE:+$(readlink -f "$SCALE_BASE")}
@@ -80,16 +83,25 @@ wait_bytes() { # SRC_DIR MIRROR_DIR MIRROR_PID
 	exit 1
 }
 
-reopens() { # SOCK: the mirror's cold logs' files opened again so far
+reopens() { # SOCK: the mirror's cold logs' files opened again so far, and
+	# its logs' directories and indexes opened again for an operation
+	# (a build without log_dir_reopens prints -1)
 	"$CTL" --socket "$1" status --json | python3 -c '
 import json, sys
-print(json.load(sys.stdin)["resources"].get("log_files_reopens", 0))'
+r = json.load(sys.stdin)["resources"]
+print(r.get("log_files_reopens", 0), r.get("log_dir_reopens", -1))'
+}
+open_files() { # SOCK: the mirror's descriptors now
+	"$CTL" --socket "$1" status --json | python3 -c '
+import json, sys
+print(json.load(sys.stdin)["resources"]["open_files"])'
 }
 
 # run BUILD N: prints "CPU_S_PER_GB WALL_S IDLE_CPU_PER_S BYTES REOPENS
-# SOURCE_CPU_S_PER_GB"
+# SOURCE_CPU_S_PER_GB DIR_REOPENS OPEN_FILES"
 run() {
 	local kd="$1/control/kmirrord" n=$2 a="$T/a" b="$T/b" A B t0 t1 c0 c1 i0 i1 r0 r1 s0 s1
+	local d0 d1 of
 	rm -rf "$a" "$b" "$a".* "$b".*
 	# The source is this build's in every run: only the mirror differs.
 	"$BUILD/control/kmirrord" --set data.dir="$a" --set local.topics=t:"$n" --set log.level=warn \
@@ -107,8 +119,8 @@ run() {
 	wait_ends "$b.sock" "0 $n" "$B"
 	# Status of N partitions costs the mirror CPU: asked before the
 	# windows, not in them.
-	r0=$(reopens "$b.sock")
-	i0=$(cpu_ticks "$B"); sleep 3; i1=$(cpu_ticks "$B")
+	read -r r0 d0 < <(reopens "$b.sock")
+	i0=$(cpu_ticks "$B"); sleep "$IDLE_S"; i1=$(cpu_ticks "$B")
 	local P="" PS=""
 	if [ -n "${SCALE_PERF:-}" ]; then
 		perf record -q -g -o "$SCALE_PERF/perf-$(basename "$(dirname "$1")")-$n.data" \
@@ -125,13 +137,15 @@ run() {
 		--compression none --linger-ms 20 >/dev/null
 	wait_bytes "$a" "$b" "$B"
 	t1=$(date +%s.%N); c1=$(cpu_ticks "$B"); s1=$(cpu_ticks "$A")
-	r1=$(reopens "$b.sock")
+	read -r r1 d1 < <(reopens "$b.sock")
+	of=$(open_files "$b.sock")
 	[ -n "$P" ] && { kill -INT "$P" "$PS"; wait "$P" "$PS" || true; }
 	wait_ends "$b.sock" "$((MIB * 1024)) $n" "$B"
 	bytes=$(find "$b" -name '*.log' -printf '%s\n' | awk '{s+=$1} END {print s}')
 	kill -TERM "$B" "$A"; wait "$B" "$A" || true
 	python3 -c "
-b=$bytes; print(f'{($c1-$c0)/$HZ/(b/1e9):.2f} {$t1-$t0:.2f} {($i1-$i0)/$HZ/3:.4f} {b} {$r1-$r0} {($s1-$s0)/$HZ/(b/1e9):.2f}')"
+b=$bytes; d = '-' if $d0 < 0 else $d1 - $d0
+print(f'{($c1-$c0)/$HZ/(b/1e9):.2f} {$t1-$t0:.2f} {($i1-$i0)/$HZ/$IDLE_S:.4f} {b} {$r1-$r0} {($s1-$s0)/$HZ/(b/1e9):.2f} {d} {$of}')"
 	rm -rf "$a" "$b" "$a".* "$b".*
 }
 
@@ -140,12 +154,13 @@ builds="$BUILD"
 [ -n "$BASE" ] && builds="$BASE $BUILD"
 for n in $PARTS; do
 	for bd in $builds; do
-		read -r c w i by ro sc < <(run "$bd" "$n")
+		read -r c w i by ro sc dr of < <(run "$bd" "$n")
 		CPU[$bd,$n]=$c WALL[$bd,$n]=$w IDLE[$bd,$n]=$i
 		echo "$n partitions, $bd: $by bytes mirrored while produced in $w s," \
 			"$c CPU s/GB; idle $i CPU s/s; cold logs' files reopened" \
-			"meanwhile: $ro (the open-file budget, RLIMIT_NOFILE $(ulimit -Hn));" \
-			"the source (this build's) $sc CPU s/GB"
+			"meanwhile: $ro (the open-file budget, RLIMIT_NOFILE $(ulimit -Hn))," \
+			"directories and indexes reopened for an operation: $dr;" \
+			"open files after: $of; the source (this build's) $sc CPU s/GB"
 	done
 done
 
@@ -168,9 +183,11 @@ bd, f, l = sys.argv[1], sys.argv[2], sys.argv[3]
 cf, cl = float(sys.argv[4]), float(sys.argv[5])
 ok = cl <= 2 * cf
 why = ("" if ok else "; what is left grows with the partitions, not the "
-       "bytes: each partition visited once a second (retention, figures), "
-       "the cold logs' files reopened past the open-file budget, and a "
-       "write per batch of a record or two (1 KiB records round robin)")
+       "bytes: a write, a flush and a visit per batch of a record or two "
+       "(1 KiB records round robin), each partition's first batch (its "
+       "leader-epoch checkpoint, its first .log and index blocks), the "
+       "control thread's passes over every partition each second, and "
+       "the context switches of a loaded machine")
 print(f"target ({bd}): CPU per GB at {l} partitions within 2x of {f}: "
       f"{'met' if ok else 'NOT met'} - {cl:.2f} vs {cf:.2f} s/GB "
       f"({cl/cf:.1f}x){why}")

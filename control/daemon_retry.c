@@ -88,10 +88,12 @@ bool km_daemon_retry_watch(struct km_daemon *d, uint32_t i, int fetch_state)
 {
 	struct km_daemon_retry *r = &d->retries[i];
 	struct km_part *p = &d->table.parts[i];
-	uint64_t now = km_daemon_now_ms();
+	uint64_t now;
 
+	/* The clock only for a partition with a retry in view: this runs
+	 * for every partition each second (issue 17). */
 	if (r->next_ms != 0) { /* scheduled: nothing else to decide */
-		if (now >= r->next_ms)
+		if ((now = km_daemon_now_ms()) >= r->next_ms)
 			retry_now(d, i, now);
 		return true;
 	}
@@ -111,6 +113,7 @@ bool km_daemon_retry_watch(struct km_daemon *d, uint32_t i, int fetch_state)
 		return false;
 	}
 	snprintf(r->why, sizeof(r->why), "%s", p->stats.reason);
+	now = km_daemon_now_ms();
 	r->next_ms = now + backoff_ms(d, r->attempts);
 	/* One WARN per outage; its retries, up to one a minute per
 	 * partition, at INFO. */

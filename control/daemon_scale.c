@@ -2,14 +2,17 @@
  *
  * A partition holds its directory and each segment's .log, .index and
  * .timeindex open (a .txnindex too once it holds an abort), and maps both
- * indexes of each segment. A default soft RLIMIT_NOFILE (1024) runs out
+ * indexes of each segment; past the budget below, the directory and
+ * index descriptors of the least recently used go first (log_files.c), so
+ * what the partitions need is each segment's .log and the active one's
+ * O_DIRECT twin. A default soft RLIMIT_NOFILE (1024) runs out
  * near 250 partitions, so at start the soft limit is raised to the hard
  * one, and the hard one too, as far as what the partitions found on disk
  * need (up to fs.nr_open), where the process may (CAP_SYS_RESOURCE). What
  * is left after the sockets is the logs' budget (km_log_files_set_max):
- * past it the least recently used idle partitions close their files and
- * open them again on use, so 10,000 partitions (40,000 files) run under a
- * hard limit of 20,000. It is said once at start when the limit is short
+ * past it the least recently used partitions shed their directory and
+ * index descriptors, then idle ones close their files and open them again
+ * on use, so more partitions than fit still run. It is said once at start when the limit is short
  * of what all would hold, and status shows the budget and its use.
  * vm.max_map_count bounds the mappings the same way (Kafka's own
  * operations guide asks for it to be raised for many partitions).
@@ -35,10 +38,10 @@
  * source connections and the files a stop or a snapshot opens briefly. */
 #define FDS_PER_WORKER (1024 + 16)
 #define FDS_OTHER 256
-/* A partition's directory and the active segment's three files; each
- * sealed segment adds three. */
-#define FDS_PARTITION 4
-#define FDS_SEGMENT 3
+/* The active segment's .log and its O_DIRECT twin; each sealed segment
+ * adds its .log. */
+#define FDS_PARTITION 2
+#define FDS_SEGMENT 1
 /* Mappings besides the logs': libraries, heaps, stacks, buffers. */
 #define MAPS_OTHER 1024
 /* The logs' budget never goes below this: a few dozen partitions open. */
@@ -242,12 +245,13 @@ void km_daemon_scale_status(struct km_daemon *d, json_t *resp)
 		"maps_needed", (json_int_t)s->maps_need,
 		"log_writes", log_writes());
 	json_object_update_missing_new(res, json_pack(
-		"{s:I, s:I, s:I, s:I, s:I}",
+		"{s:I, s:I, s:I, s:I, s:I, s:I}",
 		"log_files_budget", (json_int_t)lf.max,
 		"log_files_held", (json_int_t)lf.held,
 		"logs_with_files_closed", (json_int_t)lf.closed_logs,
 		"log_files_closes", (json_int_t)lf.releases,
-		"log_files_reopens", (json_int_t)lf.reopens));
+		"log_files_reopens", (json_int_t)lf.reopens,
+		"log_dir_reopens", (json_int_t)lf.unsheds));
 	json_object_set_new(resp, "resources", res);
 }
 

@@ -394,8 +394,10 @@ static void on_limits(struct km_worker *w, struct wmsg *m)
 	struct wpart *wp = km_worker_find(w, m->part);
 	int rc = wp ? km_log_set_limits(wp->log, &m->u.limits) : -EINVAL;
 
-	if (rc == 0)
+	if (rc == 0) {
 		wp->retain_at_ms = 0; /* a shorter retention acts now */
+		km_worker_touch(w, wp);
+	}
 	km_worker_reply_done(w, m->reply, rc, wp ? NULL : "not open");
 }
 
@@ -807,8 +809,13 @@ static void retain(struct km_worker *w, struct wpart *wp)
 	int64_t below;
 	int rc;
 
-	if (w->now_ms < wp->retain_at_ms || wp->stopping != NULL)
+	if (wp->stopping != NULL)
 		return;
+	if (w->now_ms < wp->retain_at_ms) {
+		wp->retain_owed = true; /* when it is quiet (worker_ready.c) */
+		return;
+	}
+	wp->retain_owed = false;
 	wp->retain_at_ms = w->now_ms + KM_WORKER_RETAIN_MS;
 	/* A log failed for space with no fetcher to restart it (a writable
 	 * partition) takes appends again once space is back. */
@@ -824,6 +831,34 @@ static void retain(struct km_worker *w, struct wpart *wp)
 		KM_WARN("worker", "partition %s-%d: retention: %s",
 			wp->part->topic, wp->part->partition, km_strerror(rc));
 	compact(wp);
+}
+
+static uint64_t earlier(uint64_t a, uint64_t b)
+{
+	return a < b ? a : b;
+}
+
+uint64_t km_worker_next_due(struct km_worker *w, struct wpart *wp)
+{
+	uint64_t due = w->now_ms + KM_WORKER_IDLE_MS;
+	uint64_t paced = wp->retain_at_ms > w->now_ms ? wp->retain_at_ms
+						      : w->now_ms;
+	int64_t at = km_log_retain_due(wp->log), wall;
+
+	if (wp->retain_owed)
+		due = earlier(due, paced);
+	/* Retried or run at retention's pace, as retain() does them. */
+	if ((wp->fetcher == NULL && km_log_error(wp->log) != 0) ||
+	    (km_part_get_mode(wp->part) == KM_PART_WRITABLE &&
+	     km_log_config_get(wp->log)->compact))
+		due = earlier(due, w->now_ms + KM_WORKER_RETAIN_MS);
+	if (at >= 0) {
+		wall = km_clock_wall_ms();
+		due = earlier(due, at > wall ? w->now_ms + (uint64_t)(at - wall)
+					     : w->now_ms);
+		due = due > paced ? due : paced;
+	}
+	return due;
 }
 
 /* Compaction (issue 19): a compacted topic's partition stays compacted
@@ -1160,7 +1195,9 @@ static int setup(struct km_worker *w)
 			   sizeof(*w->wparts));
 	w->act = calloc(w->cfg.parts_max + w->cfg.parts_extra + 1,
 			sizeof(*w->act));
-	if (w->wparts == NULL || w->act == NULL)
+	w->heap = calloc(w->cfg.parts_max + w->cfg.parts_extra + 1,
+			 sizeof(*w->heap));
+	if (w->wparts == NULL || w->act == NULL || w->heap == NULL)
 		return -ENOMEM;
 	if ((rc = alloc_rings(w)) < 0)
 		return rc;
@@ -1205,6 +1242,7 @@ static void teardown(struct km_worker *w)
 		close(w->efd);
 	free(w->wparts);
 	free(w->act);
+	free(w->heap);
 	free(w->fsess_mem);
 	free(w->scratch);
 	km_inflate_destroy(w->inflate);

@@ -35,8 +35,13 @@ extern "C" {
 #define KM_WORKER_RING_SLOTS 1024u
 /* Worker loop tick: timers (fetch backoff, flush.ms, Fetch long polls). */
 #define KM_WORKER_TICK_MS 5u
-/* Retention checks per partition (segment deletion), this often. */
+/* Retention checks per partition (segment deletion), at most this often. */
 #define KM_WORKER_RETAIN_MS 1000u
+/* An idle partition with no deadline of its own is visited this often
+ * (worker_ready.c): a backstop for what no event announces, a wall clock
+ * step among them. Kafka checks retention every 5 minutes
+ * (log.retention.check.interval.ms). */
+#define KM_WORKER_IDLE_MS 60000u
 
 struct km_worker;
 

@@ -86,6 +86,16 @@ struct wpart {
 	uint64_t retain_at_ms;	/* next retention check (worker clock) */
 	struct km_worker *w;	/* for the log's and fetcher's hooks */
 	bool active;		/* on w->act (worker_ready.c) */
+	/* A visit skipped retention for its pace: one is owed. */
+	bool retain_owed;
+	/* Its place in worker_ready.c's timer heap + 1 (0: not in it). */
+	uint32_t heap_at;
+};
+
+/* A timer heap entry: when to visit wparts[slot] next (worker clock). */
+struct km_worker_due {
+	uint64_t due_ms;
+	uint32_t slot;
 };
 
 struct km_worker {
@@ -116,7 +126,8 @@ struct km_worker {
 	 * tick, the sweep's next one, the visits made (metrics). */
 	uint32_t *act;
 	uint32_t n_act;
-	uint32_t sweep_next;
+	struct km_worker_due *heap; /* earliest first (worker_ready.c) */
+	uint32_t n_heap;
 	bool stops_pending;	/* a STOP came: the ready list holds it */
 	uint64_t part_visits;
 	struct km_frontend *fe;
@@ -178,7 +189,8 @@ void km_worker_hook(struct km_worker *w, struct wpart *wp);
 void km_worker_touch(struct km_worker *w, struct wpart *wp);
 /* wparts[i] goes, the last one moving into its place. */
 void km_worker_unlist(struct km_worker *w, uint32_t i);
-/* The tick's visits: the ready list and the sweep's share. */
+/* The tick's visits: the ready list and the partitions whose deadline
+ * came. */
 void km_worker_visit_all(struct km_worker *w);
 
 /* worker.c */
@@ -190,6 +202,9 @@ void km_worker_visit(struct km_worker *w, struct wpart *wp);
 int km_worker_clear_space_error(struct wpart *wp);
 /* Refresh the partition's published figures (status, metrics). */
 void km_worker_publish(struct wpart *wp);
+/* When a quiet wp needs its next visit (worker clock): retention owed or
+ * due by time, compaction, a space error to retry, or the backstop. */
+uint64_t km_worker_next_due(struct km_worker *w, struct wpart *wp);
 struct wmsg *km_worker_msg_new(enum wmsg_type type, struct km_part *p,
 			       struct km_worker_reply *reply);
 int km_worker_post(struct km_worker *w, struct wmsg *m);

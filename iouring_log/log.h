@@ -445,6 +445,13 @@ int km_log_retain_policy(struct km_log *log, int64_t below_offset,
 			 int64_t now_ms, struct km_log_retained *out);
 
 /**
+ * The wall-clock time (ms) from which km_log_retain_policy would delete the
+ * oldest segment by age (retention_ms), or -1 if no time will: a single
+ * segment (the active one stays), no age cap, no timestamp. Owner thread.
+ */
+int64_t km_log_retain_due(const struct km_log *log);
+
+/**
  * DeleteRecords (Kafka's deleteRecordsBefore): the log start becomes
  * offset (it may lie inside a batch, as Kafka's does) and is kept in the
  * log's directory before it is used, so an open after a crash has it;
@@ -591,6 +598,9 @@ struct km_log_files_stats {
 	uint64_t closed_logs; /* logs whose files are closed now */
 	uint64_t releases;    /* times a cold log's files were closed */
 	uint64_t reopens;     /* times they were opened again for a use */
+	uint64_t sheds;	      /* times a log kept its .logs only */
+	uint64_t unsheds;     /* times it opened its directory and indexes
+			       * again (a roll, retention, a close...) */
 };
 
 /**

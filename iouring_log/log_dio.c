@@ -9,6 +9,7 @@
  * fdatasync (still needed for metadata and the device's cache). */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -31,13 +32,14 @@ int km_log_direct_io_mode(void)
 	return atomic_load_explicit(&dio_mode, memory_order_relaxed);
 }
 
+/* By path: the log's directory descriptor is shed between operations
+ * (log_files.c), and a write may come after. */
 static int open_direct(struct km_log *log)
 {
-	char name[64];
+	char path[PATH_MAX];
 
-	snprintf(name, sizeof(name), "%020lld.log",
-		 (long long)log_active(log)->base_offset);
-	log->dio_fd = openat(log->dir_fd, name, O_WRONLY | O_DIRECT | O_CLOEXEC);
+	km_segment_path(path, log->dir, log_active(log)->base_offset, ".log");
+	log->dio_fd = open(path, O_WRONLY | O_DIRECT | O_CLOEXEC);
 	return log->dio_fd < 0 ? -errno : 0;
 }
 

@@ -23,6 +23,11 @@
 int km_log_write_text_atomic(struct km_log *log, const char *name,
 			     const char *text, size_t len)
 {
+	/* Its directory is shed between operations (log_files.c). */
+	int rc = log->dir_fd >= 0 ? 0 : km_log_files_need(log);
+
+	if (rc < 0)
+		return rc;
 	return km_file_write_atomic(log->dir_fd, name, text, len);
 }
 

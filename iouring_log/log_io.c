@@ -273,6 +273,8 @@ static int roll(struct km_log *log, int64_t base, int snap_len)
 
 	if (log->n_segs == log->cfg.segments_max)
 		return KM_ESEGMENTS;
+	if ((rc = km_log_files_need(log)) < 0) /* the directory, the indexes */
+		return rc;
 	queue_filling(log);
 	/* <base>.snapshot tells recovery that everything below base is in
 	 * the log, and recovery rescans only from the newest snapshot: so
@@ -396,6 +398,11 @@ static int reserve(struct km_log *log, const struct km_batch *b,
 	if (log->dio_on)
 		end = (end + KM_DIO_BLOCK - 1) & ~(uint64_t)(KM_DIO_BLOCK - 1);
 	stepping = end > seg->reserved_bytes;
+	/* Index blocks take the index files' descriptors: a page of each
+	 * every MiB or two of the partition's data. */
+	if (log->files_shed && km_segment_index_due(seg) &&
+	    (rc = km_log_files_need(log)) < 0)
+		return rc;
 	if (stepping) {
 		now = km_log_now_ms();
 		step = km_segment_step_next(log->step_bytes, now - log->step_ms,
@@ -439,7 +446,9 @@ static int note_side_effects(struct km_log *log, const struct km_batch *b,
 					    pr->txn_last_offset,
 					    pr->txn_last_stable_offset };
 
-		if ((rc = km_segment_txn_append(seg, &t)) < 0)
+		/* The .txnindex and its directory, shed between operations. */
+		if ((rc = km_log_files_need(log)) < 0 ||
+		    (rc = km_segment_txn_append(seg, &t)) < 0)
 			return rc;
 	}
 	if ((rc = km_log_epoch_note(log, km_batch_leader_epoch(b),
@@ -562,7 +571,7 @@ int km_log_append_burst(struct km_log *log, struct km_batch *batches,
 	res->dup_first_offset = res->dup_last_offset = -1;
 	if (log->error)
 		return log->error;
-	if ((rc = km_log_files_need(log)) < 0)
+	if ((rc = km_log_files_need_write(log)) < 0)
 		return rc;
 	for (i = 0; i < n && rc == 0; i++)
 		rc = append_one(log, &batches[i], origin, res);
@@ -583,7 +592,7 @@ int km_log_append_burst(struct km_log *log, struct km_batch *batches,
 
 int km_log_flush(struct km_log *log)
 {
-	int rc = km_log_files_need(log);
+	int rc = km_log_files_need_write(log);
 
 	if (rc < 0)
 		return rc;

@@ -147,6 +147,7 @@ struct km_log {
 	struct km_log *lru_prev, *lru_next;
 	bool lru_in;
 	bool files_closed;
+	bool files_shed; /* only the .logs open (log_files.c) */
 	uint32_t files_held;
 
 	/* Leader epochs, then what leader-epoch-checkpoint holds, and whether
@@ -184,6 +185,8 @@ void km_log_start_load(struct km_log *log);
  * budget closed them) and after an open; before the log is freed; from
  * its loop, to close cold logs' files once over the budget. */
 int km_log_files_need(struct km_log *log);
+/* The same for appends and flushes: the .logs only (see log_files.c). */
+int km_log_files_need_write(struct km_log *log);
 void km_log_files_track(struct km_log *log);
 void km_log_files_forget(struct km_log *log);
 /* A log being closed: out of the LRU, so that no eviction closes the

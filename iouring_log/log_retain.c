@@ -11,6 +11,7 @@
  * files without one. */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <unistd.h>
 #include <string.h>
@@ -98,6 +99,18 @@ int km_log_retain_policy(struct km_log *log, int64_t below_offset,
 	};
 
 	return km_log_retain(log, &r, out);
+}
+
+int64_t km_log_retain_due(const struct km_log *log)
+{
+	const struct km_segment *s = &log->segs[0];
+
+	/* deletable()'s rule: max_timestamp < now - retention_ms. */
+	if (log->n_segs < 2 || log->cfg.retention_ms < 0 ||
+	    s->max_timestamp < 0 ||
+	    s->max_timestamp > INT64_MAX - 1 - log->cfg.retention_ms)
+		return -1;
+	return s->max_timestamp + log->cfg.retention_ms + 1;
 }
 
 /* ---- DeleteRecords: a log start inside a segment ----

@@ -217,9 +217,21 @@ void km_segment_files_close(struct km_segment *s)
 	s->dir_fd = -1;
 }
 
+/* Between the operations that need them, a segment keeps its .log only:
+ * the indexes are written and read through their maps, which stay valid
+ * once their descriptors are closed (log_files.c). */
+void km_segment_files_shed(struct km_segment *s)
+{
+	close_fd(&s->index_fd);
+	close_fd(&s->time_fd);
+	close_fd(&s->txn_fd);
+	s->dir_fd = -1;
+}
+
 int km_segment_files_reopen(struct km_segment *s, int dir_fd)
 {
 	int *fds[3] = { &s->log_fd, &s->index_fd, &s->time_fd };
+	bool had_log = s->log_fd >= 0;
 	int rc = 0;
 
 	s->dir_fd = dir_fd;
@@ -227,9 +239,13 @@ int km_segment_files_reopen(struct km_segment *s, int dir_fd)
 		if (*fds[i] < 0 && (*fds[i] = open_file(dir_fd, s->base_offset,
 							suffixes[i], 0)) < 0)
 			rc = *fds[i];
-	if (rc == 0 && s->txn_fd < 0)
+	/* Without entries there is no .txnindex to look up (the first one
+	 * makes it: km_segment_txn_append). */
+	if (rc == 0 && s->txn_fd < 0 && PUBLISHED(s->txn_bytes) > 0)
 		rc = open_txn_file(s, 0);
-	if (rc < 0)
+	if (rc < 0 && had_log) /* writes in flight may use it */
+		km_segment_files_shed(s);
+	else if (rc < 0)
 		km_segment_files_close(s);
 	return rc;
 }
@@ -457,19 +473,36 @@ static int alloc_entries(const struct km_segment *s, int fd, uint32_t *alloc,
 	return 0;
 }
 
-/* Blocks for what the next batch may store (one offset entry, one time
- * entry) and what a seal then adds (one time entry). */
+/* What the next batch may store (one offset entry, one time entry) and
+ * what a seal then adds (one time entry), capped at the mapping. */
+static uint64_t index_end(const struct km_segment *s)
+{
+	uint64_t e = (uint64_t)(s->index_entries + 1) * KM_INDEX_ENTRY_BYTES;
+
+	return e < s->map_bytes ? e : s->map_bytes;
+}
+
+static uint64_t time_end(const struct km_segment *s)
+{
+	uint64_t e = (uint64_t)(s->time_entries + 2) * KM_TIMEINDEX_ENTRY_BYTES;
+
+	return e < s->map_bytes ? e : s->map_bytes;
+}
+
+/* Blocks for what the next batch and a seal may store. */
 static int reserve_indexes(struct km_segment *s)
 {
-	int rc = alloc_entries(s, s->index_fd, &s->index_alloc,
-			       (uint64_t)(s->index_entries + 1) *
-				       KM_INDEX_ENTRY_BYTES);
+	int rc = alloc_entries(s, s->index_fd, &s->index_alloc, index_end(s));
 
 	if (rc == 0)
-		rc = alloc_entries(s, s->time_fd, &s->time_alloc,
-				   (uint64_t)(s->time_entries + 2) *
-					   KM_TIMEINDEX_ENTRY_BYTES);
+		rc = alloc_entries(s, s->time_fd, &s->time_alloc, time_end(s));
 	return rc;
+}
+
+bool km_segment_index_due(const struct km_segment *s)
+{
+	return s->active &&
+	       (index_end(s) > s->index_alloc || time_end(s) > s->time_alloc);
 }
 
 /* TimeIndex.maybeAppend: only a timestamp above the last entry's (or above

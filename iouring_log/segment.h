@@ -135,9 +135,19 @@ void km_segment_close(struct km_segment *s);
  *  reservations (log_files.c). No read or write may be using them. */
 void km_segment_files_close(struct km_segment *s);
 
-/** Open again what km_segment_files_close closed, in dir_fd (which the
- *  segment borrows). @return 0, or -errno with every file closed. */
+/** Open again what km_segment_files_close or km_segment_files_shed
+ *  closed, in dir_fd (which the segment borrows). @return 0, or -errno
+ *  with the segment's files as they were before. */
 int km_segment_files_reopen(struct km_segment *s, int dir_fd);
+
+/** Close the index files' descriptors (the maps stay) and forget the
+ *  directory's; the .log's stays (log_files.c). km_segment_files_reopen
+ *  opens them again. No read or write may be using them. */
+void km_segment_files_shed(struct km_segment *s);
+
+/** True if the next km_segment_reserve allocates index blocks, which
+ *  needs the index files' descriptors. */
+bool km_segment_index_due(const struct km_segment *s);
 
 /** Remove the segment's four files (closing it first). @return 0 or -errno. */
 int km_segment_delete(struct km_segment *s, int dir_fd);

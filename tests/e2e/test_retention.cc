@@ -50,6 +50,14 @@ std::vector<int64_t> bases(const std::string &part_dir, const std::string &ext)
 	return v;
 }
 
+int64_t st_log_start(Daemon &d, const std::string &key)
+{
+	std::map<std::string, PartStatus> st;
+	if (d.status(&st) != "" || !st.count(key))
+		return -2;
+	return st.at(key).log_start;
+}
+
 class Retention : public ::testing::Test {
 protected:
 	void SetUp() override
@@ -328,6 +336,58 @@ TEST_F(Retention, PausesWhileDataDirIsShortOfSpace)
 	int64_t lo, hi;
 	source_marks(&lo, &hi);
 	expect_same(d, 0, hi);
+}
+
+/* Retention by age reaches a partition nothing happens to (issue 17): a
+ * worker visits an idle partition when its oldest segment ages out (a
+ * timer heap keyed by the deadline), not once a second in a sweep of
+ * every partition, and not only at the backstop (KM_WORKER_IDLE_MS, 60 s).
+ * A local topic (no fetcher: no Fetch answer touches it) gets records in
+ * several segments, then nothing; every segment but the active one must go
+ * within 40 s of the last record - by which time the only visits left to
+ * find them are the deadline's - and not before it aged out. */
+TEST_F(Retention, AgeRetentionReachesAnIdlePartition)
+{
+	const int64_t kAgeMs = 5000;
+	const std::string key = "l:0";
+	Daemon d(dir_.path(), { "local.topics=l:1", "segment.bytes=16384",
+				"topic.retention.ms=l:" + std::to_string(kAgeMs) });
+	ASSERT_EQ("", d.start());
+	ProduceSpec ps;
+	ps.topic = "l";
+	ps.count = 64;
+	ps.value_size = 1024;
+	ps.flush_every = 4;
+	ProduceResult pr;
+	int64_t first_ms = now_ms();
+	ASSERT_EQ("", produce(d.bootstrap(), ps, &pr));
+	ASSERT_EQ(64, pr.delivered);
+	int64_t last_ms = now_ms(); /* no record is stamped later */
+	std::string dir = d.data_dir() + "/l-0";
+	ASSERT_EQ("", d.wait_status(
+			      [&](const StatusMap &st) {
+				      return st.count(key) && st.at(key).hw == 64;
+			      },
+			      20000));
+	auto logs = bases(dir, ".log");
+	ASSERT_GE(logs.size(), 3u) << "the records took fewer segments";
+	int64_t active = logs.back();
+	/* The segments the records filled are not yet old enough, unless the
+	 * produce itself took that long. */
+	if (now_ms() - first_ms < kAgeMs) {
+		EXPECT_EQ(0, st_log_start(d, key)) << "deleted before its age";
+	}
+	ASSERT_EQ("", d.wait_status(
+			      [&](const StatusMap &st) {
+				      return st.at(key).log_start == active &&
+					     bases(dir, ".log").size() == 1;
+			      },
+			      (int)(last_ms + 40000 - now_ms())))
+		<< "the idle partition's aged segments never went: "
+		<< bases(dir, ".log").size() << " segments";
+	EXPECT_GE(now_ms() - first_ms, kAgeMs) << "deleted before its age";
+	EXPECT_EQ(std::vector<int64_t>{ active }, bases(dir, ".index"));
+	EXPECT_EQ(std::vector<int64_t>{ active }, bases(dir, ".timeindex"));
 }
 
 } // namespace

@@ -17,6 +17,16 @@
 // one has DeleteRecords, then all are closed and opened again without a
 // budget and read back. The stats must show closes and reopens, so the test
 // cannot pass with the cache idle.
+// ShedsTheIndexesBeforeClosingALog: under a budget that the logs' .log
+// files fit but not their directories and index files (280 descriptors
+// for 40 logs of two segments each, 80 of them .logs, against 100), the
+// owner sheds the least recently used logs' directory and index
+// descriptors and closes no log (no release, no reopen), holding at most
+// the budget plus one log's files after each append; the appends that
+// rolled on shed logs, the reads from another thread, a truncation and
+// DeleteRecords on shed logs work and see what was appended, and the
+// shed logs opened what they needed again (counted). Without a budget
+// nothing is shed.
 #include <dirent.h>
 
 #include <string>
@@ -185,4 +195,89 @@ TEST(LogFiles, ColdLogsCloseTheirFilesAndNothingChanges)
 		EXPECT_EQ(i == 0 ? kRounds - 4 : i == 1 ? kRounds - 4 : kRounds,
 			  ReadAll(m.logs[i], i)) << "log " << i;
 	}
+}
+
+namespace {
+
+int LogFilesIn(const std::string &dir)
+{
+	int n = 0;
+	DIR *d = opendir(dir.c_str());
+	struct dirent *e;
+	while (d != nullptr && (e = readdir(d)) != nullptr) {
+		std::string name = e->d_name;
+		n += name.size() > 4 && name.compare(name.size() - 4, 4, ".log") == 0;
+	}
+	if (d != nullptr)
+		closedir(d);
+	return n;
+}
+
+} // namespace
+
+TEST(LogFiles, ShedsTheIndexesBeforeClosingALog)
+{
+	constexpr uint64_t kShedBudget = 100;
+	struct km_log_files_stats st0, st;
+	km_log_files_get_stats(&st0);
+	Many m;
+	int before = OpenFds();
+
+	for (int i = 0; i < kLogs; i++)
+		ASSERT_EQ(0, m.Open(i)) << i;
+	km_log_files_get_stats(&st);
+	EXPECT_EQ(st.sheds, st0.sheds) << "shed without a budget";
+	// The directory, the .log, both indexes (and an O_DIRECT twin).
+	EXPECT_EQ((4 + (km_log_direct_io_mode() == KM_LOG_DIO_ON)) * kLogs,
+		  OpenFds() - before) << "without a budget";
+	km_log_files_set_max(kShedBudget);
+	int most = 0;
+	for (int r = 0; r < kRounds; r++)
+		for (int i = 0; i < kLogs; i++) {
+			ASSERT_EQ(0, m.Append(i)) << "round " << r << " log " << i;
+			int held = OpenFds() - before;
+			most = held > most ? held : most;
+		}
+	int logs = 0;
+	for (int i = 0; i < kLogs; i++)
+		logs += LogFilesIn(m.tmp.path + "/t-" + std::to_string(i));
+	ASSERT_GE(logs, 2 * kLogs) << "the appends rolled no segment";
+	ASSERT_LT(logs, (int)kShedBudget) << "the .logs must fit the budget";
+	km_log_files_get_stats(&st);
+	// One log may be over while it is in use: its own files.
+	EXPECT_LE(most, (int)kShedBudget + 1 + 3 * 8) << "descriptors held at most";
+	EXPECT_EQ(st.releases, st0.releases) << "a log was closed";
+	EXPECT_EQ(st.reopens, st0.reopens);
+	EXPECT_GT(st.sheds, st0.sheds);
+	EXPECT_GT(st.unsheds, st0.unsheds) << "the rolls opened nothing again";
+
+	std::vector<int> counts(kLogs, 0);
+	std::thread reader([&] {
+		for (int i = 0; i < kLogs; i++)
+			counts[i] = ReadAll(m.logs[i], i);
+	});
+	reader.join();
+	for (int i = 0; i < kLogs; i++)
+		EXPECT_EQ(kRounds, counts[i]) << "log " << i;
+
+	// Logs 0 and 1 are the least recently used: shed.
+	uint64_t removed_bytes = 0;
+	uint32_t removed_batches = 0;
+	int64_t cut = km_log_end_offset(m.logs[0]) - 5;
+	ASSERT_EQ(cut, km_log_truncate_to(m.logs[0], cut, &removed_bytes,
+					  &removed_batches));
+	EXPECT_EQ(5u, removed_batches);
+	int64_t low = 0;
+	ASSERT_EQ(0, km_log_delete_records(m.logs[1], 4, &low));
+	EXPECT_EQ(4, km_log_start_offset(m.logs[1]));
+	ASSERT_EQ(0, m.Append(0)); // at the cut
+	EXPECT_EQ(kRounds - 4, ReadAll(m.logs[0], 0));
+	EXPECT_EQ(kRounds - 4, ReadAll(m.logs[1], 1));
+	km_log_files_get_stats(&st);
+	EXPECT_EQ(st.releases, st0.releases) << "a log was closed";
+	printf("descriptors: at most %d held by %d logs of %d segments (budget "
+	       "%llu); %llu sheds, %llu reopened their directory and indexes\n",
+	       most, kLogs, logs, (unsigned long long)kShedBudget,
+	       (unsigned long long)(st.sheds - st0.sheds),
+	       (unsigned long long)(st.unsheds - st0.unsheds));
 }
