@@ -83,12 +83,13 @@ const std::vector<std::string> kNoPerturb = { "MALLOC_PERTURB_=0" };
  * mirrored one with 3 records measured ~44 KiB here once a topic's
  * config store was one per topic and the log's struct touched 4 pages
  * (62-78 KiB before); 64.5 KiB with direct I/O (the tail cache's 2 MiB
- * registered buffers held warm, the tail block), then 41.7-42.7 KiB
- * once an idle log gave its write state back and touched 4 pages of its
- * mapping (16 KiB), beside the fetcher's 16 KiB (docs/bench.md, 'memory
- * per idle partition'). It fails for a table or buffer written whole per
- * partition (the producer table's 1.6 MB, a writer's 230 KiB entry ring,
- * a config store per partition). The figure is printed. */
+ * registered buffers held warm, the tail block), then 42.7 KB once an
+ * idle log gave its write state back and touched 4 pages of its mapping
+ * (16 KiB), 33.4 KiB once the fetcher touched 2 pages (8 KiB) instead
+ * of 4 (docs/bench.md, 'Memory per idle partition, by part'). It fails
+ * for a table or buffer written whole per partition (the producer
+ * table's 1.6 MB, a writer's 230 KiB entry ring, a config store per
+ * partition). The figure is printed. */
 constexpr int64_t kMemTarget = 64 * 1024;
 constexpr int64_t kMemPerPart = kMemTarget;
 constexpr int64_t kDiskPerPart = 1 << 20;
