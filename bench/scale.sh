@@ -48,6 +48,17 @@ resident() { # SOCK
 	"$CTL" --socket "$1" status --json | python3 -c '
 import json, sys; print(json.load(sys.stdin)["resources"]["resident_bytes"])'
 }
+# An idle partition's memory is taken once it is idle: KM_LOG_IDLE_MS
+# (5 s) after their last write the logs give their write state back
+# (status logs_awake counts those that have not yet); at most 60 s.
+wait_idle() { # SOCK
+	for _ in $(seq 600); do
+		[ "$("$CTL" --socket "$1" status --json |
+			jq '.resources.logs_awake // 0')" = 0 ] && return 0
+		sleep 0.1
+	done
+	echo "bench scale: logs still awake after 60 s" >&2
+}
 # Wait until SOCK's partitions end at END, all MIRRORING (N of them), or
 # SECS (default 300) pass (return 1). OPENED is set to the seconds from
 # T0 (default now) until status first answered: every log open.
@@ -138,6 +149,7 @@ for n in $PARTS; do
 	wait_caught_up "$b.sock" "$count" "$n" "$B" "$CATCHUP_S" || CAUGHT[$n]=no
 	t1=$(now)
 	ticks=$(cpu_ticks "$B")
+	wait_idle "$b.sock"
 	RSS[$n]=$(resident "$b.sock")
 	used=$(du -s -B1 "$b" | cut -f1)
 	logs=$(find "$b" -name '*.log' -printf '%s\n' | awk '{s+=$1} END {print s}')

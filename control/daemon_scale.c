@@ -252,6 +252,10 @@ void km_daemon_scale_status(struct km_daemon *d, json_t *resp)
 		"log_files_closes", (json_int_t)lf.releases,
 		"log_files_reopens", (json_int_t)lf.reopens,
 		"log_dir_reopens", (json_int_t)lf.unsheds));
+	/* Logs holding write memory (KM_LOG_IDLE_MS after their last write
+	 * they give it back): what an idle partition's memory waits for. */
+	json_object_set_new(res, "logs_awake",
+			    json_integer((json_int_t)km_log_awake_count()));
 	json_object_set_new(resp, "resources", res);
 }
 

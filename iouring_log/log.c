@@ -99,7 +99,9 @@ void km_log_free(struct km_log *log)
 	if (log->dio_fd >= 0)
 		close(log->dio_fd);
 	km_log_dio_release(log);
+	km_log_sleep(log);
 	pthread_rwlock_destroy(&log->seg_lock);
+	free(log->dir);
 	munmap(log, log->map_bytes);
 }
 
@@ -151,13 +153,16 @@ static int open_dir(struct km_log *log)
 {
 	static _Thread_local char synced[PATH_MAX]; /* this thread's last */
 	const struct km_log_config *c = &log->cfg;
-	int n = snprintf(log->dir, sizeof(log->dir), "%s/%s-%d", c->data_dir,
+	char path[PATH_MAX];
+	int n = snprintf(path, sizeof(path), "%s/%s-%d", c->data_dir,
 			 c->topic, c->partition);
 	bool made;
 	int rc;
 
-	if (n < 0 || (size_t)n >= sizeof(log->dir))
+	if (n < 0 || (size_t)n >= sizeof(path))
 		return -ENAMETOOLONG;
+	if ((log->dir = strdup(path)) == NULL)
+		return -ENOMEM;
 	if (mkdir(c->data_dir, 0755) < 0 && errno != EEXIST)
 		return -errno;
 	made = mkdir(log->dir, 0755) == 0;

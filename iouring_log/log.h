@@ -264,8 +264,19 @@ int km_log_append_burst(struct km_log *log, struct km_batch *batches,
 			uint32_t n, enum km_origin origin,
 			struct km_log_append_result *res);
 
-/** Drive time-based flushing; call from the owner's loop. */
+/** Drive time-based flushing, and give an idle log's write state back;
+ *  call from the owner's loop (at least once a second for each log). */
 void km_log_tick(struct km_log *log, uint64_t now_ms);
+
+/* A log whose end has not moved for this long, with nothing queued or in
+ * flight, gives back the memory its writes use (issue 17: an idle
+ * partition's cost): its tail cache's buffers, the direct-I/O tail block
+ * and the write ring's pages. The next append loads them again. */
+#define KM_LOG_IDLE_MS 5000
+
+/** Logs of the process whose write state is in use (written since their
+ *  last idle shed); 0 once every log has been idle KM_LOG_IDLE_MS. */
+uint64_t km_log_awake_count(void);
 
 /** Have fn(arg) called (owner thread) after each append burst that added
  *  batches, so the owner need not look at idle logs: fn NULL for none. */

@@ -10,8 +10,10 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/vfs.h>
 #include <linux/magic.h>
@@ -398,6 +400,66 @@ void km_log_dio_release(struct km_log *log)
 {
 	for (uint32_t i = 0; i < KM_DIO_TAIL_SLOTS; i++)
 		km_dio_tail_drop(log->ring, &log->tails[i]);
+}
+
+/* Logs whose write state is in use, for status (km_log_awake_count). */
+static _Atomic uint64_t n_awake;
+
+uint64_t km_log_awake_count(void)
+{
+	return atomic_load_explicit(&n_awake, memory_order_relaxed);
+}
+
+void km_log_wake(struct km_log *log)
+{
+	if (log->awake)
+		return;
+	log->awake = true;
+	log->idle_leo = INT64_MIN; /* the next tick starts the idle clock */
+	atomic_fetch_add_explicit(&n_awake, 1, memory_order_relaxed);
+}
+
+void km_log_sleep(struct km_log *log)
+{
+	if (!log->awake)
+		return;
+	log->awake = false;
+	atomic_fetch_sub_explicit(&n_awake, 1, memory_order_relaxed);
+}
+
+/* Give the write state back: the tail cache's buffers to the pool (which
+ * unregisters and drops those beyond the few it keeps warm), and the
+ * pages of the tail block and of the write ring to the kernel (zero when
+ * touched again, as at the log's first write). The tail block is then
+ * read back from the file by the next write's start (load_tail). */
+#define RING_PAGES_BYTES \
+	((sizeof(((struct km_log *)0)->writes) + KM_DIO_BLOCK - 1) & \
+	 ~(size_t)(KM_DIO_BLOCK - 1))
+_Static_assert(offsetof(struct km_log, writes) + RING_PAGES_BYTES <=
+		       sizeof(struct km_log),
+	       "the ring's pages are the log's own");
+
+static void shed(struct km_log *log)
+{
+	km_log_dio_release(log);
+	log->dio_tail_end = UINT64_MAX;
+	log->w_head = 0;
+	(void)madvise(log->dio_tail, sizeof(log->dio_tail), MADV_DONTNEED);
+	(void)madvise(log->writes, RING_PAGES_BYTES, MADV_DONTNEED);
+	km_log_sleep(log);
+}
+
+void km_log_idle_check(struct km_log *log, uint64_t now_ms)
+{
+	if (!log->awake)
+		return;
+	if (km_log_busy(log) || log->idle_leo != log->leo) {
+		log->idle_leo = log->leo;
+		log->idle_since_ms = now_ms;
+		return;
+	}
+	if (now_ms - log->idle_since_ms >= KM_LOG_IDLE_MS)
+		shed(log);
 }
 
 /* w's buffer becomes the newest tail slot's (as many as the cache's budget

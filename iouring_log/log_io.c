@@ -176,6 +176,7 @@ struct log_write *km_log_write_new(struct km_log *log, struct km_segment *seg)
 
 	if (log->w_count == KM_LOG_WRITES_MAX)
 		return NULL;
+	km_log_wake(log);
 	w = &log->writes[(log->w_head + log->w_count) % KM_LOG_WRITES_MAX];
 	log->w_count++;
 	memset(w, 0, offsetof(struct log_write, iov));
@@ -611,6 +612,7 @@ void km_log_tick(struct km_log *log, uint64_t now_ms)
 	if (log->unflushed_bytes > 0 &&
 	    now_ms - log->last_flush_ms >= log->cfg.flush_interval_ms)
 		(void)km_log_flush(log);
+	km_log_idle_check(log, now_ms);
 }
 
 void km_log_set_touch(struct km_log *log, void (*fn)(void *arg), void *arg)

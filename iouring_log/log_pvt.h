@@ -65,8 +65,10 @@ struct log_epoch {
 /* Field order is memory (issue 17): the log lives in a lazily backed
  * mapping (log.c), where a quiet partition pays for each page it touches.
  * The scalars come first, then the arrays, each of which a quiet partition
- * touches at its head only: four pages rather than the six of a layout
- * interleaving them. */
+ * touches at its head only: an idle log holds two pages of it. The write
+ * state - the direct-I/O tail block and the ring of writes - takes whole
+ * pages of its own at the end, which an idle log gives back (km_log_idle_check,
+ * log_dio.c): a partition that once wrote a lot keeps none of it. */
 struct km_log {
 	struct km_log_config cfg;
 	int dir_fd;
@@ -129,10 +131,10 @@ struct km_log {
 	/* Direct I/O (log_dio.c): whether the .log is written with O_DIRECT
 	 * (cfg.direct_io and the filesystem takes it), the active segment's
 	 * O_DIRECT fd (-1: to open; closed at each structural change), and
-	 * the partial last block of what is queued: the bytes from the block
-	 * start up to dio_tail_end (UINT64_MAX: not loaded, read back from the
-	 * file when needed). The file may hold zeros past the data up to the
-	 * block's end until a seal or close cuts them. */
+	 * where the partial last block of what is queued ends (dio_tail
+	 * holds it from the block start; UINT64_MAX: not loaded, read back
+	 * from the file when needed). The file may hold zeros past the data
+	 * up to the block's end until a seal or close cuts them. */
 	bool dio_on;
 	int dio_fd;
 	/* The tail cache: the buffers of the newest completed writes, which
@@ -141,7 +143,12 @@ struct km_log {
 	struct km_dio_tail tails[KM_DIO_TAIL_SLOTS];
 	uint32_t dio_tail_next;
 	uint64_t dio_tail_end;
-	uint8_t dio_tail[KM_DIO_BLOCK];
+	/* The write state in use (km_log_write_new made a write since the
+	 * last shed), and the log end and time a tick last saw it move: a
+	 * tick that finds it still KM_LOG_IDLE_MS later sheds it. */
+	bool awake;
+	int64_t idle_leo;
+	uint64_t idle_since_ms;
 	/* Open files (log_files.c): the owner thread's LRU of logs holding
 	 * their files, how many they hold, and whether they are closed. */
 	struct km_log *lru_prev, *lru_next;
@@ -149,13 +156,18 @@ struct km_log {
 	bool files_closed;
 	bool files_shed; /* only the .logs open (log_files.c) */
 	uint32_t files_held;
+	/* The partition directory (malloc'd: a path is tens of bytes, and a
+	 * PATH_MAX array here would put the arrays' heads a page apart more). */
+	char *dir;
 
 	/* Leader epochs, then what leader-epoch-checkpoint holds, and whether
 	 * writing it waits for the end of a recovery (log_epoch.c). */
 	struct log_epoch epochs[KM_LOG_EPOCHS_MAX];
 	struct log_epoch file_epochs[KM_LOG_EPOCHS_MAX];
-	char dir[PATH_MAX];
-	struct log_write writes[KM_LOG_WRITES_MAX]; /* FIFO ring */
+	/* The write state, in pages of its own that an idle log gives back:
+	 * the partial last block (direct I/O), then the ring of writes. */
+	_Alignas(KM_DIO_BLOCK) uint8_t dio_tail[KM_DIO_BLOCK];
+	_Alignas(KM_DIO_BLOCK) struct log_write writes[KM_LOG_WRITES_MAX];
 };
 
 static inline struct km_segment *log_active(struct km_log *log)
@@ -247,6 +259,15 @@ bool km_log_dio_read(const struct km_log *log, const struct km_segment *s,
 		     void *buf, size_t len, uint64_t pos);
 /* Give the tail cache's buffers back (close). */
 void km_log_dio_release(struct km_log *log);
+/* A write is being made (km_log_write_new): the write state is in use. */
+void km_log_wake(struct km_log *log);
+/* The owner's tick: a log whose end has not moved and that has nothing
+ * queued or in flight for KM_LOG_IDLE_MS gives back its write state - its
+ * tail cache's buffers, the tail block and the write ring's pages - which
+ * the next append loads again (the tail block read back from the file). */
+void km_log_idle_check(struct km_log *log, uint64_t now_ms);
+/* Before the log is freed: no longer counted as awake. */
+void km_log_sleep(struct km_log *log);
 /* Writes drained: cut the zeros past the active segment's data (fsync'd).
  * @return 0 or -errno. */
 int km_log_dio_trim(struct km_log *log);

@@ -167,12 +167,10 @@ int km_fetcher_init(struct km_fetcher *f, const struct km_fetcher_config *cfg,
 
 	if (!pool || !log || !config_ok(cfg, pool))
 		return -EINVAL;
-	/* All but the batch array, read only below n_batches: its 24 KiB
+	/* All but the batch array, read only below n_batches: its 26 KiB
 	 * stay unbacked for a quiet partition in fresh zeroed memory
 	 * (worker.c maps each fetcher). */
 	memset(f, 0, offsetof(struct km_fetcher, batches));
-	memset(&f->n_batches, 0,
-	       sizeof(*f) - offsetof(struct km_fetcher, n_batches));
 	f->cfg = *cfg;
 	config_defaults(&f->cfg);
 	f->pool = pool;

@@ -414,8 +414,7 @@ struct km_fetcher {
 	int64_t resp_last;	   /* last offset of the span's last batch */
 	int64_t resp_hw;	   /* the span's HighWatermark, -1 unknown */
 	uint32_t resp_batches;	   /* whole batches framed in the span */
-	struct km_batch batches[KM_FETCHER_BURST];
-	uint32_t n_batches, n_done;
+	uint32_t n_batches, n_done; /* in batches[] */
 	int64_t wait_offset;	   /* done with the frame when appended > this */
 	struct km_fetcher_stats stats;
 	/* Transient trouble (km_fetcher_watch): since when, the error counts
@@ -425,6 +424,11 @@ struct km_fetcher {
 	uint64_t trouble_ms;	   /* 0: none since the last good Fetch */
 	uint64_t seen[KM_FETCHER_ERR_KINDS];
 	enum km_fetcher_err trouble_kind;
+	/* Last: 26 KiB a quiet partition touches at its head only, so that
+	 * the fields above share its first pages (each fetcher is a lazily
+	 * backed mapping, worker.c; with fields after it, an idle one held
+	 * 4 pages, now 2). */
+	struct km_batch batches[KM_FETCHER_BURST];
 };
 
 /**

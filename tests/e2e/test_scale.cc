@@ -6,7 +6,9 @@
  *    minus that of a kmirrord mirroring one partition of the same source,
  *    over the 1,999 partitions more, is at most the issue's 64 KiB each
  *    (see kMemPerPart; not asserted under ASan, whose shadow and
- *    quarantine scale with what is touched).
+ *    quarantine scale with what is touched). Both are measured idle: once
+ *    status says no log holds write state (logs_awake 0, KM_LOG_IDLE_MS
+ *    after the last write).
  *  - Disk: du of the mirror's data.dir minus the bytes of its .log files is
  *    at most 1 MiB per partition (the issue's target for an idle one; it
  *    was ~70 MB: a 64 MiB fallocate step and 2 x 3 MiB of allocated
@@ -81,9 +83,14 @@ const std::vector<std::string> kNoPerturb = { "MALLOC_PERTURB_=0" };
 /* The issue's target, 64 KiB for an idle partition, is the bound: a
  * mirrored one with 3 records measured ~44 KiB here once a topic's
  * config store was one per topic and the log's struct touched 4 pages
- * (62-78 KiB before). It fails for a table or buffer written whole per
- * partition (the producer table's 1.6 MB, a writer's 230 KiB entry ring,
- * a config store per partition). The figure is printed. */
+ * (62-78 KiB before); 64.5 KiB with direct I/O (the tail cache's 2 MiB
+ * registered buffers held warm, the tail block), then 42.7 KB once an
+ * idle log gave its write state back and touched 4 pages of its mapping
+ * (16 KiB), 33.4 KiB once the fetcher touched 2 pages (8 KiB) instead
+ * of 4 (docs/bench.md, 'Memory per idle partition, by part'). It fails
+ * for a table or buffer written whole per partition (the producer
+ * table's 1.6 MB, a writer's 230 KiB entry ring, a config store per
+ * partition). The figure is printed. */
 constexpr int64_t kMemTarget = 64 * 1024;
 constexpr int64_t kMemPerPart = kMemTarget;
 constexpr int64_t kDiskPerPart = 1 << 20;
@@ -267,6 +274,17 @@ Daemon *Scale::a_;
 std::string Scale::setup_;
 std::map<std::string, PartStatus> Scale::src_;
 
+/* An idle partition's memory is measured once it is idle: KM_LOG_IDLE_MS
+ * (5 s) after its last write a log gives back its write state (its tail
+ * cache's 2 MiB write buffers, the tail block, the write ring), which
+ * status counts as logs_awake. -1 if that did not come. */
+int64_t idle_resident(const Daemon &d)
+{
+	if (!poll_until([&] { return resource(d, "logs_awake") == 0; }, 60000))
+		return -1;
+	return resource(d, "resident_bytes");
+}
+
 /* The fixed cost: one mirrored partition of the same source. */
 int64_t one_partition_resident(const std::string &source)
 {
@@ -282,7 +300,7 @@ int64_t one_partition_resident(const std::string &source)
 			       st.begin()->second.leo == kRecords;
 		},
 		60000);
-	int64_t rss = e.empty() ? resource(c, "resident_bytes") : -1;
+	int64_t rss = e.empty() ? idle_resident(c) : -1;
 	ChildResult r;
 	(void)c.stop(60000, &r);
 	return rss;
@@ -328,7 +346,8 @@ TEST_F(Scale, TwoThousandPartitionsMirrorWithBoundedMemoryAndDisk)
 	EXPECT_EQ(0, resource(b, "open_files_short"));
 	EXPECT_EQ(0, resource(b, "log_files_reopens"));
 
-	int64_t rss = resource(b, "resident_bytes");
+	int64_t rss = idle_resident(b);
+	ASSERT_GT(rss, 0) << "logs_awake never 0: " << resource(b, "logs_awake");
 	int64_t per_part = (rss - base) / (kParts - 1);
 	uint64_t blocks, logs;
 	disk_use(tb.path(), &blocks, &logs);

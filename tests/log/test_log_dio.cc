@@ -15,6 +15,7 @@
 // bytes are the batches the test built, concatenated; a crash is a child
 // that _exits without closing.
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/vfs.h>
 #include <sys/wait.h>
 #include <linux/magic.h>
@@ -62,6 +63,7 @@ struct Stream {
 		next += records;
 		return *keep.back();
 	}
+	std::vector<uint8_t> Last() const { return keep.back()->bytes; }
 };
 
 // The opcodes of the writes prepared on the ring since SQE from, and
@@ -565,4 +567,116 @@ TEST(Dio, ABatchThatRollsIsCheckedBeforeTheRoll)
 	EXPECT_EQ(0, km_log_end_offset(lb->log));
 	EXPECT_EQ(1, AppendFramed(lb.get(), {&c2}));
 	EXPECT_EQ(mapped(good0), ReadFile(lb->dir + "/" + SegName(0, ".log")));
+}
+
+// ---- an idle log gives its write state back (issue 17) ----
+//
+// Goal: a log whose end has not moved for KM_LOG_IDLE_MS, with nothing
+// queued, gives back what its writes use - its tail cache's buffers, the
+// direct-I/O tail block and the write ring's pages - and a write after
+// that is byte-exact: the partial last block, forgotten with the pages
+// that held it, is read back from the file and rewritten whole, and the
+// tail cache fills again. A tick before KM_LOG_IDLE_MS, or one while the
+// end moved, gives back nothing; the process's count of logs holding
+// write state (status 'logs_awake') follows.
+// Method: km_log_tick called with chosen times (the worker's sweep calls
+// it once a second with the clock's); the pages given back seen with
+// mincore over the log's memory (its first KM_LOG_WRITES_MAX write slots
+// and tail block are within its first 64 KiB); the tail cache seen by
+// scribbling on the .log and reading the tail (the cache answers with the
+// bytes written, the file with the scribble); expected bytes are the
+// batches the test built. Both write modes (buffered: the ring only).
+
+namespace {
+
+// Resident pages among the first bytes of the log's memory (one mapping,
+// the struct first, log.c).
+size_t ResidentPages(const km_log *log, size_t bytes = 64 * 1024)
+{
+	std::vector<unsigned char> v(bytes / 4096);
+	EXPECT_EQ(0, mincore((void *)log, bytes, v.data())) << strerror(errno);
+	size_t n = 0;
+	for (unsigned char c : v)
+		n += c & 1;
+	return n;
+}
+
+} // namespace
+
+TEST(Dio, AnIdleLogGivesItsWriteStateBackAndWritesByteExactAfter)
+{
+	for (bool direct : { true, false }) {
+		SCOPED_TRACE(direct ? "direct" : "buffered");
+		TempDir td;
+		Stream s;
+		auto l = Open(td.path, direct);
+		ASSERT_EQ(direct, km_log_direct_io(l->log));
+		uint64_t awake0 = km_log_awake_count();
+		// Writes each ending inside a block.
+		for (int i = 0; i < 70; i++)
+			ASSERT_EQ(1, l->Append(s.Add(1000 + 37 * i)));
+		EXPECT_EQ(awake0 + 1, km_log_awake_count());
+		std::string seg = l->dir + "/" + SegName(0, ".log");
+		size_t before = ResidentPages(l->log);
+
+		const uint64_t t = 1000000;
+		km_log_tick(l->log, t);
+		km_log_tick(l->log, t + KM_LOG_IDLE_MS - 1);
+		EXPECT_EQ(awake0 + 1, km_log_awake_count()) << "idle, not long enough";
+		EXPECT_EQ(before, ResidentPages(l->log));
+		if (direct) {
+			// The tail is read from the cache: a scribble on the
+			// file is not seen.
+			Scribble(seg, s.all.size() - 500, 100);
+			EXPECT_EQ(s.Last(), ReadAll(l->log, s.next - 1, s.next));
+		}
+		km_log_tick(l->log, t + KM_LOG_IDLE_MS);
+		EXPECT_EQ(awake0, km_log_awake_count()) << "given back at KM_LOG_IDLE_MS";
+		size_t after = ResidentPages(l->log);
+		// The write ring's first page (its slot 0 takes every write of
+		// an empty ring) and, direct, the tail block's page.
+		EXPECT_LE(after + (direct ? 2u : 1u), before)
+			<< "pages before " << before << ", after " << after;
+		if (direct) {
+			EXPECT_NE(s.Last(), ReadAll(l->log, s.next - 1, s.next))
+				<< "the tail cache given back: read from the file";
+			// The file as written again, for the tail block's reload.
+			int fd = open(seg.c_str(), O_WRONLY | O_CLOEXEC);
+			ASSERT_GE(fd, 0);
+			ASSERT_EQ((ssize_t)s.all.size(),
+				  pwrite(fd, s.all.data(), s.all.size(), 0));
+			close(fd);
+		}
+
+		// Writes after: the partial block reloaded, small batches in it,
+		// one crossing blocks, a tick while the end moves in between.
+		for (int i = 0; i < 5; i++) {
+			ASSERT_EQ(1, l->Append(s.Add(300 + 2000 * i)));
+			km_log_tick(l->log, t + 2 * KM_LOG_IDLE_MS + i);
+			EXPECT_EQ(awake0 + 1, km_log_awake_count());
+		}
+		EXPECT_EQ(s.all, ReadAll(l->log, 0, s.next));
+		EXPECT_EQ(s.all, ReadOpenLog(seg));
+		if (direct) {
+			Scribble(seg, s.all.size() - 200, 100);
+			EXPECT_EQ(s.Last(), ReadAll(l->log, s.next - 1, s.next))
+				<< "the tail cache holds the new writes";
+			int fd = open(seg.c_str(), O_WRONLY | O_CLOEXEC);
+			ASSERT_GE(fd, 0);
+			ASSERT_EQ((ssize_t)s.all.size(),
+				  pwrite(fd, s.all.data(), s.all.size(), 0));
+			close(fd);
+		}
+		// Idle again, then a clean close and an open: the same bytes.
+		km_log_tick(l->log, t + 3 * KM_LOG_IDLE_MS);
+		km_log_tick(l->log, t + 4 * KM_LOG_IDLE_MS);
+		EXPECT_EQ(awake0, km_log_awake_count());
+		ASSERT_EQ(1, l->Append(s.Add(777)));
+		ASSERT_EQ(0, l->Close());
+		EXPECT_EQ(awake0, km_log_awake_count()) << "a closed log is not counted";
+		EXPECT_EQ(s.all, ReadFile(seg)) << "the .log at its data's end";
+		l = Open(td.path, direct);
+		EXPECT_TRUE(l->rec.clean);
+		EXPECT_EQ(s.all, ReadAll(l->log, 0, s.next));
+	}
 }
