@@ -243,6 +243,22 @@ inline int64_t status_figure(const Daemon &d, const char *table, const char *key
 	return v;
 }
 
+/* status_figure once it is at least `least`, polled with a deadline; the
+ * last value read otherwise. The "net", "connections" and "listener"
+ * figures are published on the worker's tick after the partition figures
+ * a test waits on (and a tick whose publish meets the control thread
+ * reading them skips it), so a read right after such a wait can be a
+ * tick old. */
+inline int64_t status_figure_at_least(const Daemon &d, const char *table, const char *key,
+				      int64_t least, std::string *backend = nullptr,
+				      int timeout_ms = 20000)
+{
+	int64_t v = -1;
+	poll_until([&] { return (v = status_figure(d, table, key, backend)) >= least; },
+		   timeout_ms);
+	return v;
+}
+
 inline ProduceSpec idempotent(const std::string &topic, int32_t p, int64_t n,
 		       uint64_t seed)
 {

@@ -236,9 +236,11 @@ protected:
 	/* A Java consumer commits on the broker; `stop --planned` is asked
 	 * the moment it reports that commit (*gap_ms later). While the source
 	 * produces, the stop waits and says so; once the producer is gone it
-	 * catches up and stops: *out has its lines. */
+	 * catches up and stops: *out has its lines, *at_stop the group's
+	 * status rows just before the stop was asked. */
 	void commit_then_planned_stop(const Daemon &d, Child *perf, std::string *out,
-				      int64_t *gap_ms)
+				      int64_t *gap_ms,
+				      std::map<std::pair<std::string, std::string>, GroupRow> *at_stop)
 	{
 		LiveConsumer live;
 		ASSERT_EQ("", live.start(broker_->bootstrap(), topic_, group_, 250));
@@ -249,6 +251,7 @@ protected:
 			return sum == 250;
 		}, 120000));
 		Child stop;
+		*at_stop = group_rows(d);
 		*gap_ms = wall_ms() - live.consumed().commit_ms;
 		ASSERT_EQ("", stop.spawn({ getenv("KM_KMIRRORCTL"), "--socket", d.socket(),
 					   "stop", topic_, "--planned", "--timeout-ms",
@@ -302,8 +305,9 @@ TEST_F(PlannedStop, PlannedStopCatchesUpThenTheGroupResumesExactly)
 	ASSERT_NO_FATAL_FAILURE(source_busy(&d, &perf));
 	std::string out;
 	int64_t gap_ms = -1;
-	ASSERT_NO_FATAL_FAILURE(commit_then_planned_stop(d, &perf, &out, &gap_ms));
-	EXPECT_LT(gap_ms, 1000) << "the stop began " << gap_ms << " ms after the commit";
+	std::map<std::pair<std::string, std::string>, GroupRow> at_stop;
+	ASSERT_NO_FATAL_FAILURE(commit_then_planned_stop(d, &perf, &out, &gap_ms, &at_stop));
+	RecordProperty("commit_to_stop_ms", (int)gap_ms);
 	std::map<int, int64_t> last;
 	ASSERT_EQ("", latest(broker_, topic_, &last));
 	ASSERT_NO_FATAL_FAILURE(cut_at_latest(out, last));
@@ -312,7 +316,15 @@ TEST_F(PlannedStop, PlannedStopCatchesUpThenTheGroupResumesExactly)
 	for (auto &[p, o] : want) {
 		if (o < 0)
 			continue; /* the group read only the other partition */
-		const GroupRow &g = rows[{ group_, topic_ + ":" + std::to_string(p) }];
+		const std::pair<std::string, std::string> key{ group_,
+							       topic_ + ":" + std::to_string(p) };
+		const GroupRow &g = rows[key];
+		/* The condition a bound on the time from the commit to the
+		 * stop (1 s, asserted before) stood for, and that a loaded
+		 * machine could break: the commit had not been synced when
+		 * the stop began, so only the stop's sync carried it. */
+		EXPECT_NE(o, at_stop[key].synced_offset)
+			<< p << ": synced before the stop began: the case proves nothing";
 		EXPECT_EQ(o, g.synced_offset) << p << ": the stop's sync carries the commit";
 		EXPECT_EQ(o, g.offset) << p;
 		EXPECT_EQ("stopped", g.sync) << p;
