@@ -534,6 +534,7 @@ static void log_counters(const struct dnet *dn)
 		(unsigned long long)s.steered_out,
 		(unsigned long long)s.steered_in,
 		(unsigned long long)s.steer_drops);
+	km_dnet_port_log_eth(dn);
 	if (dn->imp.seen > 0)
 		KM_INFO("dpdk", "test switch: impaired_drops=%llu impaired_swaps=%llu",
 			(unsigned long long)dn->imp.dropped,

@@ -18,6 +18,8 @@
 #define DNET_RX_BURSTS_MAX 8u
 /* Frames gathered before a tx burst; flushed at the end of every poll. */
 #define DNET_TX_PKTS_MAX 64u
+/* net_memif's slot size when its devargs name none (its default). */
+#define DNET_MEMIF_BSIZE 2048u
 /* Port descriptors per queue. */
 #define DNET_RXD 1024u
 #define DNET_TXD 1024u
@@ -206,6 +208,7 @@ struct dnet {
 int km_dnet_port_open(struct dnet *dn);
 void km_dnet_port_close(struct dnet *dn);
 uint64_t km_dnet_port_missed(const struct dnet *dn);
+void km_dnet_port_log_eth(const struct dnet *dn);
 void km_dnet_port_block(const struct dport *dp, uint16_t queue, uint16_t *lo,
 		     uint16_t *hi);
 void km_dnet_thread_enter(struct dnet *dn);
