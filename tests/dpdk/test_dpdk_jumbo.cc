@@ -22,7 +22,11 @@
  * the peer's received frames exactly the backend's FRAMES_OUT (the two
  * sides' counters must agree for an operator to trust them): each case
  * polls both sides until nothing moved for 300 ms (and 1,000 rounds) and
- * compares. Skips without root or hugepages. */
+ * compares. A port that takes nothing for a while (its link not up yet,
+ * its peer's ring full: the test switch KMIRROR_TEST_DPDK_TX_REFUSE) must
+ * hold the frames it was given until it takes them, not drop them (a
+ * dropped ARP request, SYN or ACK cost the flow a 1 s timeout).
+ * Skips without root or hugepages. */
 #include <gtest/gtest.h>
 
 #include <arpa/inet.h>
@@ -46,6 +50,7 @@
 #include "dataplane/net/dpdk/dpdk.h"
 #include "dataplane/net/net.h"
 #include "dataplane/net/tcp/tcp.h"
+#include "tests/support/test_hooks.h"
 
 namespace {
 
@@ -443,6 +448,24 @@ TEST_F(DpdkJumbo, UnsetKeepsMtu1500)
 	EXPECT_EQ(1460, o.peer_snd_mss);
 	ASSERT_GT(o.st.frames_in, 0u);
 	EXPECT_LE(o.st.frame_bytes_in / o.st.frames_in, 1514u);
+}
+
+/* The first 300 transmit bursts take nothing: the ARP request (then
+ * whatever follows) waits in the backend and goes once the port takes
+ * it. Nothing is dropped, the stream arrives whole, and the counts of
+ * both sides agree (a frame held is counted out once, when it goes). */
+TEST_F(DpdkJumbo, FramesThePortRefusesWaitInsteadOfBeingDropped)
+{
+	KM_NEEDS_TEST_HOOKS();
+	setenv("KMIRROR_TEST_DPDK_TX_REFUSE", "300", 1);
+	Outcome o = stream(9000, peer_small, "net_memif2");
+	unsetenv("KMIRROR_TEST_DPDK_TX_REFUSE");
+	ASSERT_EQ("", o.err);
+	ASSERT_EQ(o.sent.size(), o.got.size()) << "the stream stopped short";
+	EXPECT_TRUE(o.sent == o.got) << "bytes differ";
+	EXPECT_EQ(0u, o.st.tx_dropped) << "frames the port refused were dropped";
+	EXPECT_EQ(o.peer_frames_out, o.st.frames_in);
+	EXPECT_EQ(o.peer_frames_in, o.st.frames_out);
 }
 
 } // namespace

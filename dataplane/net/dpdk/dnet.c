@@ -491,7 +491,7 @@ static uint32_t dnet_nap_us(const struct km_net *net)
 	const struct dnet *dn = km_container_of(net, const struct dnet, pub);
 	uint32_t k;
 
-	if (dn->tx_n > 0 || dn->want_count > 0 ||
+	if ((dn->tx_n > 0 && !dn->tx_stalled) || dn->want_count > 0 ||
 	    dn->empty_polls < DNET_SPIN_POLLS)
 		return 0;
 	k = dn->empty_polls - DNET_SPIN_POLLS;
@@ -507,7 +507,7 @@ static bool dnet_wants_poll(const struct km_net *net)
 {
 	const struct dnet *dn = km_container_of(net, const struct dnet, pub);
 
-	if (dn->tx_n > 0 || dn->want_count > 0)
+	if ((dn->tx_n > 0 && !dn->tx_stalled) || dn->want_count > 0)
 		return true;
 	return dn->conns_used > 0 &&
 	       dn->now_ms - dn->last_rx_ms < DNET_IDLE_MS;

@@ -530,6 +530,7 @@ void km_dnet_port_close(struct dnet *dn)
 	if (dp == NULL)
 		return;
 	km_dnet_tx_flush(dn);
+	km_dnet_tx_discard(dn);
 	pthread_mutex_lock(&dport_lock);
 	dp->q[dn->queue].taken = false;
 	if (--dp->refs == 0) {
