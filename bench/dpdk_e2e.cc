@@ -114,7 +114,12 @@ std::string counters(const std::string &log)
 	if (at == std::string::npos)
 		return "";
 	at += strlen("counters: ");
-	return log.substr(at, log.find(" connects=", at) - at);
+	std::string ours = log.substr(at, log.find(" connects=", at) - at);
+	size_t d = log.find("driver counters: ");
+	if (d == std::string::npos)
+		return ours;
+	d += strlen("driver counters: ");
+	return ours + "; driver: " + log.substr(d, log.find('\n', d) - d);
 }
 
 std::string memif_sock()
@@ -122,11 +127,16 @@ std::string memif_sock()
 	return "/tmp/km-bench-memif-" + std::to_string(getpid()) + ".sock";
 }
 
+/* memif slots of 9216 bytes: a 9014-byte frame in one slot (kmirrord
+ * lowers the MTU to fit memif's default 2048, see dnet_port.c's
+ * fit_memif). KM_BENCH_MEMIF replaces ",bsize=9216" (e.g. "" for the
+ * default). */
 std::vector<std::string> dpdk_sets(bool server, uint32_t lcore)
 {
 	std::string vdev = std::string("net_memif0,role=") +
 			   (server ? "server" : "client") +
-			   ",id=0,socket=" + memif_sock();
+			   ",id=0,socket=" + memif_sock() +
+			   (getenv("KM_BENCH_MEMIF") ? getenv("KM_BENCH_MEMIF") : ",bsize=9216");
 
 	return { "net.mode=dpdk",
 		 "dpdk.eal.args=-l " + std::to_string(lcore) +

@@ -491,7 +491,7 @@ static uint32_t dnet_nap_us(const struct km_net *net)
 	const struct dnet *dn = km_container_of(net, const struct dnet, pub);
 	uint32_t k;
 
-	if (dn->tx_n > 0 || dn->want_count > 0 ||
+	if ((dn->tx_n > 0 && !dn->tx_stalled) || dn->want_count > 0 ||
 	    dn->empty_polls < DNET_SPIN_POLLS)
 		return 0;
 	k = dn->empty_polls - DNET_SPIN_POLLS;
@@ -507,7 +507,7 @@ static bool dnet_wants_poll(const struct km_net *net)
 {
 	const struct dnet *dn = km_container_of(net, const struct dnet, pub);
 
-	if (dn->tx_n > 0 || dn->want_count > 0)
+	if ((dn->tx_n > 0 && !dn->tx_stalled) || dn->want_count > 0)
 		return true;
 	return dn->conns_used > 0 &&
 	       dn->now_ms - dn->last_rx_ms < DNET_IDLE_MS;
@@ -534,6 +534,7 @@ static void log_counters(const struct dnet *dn)
 		(unsigned long long)s.steered_out,
 		(unsigned long long)s.steered_in,
 		(unsigned long long)s.steer_drops);
+	km_dnet_port_log_eth(dn);
 	if (dn->imp.seen > 0)
 		KM_INFO("dpdk", "test switch: impaired_drops=%llu impaired_swaps=%llu",
 			(unsigned long long)dn->imp.dropped,

@@ -221,8 +221,14 @@ static void rx_one(struct dnet *dn, struct rte_mbuf *m)
 void km_dnet_impair_init(struct dnet *dn)
 {
 	const char *v = getenv("KMIRROR_TEST_DPDK_IMPAIR");
+	const char *r = getenv("KMIRROR_TEST_DPDK_TX_REFUSE");
 	unsigned drop = 0, swap = 0;
 
+	if (r != NULL) {
+		dn->imp.tx_refuse = (uint32_t)strtoul(r, NULL, 10);
+		KM_WARN("dpdk", "test switch: the first %u transmit bursts take nothing",
+			dn->imp.tx_refuse);
+	}
 	if (v == NULL)
 		return;
 	if (sscanf(v, "drop=%u,swap=%u", &drop, &swap) < 1)
@@ -299,25 +305,46 @@ void km_dnet_buf_free(void *ctx, const uint32_t *ids, uint32_t n)
 
 /* ---- transmit ----------------------------------------------------------- */
 
+static uint16_t tx_burst(struct dnet *dn, struct rte_mbuf **pkts, uint16_t n)
+{
+#ifdef KM_TEST_HOOKS
+	if (dn->imp.tx_refuse > 0) {
+		dn->imp.tx_refuse--;
+		return 0;
+	}
+#endif
+	return rte_eth_tx_burst(dn->port_id, dn->queue, pkts, n);
+}
+
 void km_dnet_tx_flush(struct dnet *dn)
 {
 	uint16_t sent;
 
 	if (dn->tx_n == 0)
 		return;
-	sent = rte_eth_tx_burst(dn->port_id, dn->queue, dn->tx_pkts,
-				(uint16_t)dn->tx_n);
+	sent = tx_burst(dn, dn->tx_pkts, (uint16_t)dn->tx_n);
 	/* Retry the tail once: a driver may take a burst in pieces. */
-	if (sent < dn->tx_n)
-		sent += rte_eth_tx_burst(dn->port_id, dn->queue,
-					 dn->tx_pkts + sent,
-					 (uint16_t)(dn->tx_n - sent));
+	if (sent > 0 && sent < dn->tx_n)
+		sent += tx_burst(dn, dn->tx_pkts + sent,
+				 (uint16_t)(dn->tx_n - sent));
 	for (uint32_t i = 0; i < sent; i++)
 		dn->st.frame_bytes_out += dn->tx_pkts[i]->pkt_len;
 	dn->st.frames_out += sent;
-	/* The rest is lost like on a wire: TCP retransmits (STYLE 4: the
-	 * unsent tail is ours to free). */
-	for (uint32_t i = sent; i < dn->tx_n; i++) {
+	/* What the port did not take waits, in order, for the next flush, as
+	 * a kernel's qdisc holds it: freed, a lost ACK or SYN cost the flow
+	 * an RTO (1 s) when a link came up late or a napping peer left its
+	 * ring full. km_dnet_tx drops only when all DNET_TX_PKTS_MAX wait. */
+	if (sent > 0 && sent < dn->tx_n)
+		memmove(dn->tx_pkts, dn->tx_pkts + sent,
+			(dn->tx_n - sent) * sizeof(dn->tx_pkts[0]));
+	dn->tx_n -= sent;
+	dn->tx_stalled = dn->tx_n > 0 && sent == 0;
+}
+
+/* At the port's close: what never went is lost (STYLE 4: ours to free). */
+void km_dnet_tx_discard(struct dnet *dn)
+{
+	for (uint32_t i = 0; i < dn->tx_n; i++) {
 		rte_pktmbuf_free(dn->tx_pkts[i]);
 		dn->st.tx_dropped++;
 	}
@@ -351,6 +378,12 @@ int km_dnet_tx(void *ctx, const struct iovec *iov, uint32_t n_iov,
 	if (total > (size_t)dn->dp->dataroom - RTE_PKTMBUF_HEADROOM) {
 		dn->st.tx_dropped++;
 		return -EMSGSIZE;
+	}
+	if (dn->tx_n == DNET_TX_PKTS_MAX)
+		km_dnet_tx_flush(dn);
+	if (dn->tx_n == DNET_TX_PKTS_MAX) { /* lost as on a wire */
+		dn->st.tx_dropped++;
+		return -ENOBUFS;
 	}
 	if ((m = rte_pktmbuf_alloc(dn->dq->tx_pool)) == NULL) {
 		dn->st.tx_dropped++;

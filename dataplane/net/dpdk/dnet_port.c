@@ -204,15 +204,50 @@ static int setup_queues(struct dport *dp)
 	return 0;
 }
 
+/* net_memif's bytes per ring slot (its bsize devarg), 0 if the port is
+ * not memif. */
+static uint32_t memif_slot_bytes(const struct rte_eth_dev_info *di)
+{
+	const struct rte_devargs *da;
+	const char *b;
+
+	if (di->driver_name == NULL || strcmp(di->driver_name, "net_memif") != 0)
+		return 0;
+	da = di->device != NULL ? rte_dev_devargs(di->device) : NULL;
+	b = da != NULL && da->args != NULL ? strstr(da->args, "bsize=") : NULL;
+	return b != NULL ? (uint32_t)strtoul(b + 6, NULL, 0) : DNET_MEMIF_BSIZE;
+}
+
+/* A frame past one memif slot is chained over several, and DPDK's memif
+ * (22.11, and its copy transmit since) never clears the chain flag of a
+ * packet's first slot: once a slot has carried the middle of a frame, any
+ * later frame starting there is chained onto the slots after it, and the
+ * receiver reads on past the ring's tail, delivering stale frames again
+ * (dpdk-e2e: 2.4x the bytes the source sent, a flood of duplicate ACKs).
+ * So a frame must fit one slot: the MTU gives way, said once. */
+static uint16_t fit_memif(const struct dport *dp,
+			  const struct rte_eth_dev_info *di, uint16_t mtu)
+{
+	uint32_t slot = memif_slot_bytes(di);
+
+	if (slot == 0 || (uint32_t)mtu + RTE_ETHER_HDR_LEN <= slot)
+		return mtu;
+	KM_WARN("dpdk", "port %s: MTU %u lowered to %u: net_memif corrupts frames longer than its slots (bsize=%u); add bsize=%u to its devargs for MTU %u",
+		dp->devargs, mtu, slot - RTE_ETHER_HDR_LEN, slot,
+		mtu + RTE_ETHER_HDR_LEN, mtu);
+	return (uint16_t)(slot - RTE_ETHER_HDR_LEN);
+}
+
 /* The MTU the endpoint uses and the mbufs' data room. Unset dpdk.mtu:
  * the port's own, at most what one default mbuf holds. Set: asked of the
  * port. A port with no MTU to set (-ENOTSUP: net_ring, net_memif, which
- * move frames of any size, memif as chained descriptors, whatever their
- * dev_info says) is taken at the operator's word; one that refuses
+ * move frames of any size whatever their dev_info says) is taken at the
+ * operator's word, memif up to its slot size (fit_memif); one that refuses
  * (af_packet, tap: a frame past their max_rx_pktlen) keeps its own,
  * logged. One mbuf holds a whole frame either way (frames we build are
  * never chained, and a jumbo frame in one mbuf is one buffer id, not 5). */
-static void pick_mtu(struct dport *dp, const struct km_net_dpdk_config *c)
+static void pick_mtu(struct dport *dp, const struct km_net_dpdk_config *c,
+		     const struct rte_eth_dev_info *di)
 {
 	uint16_t mtu = 1500;
 	uint32_t cap = RTE_MBUF_DEFAULT_DATAROOM - RTE_ETHER_HDR_LEN;
@@ -224,7 +259,7 @@ static void pick_mtu(struct dport *dp, const struct km_net_dpdk_config *c)
 	if (rte_eth_dev_get_mtu(dp->port_id, &mtu) < 0)
 		mtu = 1500;
 	if (c->mtu != 0 && rc == -ENOTSUP)
-		mtu = (uint16_t)c->mtu;
+		mtu = fit_memif(dp, di, (uint16_t)c->mtu);
 	else if (c->mtu != 0 && rc < 0)
 		KM_WARN("dpdk", "port %s refuses MTU %u (%s): it keeps MTU %u",
 			dp->devargs, c->mtu, rte_strerror(-rc), mtu);
@@ -259,7 +294,7 @@ static int configure(struct dport *dp, const struct km_net_dpdk_config *c)
 	if ((rc = rte_eth_dev_configure(dp->port_id, dp->n_queues, dp->n_queues,
 					&conf)) < 0)
 		return rc;
-	pick_mtu(dp, c);
+	pick_mtu(dp, c, &di);
 	if ((rc = setup_queues(dp)) < 0 || (rc = set_mac(dp, c)) < 0)
 		return rc;
 	return 0;
@@ -495,6 +530,7 @@ void km_dnet_port_close(struct dnet *dn)
 	if (dp == NULL)
 		return;
 	km_dnet_tx_flush(dn);
+	km_dnet_tx_discard(dn);
 	pthread_mutex_lock(&dport_lock);
 	dp->q[dn->queue].taken = false;
 	if (--dp->refs == 0) {
@@ -516,6 +552,24 @@ uint64_t km_dnet_port_missed(const struct dnet *dn)
 	    rte_eth_stats_get(dn->port_id, &es) != 0)
 		return 0;
 	return es.imissed + es.rx_nombuf;
+}
+
+/* The driver's own count of the port, beside ours at exit (queue 0 only:
+ * it is port-wide), so that an operator can tell our counting from the
+ * driver's. */
+void km_dnet_port_log_eth(const struct dnet *dn)
+{
+	struct rte_eth_stats es;
+
+	if (dn->dp == NULL || dn->queue != 0 ||
+	    rte_eth_stats_get(dn->port_id, &es) != 0)
+		return;
+	KM_INFO("dpdk", "port %u driver counters: ipackets=%llu opackets=%llu ibytes=%llu obytes=%llu imissed=%llu ierrors=%llu oerrors=%llu rx_nombuf=%llu",
+		dn->port_id, (unsigned long long)es.ipackets,
+		(unsigned long long)es.opackets, (unsigned long long)es.ibytes,
+		(unsigned long long)es.obytes, (unsigned long long)es.imissed,
+		(unsigned long long)es.ierrors, (unsigned long long)es.oerrors,
+		(unsigned long long)es.rx_nombuf);
 }
 
 /* ---- threads ----------------------------------------------------------- */

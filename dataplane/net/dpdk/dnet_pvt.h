@@ -18,6 +18,8 @@
 #define DNET_RX_BURSTS_MAX 8u
 /* Frames gathered before a tx burst; flushed at the end of every poll. */
 #define DNET_TX_PKTS_MAX 64u
+/* net_memif's slot size when its devargs name none (its default). */
+#define DNET_MEMIF_BSIZE 2048u
 /* Port descriptors per queue. */
 #define DNET_RXD 1024u
 #define DNET_TXD 1024u
@@ -123,6 +125,10 @@ struct dnet_impair {
 	uint64_t dropped;
 	uint64_t swapped;
 	struct rte_mbuf *held;
+	/* KMIRROR_TEST_DPDK_TX_REFUSE=N: the first N transmit bursts take
+	 * nothing, as a port whose link is not up yet or whose peer does not
+	 * drain the ring. */
+	uint32_t tx_refuse;
 };
 
 /* One receive queue of a port: its pool (buffer ids are pool indexes) and
@@ -190,6 +196,7 @@ struct dnet {
 	uint32_t want_count;	/* connections with want set */
 	struct rte_mbuf *tx_pkts[DNET_TX_PKTS_MAX];
 	uint32_t tx_n;
+	bool tx_stalled;	/* the last flush sent nothing of tx_n */
 	uint64_t now_ms;	/* km_clock_ms() when the last poll began */
 	uint64_t last_rx_ms;
 	uint64_t timers_ms;	/* now_ms of the last km_tcp_poll() */
@@ -206,6 +213,7 @@ struct dnet {
 int km_dnet_port_open(struct dnet *dn);
 void km_dnet_port_close(struct dnet *dn);
 uint64_t km_dnet_port_missed(const struct dnet *dn);
+void km_dnet_port_log_eth(const struct dnet *dn);
 void km_dnet_port_block(const struct dport *dp, uint16_t queue, uint16_t *lo,
 		     uint16_t *hi);
 void km_dnet_thread_enter(struct dnet *dn);
@@ -218,6 +226,7 @@ void km_dnet_thread_leave(struct dnet *dn);
 int km_dnet_rx(struct dnet *dn);
 void km_dnet_rx_close(struct dnet *dn);
 void km_dnet_tx_flush(struct dnet *dn);
+void km_dnet_tx_discard(struct dnet *dn);
 int km_dnet_tx(void *ctx, const struct iovec *iov, uint32_t n_iov,
 	    uint32_t flags);
 void km_dnet_buf_free(void *ctx, const uint32_t *ids, uint32_t n);
