@@ -858,7 +858,8 @@ uint64_t km_worker_next_due(struct km_worker *w, struct wpart *wp)
 					     : w->now_ms);
 		due = due > paced ? due : paced;
 	}
-	return due;
+	/* An idle log gives its write memory back at a tick (issue 17). */
+	return earlier(due, km_log_idle_due(wp->log, w->now_ms));
 }
 
 /* Compaction (issue 19): a compacted topic's partition stays compacted

@@ -4,7 +4,8 @@
  * quiet again, and those whose deadline came, from a timer heap (a binary
  * min-heap of wparts indexes keyed by due_ms): retention by time when the
  * oldest segment ages out, the retention a busy partition's pace put off,
- * compaction's pace, and a backstop of KM_WORKER_IDLE_MS for the rest. An
+ * compaction's pace, the tick at which an idle log gives its write memory
+ * back (km_log_idle_due), and a backstop of KM_WORKER_IDLE_MS for the rest. An
  * idle partition costs no work per turn, and none per second: it was
  * visited once a second by a sweep of every partition (at 10,000
  * partitions a fifth of a streaming mirror's CPU). */

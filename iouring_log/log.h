@@ -274,6 +274,11 @@ void km_log_tick(struct km_log *log, uint64_t now_ms);
  * and the write ring's pages. The next append loads them again. */
 #define KM_LOG_IDLE_MS 5000
 
+/** When km_log_tick (with the same clock) gives this log's write state
+ *  back if nothing moves it: for an owner that visits an idle log only at
+ *  a deadline. UINT64_MAX if it holds none. */
+uint64_t km_log_idle_due(const struct km_log *log, uint64_t now_ms);
+
 /** Logs of the process whose write state is in use (written since their
  *  last idle shed); 0 once every log has been idle KM_LOG_IDLE_MS. */
 uint64_t km_log_awake_count(void);

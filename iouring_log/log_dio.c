@@ -449,6 +449,17 @@ static void shed(struct km_log *log)
 	km_log_sleep(log);
 }
 
+uint64_t km_log_idle_due(const struct km_log *log, uint64_t now_ms)
+{
+	if (!log->awake)
+		return UINT64_MAX;
+	/* The idle clock starts at a tick: one that has not started it yet
+	 * (the end moved after the last) is due within a second. */
+	if (km_log_busy(log) || log->idle_leo != log->leo)
+		return now_ms + 1000;
+	return log->idle_since_ms + KM_LOG_IDLE_MS;
+}
+
 void km_log_idle_check(struct km_log *log, uint64_t now_ms)
 {
 	if (!log->awake)
