@@ -126,6 +126,35 @@ int ReadAll(km_log *log, int i)
 	return n;
 }
 
+/* Every log read whole on another thread than the one that wrote them. */
+void ExpectEveryLogReadsWhole(Many &m)
+{
+	std::vector<int> counts(kLogs, 0);
+	std::thread reader([&] {
+		for (int i = 0; i < kLogs; i++)
+			counts[i] = ReadAll(m.logs[i], i);
+	});
+	reader.join();
+	for (int i = 0; i < kLogs; i++)
+		EXPECT_EQ(kRounds, counts[i]) << "log " << i;
+}
+
+/* Structural changes on the two least recently used logs: log 0 cut by 5
+ * batches and appended to at the cut, log 1's first 4 records deleted. */
+void CutAndDeleteTheColdest(Many &m)
+{
+	uint64_t removed_bytes = 0;
+	uint32_t removed_batches = 0;
+	int64_t cut = km_log_end_offset(m.logs[0]) - 5;
+	ASSERT_EQ(cut, km_log_truncate_to(m.logs[0], cut, &removed_bytes,
+					  &removed_batches));
+	EXPECT_EQ(5u, removed_batches);
+	int64_t low = 0;
+	ASSERT_EQ(0, km_log_delete_records(m.logs[1], 4, &low));
+	EXPECT_EQ(4, km_log_start_offset(m.logs[1]));
+	ASSERT_EQ(0, m.Append(0)); // at the cut
+}
+
 } // namespace
 
 TEST(LogFiles, ColdLogsCloseTheirFilesAndNothingChanges)
@@ -159,27 +188,11 @@ TEST(LogFiles, ColdLogsCloseTheirFilesAndNothingChanges)
 	       (unsigned long long)(st.reopens - st0.reopens));
 
 	// Reads on another thread, most logs closed.
-	std::vector<int> counts(kLogs, 0);
-	std::thread reader([&] {
-		for (int i = 0; i < kLogs; i++)
-			counts[i] = ReadAll(m.logs[i], i);
-	});
-	reader.join();
-	for (int i = 0; i < kLogs; i++)
-		EXPECT_EQ(kRounds, counts[i]) << "log " << i;
+	ExpectEveryLogReadsWhole(m);
 
 	// Structural changes on logs whose files are closed: log 0 is the
 	// least recently used.
-	uint64_t removed_bytes = 0;
-	uint32_t removed_batches = 0;
-	int64_t cut = km_log_end_offset(m.logs[0]) - 5;
-	ASSERT_EQ(cut, km_log_truncate_to(m.logs[0], cut, &removed_bytes,
-					  &removed_batches));
-	EXPECT_EQ(5u, removed_batches);
-	int64_t low = 0;
-	ASSERT_EQ(0, km_log_delete_records(m.logs[1], 4, &low));
-	EXPECT_EQ(4, km_log_start_offset(m.logs[1]));
-	ASSERT_EQ(0, m.Append(0)); // at the cut
+	ASSERT_NO_FATAL_FAILURE(CutAndDeleteTheColdest(m));
 
 	std::vector<int64_t> ends(kLogs);
 	for (int i = 0; i < kLogs; i++) {
@@ -251,26 +264,10 @@ TEST(LogFiles, ShedsTheIndexesBeforeClosingALog)
 	EXPECT_GT(st.sheds, st0.sheds);
 	EXPECT_GT(st.unsheds, st0.unsheds) << "the rolls opened nothing again";
 
-	std::vector<int> counts(kLogs, 0);
-	std::thread reader([&] {
-		for (int i = 0; i < kLogs; i++)
-			counts[i] = ReadAll(m.logs[i], i);
-	});
-	reader.join();
-	for (int i = 0; i < kLogs; i++)
-		EXPECT_EQ(kRounds, counts[i]) << "log " << i;
+	ExpectEveryLogReadsWhole(m);
 
 	// Logs 0 and 1 are the least recently used: shed.
-	uint64_t removed_bytes = 0;
-	uint32_t removed_batches = 0;
-	int64_t cut = km_log_end_offset(m.logs[0]) - 5;
-	ASSERT_EQ(cut, km_log_truncate_to(m.logs[0], cut, &removed_bytes,
-					  &removed_batches));
-	EXPECT_EQ(5u, removed_batches);
-	int64_t low = 0;
-	ASSERT_EQ(0, km_log_delete_records(m.logs[1], 4, &low));
-	EXPECT_EQ(4, km_log_start_offset(m.logs[1]));
-	ASSERT_EQ(0, m.Append(0)); // at the cut
+	ASSERT_NO_FATAL_FAILURE(CutAndDeleteTheColdest(m));
 	EXPECT_EQ(kRounds - 4, ReadAll(m.logs[0], 0));
 	EXPECT_EQ(kRounds - 4, ReadAll(m.logs[1], 1));
 	km_log_files_get_stats(&st);
